@@ -1,0 +1,294 @@
+//! The read-only context every resolver sees.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use chrono::{DateTime, Utc};
+use sea_orm::DatabaseConnection;
+use serde::{Deserialize, Serialize};
+
+use crate::mail::{MailMessage, bare_address, rfc3339_z};
+use crate::message::ToolDef;
+
+/// Which provider a persona's model belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI Chat Completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// The `[model]` table of a persona: used by the wire formats.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// The provider, when set.
+    pub provider: Option<Provider>,
+    /// The model name, e.g. `claude-sonnet-4-5`.
+    pub name: Option<String>,
+    /// The output token budget.
+    pub max_tokens: Option<u32>,
+}
+
+/// A scheduled task of a persona.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Responsibility {
+    /// The name, unique within the persona.
+    pub name: String,
+    /// The 5-field cron expression.
+    pub schedule: String,
+    /// What to do.
+    pub instructions: String,
+}
+
+/// What a persona is, apart from its chains: the data templates and wire formats read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PersonaInfo {
+    /// The unique name.
+    pub name: String,
+    /// The instructions (empty when unset).
+    pub instructions: String,
+    /// The persona's own email addresses.
+    pub addresses: Vec<String>,
+    /// Free values for templates (`persona.vars`).
+    pub vars: serde_json::Map<String, serde_json::Value>,
+    /// The model, when configured.
+    pub model: Option<ModelConfig>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolDef>,
+    /// The scheduled tasks.
+    pub responsibilities: Vec<Responsibility>,
+}
+
+impl PersonaInfo {
+    /// A persona with `name` and nothing else.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The responsibility called `name`.
+    pub fn responsibility(&self, name: &str) -> Option<&Responsibility> {
+        self.responsibilities.iter().find(|r| r.name == name)
+    }
+}
+
+/// Application settings: the root relative paths resolve against, plus free settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppConfig {
+    /// The app root.
+    pub root: PathBuf,
+    /// Free settings for custom resolvers.
+    pub settings: serde_json::Map<String, serde_json::Value>,
+}
+
+impl AppConfig {
+    /// Settings rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            settings: serde_json::Map::new(),
+        }
+    }
+}
+
+/// Why a chain runs: exactly one of a reply to a message or a scheduled responsibility.
+#[derive(Debug, Clone)]
+pub enum Trigger {
+    /// A reply run: the inbound message being answered.
+    Message(Arc<MailMessage>),
+    /// A scheduled run.
+    Responsibility(Responsibility),
+}
+
+/// The read-only context of one run: cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct Context(Arc<Inner>);
+
+struct Inner {
+    persona: Arc<PersonaInfo>,
+    config: Arc<AppConfig>,
+    correlation_id: Option<String>,
+    now: DateTime<Utc>,
+    db: Option<DatabaseConnection>,
+    trigger: Trigger,
+    vars: OnceLock<minijinja::Value>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("persona", &self.0.persona.name)
+            .field("root", &self.0.config.root)
+            .field("correlation_id", &self.0.correlation_id)
+            .field("now", &self.0.now)
+            .field("db", &self.0.db.is_some())
+            .field("trigger", &self.0.trigger)
+            .finish()
+    }
+}
+
+/// Builds a [`Context`]; the trigger is required up front so there is always exactly one.
+#[derive(Debug)]
+pub struct ContextBuilder {
+    persona: Arc<PersonaInfo>,
+    config: Arc<AppConfig>,
+    correlation_id: Option<String>,
+    now: Option<DateTime<Utc>>,
+    db: Option<DatabaseConnection>,
+    trigger: Trigger,
+}
+
+impl ContextBuilder {
+    /// Sets the correlation id (exposed to templates as `correlation_id`).
+    pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
+        self.correlation_id = Some(id.into());
+        self
+    }
+
+    /// Fixes `now` for reproducible output; defaults to the current time.
+    pub fn now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// Sets the database connection used by LoadRecord and ThreadHistory.
+    pub fn db(mut self, db: DatabaseConnection) -> Self {
+        self.db = Some(db);
+        self
+    }
+
+    /// Finishes the context.
+    pub fn build(self) -> Context {
+        Context(Arc::new(Inner {
+            persona: self.persona,
+            config: self.config,
+            correlation_id: self.correlation_id,
+            now: self.now.unwrap_or_else(Utc::now),
+            db: self.db,
+            trigger: self.trigger,
+            vars: OnceLock::new(),
+        }))
+    }
+}
+
+impl Context {
+    /// Starts a context for `persona` under `config`, run by `trigger`.
+    pub fn builder(
+        persona: impl Into<Arc<PersonaInfo>>,
+        config: impl Into<Arc<AppConfig>>,
+        trigger: Trigger,
+    ) -> ContextBuilder {
+        ContextBuilder {
+            persona: persona.into(),
+            config: config.into(),
+            correlation_id: None,
+            now: None,
+            db: None,
+            trigger,
+        }
+    }
+
+    /// The persona being run.
+    pub fn persona(&self) -> &PersonaInfo {
+        &self.0.persona
+    }
+
+    /// The application settings (app root).
+    pub fn config(&self) -> &AppConfig {
+        &self.0.config
+    }
+
+    /// The correlation id, when set.
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.0.correlation_id.as_deref()
+    }
+
+    /// The time of the run.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.0.now
+    }
+
+    /// The database connection, when configured.
+    pub fn db(&self) -> Option<&DatabaseConnection> {
+        self.0.db.as_ref()
+    }
+
+    /// What triggered the run.
+    pub fn trigger(&self) -> &Trigger {
+        &self.0.trigger
+    }
+
+    /// The inbound message of a reply run; `None` in a scheduled run.
+    pub fn message(&self) -> Option<&MailMessage> {
+        match &self.0.trigger {
+            Trigger::Message(m) => Some(m),
+            Trigger::Responsibility(_) => None,
+        }
+    }
+
+    /// The responsibility of a scheduled run; `None` in a reply run.
+    pub fn responsibility(&self) -> Option<&Responsibility> {
+        match &self.0.trigger {
+            Trigger::Responsibility(r) => Some(r),
+            Trigger::Message(_) => None,
+        }
+    }
+
+    /// The template variables of this run (§4), computed once and shared.
+    pub fn template_vars(&self) -> &minijinja::Value {
+        self.0.vars.get_or_init(|| self.compute_vars())
+    }
+
+    fn compute_vars(&self) -> minijinja::Value {
+        use minijinja::Value;
+        let p = &self.0.persona;
+        let mut map = std::collections::BTreeMap::<&str, Value>::new();
+        map.insert(
+            "persona",
+            minijinja::context! {
+                name => p.name.clone(),
+                instructions => p.instructions.clone(),
+                vars => Value::from(minijinja::value::Serde(&p.vars)),
+            },
+        );
+        match &self.0.trigger {
+            Trigger::Message(m) => {
+                let to: Vec<String> = m.to.iter().map(|a| bare_address(a).to_owned()).collect();
+                let cc: Vec<String> = m.cc.iter().map(|a| bare_address(a).to_owned()).collect();
+                map.insert(
+                    "message",
+                    minijinja::context! {
+                        message_id => m.message_id.clone(),
+                        from => m.from_address().to_owned(),
+                        from_display => m.from.clone(),
+                        to => to,
+                        cc => cc,
+                        subject => m.subject.clone(),
+                        sent_at => rfc3339_z(&m.sent_at),
+                        body => m.readable_body(),
+                        thread_id => m.thread_id,
+                    },
+                );
+            }
+            Trigger::Responsibility(r) => {
+                map.insert(
+                    "responsibility",
+                    minijinja::context! {
+                        name => r.name.clone(),
+                        schedule => r.schedule.clone(),
+                        instructions => r.instructions.clone(),
+                    },
+                );
+            }
+        }
+        if let Some(id) = &self.0.correlation_id {
+            map.insert("correlation_id", Value::from(id.as_str()));
+        }
+        map.insert("now", Value::from(rfc3339_z(&self.0.now)));
+        Value::from(map)
+    }
+}

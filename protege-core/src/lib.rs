@@ -1,0 +1,45 @@
+//! The protege engine: what a language model sees before it answers an email.
+//!
+//! A persona declares ordered chains of [`Resolver`]s; each looks at a read-only
+//! [`Context`] and contributes messages; [`build_request`] appends the trailing user turn
+//! and the tools and checks the result with [`Request::validate`].
+//!
+//! ```
+//! # async fn demo() -> protege_core::Result<()> {
+//! use protege_core::*;
+//! let chain = DynChain::new().with(LoadText::template("You are {{ persona.name }}."));
+//! let responsibility = Responsibility {
+//!     name: "digest".into(), schedule: "0 8 * * *".into(), instructions: "Sum up.".into(),
+//! };
+//! let ctx = Context::builder(PersonaInfo::new("support"), AppConfig::new("."),
+//!     Trigger::Responsibility(responsibility)).build();
+//! let request = build_request(None, vec![], chain.resolve(&ctx).await?)?;
+//! assert_eq!(serde_json::to_string(&request).unwrap(),
+//!     r#"{"messages":[{"role":"system","content":"You are support."}],"tools":[]}"#);
+//! # Ok(()) }
+//! ```
+
+mod chain;
+mod context;
+mod error;
+mod mail;
+mod message;
+mod request;
+mod resolver;
+pub mod resolvers;
+pub mod template;
+pub mod tokens;
+mod validate;
+
+pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
+pub use context::{
+    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility,
+    Trigger,
+};
+pub use error::{Error, ErrorKind, Result};
+pub use mail::{Attachment, Direction, MailMessage, bare_address, html_to_text, rfc3339_z};
+pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
+pub use request::{build_request, user_turn};
+pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
+pub use resolvers::{LoadFile, LoadRecord, LoadText, ThreadHistory};
+pub use template::Template;

@@ -1,0 +1,156 @@
+//! `LoadFile`: a file's contents verbatim, from a literal or templated path.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::context::Context;
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, Role, message};
+use crate::resolver::Resolver;
+use crate::template::{Template, is_template};
+
+enum PathSource {
+    Literal(String),
+    Template(Template),
+    Broken(Error),
+}
+
+/// Contributes a file's contents verbatim; nothing when the file is blank.
+///
+/// A path containing `{{` or `{%` is a template and must stay inside the app root once
+/// rendered; a literal path is trusted (relative to the root, or absolute as is).
+pub struct LoadFile {
+    path: PathSource,
+    role: Role,
+}
+
+impl std::fmt::Debug for LoadFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = match &self.path {
+            PathSource::Literal(p) => p.clone(),
+            PathSource::Template(t) => t.source().to_owned(),
+            PathSource::Broken(e) => format!("broken: {e}"),
+        };
+        f.debug_struct("LoadFile")
+            .field("path", &path)
+            .field("role", &self.role)
+            .finish()
+    }
+}
+
+impl LoadFile {
+    /// A file at `path` (literal or template); a template syntax error is returned.
+    pub fn try_new(path: &str) -> Result<Self> {
+        Self::try_named(path, "LoadFile.path")
+    }
+
+    /// Like [`try_new`](Self::try_new), naming the template `name` in errors.
+    pub fn try_named(path: &str, name: &str) -> Result<Self> {
+        let path = if is_template(path) {
+            PathSource::Template(Template::compile(name, path)?)
+        } else {
+            PathSource::Literal(path.to_owned())
+        };
+        Ok(Self {
+            path,
+            role: Role::System,
+        })
+    }
+
+    /// A file at `path`; a template syntax error is reported when the chain runs (the
+    /// `resolvers!` macro checks literal paths at compile time).
+    pub fn new(path: &str) -> Self {
+        Self::try_new(path).unwrap_or_else(|e| Self {
+            path: PathSource::Broken(e),
+            role: Role::System,
+        })
+    }
+
+    /// Sets the role of the contributed message (default `system`).
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// The file this resolver reads in `ctx` (for a templated path: rendered and checked).
+    pub fn resolve_path(&self, ctx: &Context) -> Result<(String, PathBuf)> {
+        let root = &ctx.config().root;
+        match &self.path {
+            PathSource::Literal(p) => Ok((p.clone(), root.join(p))),
+            PathSource::Template(t) => {
+                let rendered = t.render(ctx.template_vars())?;
+                let inside = inside_root(&rendered).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::PathOutsideRoot,
+                        format!(
+                            "path outside root: `{rendered}` (rendered from `{}`) leaves the app root `{}`",
+                            t.source(),
+                            root.display()
+                        ),
+                    )
+                })?;
+                Ok((rendered, root.join(inside)))
+            }
+            PathSource::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
+        }
+    }
+}
+
+/// Normalises a relative path lexically; `None` when it is absolute or climbs out.
+fn inside_root(path: &str) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in Path::new(path).components() {
+        match c {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+impl Resolver for LoadFile {
+    type Output = Option<Message>;
+
+    async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        let (written, full) = self.resolve_path(ctx)?;
+        // Prompt files are small: a blocking read is cheaper than a hop to a thread pool.
+        let bytes = match std::fs::read(&full) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::new(
+                    ErrorKind::FileNotFound,
+                    format!(
+                        "file not found: `{written}` (tried `{}`)",
+                        full.display()
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("cannot read `{written}` (`{}`): {e}", full.display()),
+                )
+                .with_source(e));
+            }
+        };
+        let text = String::from_utf8(bytes).map_err(|_| {
+            Error::new(
+                ErrorKind::Io,
+                format!("file `{written}` (`{}`) is not valid UTF-8", full.display()),
+            )
+        })?;
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(message(self.role, text)))
+    }
+
+    fn name(&self) -> &str {
+        "LoadFile"
+    }
+}

@@ -1,0 +1,11 @@
+//! The built-in resolvers.
+
+mod load_file;
+mod load_record;
+mod load_text;
+mod thread_history;
+
+pub use load_file::LoadFile;
+pub use load_record::{LoadRecord, OrderBy, WhereValue};
+pub use load_text::LoadText;
+pub use thread_history::ThreadHistory;
