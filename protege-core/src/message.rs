@@ -177,11 +177,11 @@ impl ToolCall {
 pub struct Message {
     /// Who speaks.
     pub role: Role,
-    /// What is said.
-    pub content: Content,
     /// For a tool message: the id of the call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// What is said.
+    pub content: Content,
     /// For an assistant message: the tools it calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,

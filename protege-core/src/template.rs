@@ -105,15 +105,22 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
         minijinja::ErrorKind::BadSerialization => "bad value".to_owned(),
         _ => "error".to_owned(),
     };
-    if let (Some(range), Some(src)) = (err.range(), err.template_source())
-        && let Some(expr) = src.get(range)
-        && err.kind() != minijinja::ErrorKind::SyntaxError
-    {
-        what.push_str(&format!(" `{}`", expr.trim()));
-    }
-    if let Some(detail) = err.detail() {
-        what.push_str(": ");
-        what.push_str(detail);
+    let undefined = err.kind() == minijinja::ErrorKind::UndefinedError;
+    match err.detail() {
+        // minijinja names the undefined value itself: "`message.subject` is undefined".
+        Some(detail) if undefined && detail.contains('`') => what = detail.to_owned(),
+        detail => {
+            if let (Some(range), Some(src)) = (err.range(), err.template_source())
+                && let Some(expr) = src.get(range)
+                && err.kind() != minijinja::ErrorKind::SyntaxError
+            {
+                what.push_str(&format!(" `{}`", expr.trim()));
+            }
+            if let Some(detail) = detail {
+                what.push_str(": ");
+                what.push_str(detail);
+            }
+        }
     }
     let line = err.line();
     let detail = match line {
