@@ -30,6 +30,7 @@ pub mod resolvers;
 pub mod template;
 pub mod tokens;
 mod validate;
+pub mod wire;
 
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{

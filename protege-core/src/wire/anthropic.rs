@@ -1,0 +1,174 @@
+//! Anthropic Messages request bodies.
+
+use serde_json::{Map, Value, json};
+
+use super::ModelSpec;
+use crate::error::Result;
+use crate::message::{Content, Message, Part, Request, Role};
+
+/// The `max_tokens` of an Anthropic body when the persona's `[model]` sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+/// The first user turn when a conversation would otherwise not start with one.
+const CONVERSATION_START: &str = "(conversation start)";
+
+/// Image types the Messages API accepts as base64 image blocks.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The Messages body for `request`: system messages joined by a blank line into the
+/// top-level `system`; consecutive same-role turns merged into one message of several
+/// blocks; tool calls as `tool_use` blocks; tool results as `tool_result` blocks at the
+/// start of the following user message; images and documents as base64 `source` blocks;
+/// `max_tokens` from the model (default 1024). When the first turn is not a user turn,
+/// a user turn `(conversation start)` opens the conversation.
+pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
+    request.validate()?;
+    let mut system = Vec::new();
+    // (role, blocks) of the merged turns; a turn's tool results come before its other blocks.
+    let mut turns: Vec<(&'static str, Vec<Value>, usize)> = Vec::new();
+    for m in &request.messages {
+        let (role, blocks, results) = match m.role {
+            Role::System => {
+                let text = m.content.text();
+                if !text.trim().is_empty() {
+                    system.push(text);
+                }
+                continue;
+            }
+            Role::User => ("user", content_blocks(&m.content), 0),
+            Role::Assistant => {
+                let mut blocks = text_blocks(m);
+                for c in &m.tool_calls {
+                    blocks.push(json!({
+                        "type": "tool_use", "id": c.id, "name": c.name, "input": c.input,
+                    }));
+                }
+                ("assistant", blocks, 0)
+            }
+            Role::Tool => {
+                let block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
+                    "content": m.content.text(),
+                });
+                ("user", vec![block], 1)
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last_role, last_blocks, last_results)) if *last_role == role => {
+                if results > 0 {
+                    // Tool results go before the turn's other blocks.
+                    let at = *last_results;
+                    last_blocks.splice(at..at, blocks);
+                    *last_results += results;
+                } else {
+                    last_blocks.extend(blocks);
+                }
+            }
+            _ => turns.push((role, blocks, results)),
+        }
+    }
+    if turns.first().is_none_or(|(role, _, _)| *role != "user") {
+        turns.insert(0, ("user", vec![text_block(CONVERSATION_START)], 0));
+    }
+    // A final assistant turn (a prefill) must not end in whitespace.
+    if let Some((role, blocks, _)) = turns.last_mut()
+        && *role == "assistant"
+        && let Some(Value::Object(last)) = blocks.last_mut()
+        && let Some(Value::String(text)) = last.get_mut("text")
+    {
+        let trimmed = text.trim_end().to_owned();
+        *text = trimmed;
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model.name.clone()));
+    body.insert(
+        "max_tokens".into(),
+        Value::from(model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    if !system.is_empty() {
+        body.insert("system".into(), Value::from(system.join("\n\n")));
+    }
+    let messages = turns
+        .into_iter()
+        .map(|(role, blocks, _)| {
+            let content = match blocks.as_slice() {
+                [Value::Object(only)] if only.get("type") == Some(&Value::from("text")) => {
+                    only["text"].clone()
+                }
+                _ => Value::Array(blocks),
+            };
+            json!({ "role": role, "content": content })
+        })
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    Ok(Value::Object(body))
+}
+
+fn text_block(text: &str) -> Value {
+    json!({ "type": "text", "text": text })
+}
+
+/// The text of an assistant message as blocks (none when blank: empty text blocks are
+/// not allowed).
+fn text_blocks(m: &Message) -> Vec<Value> {
+    let text = m.content.text();
+    if text.trim().is_empty() {
+        Vec::new()
+    } else {
+        vec![text_block(&text)]
+    }
+}
+
+fn content_blocks(content: &Content) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    for part in content.parts() {
+        match part {
+            Part::Text { text } => {
+                if !text.trim().is_empty() {
+                    blocks.push(text_block(&text));
+                }
+            }
+            Part::Image { media_type, data } => {
+                if IMAGE_TYPES.contains(&media_type.as_str()) {
+                    blocks.push(json!({
+                        "type": "image",
+                        "source": { "type": "base64", "media_type": media_type, "data": data },
+                    }));
+                } else {
+                    blocks.push(text_block(&format!(
+                        "(an image of type {media_type} is attached; this provider does not accept it)"
+                    )));
+                }
+            }
+            Part::Document {
+                filename,
+                media_type,
+                data,
+            } => blocks.push(json!({
+                "type": "document",
+                "source": { "type": "base64", "media_type": media_type, "data": data },
+                "title": filename,
+            })),
+        }
+    }
+    blocks
+}

@@ -1,0 +1,40 @@
+//! Provider wire formats: a [`Request`](crate::Request) as an OpenAI Chat Completions or an
+//! Anthropic Messages request body, ready to send as is.
+
+mod anthropic;
+mod openai;
+
+pub use anthropic::{DEFAULT_MAX_TOKENS, to_anthropic};
+pub use openai::to_openai;
+
+use crate::context::ModelConfig;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The model a wire body is for: its name and optional output-token budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The model name, e.g. `gpt-4o` or `claude-sonnet-4-5`.
+    pub name: String,
+    /// The output token budget (`[model] max_tokens`).
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelSpec {
+    /// The model of a run: `override_name` (the CLI's `--model`) wins over the persona's
+    /// `[model] name`; with neither, an error saying so.
+    pub fn resolve(model: Option<&ModelConfig>, override_name: Option<&str>) -> Result<ModelSpec> {
+        let name = override_name
+            .map(str::to_owned)
+            .or_else(|| model.and_then(|m| m.name.clone()))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Wire,
+                    "no model for the wire format: set `name` in the persona's `[model]` table or pass `--model NAME`",
+                )
+            })?;
+        Ok(ModelSpec {
+            name,
+            max_tokens: model.and_then(|m| m.max_tokens),
+        })
+    }
+}

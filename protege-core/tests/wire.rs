@@ -1,0 +1,252 @@
+//! Wire formats (DESIGN §8): exact OpenAI and Anthropic bodies for every rule.
+//!
+//! With `PROTEGE_WIRE_OUT=DIR`, every body is also written to `DIR/<test>.<provider>.json`
+//! so `.ci/run` can check them with the providers' schemas.
+
+use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
+use protege_core::{ModelConfig, Part, Request, Role, ToolCall, ToolDef, message};
+use serde_json::json;
+
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mOQkzsBAAFiAQUv5nCNAAAAAElFTkSuQmCC";
+const PDF: &str = "JVBERi0xLjQKMSAwIG9iajw8L1R5cGUvQ2F0YWxvZy9QYWdlcyAyIDAgUj4+ZW5kb2JqCnRyYWlsZXI8PC9Sb290IDEgMCBSPj4KJSVFT0YK";
+
+fn model(name: &str, max: Option<u32>) -> ModelSpec {
+    ModelSpec {
+        name: name.into(),
+        max_tokens: max,
+    }
+}
+
+fn save(test: &str, provider: &str, body: &serde_json::Value) {
+    if let Ok(dir) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = std::path::Path::new(&dir).join(format!("{test}.{provider}.json"));
+        std::fs::write(path, serde_json::to_string_pretty(body).unwrap()).unwrap();
+    }
+}
+
+fn openai(test: &str, r: &Request, m: &ModelSpec) -> String {
+    let body = to_openai(r, m).unwrap();
+    save(test, "openai", &body);
+    serde_json::to_string(&body).unwrap()
+}
+
+fn anthropic(test: &str, r: &Request, m: &ModelSpec) -> String {
+    let body = to_anthropic(r, m).unwrap();
+    save(test, "anthropic", &body);
+    serde_json::to_string(&body).unwrap()
+}
+
+fn tool_round() -> Request {
+    Request {
+        messages: vec![
+            message(Role::System, "You are support."),
+            message(Role::User, "Where is A-1?"),
+            message(Role::Assistant, "").with_tool_calls(vec![
+                ToolCall::new("call_1", "lookup_order", json!({"order": "A-1"})),
+                ToolCall::new("call_2", "lookup_order", json!({"order": "A-2"})),
+            ]),
+            message(Role::Tool, r#"{"status":"shipped"}"#).with_tool_call_id("call_1"),
+            message(Role::Tool, "not found").with_tool_call_id("call_2"),
+            message(Role::System, "Be brief."),
+            message(Role::User, "Thanks. And A-2?"),
+        ],
+        tools: vec![ToolDef {
+            name: "lookup_order".into(),
+            description: "Find an order".into(),
+            input_schema: json!({"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}),
+        }],
+    }
+}
+
+#[test]
+fn openai_tool_round_with_arguments_as_json_string() {
+    assert_eq!(
+        openai("tool_round", &tool_round(), &model("gpt-4o", Some(512))),
+        concat!(
+            r#"{"model":"gpt-4o","messages":[{"role":"system","content":"You are support."},"#,
+            r#"{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"assistant","content":null,"tool_calls":["#,
+            r#"{"id":"call_1","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"A-1\"}"}},"#,
+            r#"{"id":"call_2","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"A-2\"}"}}]},"#,
+            r#"{"role":"tool","tool_call_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
+            r#"{"role":"tool","tool_call_id":"call_2","content":"not found"},"#,
+            r#"{"role":"system","content":"Be brief."},"#,
+            r#"{"role":"user","content":"Thanks. And A-2?"}],"#,
+            r#""tools":[{"type":"function","function":{"name":"lookup_order","description":"Find an order","parameters":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}}],"#,
+            r#""max_tokens":512}"#
+        )
+    );
+}
+
+#[test]
+fn openai_o_series_uses_max_completion_tokens_and_omits_empty_tools() {
+    let r = Request {
+        messages: vec![message(Role::User, "hi")],
+        tools: vec![],
+    };
+    assert_eq!(
+        openai("o_series", &r, &model("o3-mini", Some(100))),
+        r#"{"model":"o3-mini","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":100}"#
+    );
+    assert_eq!(
+        openai("no_budget", &r, &model("gpt-4o", None)),
+        r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#
+    );
+}
+
+fn multimodal() -> Request {
+    Request {
+        messages: vec![message(
+            Role::User,
+            vec![
+                Part::text("see attached"),
+                Part::Image {
+                    media_type: "image/png".into(),
+                    data: PNG.into(),
+                },
+                Part::Document {
+                    filename: "receipt.pdf".into(),
+                    media_type: "application/pdf".into(),
+                    data: PDF.into(),
+                },
+            ],
+        )],
+        tools: vec![],
+    }
+}
+
+#[test]
+fn openai_images_as_data_urls_and_documents_as_file_parts() {
+    assert_eq!(
+        openai("multimodal", &multimodal(), &model("gpt-4o", None)),
+        format!(
+            concat!(
+                r#"{{"model":"gpt-4o","messages":[{{"role":"user","content":[{{"type":"text","text":"see attached"}},"#,
+                r#"{{"type":"image_url","image_url":{{"url":"data:image/png;base64,{png}"}}}},"#,
+                r#"{{"type":"file","file":{{"filename":"receipt.pdf","file_data":"data:application/pdf;base64,{pdf}"}}}}]}}]}}"#
+            ),
+            png = PNG,
+            pdf = PDF
+        )
+    );
+}
+
+#[test]
+fn anthropic_system_joined_turns_merged_results_first() {
+    assert_eq!(
+        anthropic("tool_round", &tool_round(), &model("claude-sonnet-4-5", None)),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.\n\nBe brief.","#,
+            r#""messages":[{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"lookup_order","input":{"order":"A-1"}},"#,
+            r#"{"type":"tool_use","id":"call_2","name":"lookup_order","input":{"order":"A-2"}}]},"#,
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
+            r#"{"type":"tool_result","tool_use_id":"call_2","content":"not found"},"#,
+            r#"{"type":"text","text":"Thanks. And A-2?"}]}],"#,
+            r#""tools":[{"name":"lookup_order","description":"Find an order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]}"#
+        )
+    );
+}
+
+#[test]
+fn anthropic_merges_consecutive_same_role_turns() {
+    let r = Request {
+        messages: vec![
+            message(Role::User, "first"),
+            message(Role::User, "second"),
+            message(Role::Assistant, "answer"),
+            message(Role::Assistant, "more"),
+            message(Role::User, "last"),
+        ],
+        tools: vec![],
+    };
+    assert_eq!(
+        anthropic("merge", &r, &model("claude-sonnet-4-5", Some(200))),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":200,"messages":["#,
+            r#"{"role":"user","content":[{"type":"text","text":"first"},{"type":"text","text":"second"}]},"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"answer"},{"type":"text","text":"more"}]},"#,
+            r#"{"role":"user","content":"last"}]}"#
+        )
+    );
+}
+
+#[test]
+fn anthropic_conversation_start_when_first_turn_is_not_user() {
+    let outbound_first = Request {
+        messages: vec![
+            message(Role::System, "sys"),
+            message(Role::Assistant, "We opened this thread."),
+            message(Role::User, "reply"),
+        ],
+        tools: vec![],
+    };
+    assert_eq!(
+        anthropic("starts_with_assistant", &outbound_first, &model("claude-sonnet-4-5", None)),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"sys","messages":["#,
+            r#"{"role":"user","content":"(conversation start)"},"#,
+            r#"{"role":"assistant","content":"We opened this thread."},"#,
+            r#"{"role":"user","content":"reply"}]}"#
+        )
+    );
+    let only_system = Request {
+        messages: vec![message(Role::System, "Summarise.")],
+        tools: vec![],
+    };
+    assert_eq!(
+        anthropic("only_system", &only_system, &model("claude-sonnet-4-5", None)),
+        r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"Summarise.","messages":[{"role":"user","content":"(conversation start)"}]}"#
+    );
+}
+
+#[test]
+fn anthropic_images_and_documents_as_base64_sources() {
+    assert_eq!(
+        anthropic("multimodal", &multimodal(), &model("claude-sonnet-4-5", None)),
+        format!(
+            concat!(
+                r#"{{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{{"role":"user","content":[{{"type":"text","text":"see attached"}},"#,
+                r#"{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"{png}"}}}},"#,
+                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"{pdf}"}},"title":"receipt.pdf"}}]}}]}}"#
+            ),
+            png = PNG,
+            pdf = PDF
+        )
+    );
+}
+
+#[test]
+fn model_comes_from_override_or_persona_else_error() {
+    let persona = ModelConfig {
+        provider: None,
+        name: Some("claude-sonnet-4-5".into()),
+        max_tokens: Some(64),
+    };
+    assert_eq!(
+        ModelSpec::resolve(Some(&persona), None).unwrap(),
+        model("claude-sonnet-4-5", Some(64))
+    );
+    assert_eq!(
+        ModelSpec::resolve(Some(&persona), Some("gpt-4o")).unwrap(),
+        model("gpt-4o", Some(64))
+    );
+    assert_eq!(
+        ModelSpec::resolve(None, None).unwrap_err().to_string(),
+        "no model for the wire format: set `name` in the persona's `[model]` table or pass `--model NAME`"
+    );
+}
+
+#[test]
+fn malformed_requests_are_not_converted() {
+    let bad = Request {
+        messages: vec![message(Role::Tool, "x").with_tool_call_id("c")],
+        tools: vec![],
+    };
+    assert_eq!(
+        to_anthropic(&bad, &model("m", None)).unwrap_err().to_string(),
+        "message 0: tool message `c` does not follow an assistant message with tool calls"
+    );
+    assert!(to_openai(&bad, &model("m", None)).is_err());
+}
