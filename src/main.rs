@@ -1,5 +1,7 @@
-//! The `protege` command line.
+//! The `protege` command line: validate personas, import mail, resolve requests.
 
-fn main() {
-    println!("protege {}", env!("CARGO_PKG_VERSION"));
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

@@ -1,0 +1,107 @@
+//! The command-line grammar (clap derive).
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXAMPLES: &str = "\
+Examples:
+  protege demo                                   import the demo data and resolve the support persona
+  protege check                                  validate every persona in ./personas
+  protege db import examples/data/demo.json      import a fixture into ./protege.db
+  protege resolve --persona support --message '<m1@example.com>' --format anthropic";
+
+/// Assemble what a language model sees before it answers an email.
+#[derive(Debug, Parser)]
+#[command(name = "protege", version, after_help = EXAMPLES)]
+pub(crate) struct Cli {
+    /// App root for relative paths (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+    /// Persona folder (default: <root>/personas).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) personas: Option<PathBuf>,
+    /// Database URL (default: $PROTEGE_DATABASE_URL, else sqlite://<root>/protege.db, created if missing).
+    #[arg(long, global = true, value_name = "URL", env = "PROTEGE_DATABASE_URL")]
+    pub(crate) database: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Validate every persona; exit 1 when any is invalid.
+    #[command(after_help = "Example:\n  protege check --personas personas/")]
+    Check,
+    /// Create or upgrade the schema, import fixtures.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
+    /// Print the request for a reply run or a scheduled run as JSON on stdout.
+    #[command(after_help = "Examples:\n  protege resolve --persona support --message '<m1@example.com>'\n  protege resolve --persona digest --responsibility daily-digest --format openai --explain")]
+    Resolve(ResolveArgs),
+    /// Hot-reload the persona folder and print one JSON line per event.
+    #[command(after_help = "Example:\n  protege watch --personas personas/")]
+    Watch,
+    /// Migrate the database, import the demo data and resolve the support persona with --explain.
+    #[command(after_help = "Example:\n  cargo run --release -- demo")]
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DbCommand {
+    /// Create or upgrade the schema.
+    #[command(after_help = "Example:\n  protege --database postgres://postgres@127.0.0.1/test db migrate")]
+    Migrate,
+    /// Import a JSON fixture; idempotent by message_id, all or nothing.
+    #[command(after_help = "Example:\n  protege db import examples/data/demo.json")]
+    Import {
+        /// The fixture file.
+        file: PathBuf,
+    },
+}
+
+/// The output of `resolve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// protege's canonical JSON: `{"messages":[...],"tools":[...]}`.
+    Messages,
+    /// An OpenAI Chat Completions request body.
+    Openai,
+    /// An Anthropic Messages request body.
+    Anthropic,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("trigger").required(true).args(["message", "responsibility"])))]
+pub(crate) struct ResolveArgs {
+    /// The persona's name.
+    #[arg(long)]
+    pub(crate) persona: String,
+    /// Reply run: the Message-ID of the inbound message, e.g. '<m1@example.com>'.
+    #[arg(long, value_name = "MESSAGE_ID")]
+    pub(crate) message: Option<String>,
+    /// Scheduled run: the responsibility's name.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) responsibility: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Messages)]
+    pub(crate) format: Format,
+    /// Model name for a wire format (overrides the persona's [model] name).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) model: Option<String>,
+    /// The time of the run, RFC 3339 (default: now), for reproducible output.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
+    pub(crate) now: Option<DateTime<Utc>>,
+    /// Print a per-resolver table (messages, characters, tokens, time) on stderr.
+    #[arg(long)]
+    pub(crate) explain: bool,
+}
+
+fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| format!("`{text}` is not an RFC 3339 timestamp such as 2026-01-05T10:00:00Z"))
+}

@@ -1,0 +1,44 @@
+//! `db migrate`, `db import` and the connection every command shares.
+
+use std::path::Path;
+
+use protege::db;
+use sea_orm::DatabaseConnection;
+
+use super::{CliResult, Env, Failure};
+
+/// Connects to the configured database and brings its schema up to date (the embedded
+/// SQLite default is created on first use).
+pub(crate) async fn connect(env: &Env) -> CliResult<DatabaseConnection> {
+    let conn = db::connect(&env.database).await?;
+    db::migrate(&conn).await?;
+    Ok(conn)
+}
+
+pub(crate) async fn migrate(env: &Env) -> CliResult {
+    connect(env).await?;
+    println!("database schema is up to date");
+    Ok(())
+}
+
+/// Reads and validates a fixture before touching the database, then imports it.
+pub(crate) async fn import_file(env: &Env, conn: &DatabaseConnection, file: &Path) -> CliResult<String> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        Failure::invalid(format!("cannot read fixture `{}`: {e}", file.display()))
+    })?;
+    let fixture = db::parse_fixture(&text)
+        .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
+    let _ = env;
+    let summary = db::import_fixture(conn, &fixture)
+        .await
+        .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
+    Ok(summary.to_string())
+}
+
+pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
+    // Validate the file first so a malformed fixture never touches the database.
+    let conn = connect(env).await?;
+    let summary = import_file(env, &conn, file).await?;
+    println!("{summary}");
+    Ok(())
+}
