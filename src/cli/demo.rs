@@ -1,0 +1,79 @@
+//! `demo`: migrate the database, import the demo data, resolve the support persona for the
+//! newest inbound message with `--explain`, print the request.
+
+use std::io::Write as _;
+
+use protege::db::entities::message;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    TransactionTrait,
+};
+
+use super::args::{Format, ResolveArgs};
+use super::{CliResult, Env, Failure, db, resolve};
+
+const FIXTURE: &str = "examples/data/demo.json";
+const CUSTOMERS: &str = "examples/data/customers.sql";
+const PERSONA: &str = "support";
+
+pub(crate) async fn run(env: &Env) -> CliResult {
+    let conn = db::connect(env).await?;
+    eprintln!("database: {}", protege::db::redact_url(&env.database));
+    ensure_customers(env, &conn).await?;
+    let summary = db::import_file(env, &conn, &env.root.join(FIXTURE)).await?;
+    eprintln!("demo data: {summary}");
+    let newest = message::Entity::find()
+        .filter(message::Column::Direction.eq("inbound"))
+        .order_by_desc(message::Column::SentAt)
+        .order_by_desc(message::Column::Id)
+        .one(&conn)
+        .await
+        .map_err(protege::Error::from)?
+        .ok_or_else(|| Failure::invalid("the demo data holds no inbound message"))?;
+    eprintln!(
+        "resolving persona `{PERSONA}` for the newest inbound message {} ({:?})\n",
+        newest.message_id, newest.subject
+    );
+    let args = ResolveArgs {
+        persona: PERSONA.into(),
+        message: Some(newest.message_id),
+        responsibility: None,
+        format: Format::Messages,
+        model: None,
+        now: None,
+        explain: true,
+    };
+    let out = resolve::resolve(env, &args).await?;
+    eprintln!("{}", out.explain);
+    let text = serde_json::to_string_pretty(&out.body)
+        .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    Ok(())
+}
+
+/// Creates and fills the `customers` table from the demo SQL once, when it is missing.
+async fn ensure_customers(env: &Env, conn: &DatabaseConnection) -> CliResult {
+    if conn
+        .execute_unprepared("SELECT COUNT(*) FROM customers")
+        .await
+        .is_ok()
+    {
+        return Ok(());
+    }
+    let path = env.root.join(CUSTOMERS);
+    let sql = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::invalid(format!("cannot read `{}`: {e}", path.display())))?;
+    let body: String = sql
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let txn = conn.begin().await.map_err(protege::Error::from)?;
+    for statement in body.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        txn.execute_unprepared(statement).await.map_err(|e| {
+            Failure::invalid(format!("`{}` failed: {e}", path.display()))
+        })?;
+    }
+    txn.commit().await.map_err(protege::Error::from)?;
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! `check` and persona lookup for the other commands.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use protege::config::{Diagnostic, Persona, PersonaSet, render};
+
+use super::{CliResult, Env, Failure};
+
+impl From<protege::config::Error> for Failure {
+    fn from(e: protege::config::Error) -> Self {
+        Failure::invalid(e.to_string())
+    }
+}
+
+/// Loads the persona folder: the valid personas and the problems of the invalid files.
+pub(crate) fn load(env: &Env) -> CliResult<(PersonaSet, Vec<Diagnostic>)> {
+    if !env.personas.is_dir() {
+        return Err(Failure::invalid(format!(
+            "persona folder `{}` does not exist",
+            env.personas.display()
+        )));
+    }
+    Ok(PersonaSet::load(&env.personas)?)
+}
+
+/// The sentence closing a failed check: how many problems in how many files.
+pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
+    let mut files: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    for d in diagnostics {
+        *files.entry(d.path().to_owned()).or_default() += 1;
+    }
+    let problems = diagnostics.len();
+    format!(
+        "{problems} {} in {} persona {}",
+        if problems == 1 { "problem" } else { "problems" },
+        files.len(),
+        if files.len() == 1 { "file" } else { "files" }
+    )
+}
+
+pub(crate) fn check(env: &Env) -> CliResult {
+    let (set, diagnostics) = load(env)?;
+    if !diagnostics.is_empty() {
+        eprint!("{}", render(&diagnostics));
+        return Err(Failure::invalid(format!(
+            "check failed: {}",
+            summary(&diagnostics)
+        )));
+    }
+    let names = set.names();
+    println!(
+        "ok: {} {} ({})",
+        names.len(),
+        if names.len() == 1 { "persona" } else { "personas" },
+        names.join(", ")
+    );
+    Ok(())
+}
+
+/// The persona called `name`; when it is missing, the problems of the invalid files (one
+/// of them may be the persona) are printed before the error.
+pub(crate) fn load_one(env: &Env, name: &str) -> CliResult<Arc<Persona>> {
+    let (set, diagnostics) = load(env)?;
+    if let Some(persona) = set.get(name) {
+        return Ok(persona);
+    }
+    if !diagnostics.is_empty() {
+        eprint!("{}", render(&diagnostics));
+        return Err(Failure::invalid(format!(
+            "unknown persona `{name}`: it is not among the valid personas, and the persona folder has {}",
+            summary(&diagnostics)
+        )));
+    }
+    let known: Vec<String> = set.names().iter().map(|n| format!("`{n}`")).collect();
+    Err(Failure::invalid(if known.is_empty() {
+        format!(
+            "unknown persona `{name}`: the persona folder `{}` holds no personas",
+            env.personas.display()
+        )
+    } else {
+        format!("unknown persona `{name}`; known personas: {}", known.join(", "))
+    }))
+}

@@ -1,0 +1,40 @@
+//! `watch`: hot-reload the persona folder and print one JSON line per event.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use protege::config::{Diagnostic, Event};
+
+use super::{CliResult, Env, personas};
+
+pub(crate) async fn run(env: &Env) -> CliResult {
+    let (set, diagnostics) = personas::load(env)?;
+    let mut watch = set.watch()?;
+    // Files invalid at start are reported like a rejected edit, one event per file.
+    let mut by_file: Vec<(PathBuf, Vec<Diagnostic>)> = Vec::new();
+    for d in diagnostics {
+        match by_file.iter_mut().find(|(p, _)| p == d.path()) {
+            Some((_, list)) => list.push(d),
+            None => by_file.push((d.path().to_owned(), vec![d])),
+        }
+    }
+    for (path, diagnostics) in by_file {
+        if !print(&Event::Rejected { path, diagnostics }) {
+            return Ok(());
+        }
+    }
+    while let Some(event) = watch.next().await {
+        if !print(&event) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Prints one event line and flushes; false when stdout is closed (e.g. `watch | head`).
+fn print(event: &Event) -> bool {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", event.to_json_line())
+        .and_then(|_| out.flush())
+        .is_ok()
+}

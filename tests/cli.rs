@@ -1,0 +1,220 @@
+//! End-to-end: the built `protege` binary against the shipped example folder.
+//!
+//! Expected outputs live in `tests/expected/`; set `PROTEGE_BLESS=1` to rewrite them after
+//! a deliberate change (and review the diff). With `PROTEGE_WIRE_OUT=DIR`, every wire body
+//! is also written there for the providers' schema check in `.ci/run`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NOW: &str = "2026-03-10T08:00:00Z";
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn protege(db: &str, root: &Path, args: &[&str]) -> Run {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_protege"))
+        .arg("--root")
+        .arg(root)
+        .arg("--database")
+        .arg(db)
+        .args(args)
+        .env_remove("PROTEGE_DATABASE_URL")
+        .output()
+        .expect("run protege");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn expect(name: &str, actual: &str) {
+    let path = project().join("tests/expected").join(name);
+    if std::env::var_os("PROTEGE_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing {}; run with PROTEGE_BLESS=1", path.display()));
+    assert_eq!(actual, expected, "output differs from {}", path.display());
+}
+
+fn save_wire(name: &str, provider: &str, body: &str) {
+    if let Ok(dir) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join(format!("cli-{name}.{provider}.json")), body).unwrap();
+    }
+}
+
+fn demo_db() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let run = protege(&url, &project(), &["demo"]);
+    assert_eq!(run.code, 0, "demo failed: {}", run.stderr);
+    (dir, url)
+}
+
+#[test]
+fn check_accepts_the_example_personas() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    let run = protege(&url, &project(), &["check"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "ok: 3 personas (billing, digest, support)\n"
+    );
+}
+
+#[test]
+fn demo_is_idempotent_and_prints_the_request() {
+    let (_dir, url) = demo_db();
+    let again = protege(&url, &project(), &["demo"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("demo data: imported 0 threads, 0 messages (15 already present)"),
+        "{}",
+        again.stderr
+    );
+    let value: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(value["messages"][0]["role"], "system");
+}
+
+#[test]
+fn example_personas_resolve_to_the_committed_requests() {
+    let (_dir, url) = demo_db();
+    let cases: [(&str, &[&str]); 4] = [
+        ("support-refund", &["--persona", "support", "--message", "<refund-3@example.com>"]),
+        ("support-tracking", &["--persona", "support", "--message", "<track-3@example.com>"]),
+        ("billing-label", &["--persona", "billing", "--message", "<label-1@example.com>"]),
+        ("digest-daily", &["--persona", "digest", "--responsibility", "daily-digest"]),
+    ];
+    for (name, trigger) in cases {
+        for format in ["messages", "openai", "anthropic"] {
+            let mut args = vec!["resolve"];
+            args.extend_from_slice(trigger);
+            args.extend_from_slice(&["--now", NOW, "--format", format]);
+            let run = protege(&url, &project(), &args);
+            assert_eq!(run.code, 0, "{name} {format}: {}", run.stderr);
+            assert_eq!(run.stderr, "", "{name} {format}");
+            expect(&format!("{name}.{format}.json"), &run.stdout);
+            if format != "messages" {
+                save_wire(name, format, &run.stdout);
+            }
+        }
+    }
+}
+
+#[test]
+fn explain_goes_to_stderr_and_stdout_stays_json() {
+    let (_dir, url) = demo_db();
+    let run = protege(
+        &url,
+        &project(),
+        &["resolve", "--persona", "support", "--message", "<refund-3@example.com>", "--now", NOW, "--explain"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap();
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines[0],
+        "  #  resolver              messages     chars   tokens       time"
+    );
+    let names: Vec<&str> = lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| l[5..27].trim())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "LoadText",
+            "LoadFile",
+            "LoadFile",
+            "LoadRecord",
+            "ThreadHistory",
+            "LoadText",
+            "(trailing user turn)",
+            "total"
+        ]
+    );
+}
+
+#[test]
+fn bad_inputs_give_exit_codes_and_one_sentence() {
+    let (dir, url) = demo_db();
+    let root = project();
+    let cases: Vec<(Vec<&str>, i32, String)> = vec![
+        (
+            vec!["resolve", "--persona", "nobody", "--message", "<refund-3@example.com>"],
+            1,
+            "error: unknown persona `nobody`; known personas: `billing`, `digest`, `support`\n".into(),
+        ),
+        (
+            vec!["resolve", "--persona", "support", "--message", "<nope@example.com>"],
+            1,
+            "error: unknown message `<nope@example.com>`: no message with this Message-ID in the database\n".into(),
+        ),
+        (
+            vec!["resolve", "--persona", "digest", "--responsibility", "hourly"],
+            1,
+            "error: unknown responsibility `hourly` for persona `digest`; valid: `daily-digest`, `weekly-review`\n".into(),
+        ),
+    ];
+    for (args, code, stderr) in cases {
+        let run = protege(&url, &root, &args);
+        assert_eq!((run.code, run.stderr.as_str()), (code, stderr.as_str()), "{args:?}");
+        assert_eq!(run.stdout, "");
+    }
+
+    // Usage errors exit 2.
+    let run = protege(&url, &root, &["resolve", "--persona", "support", "--message", "<refund-3@example.com>", "--now", "yesterday"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("`yesterday` is not an RFC 3339 timestamp"), "{}", run.stderr);
+    assert_eq!(protege(&url, &root, &["frobnicate"]).code, 2);
+
+    // A malformed fixture names the JSON path and changes nothing.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"threads":[{"subject":"x","messages":[{"message_id":"<n@x>","direction":"sideways","from":"a@x","to":[],"subject":"x","sent_at":"2026-01-01T00:00:00Z"}]}]}"#).unwrap();
+    let run = protege(&url, &root, &["db", "import", bad.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.starts_with("error: fixture `"), "{}", run.stderr);
+    assert!(run.stderr.contains("threads[0].messages[0].direction"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+
+    // An unreachable database.
+    let run = protege("postgres://nobody@127.0.0.1:1/none", &root, &["db", "migrate"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: cannot connect to database `postgres://nobody@127.0.0.1:1/none`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn check_reports_every_problem_of_an_invalid_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(
+        personas.join("bad.toml"),
+        "name = \"bad\"\n\n[[message_resolvers]]\nuse = \"ThreadHistroy\"\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplat = \"x\"\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    let run = protege(&url, dir.path(), &["check"]);
+    assert_eq!(run.code, 1);
+    let path = personas.join("bad.toml");
+    let first = format!("{}:4:7: error: unknown resolver `ThreadHistroy`, did you mean `ThreadHistory`?", path.display());
+    assert!(run.stderr.contains(&first), "{}", run.stderr);
+    let second = format!("{}:8:1: error: unknown option `templat` for `LoadText`, did you mean `template`?", path.display());
+    assert!(run.stderr.contains(&second), "{}", run.stderr);
+}
