@@ -20,6 +20,10 @@ pub fn resolvers(input: TokenStream) -> TokenStream {
     let krate = invocation.krate.clone();
     match validate::check(invocation) {
         Ok(plan) => expand::expand(&krate, &plan).into(),
-        Err(e) => e.to_compile_error().into(),
+        // A block, so several errors are several statements in expression position.
+        Err(e) => {
+            let errors = e.to_compile_error();
+            quote::quote!({ #errors }).into()
+        }
     }
 }
