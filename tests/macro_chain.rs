@@ -184,7 +184,7 @@ fn footer(ctx: &Context) -> Result<String> {
         "Run {} for {} at {}",
         ctx.correlation_id().unwrap_or("-"),
         from.unwrap_or_default(),
-        protege::rfc3339_z(ctx.now())
+        protege::rfc3339_z(&ctx.now())
     ))
 }
 
@@ -262,10 +262,10 @@ async fn resolvers_run_concurrently_and_output_keeps_declaration_order() {
     // Each gate waits for the other two, so the chain only finishes when all three run at
     // once; the slowest finishes last but comes first.
     let chain = protege::resolvers! {
-        use Gate::new(&barrier, "first", 40);
+        use Gate(&barrier, "first", 40);
         use LoadText("second");
-        use Gate::new(&barrier, "third", 0);
-        use Gate::new(&barrier, "fourth", 20);
+        use Gate(&barrier, "third", 0);
+        use Gate(&barrier, "fourth", 20);
     };
     let messages = tokio::time::timeout(Duration::from_secs(5), chain.resolve(&ctx))
         .await
@@ -286,8 +286,8 @@ async fn the_first_failure_in_declaration_order_is_the_error() {
     // The third resolver fails first in time; the second one is reported.
     let chain = protege::resolvers! {
         use LoadText("fine");
-        use Fail::new("the slow one broke", 50);
-        use Fail::new("the fast one broke", 0);
+        use Fail("the slow one broke", 50);
+        use Fail("the fast one broke", 0);
     };
     let err = chain.resolve(&ctx).await.unwrap_err();
     assert_eq!(err.to_string(), "resolver 2 `Fail` failed: the slow one broke");
