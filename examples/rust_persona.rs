@@ -106,9 +106,13 @@ async fn main() -> anyhow::Result<()> {
     let persona = persona();
     let tools = persona.tools.clone();
     let inbound = Arc::new(inbound());
-    let ctx = Context::builder(persona, AppConfig::new(root), Trigger::Message(inbound.clone()))
-        .now(Utc.with_ymd_and_hms(2026, 1, 5, 10, 5, 0).unwrap())
-        .build();
+    let ctx = Context::builder(
+        persona,
+        AppConfig::new(root),
+        Trigger::Message(inbound.clone()),
+    )
+    .now(Utc.with_ymd_and_hms(2026, 1, 5, 10, 5, 0).unwrap())
+    .build();
 
     let request = build_request(Some(user_turn(&inbound)), tools, chain.resolve(&ctx).await?)?;
     eprintln!("chain: {chain:?}");

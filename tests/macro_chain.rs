@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
+use protege::{AppConfig, Direction, Responsibility};
 use protege::{
     Chain, Context, DynChain, Error, LoadFile, LoadText, MailMessage, Message, PersonaInfo,
     Resolver, Result, Role, ToolDef, Trigger, build_request, message, user_turn,
 };
-use protege::{AppConfig, Direction, Responsibility};
 use tokio::sync::Barrier;
 
 /// A resolver of the user's, used as a value: signs with the persona's name.
@@ -138,7 +138,11 @@ fn setup() -> (tempfile::TempDir, Context) {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("prompts")).unwrap();
     std::fs::write(root.path().join("prompts/agent.md"), "Answer in English.\n").unwrap();
-    std::fs::write(root.path().join("prompts/support-team.md"), "Refunds take 5 days.").unwrap();
+    std::fs::write(
+        root.path().join("prompts/support-team.md"),
+        "Refunds take 5 days.",
+    )
+    .unwrap();
     std::fs::write(root.path().join("prompts/blank.md"), " \n\t\n").unwrap();
     let ctx = Context::builder(
         persona(),
@@ -290,7 +294,10 @@ async fn the_first_failure_in_declaration_order_is_the_error() {
         use Fail("the fast one broke", 0);
     };
     let err = chain.resolve(&ctx).await.unwrap_err();
-    assert_eq!(err.to_string(), "resolver 2 `Fail` failed: the slow one broke");
+    assert_eq!(
+        err.to_string(),
+        "resolver 2 `Fail` failed: the slow one broke"
+    );
     assert_eq!(
         err.resolver_cause().map(|e| e.to_string()).as_deref(),
         Some("the slow one broke")

@@ -39,4 +39,3 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         #krate::__private::resolver(#expr)
     }
 }
-

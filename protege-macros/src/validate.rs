@@ -376,7 +376,9 @@ fn option_call(n: Named, errors: &mut Errors) -> Option<Call> {
             let words: Vec<&str> = ROLES.iter().map(|(w, _)| *w).collect();
             let valid = list(&words);
             let message = match suggest(&written, &words) {
-                Some(s) => format!("unknown role `{written}`, did you mean `{s}`? (roles: {valid})"),
+                Some(s) => {
+                    format!("unknown role `{written}`, did you mean `{s}`? (roles: {valid})")
+                }
                 None => format!("unknown role `{written}` (roles: {valid})"),
             };
             errors.push(word.span(), message);

@@ -18,7 +18,10 @@ impl Greeting {
 impl Resolver for Greeting {
     type Output = Message;
     async fn resolve(&self, _ctx: &Context) -> Result<Message> {
-        Ok(message(Role::System, if self.shout { "HELLO." } else { "Hello." }))
+        Ok(message(
+            Role::System,
+            if self.shout { "HELLO." } else { "Hello." },
+        ))
     }
 }
 

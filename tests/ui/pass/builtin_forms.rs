@@ -22,9 +22,20 @@ fn main() {
     assert_eq!(
         chain.names(),
         [
-            "LoadText", "LoadText", "LoadText", "LoadText", "LoadText", "LoadFile", "LoadFile",
-            "LoadFile", "ThreadHistory", "ThreadHistory", "ThreadHistory", "ThreadHistory",
-            "LoadText", "ThreadHistory",
+            "LoadText",
+            "LoadText",
+            "LoadText",
+            "LoadText",
+            "LoadText",
+            "LoadFile",
+            "LoadFile",
+            "LoadFile",
+            "ThreadHistory",
+            "ThreadHistory",
+            "ThreadHistory",
+            "ThreadHistory",
+            "LoadText",
+            "ThreadHistory",
         ]
     );
 }

@@ -27,7 +27,12 @@ mod app {
 
     impl Repeat {
         pub fn new(text: &str, times: usize) -> Self {
-            Self { text: text.to_owned(), times, role: Role::System, upper: false }
+            Self {
+                text: text.to_owned(),
+                times,
+                role: Role::System,
+                upper: false,
+            }
         }
 
         pub fn role(mut self, role: Role) -> Self {
@@ -44,8 +49,14 @@ mod app {
     impl Resolver for Repeat {
         type Output = Vec<Message>;
         async fn resolve(&self, _ctx: &Context) -> Result<Vec<Message>> {
-            let text = if self.upper { self.text.to_uppercase() } else { self.text.clone() };
-            Ok((0..self.times).map(|_| message(self.role, text.clone())).collect())
+            let text = if self.upper {
+                self.text.to_uppercase()
+            } else {
+                self.text.clone()
+            };
+            Ok((0..self.times)
+                .map(|_| message(self.role, text.clone()))
+                .collect())
         }
 
         fn name(&self) -> &str {
@@ -108,6 +119,14 @@ fn main() {
     };
     assert_eq!(
         chain.names(),
-        ["Greeting", "Repeat", "Repeat", "Quiet", "Tagged", "MyLoadText", "LoadText"]
+        [
+            "Greeting",
+            "Repeat",
+            "Repeat",
+            "Quiet",
+            "Tagged",
+            "MyLoadText",
+            "LoadText"
+        ]
     );
 }
