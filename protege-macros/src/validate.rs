@@ -62,6 +62,13 @@ pub(crate) enum CallArg {
     Expr(Expr),
     /// A bare role word: the `Role` variant, spanned at the user's word.
     Role(Ident),
+    /// One `order_by` entry, parsed at compile time.
+    Order {
+        /// The column, spanned at the user's literal.
+        column: LitStr,
+        /// Descending when true.
+        desc: bool,
+    },
 }
 
 /// The built-in resolvers, by the short name the macro and TOML use.
@@ -97,7 +104,14 @@ impl Builtin {
         match self {
             Self::LoadText => &["template", "role"],
             Self::LoadFile => &["path", "role"],
-            Self::LoadRecord => &["table", "template", "limit", "role"],
+            Self::LoadRecord => &[
+                "table",
+                "template",
+                "limit",
+                "order_by",
+                "render_with",
+                "role",
+            ],
             Self::ThreadHistory => &["limit", "include_tool_calls", "result_limit", "max_tokens"],
         }
     }
@@ -244,6 +258,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
         let at = named.iter().position(|n| n.key == key)?;
         Some(named.remove(at))
     };
+    let mut extra = Vec::new();
     let mut positional = positional.into_iter();
     let first = positional.next();
     for extra in positional {
@@ -322,6 +337,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
         }
         Builtin::LoadRecord => {
             let table = take("table");
+            let order_by = take("order_by");
             let ctor = match (first, table) {
                 (Some(_), Some(t)) => {
                     errors.push(
@@ -331,16 +347,34 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     return None;
                 }
                 (Some(loader), None) => {
-                    if let Some(limit) = named.iter().find(|n| n.key == "limit") {
+                    let table_only = named
+                        .iter()
+                        .map(|n| &n.key)
+                        .chain(order_by.as_ref().map(|o| &o.key));
+                    for key in table_only.filter(|k| *k == "limit" || *k == "order_by") {
                         errors.push(
-                            limit.key.span(),
-                            "`limit` applies to `LoadRecord(table = ...)`; \
-                             a loader closure decides itself how many records it returns",
+                            key.span(),
+                            format!(
+                                "`{key}` applies to `LoadRecord(table = ...)`; \
+                                 a loader closure decides itself which records it returns"
+                            ),
                         );
                     }
                     Ctor::RecordLoader(ident, loader)
                 }
-                (None, Some(t)) => Ctor::RecordTable(ident, t.value),
+                (None, Some(t)) => {
+                    if let Some(r) = named.iter().find(|n| n.key == "render_with") {
+                        errors.push(
+                            r.key.span(),
+                            "`render_with` applies to `LoadRecord(loader)`; \
+                             a table's records are rendered by `template`",
+                        );
+                    }
+                    if let Some(o) = order_by {
+                        order_calls(o, &mut extra, errors);
+                    }
+                    Ctor::RecordTable(ident, t.value)
+                }
                 (None, None) => {
                     errors.push(
                         missing_at,
@@ -357,11 +391,50 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
             ctor
         }
     };
-    let mut calls = Vec::with_capacity(named.len());
+    let mut calls = extra;
     for n in named {
         calls.extend(option_call(n, errors));
     }
     Some(Planned { span, ctor, calls })
+}
+
+/// `order_by = "column [asc|desc]"` or an array of such literals: one call per entry.
+fn order_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
+    let entries: Vec<&Expr> = match &option.value {
+        Expr::Array(a) => a.elems.iter().collect(),
+        other => vec![other],
+    };
+    for entry in entries {
+        let Some(lit) = str_literal(entry) else {
+            errors.push(
+                entry.span(),
+                "`order_by` takes a string literal such as `\"id desc\"` or an array of them",
+            );
+            continue;
+        };
+        let text = lit.value();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let desc = match words.as_slice() {
+            [_] => Some(false),
+            [_, dir] if dir.eq_ignore_ascii_case("asc") => Some(false),
+            [_, dir] if dir.eq_ignore_ascii_case("desc") => Some(true),
+            _ => None,
+        };
+        let Some(desc) = desc else {
+            errors.push(
+                lit.span(),
+                format!("`order_by` entry `{text}` is not `column`, `column asc` or `column desc`"),
+            );
+            continue;
+        };
+        calls.push(Call {
+            method: option.key.clone(),
+            arg: CallArg::Order {
+                column: LitStr::new(words[0], lit.span()),
+                desc,
+            },
+        });
+    }
 }
 
 /// Turns `key = value` into a builder call; `role` takes a bare role word.
