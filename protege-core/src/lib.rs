@@ -22,6 +22,7 @@
 mod chain;
 mod context;
 mod error;
+mod macros;
 mod mail;
 mod message;
 mod request;
@@ -44,3 +45,6 @@ pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 pub use resolvers::{LoadFile, LoadRecord, LoadText, ThreadHistory};
 pub use template::Template;
+
+#[doc(hidden)]
+pub use macros::__private;

@@ -1,0 +1,116 @@
+//! The `resolvers!` macro (a forwarder to the proc macro that passes this crate's path)
+//! and the hidden helpers its expansion calls.
+
+/// Declares a chain of resolvers in Rust, checked at compile time and expanded to a
+/// statically typed [`StaticChain`](crate::StaticChain) (a tuple, no boxing per resolver).
+///
+/// The chain runs through the same entry point as a TOML persona's chain,
+/// [`Chain::resolve`](crate::Chain::resolve): resolvers run concurrently, their messages
+/// come out in declaration order, and the first failure in declaration order is the error.
+///
+/// # Grammar
+///
+/// ```text
+/// resolvers! { item+ }
+/// item := use PATH ;
+///       | use PATH ( [positional,]* [key = value,]* ) ;
+/// ```
+///
+/// Positional arguments come first, named options after them; a trailing comma is
+/// allowed. `role = system | user | assistant | tool` takes a bare word (any other
+/// expression of type [`Role`](crate::Role), such as `Role::User`, is passed as is).
+/// `role` defaults to `system`. A chain holds 1 to 16 resolvers.
+///
+/// # Built-in resolvers
+///
+/// The one-segment names `LoadText`, `LoadFile`, `LoadRecord` and `ThreadHistory` (and the
+/// aliases `LoadTextResolver`, ...) are the built-ins; write a path such as
+/// `self::LoadText` to use a type of your own with one of these names.
+///
+/// | written | expands to |
+/// | --- | --- |
+/// | `LoadText("...")` or `LoadText(template = EXPR)` | [`LoadText::template`](crate::LoadText::template) |
+/// | `LoadText(closure)` (any positional that is not a string literal) | [`LoadText::from_fn`](crate::LoadText::from_fn) |
+/// | `LoadFile("...")` or `LoadFile(path = EXPR)` | [`LoadFile::new`](crate::LoadFile::new) |
+/// | `ThreadHistory` or `ThreadHistory(limit = 10, include_tool_calls = true, result_limit = 4000, max_tokens = 2000)` | [`ThreadHistory::new`](crate::ThreadHistory::new) then one builder call per option (`limit = None` means all) |
+/// | `LoadRecord(loader, template = "...", render_with = closure)` | `LoadRecord::from_loader(loader).template_str("...").render_with(closure)`: `loader` is an async closure taking the `Context` and returning `Result` of an iterator of `Serialize` records |
+/// | `LoadRecord(table = "...", order_by = ["plan", "id desc"], limit = N, template = "...")` | [`LoadRecord::table`](crate::LoadRecord::table)`("...")`, one `.order_by(OrderBy { .. })` per entry (parsed at compile time), `.limit(N)`, `.template_str("...")` |
+/// | `role = user` on any built-in but `ThreadHistory` | `.role(Role::User)` |
+///
+/// `LoadRecord`'s `where` conditions have no macro option: filter in a loader closure, or
+/// build [`LoadRecord::table`](crate::LoadRecord::table)`(..).filter(..)` by hand.
+///
+/// # Resolvers of your own
+///
+/// Any other path is a type implementing [`Resolver`](crate::Resolver):
+///
+/// - `use my::Greeting;` uses the path as a value (a unit struct or a constant);
+/// - `use my::Greeting(a, b, key = v);` expands to `my::Greeting::new(a, b).key(v)`: the
+///   positional arguments go to `new`, each option is a builder method of that name.
+///
+/// # Compile-time checks
+///
+/// Besides what rustc checks (every option is a method call spanned at the option as
+/// written, so a misspelt option or a wrong value type points at your code), the macro
+/// reports: an empty chain; duplicate options; a positional argument after a named one;
+/// an unknown bare role; an unknown option of a built-in (with "did you mean"); a missing
+/// or doubled template, path or loader; more than 16 resolvers; a string-literal template
+/// (and a string-literal `LoadFile` path containing `{{` or `{%`) that minijinja cannot
+/// parse, at the literal with the template line. A type that is not a resolver is
+/// reported at its path. All problems of one invocation are reported together.
+///
+/// # Example
+///
+/// ```
+/// use protege_core::{resolvers, message, Chain, Context, Message, Resolver, Result, Role};
+///
+/// /// A resolver of our own: a unit struct used as a value.
+/// struct Signature;
+///
+/// impl Resolver for Signature {
+///     type Output = Message;
+///     async fn resolve(&self, ctx: &Context) -> Result<Message> {
+///         Ok(message(Role::System, format!("Sign as {}.", ctx.persona().name)))
+///     }
+/// }
+///
+/// let chain = resolvers! {
+///     use LoadText("You are {{ persona.name }}.");
+///     use LoadText(|ctx: &Context| Ok(format!("It is {}.", ctx.now().format("%Y"))), role = user);
+///     use ThreadHistory(limit = 10, include_tool_calls = true);
+///     use Signature;
+/// };
+/// assert_eq!(chain.names(), ["LoadText", "LoadText", "ThreadHistory", "Signature"]);
+/// ```
+///
+/// Mistakes are compile errors at the offending tokens:
+///
+/// ```compile_fail
+/// let chain = protege_core::resolvers! {
+///     use ThreadHistory(limt = 10); // unknown option `limt` for `ThreadHistory`, did you mean `limit`?
+/// };
+/// ```
+///
+/// ```compile_fail
+/// let chain = protege_core::resolvers! {
+///     use LoadText("Hello {{ persona.name }"); // LoadText template has a syntax error on line 1
+/// };
+/// ```
+#[macro_export]
+macro_rules! resolvers {
+    ($($items:tt)*) => {
+        $crate::__private::resolvers! { $crate; $($items)* }
+    };
+}
+
+/// Helpers called by the `resolvers!` expansion; not a public API.
+pub mod __private {
+    pub use protege_macros::resolvers;
+
+    /// Passes `resolver` through, requiring it to be a [`Resolver`](crate::Resolver) at the
+    /// user's span so the trait's own diagnostic is shown there.
+    #[inline(always)]
+    pub fn resolver<R: crate::Resolver>(resolver: R) -> R {
+        resolver
+    }
+}

@@ -1,0 +1,150 @@
+//! Generation: a `StaticChain` over a tuple of resolvers, every path absolute and every
+//! user-written token keeping its span.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+
+use crate::validate::{Call, CallArg, Ctor, Plan, Planned};
+
+/// Expands a checked chain into `<krate>::StaticChain::new((r1, r2, ...))`.
+pub(crate) fn expand(krate: &TokenStream, plan: &Plan) -> TokenStream {
+    let resolvers = plan.resolvers.iter().map(|r| resolver(krate, r));
+    quote! {
+        #krate::StaticChain::new((#(#resolvers,)*))
+    }
+}
+
+/// One resolver expression, wrapped in the `Resolver` check at the user's path so a type
+/// that is not a resolver is reported there with the trait's own message.
+fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
+    let span = planned.span;
+    let mut expr = match &planned.ctor {
+        Ctor::TextTemplate(ty, source) => quote_spanned!(span=> #krate::#ty::template(#source)),
+        Ctor::TextFn(ty, closure) => quote_spanned!(span=> #krate::#ty::from_fn(#closure)),
+        Ctor::File(ty, path) => quote_spanned!(span=> #krate::#ty::new(#path)),
+        Ctor::History(ty) => quote_spanned!(span=> #krate::#ty::new()),
+        Ctor::RecordLoader(ty, loader) => quote_spanned!(span=> #krate::#ty::from_loader(#loader)),
+        Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
+        Ctor::UserValue(path) => quote!(#path),
+        Ctor::UserNew(path, args) => quote_spanned!(span=> #path::new(#(#args),*)),
+    };
+    for Call { method, arg } in &planned.calls {
+        let arg = match arg {
+            CallArg::Expr(e) => quote!(#e),
+            CallArg::Role(variant) => quote!(#krate::Role::#variant),
+            CallArg::Order { column, desc } => quote! {
+                #krate::resolvers::OrderBy {
+                    column: ::std::string::String::from(#column),
+                    desc: #desc,
+                }
+            },
+        };
+        expr = quote!(#expr.#method(#arg));
+    }
+    quote_spanned! {span=>
+        #krate::__private::resolver(#expr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    fn expand(input: proc_macro2::TokenStream) -> String {
+        let invocation: crate::ast::Invocation = syn::parse2(input).unwrap();
+        let krate = invocation.krate.clone();
+        let plan = crate::validate::check(invocation).unwrap_or_else(|e| panic!("{e}"));
+        super::expand(&krate, &plan).to_string()
+    }
+
+    fn errors(input: proc_macro2::TokenStream) -> Vec<String> {
+        let invocation: crate::ast::Invocation = syn::parse2(input).unwrap();
+        match crate::validate::check(invocation) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn load_record_with_a_loader() {
+        let out = expand(quote! {
+            use LoadRecord(|ctx| async move { accounts(ctx).await }, template = "{{ record.name }}", role = user);
+        });
+        assert_eq!(
+            out,
+            ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
+             (:: protege_core :: LoadRecord :: from_loader (| ctx | async move { accounts (ctx) . await }) \
+             . template_str (\"{{ record.name }}\") . role (:: protege_core :: Role :: User)) ,))"
+        );
+    }
+
+    #[test]
+    fn load_record_with_a_table() {
+        let out = expand(quote! {
+            use LoadRecordResolver(table = "accounts", order_by = ["plan", "id desc"], limit = 2, template = "{{ record.name }}");
+        });
+        assert_eq!(
+            out,
+            ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
+             (:: protege_core :: LoadRecord :: table (\"accounts\") \
+             . order_by (:: protege_core :: resolvers :: OrderBy { column : :: std :: string :: String :: from (\"plan\") , desc : false , }) \
+             . order_by (:: protege_core :: resolvers :: OrderBy { column : :: std :: string :: String :: from (\"id\") , desc : true , }) \
+             . limit (2) . template_str (\"{{ record.name }}\")) ,))"
+        );
+    }
+
+    #[test]
+    fn built_ins_and_user_types() {
+        let out = expand(quote! {
+            use LoadText("Hi {{ persona.name }}", role = assistant);
+            use LoadText(|ctx| Ok(ctx.persona().name.clone()));
+            use LoadFile(path = "a.md");
+            use ThreadHistory(limit = None, max_tokens = 2000);
+            use my::Greeting;
+            use my::Repeat("x", 2, upper = true);
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: LoadText :: template (\"Hi {{{{ persona.name }}}}\") . role (:: protege_core :: Role :: Assistant)) , \
+                 {r} (:: protege_core :: LoadText :: from_fn (| ctx | Ok (ctx . persona () . name . clone ()))) , \
+                 {r} (:: protege_core :: LoadFile :: new (\"a.md\")) , \
+                 {r} (:: protege_core :: ThreadHistory :: new () . limit (None) . max_tokens (2000)) , \
+                 {r} (my :: Greeting) , \
+                 {r} (my :: Repeat :: new (\"x\" , 2) . upper (true)) ,))"
+            )
+        );
+    }
+
+    #[test]
+    fn load_record_options_that_do_not_fit_the_form() {
+        assert_eq!(
+            errors(quote! {
+                use LoadRecord(load, order_by = "id");
+                use LoadRecord(table = "t", render_with = |r| r.name.clone(), order_by = ["id sideways", name]);
+                use LoadRecord(template = "{{ record.name }}");
+            }),
+            [
+                "`order_by` applies to `LoadRecord(table = ...)`; a loader closure decides itself which records it returns",
+                "`render_with` applies to `LoadRecord(loader)`; a table's records are rendered by `template`",
+                "`order_by` entry `id sideways` is not `column`, `column asc` or `column desc`",
+                "`order_by` takes a string literal such as `\"id desc\"` or an array of them",
+                "`LoadRecord` needs a loader closure or a table, e.g. `LoadRecord(|ctx| async move { load(ctx).await }, template = \"{{ record.name }}\")`",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_load_record_template_is_parsed_at_compile_time() {
+        assert_eq!(
+            errors(quote! {
+                use LoadRecord(load, template = "{% for x in record %}{{ x }}");
+            }),
+            [
+                "LoadRecord template has a syntax error on line 1: unexpected end of input, expected end of block"
+            ]
+        );
+    }
+}

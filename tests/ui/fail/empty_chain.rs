@@ -1,0 +1,3 @@
+fn main() {
+    let _chain = protege::resolvers! {};
+}

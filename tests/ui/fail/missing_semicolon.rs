@@ -1,0 +1,6 @@
+fn main() {
+    let _chain = protege::resolvers! {
+        use LoadText("You are {{ persona.name }}.")
+        use ThreadHistory;
+    };
+}

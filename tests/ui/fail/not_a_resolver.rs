@@ -1,0 +1,8 @@
+struct Greeting;
+
+fn main() {
+    let _chain = protege::resolvers! {
+        use LoadText("You are {{ persona.name }}.");
+        use Greeting;
+    };
+}
