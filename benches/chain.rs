@@ -13,7 +13,8 @@ use protege::{
     StaticChain, Trigger, message,
 };
 
-const GREETING: &str = "You are {{ persona.name }} at {{ persona.vars.company }}. Today is {{ now }}.";
+const GREETING: &str =
+    "You are {{ persona.name }} at {{ persona.vars.company }}. Today is {{ now }}.";
 const TEAM_PATH: &str = "prompts/{{ persona.vars.team | slugify }}.md";
 
 fn setup() -> (tempfile::TempDir, Context) {
@@ -70,7 +71,12 @@ impl Baseline {
     fn run(&self, ctx: &Context) -> Vec<Message> {
         let vars = ctx.template_vars();
         let mut out = Vec::with_capacity(4);
-        let text = self.env.get_template("greeting").unwrap().render(vars).unwrap();
+        let text = self
+            .env
+            .get_template("greeting")
+            .unwrap()
+            .render(vars)
+            .unwrap();
         out.push(message(Role::System, text.trim().to_owned()));
         let agent = std::fs::read_to_string(self.root.join("prompts/agent.md")).unwrap();
         out.push(message(Role::System, agent));
@@ -112,7 +118,9 @@ fn main() {
     group.bench_function("static_chain", |b| {
         b.iter(|| black_box(futures::executor::block_on(chain.resolve(&ctx)).unwrap()))
     });
-    group.bench_function("baseline_by_hand", |b| b.iter(|| black_box(baseline.run(&ctx))));
+    group.bench_function("baseline_by_hand", |b| {
+        b.iter(|| black_box(baseline.run(&ctx)))
+    });
     group.finish();
 
     // The ratio, measured interleaved in this same run.

@@ -50,7 +50,11 @@ fn expect(name: &str, actual: &str) {
 fn save_wire(name: &str, provider: &str, body: &str) {
     if let Ok(dir) = std::env::var("PROTEGE_WIRE_OUT") {
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(Path::new(&dir).join(format!("cli-{name}.{provider}.json")), body).unwrap();
+        std::fs::write(
+            Path::new(&dir).join(format!("cli-{name}.{provider}.json")),
+            body,
+        )
+        .unwrap();
     }
 }
 
@@ -68,10 +72,7 @@ fn check_accepts_the_example_personas() {
     let url = format!("sqlite://{}", dir.path().join("x.db").display());
     let run = protege(&url, &project(), &["check"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(
-        run.stdout,
-        "ok: 3 personas (billing, digest, support)\n"
-    );
+    assert_eq!(run.stdout, "ok: 3 personas (billing, digest, support)\n");
 }
 
 #[test]
@@ -80,7 +81,9 @@ fn demo_is_idempotent_and_prints_the_request() {
     let again = protege(&url, &project(), &["demo"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
-        again.stderr.contains("demo data: imported 0 threads, 0 messages (15 already present)"),
+        again
+            .stderr
+            .contains("demo data: imported 0 threads, 0 messages (15 already present)"),
         "{}",
         again.stderr
     );
@@ -92,10 +95,27 @@ fn demo_is_idempotent_and_prints_the_request() {
 fn example_personas_resolve_to_the_committed_requests() {
     let (_dir, url) = demo_db();
     let cases: [(&str, &[&str]); 4] = [
-        ("support-refund", &["--persona", "support", "--message", "<refund-3@example.com>"]),
-        ("support-tracking", &["--persona", "support", "--message", "<track-3@example.com>"]),
-        ("billing-label", &["--persona", "billing", "--message", "<label-1@example.com>"]),
-        ("digest-daily", &["--persona", "digest", "--responsibility", "daily-digest"]),
+        (
+            "support-refund",
+            &[
+                "--persona",
+                "support",
+                "--message",
+                "<refund-3@example.com>",
+            ],
+        ),
+        (
+            "support-tracking",
+            &["--persona", "support", "--message", "<track-3@example.com>"],
+        ),
+        (
+            "billing-label",
+            &["--persona", "billing", "--message", "<label-1@example.com>"],
+        ),
+        (
+            "digest-daily",
+            &["--persona", "digest", "--responsibility", "daily-digest"],
+        ),
     ];
     for (name, trigger) in cases {
         for format in ["messages", "openai", "anthropic"] {
@@ -119,7 +139,16 @@ fn explain_goes_to_stderr_and_stdout_stays_json() {
     let run = protege(
         &url,
         &project(),
-        &["resolve", "--persona", "support", "--message", "<refund-3@example.com>", "--now", NOW, "--explain"],
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<refund-3@example.com>",
+            "--now",
+            NOW,
+            "--explain",
+        ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap();
@@ -170,14 +199,35 @@ fn bad_inputs_give_exit_codes_and_one_sentence() {
     ];
     for (args, code, stderr) in cases {
         let run = protege(&url, &root, &args);
-        assert_eq!((run.code, run.stderr.as_str()), (code, stderr.as_str()), "{args:?}");
+        assert_eq!(
+            (run.code, run.stderr.as_str()),
+            (code, stderr.as_str()),
+            "{args:?}"
+        );
         assert_eq!(run.stdout, "");
     }
 
     // Usage errors exit 2.
-    let run = protege(&url, &root, &["resolve", "--persona", "support", "--message", "<refund-3@example.com>", "--now", "yesterday"]);
+    let run = protege(
+        &url,
+        &root,
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<refund-3@example.com>",
+            "--now",
+            "yesterday",
+        ],
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("`yesterday` is not an RFC 3339 timestamp"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("`yesterday` is not an RFC 3339 timestamp"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(protege(&url, &root, &["frobnicate"]).code, 2);
 
     // A malformed fixture names the JSON path and changes nothing.
@@ -186,14 +236,23 @@ fn bad_inputs_give_exit_codes_and_one_sentence() {
     let run = protege(&url, &root, &["db", "import", bad.to_str().unwrap()]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.starts_with("error: fixture `"), "{}", run.stderr);
-    assert!(run.stderr.contains("threads[0].messages[0].direction"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("threads[0].messages[0].direction"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 
     // An unreachable database.
-    let run = protege("postgres://nobody@127.0.0.1:1/none", &root, &["db", "migrate"]);
+    let run = protege(
+        "postgres://nobody@127.0.0.1:1/none",
+        &root,
+        &["db", "migrate"],
+    );
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr.starts_with("error: cannot connect to database `postgres://nobody@127.0.0.1:1/none`"),
+        run.stderr
+            .starts_with("error: cannot connect to database `postgres://nobody@127.0.0.1:1/none`"),
         "{}",
         run.stderr
     );
@@ -213,8 +272,14 @@ fn check_reports_every_problem_of_an_invalid_folder() {
     let run = protege(&url, dir.path(), &["check"]);
     assert_eq!(run.code, 1);
     let path = personas.join("bad.toml");
-    let first = format!("{}:4:7: error: unknown resolver `ThreadHistroy`, did you mean `ThreadHistory`?", path.display());
+    let first = format!(
+        "{}:4:7: error: unknown resolver `ThreadHistroy`, did you mean `ThreadHistory`?",
+        path.display()
+    );
     assert!(run.stderr.contains(&first), "{}", run.stderr);
-    let second = format!("{}:8:1: error: unknown option `templat` for `LoadText`, did you mean `template`?", path.display());
+    let second = format!(
+        "{}:8:1: error: unknown option `templat` for `LoadText`, did you mean `template`?",
+        path.display()
+    );
     assert!(run.stderr.contains(&second), "{}", run.stderr);
 }

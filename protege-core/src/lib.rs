@@ -35,8 +35,7 @@ pub mod wire;
 
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
-    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility,
-    Trigger,
+    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility, Trigger,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use mail::{Attachment, Direction, MailMessage, bare_address, html_to_text, rfc3339_z};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use protege_core::{
     AppConfig, Attachment, Chain, Context, Direction, DynChain, Error, LoadFile, LoadText,
-    MailMessage, Message, PersonaInfo, Responsibility, Resolver, Result, Role, StaticChain,
+    MailMessage, Message, PersonaInfo, Resolver, Responsibility, Result, Role, StaticChain,
     Trigger, message,
 };
 
@@ -26,7 +26,10 @@ fn inbound() -> MailMessage {
         message_id: "<m1@example.com>".into(),
         direction: Direction::Inbound,
         from: "Alice <alice@example.com>".into(),
-        to: vec!["Support <support@acme.test>".into(), "sales@acme.test".into()],
+        to: vec![
+            "Support <support@acme.test>".into(),
+            "sales@acme.test".into(),
+        ],
         cc: vec![],
         subject: "Refund".into(),
         sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
@@ -105,7 +108,10 @@ struct Many;
 impl Resolver for Many {
     type Output = Vec<Message>;
     async fn resolve(&self, _ctx: &Context) -> Result<Vec<Message>> {
-        Ok(vec![message(Role::User, "one"), message(Role::Assistant, "two")])
+        Ok(vec![
+            message(Role::User, "one"),
+            message(Role::Assistant, "two"),
+        ])
     }
 }
 
@@ -267,7 +273,14 @@ async fn load_file_errors() {
     let ctx = reply_ctx(&root);
     let run = |r: LoadFile| {
         let ctx = ctx.clone();
-        async move { DynChain::new().with(r).resolve(&ctx).await.unwrap_err().to_string() }
+        async move {
+            DynChain::new()
+                .with(r)
+                .resolve(&ctx)
+                .await
+                .unwrap_err()
+                .to_string()
+        }
     };
     assert_eq!(
         run(LoadFile::new("prompts/missing.md")).await,
@@ -293,7 +306,9 @@ async fn load_file_errors() {
     // A literal path written by the persona's author is trusted, relative or absolute.
     let trusted = DynChain::new()
         .with(LoadFile::new("../outside.md"))
-        .with(LoadFile::new(dir.path().join("outside.md").to_str().unwrap()));
+        .with(LoadFile::new(
+            dir.path().join("outside.md").to_str().unwrap(),
+        ));
     let out = trusted.resolve(&ctx).await.unwrap();
     assert_eq!(
         json(&out),

@@ -65,7 +65,10 @@ fn tools_always_serialised() {
         r#"{"messages":[],"tools":[{"name":"t","description":"d","input_schema":{"type":"object"}}]}"#
     );
     let empty: Request = serde_json::from_str(r#"{"messages":[]}"#).unwrap();
-    assert_eq!(serde_json::to_string(&empty).unwrap(), r#"{"messages":[],"tools":[]}"#);
+    assert_eq!(
+        serde_json::to_string(&empty).unwrap(),
+        r#"{"messages":[],"tools":[]}"#
+    );
 }
 
 #[test]

@@ -7,7 +7,8 @@ use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{ModelConfig, Part, Request, Role, ToolCall, ToolDef, message};
 use serde_json::json;
 
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mOQkzsBAAFiAQUv5nCNAAAAAElFTkSuQmCC";
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mOQkzsBAAFiAQUv5nCNAAAAAElFTkSuQmCC";
 const PDF: &str = "JVBERi0xLjQKMSAwIG9iajw8L1R5cGUvQ2F0YWxvZy9QYWdlcyAyIDAgUj4+ZW5kb2JqCnRyYWlsZXI8PC9Sb290IDEgMCBSPj4KJSVFT0YK";
 
 fn model(name: &str, max: Option<u32>) -> ModelSpec {
@@ -135,7 +136,11 @@ fn openai_images_as_data_urls_and_documents_as_file_parts() {
 #[test]
 fn anthropic_system_joined_turns_merged_results_first() {
     assert_eq!(
-        anthropic("tool_round", &tool_round(), &model("claude-sonnet-4-5", None)),
+        anthropic(
+            "tool_round",
+            &tool_round(),
+            &model("claude-sonnet-4-5", None)
+        ),
         concat!(
             r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.\n\nBe brief.","#,
             r#""messages":[{"role":"user","content":"Where is A-1?"},"#,
@@ -183,7 +188,11 @@ fn anthropic_conversation_start_when_first_turn_is_not_user() {
         tools: vec![],
     };
     assert_eq!(
-        anthropic("starts_with_assistant", &outbound_first, &model("claude-sonnet-4-5", None)),
+        anthropic(
+            "starts_with_assistant",
+            &outbound_first,
+            &model("claude-sonnet-4-5", None)
+        ),
         concat!(
             r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"sys","messages":["#,
             r#"{"role":"user","content":"(conversation start)"},"#,
@@ -196,7 +205,11 @@ fn anthropic_conversation_start_when_first_turn_is_not_user() {
         tools: vec![],
     };
     assert_eq!(
-        anthropic("only_system", &only_system, &model("claude-sonnet-4-5", None)),
+        anthropic(
+            "only_system",
+            &only_system,
+            &model("claude-sonnet-4-5", None)
+        ),
         r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"Summarise.","messages":[{"role":"user","content":"(conversation start)"}]}"#
     );
 }
@@ -204,7 +217,11 @@ fn anthropic_conversation_start_when_first_turn_is_not_user() {
 #[test]
 fn anthropic_images_and_documents_as_base64_sources() {
     assert_eq!(
-        anthropic("multimodal", &multimodal(), &model("claude-sonnet-4-5", None)),
+        anthropic(
+            "multimodal",
+            &multimodal(),
+            &model("claude-sonnet-4-5", None)
+        ),
         format!(
             concat!(
                 r#"{{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{{"role":"user","content":[{{"type":"text","text":"see attached"}},"#,
@@ -245,7 +262,9 @@ fn malformed_requests_are_not_converted() {
         tools: vec![],
     };
     assert_eq!(
-        to_anthropic(&bad, &model("m", None)).unwrap_err().to_string(),
+        to_anthropic(&bad, &model("m", None))
+            .unwrap_err()
+            .to_string(),
         "message 0: tool message `c` does not follow an assistant message with tool calls"
     );
     assert!(to_openai(&bad, &model("m", None)).is_err());

@@ -40,7 +40,9 @@ pub(crate) enum Command {
         command: DbCommand,
     },
     /// Print the request for a reply run or a scheduled run as JSON on stdout.
-    #[command(after_help = "Examples:\n  protege resolve --persona support --message '<m1@example.com>'\n  protege resolve --persona digest --responsibility daily-digest --format openai --explain")]
+    #[command(
+        after_help = "Examples:\n  protege resolve --persona support --message '<m1@example.com>'\n  protege resolve --persona digest --responsibility daily-digest --format openai --explain"
+    )]
     Resolve(ResolveArgs),
     /// Hot-reload the persona folder and print one JSON line per event.
     #[command(after_help = "Example:\n  protege watch --personas personas/")]
@@ -53,7 +55,9 @@ pub(crate) enum Command {
 #[derive(Debug, Subcommand)]
 pub(crate) enum DbCommand {
     /// Create or upgrade the schema.
-    #[command(after_help = "Example:\n  protege --database postgres://postgres@127.0.0.1/test db migrate")]
+    #[command(
+        after_help = "Example:\n  protege --database postgres://postgres@127.0.0.1/test db migrate"
+    )]
     Migrate,
     /// Import a JSON fixture; idempotent by message_id, all or nothing.
     #[command(after_help = "Example:\n  protege db import examples/data/demo.json")]

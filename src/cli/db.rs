@@ -22,10 +22,13 @@ pub(crate) async fn migrate(env: &Env) -> CliResult {
 }
 
 /// Reads and validates a fixture before touching the database, then imports it.
-pub(crate) async fn import_file(env: &Env, conn: &DatabaseConnection, file: &Path) -> CliResult<String> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        Failure::invalid(format!("cannot read fixture `{}`: {e}", file.display()))
-    })?;
+pub(crate) async fn import_file(
+    env: &Env,
+    conn: &DatabaseConnection,
+    file: &Path,
+) -> CliResult<String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::invalid(format!("cannot read fixture `{}`: {e}", file.display())))?;
     let fixture = db::parse_fixture(&text)
         .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
     let _ = env;

@@ -70,9 +70,9 @@ async fn ensure_customers(env: &Env, conn: &DatabaseConnection) -> CliResult {
         .join("\n");
     let txn = conn.begin().await.map_err(protege::Error::from)?;
     for statement in body.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-        txn.execute_unprepared(statement).await.map_err(|e| {
-            Failure::invalid(format!("`{}` failed: {e}", path.display()))
-        })?;
+        txn.execute_unprepared(statement)
+            .await
+            .map_err(|e| Failure::invalid(format!("`{}` failed: {e}", path.display())))?;
     }
     txn.commit().await.map_err(protege::Error::from)?;
     Ok(())

@@ -66,7 +66,9 @@ impl Env {
         }
         let personas = match &cli.personas {
             Some(p) if p.is_absolute() => p.clone(),
-            Some(p) => std::env::current_dir().map(|c| c.join(p)).unwrap_or(p.clone()),
+            Some(p) => std::env::current_dir()
+                .map(|c| c.join(p))
+                .unwrap_or(p.clone()),
             None => root.join("personas"),
         };
         let database = cli

@@ -53,7 +53,11 @@ pub(crate) fn check(env: &Env) -> CliResult {
     println!(
         "ok: {} {} ({})",
         names.len(),
-        if names.len() == 1 { "persona" } else { "personas" },
+        if names.len() == 1 {
+            "persona"
+        } else {
+            "personas"
+        },
         names.join(", ")
     );
     Ok(())
@@ -80,6 +84,9 @@ pub(crate) fn load_one(env: &Env, name: &str) -> CliResult<Arc<Persona>> {
             env.personas.display()
         )
     } else {
-        format!("unknown persona `{name}`; known personas: {}", known.join(", "))
+        format!(
+            "unknown persona `{name}`; known personas: {}",
+            known.join(", ")
+        )
     }))
 }

@@ -61,7 +61,10 @@ impl Resolver for ThreadHistory {
 
     async fn resolve(&self, ctx: &Context) -> Result<Vec<Message>> {
         let _ = ctx;
-        Err(Error::new(ErrorKind::Database, "ThreadHistory is being built"))
+        Err(Error::new(
+            ErrorKind::Database,
+            "ThreadHistory is being built",
+        ))
     }
 
     fn name(&self) -> &str {
