@@ -35,7 +35,10 @@ pub trait Chain: Send + Sync {
     fn names(&self) -> Vec<&str>;
 
     /// Runs every resolver and returns their messages concatenated in declaration order.
-    fn resolve<'a>(&'a self, ctx: &'a Context) -> impl Future<Output = Result<Vec<Message>>> + Send {
+    fn resolve<'a>(
+        &'a self,
+        ctx: &'a Context,
+    ) -> impl Future<Output = Result<Vec<Message>>> + Send {
         async move {
             let steps = self.run(ctx).await?;
             let total = steps.iter().map(|s| s.messages.len()).sum();
@@ -120,8 +123,7 @@ impl std::fmt::Debug for DynChain {
 
 impl Chain for DynChain {
     async fn run<'a>(&'a self, ctx: &'a Context) -> Result<Vec<Step<'a>>> {
-        let outs =
-            futures::future::join_all(self.resolvers.iter().map(|r| timed(r, ctx))).await;
+        let outs = futures::future::join_all(self.resolvers.iter().map(|r| timed(r, ctx))).await;
         let mut steps = Vec::with_capacity(outs.len());
         for (i, (r, out)) in self.resolvers.iter().zip(outs).enumerate() {
             steps.push(step(r.name(), i + 1, out)?);
@@ -163,7 +165,10 @@ impl<T: ResolverTuple> Chain for StaticChain<T> {
 /// A tuple of resolvers that a [`StaticChain`] can run (implemented for 1 to 16).
 pub trait ResolverTuple: Send + Sync + 'static {
     /// Runs all resolvers concurrently; contributions in declaration order.
-    fn run_all<'a>(&'a self, ctx: &'a Context) -> impl Future<Output = Result<Vec<Step<'a>>>> + Send;
+    fn run_all<'a>(
+        &'a self,
+        ctx: &'a Context,
+    ) -> impl Future<Output = Result<Vec<Step<'a>>>> + Send;
     /// The resolvers' names.
     fn names(&self) -> Vec<&str>;
 }

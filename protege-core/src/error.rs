@@ -102,7 +102,9 @@ impl Error {
         if self.kind != ErrorKind::Resolver {
             return None;
         }
-        self.source.as_deref().and_then(|s| s.downcast_ref::<Error>())
+        self.source
+            .as_deref()
+            .and_then(|s| s.downcast_ref::<Error>())
     }
 }
 

@@ -21,6 +21,7 @@
 
 mod chain;
 mod context;
+pub mod db;
 mod error;
 mod mail;
 mod message;
@@ -33,13 +34,12 @@ mod validate;
 
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
-    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility,
-    Trigger,
+    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility, Trigger,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use mail::{Attachment, Direction, MailMessage, bare_address, html_to_text, rfc3339_z};
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
-pub use resolvers::{LoadFile, LoadRecord, LoadText, ThreadHistory};
+pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory};
 pub use template::Template;

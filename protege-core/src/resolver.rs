@@ -138,6 +138,8 @@ impl Resolver for BoxResolver {
     }
 
     fn name(&self) -> &str {
-        self.name.as_deref().unwrap_or_else(|| self.inner.dyn_name())
+        self.name
+            .as_deref()
+            .unwrap_or_else(|| self.inner.dyn_name())
     }
 }

@@ -88,7 +88,8 @@ impl Template {
             .env
             .get_template(&self.name)
             .map_err(|e| template_error(&self.name, &e))?;
-        tmpl.render(vars).map_err(|e| template_error(&self.name, &e))
+        tmpl.render(vars)
+            .map_err(|e| template_error(&self.name, &e))
     }
 }
 

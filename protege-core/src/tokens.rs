@@ -20,9 +20,7 @@ pub fn estimate_message_tokens(m: &Message) -> usize {
             for p in parts {
                 total += match p {
                     Part::Text { text } => estimate_tokens(text),
-                    Part::Image { data, .. } | Part::Document { data, .. } => {
-                        estimate_tokens(data)
-                    }
+                    Part::Image { data, .. } | Part::Document { data, .. } => estimate_tokens(data),
                 };
             }
         }

@@ -124,10 +124,7 @@ impl Resolver for LoadFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::new(
                     ErrorKind::FileNotFound,
-                    format!(
-                        "file not found: `{written}` (tried `{}`)",
-                        full.display()
-                    ),
+                    format!("file not found: `{written}` (tried `{}`)", full.display()),
                 ));
             }
             Err(e) => {
