@@ -59,6 +59,15 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection> {
             ),
         ));
     };
+    // One direct attempt first: a pool retries a refused connection until its acquire
+    // timeout, while an unreachable server should be reported at once.
+    probe(&url).await.map_err(|e| {
+        Error::new(
+            ErrorKind::Database,
+            format!("cannot connect to database `{shown}`: {}", sqlx_reason(&e)),
+        )
+        .with_source(e)
+    })?;
     let create = url.starts_with("sqlite:") && !url.contains("mode=");
     let mut options = ConnectOptions::new(url);
     options
@@ -73,6 +82,31 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection> {
         )
         .with_source(e)
     })
+}
+
+/// Opens and closes one connection to a server URL (SQLite files need no probe).
+async fn probe(url: &str) -> std::result::Result<(), sea_orm::sqlx::Error> {
+    use sea_orm::sqlx::{ConnectOptions as _, Connection as _};
+    if url.starts_with("postgres") {
+        let options: sea_orm::sqlx::postgres::PgConnectOptions = url.parse()?;
+        options.connect().await?.close().await?;
+    } else if url.starts_with("mysql") {
+        let options: sea_orm::sqlx::mysql::MySqlConnectOptions = url.parse()?;
+        options.connect().await?.close().await?;
+    }
+    Ok(())
+}
+
+fn sqlx_reason(err: &sea_orm::sqlx::Error) -> String {
+    lowercase_first(err.to_string().trim().trim_end_matches('.'))
+}
+
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// Connects to `url` and applies pending migrations: what the CLI does on first use of
@@ -195,10 +229,5 @@ pub(crate) fn db_reason(err: &sea_orm::DbErr) -> String {
         | DbErr::Query(RuntimeErr::Internal(e)) => e.clone(),
         other => other.to_string(),
     };
-    let text = text.trim().trim_end_matches('.');
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    lowercase_first(text.trim().trim_end_matches('.'))
 }
