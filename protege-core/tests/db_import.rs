@@ -22,7 +22,11 @@ async fn counts(db: &DatabaseConnection) -> [u64; 4] {
 }
 
 fn fixture_file(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
 }
 
 /// A valid one-thread fixture with one message to corrupt.
@@ -49,14 +53,52 @@ fn parse_error(fixture: &Value) -> String {
 fn malformed_fixtures_name_the_json_path() {
     let m = "threads[0].messages[1]";
     let cases: Vec<(&str, Value, String)> = vec![
-        ("sent_at", json!("2026-13-45T10:00:00Z"), format!("{m}.sent_at: invalid RFC 3339 timestamp `2026-13-45T10:00:00Z`")),
-        ("direction", json!("sideways"), format!("{m}.direction: unknown direction `sideways`, expected `inbound` or `outbound`")),
-        ("to", json!("b@x"), format!("{m}.to: expected an array of strings, found a string")),
-        ("to", json!(["b@x", 3]), format!("{m}.to[1]: expected a string, found a number")),
-        ("subject", json!(null), format!("{m}.subject: expected a string, found null")),
-        ("bogus", json!(1), format!("{m}.bogus: unknown field `bogus`, expected one of `message_id`, `direction`, `from`, `to`, `cc`, `subject`, `sent_at`, `text_body`, `html_body`, `in_reply_to`, `attachments`, `tool_uses`")),
-        ("message_id", json!("<ok@x>"), format!("{m}.message_id: duplicate message id `<ok@x>` (first at threads[0].messages[0].message_id)")),
-        ("message_id", json!(" "), format!("{m}.message_id: must not be empty")),
+        (
+            "sent_at",
+            json!("2026-13-45T10:00:00Z"),
+            format!("{m}.sent_at: invalid RFC 3339 timestamp `2026-13-45T10:00:00Z`"),
+        ),
+        (
+            "direction",
+            json!("sideways"),
+            format!(
+                "{m}.direction: unknown direction `sideways`, expected `inbound` or `outbound`"
+            ),
+        ),
+        (
+            "to",
+            json!("b@x"),
+            format!("{m}.to: expected an array of strings, found a string"),
+        ),
+        (
+            "to",
+            json!(["b@x", 3]),
+            format!("{m}.to[1]: expected a string, found a number"),
+        ),
+        (
+            "subject",
+            json!(null),
+            format!("{m}.subject: expected a string, found null"),
+        ),
+        (
+            "bogus",
+            json!(1),
+            format!(
+                "{m}.bogus: unknown field `bogus`, expected one of `message_id`, `direction`, `from`, `to`, `cc`, `subject`, `sent_at`, `text_body`, `html_body`, `in_reply_to`, `attachments`, `tool_uses`"
+            ),
+        ),
+        (
+            "message_id",
+            json!("<ok@x>"),
+            format!(
+                "{m}.message_id: duplicate message id `<ok@x>` (first at threads[0].messages[0].message_id)"
+            ),
+        ),
+        (
+            "message_id",
+            json!(" "),
+            format!("{m}.message_id: must not be empty"),
+        ),
     ];
     for (field, value, want) in cases {
         let mut f = base();
@@ -64,27 +106,58 @@ fn malformed_fixtures_name_the_json_path() {
         assert_eq!(parse_error(&f), want);
     }
     let mut f = base();
-    f["threads"][0]["messages"][1].as_object_mut().unwrap().remove("from");
+    f["threads"][0]["messages"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("from");
     assert_eq!(parse_error(&f), format!("{m}.from: missing required field"));
     let mut f = base();
     f["threads"][0]["messages"][1]["attachments"][0]["data_base64"] = json!("not base64!");
-    assert_eq!(parse_error(&f), format!("{m}.attachments[0].data_base64: invalid base64: Invalid symbol 32, offset 3."));
+    assert_eq!(
+        parse_error(&f),
+        format!("{m}.attachments[0].data_base64: invalid base64: Invalid symbol 32, offset 3.")
+    );
     let mut f = base();
     f["threads"][0]["messages"][1]["attachments"][0]["byte_size"] = json!(-1);
-    assert_eq!(parse_error(&f), format!("{m}.attachments[0].byte_size: expected an integer from 0 to 9223372036854775807, found `-1`"));
+    assert_eq!(
+        parse_error(&f),
+        format!(
+            "{m}.attachments[0].byte_size: expected an integer from 0 to 9223372036854775807, found `-1`"
+        )
+    );
     let mut f = base();
     f["threads"][0]["messages"][1]["tool_uses"][0]["input"] = json!(["k"]);
-    assert_eq!(parse_error(&f), format!("{m}.tool_uses[0].input: expected a JSON object, found an array"));
+    assert_eq!(
+        parse_error(&f),
+        format!("{m}.tool_uses[0].input: expected a JSON object, found an array")
+    );
     let mut f = base();
     f["threads"][0]["messages"][1]["tool_uses"][0]["turn_index"] = json!("0");
-    assert_eq!(parse_error(&f), format!("{m}.tool_uses[0].turn_index: expected an integer from 0 to 2147483647, found a string"));
+    assert_eq!(
+        parse_error(&f),
+        format!(
+            "{m}.tool_uses[0].turn_index: expected an integer from 0 to 2147483647, found a string"
+        )
+    );
     let mut f = base();
     f["threads"][0]["messages"] = json!([]);
-    assert_eq!(parse_error(&f), "threads[0].messages: a thread needs at least one message");
-    assert_eq!(parse_error(&json!([])), "(root): expected an object with the field `threads`");
-    assert_eq!(parse_error(&json!({"threads": {}})), "threads: expected an array, found an object");
+    assert_eq!(
+        parse_error(&f),
+        "threads[0].messages: a thread needs at least one message"
+    );
+    assert_eq!(
+        parse_error(&json!([])),
+        "(root): expected an object with the field `threads`"
+    );
+    assert_eq!(
+        parse_error(&json!({"threads": {}})),
+        "threads: expected an array, found an object"
+    );
     let err = db::parse_fixture("{\"threads\": [").unwrap_err();
-    assert_eq!(err.to_string(), "invalid JSON at line 1 column 13: EOF while parsing a list");
+    assert_eq!(
+        err.to_string(),
+        "invalid JSON at line 1 column 13: EOF while parsing a list"
+    );
 }
 
 #[tokio::test]
@@ -92,11 +165,17 @@ async fn import_summary_and_idempotent_reimport() {
     on_each_backend("idempotent", |db, _| async move {
         let text = fixture_file("support.json");
         let first = db::import_fixture_str(&db, &text).await.unwrap();
-        assert_eq!(first.to_string(), "imported 2 threads, 9 messages (0 already present)");
+        assert_eq!(
+            first.to_string(),
+            "imported 2 threads, 9 messages (0 already present)"
+        );
         let after_first = counts(&db).await;
         assert_eq!(after_first, [2, 9, 1, 2]);
         let second = db::import_fixture_str(&db, &text).await.unwrap();
-        assert_eq!(second.to_string(), "imported 0 threads, 0 messages (9 already present)");
+        assert_eq!(
+            second.to_string(),
+            "imported 0 threads, 0 messages (9 already present)"
+        );
         assert_eq!(counts(&db).await, after_first);
     })
     .await;
@@ -182,7 +261,14 @@ async fn migrations_are_idempotent_and_reversible() {
         db::migrate(&db).await.unwrap();
         import(&db, "tools.json").await;
         Migrator::down(&db, None).await.unwrap();
-        assert!(db.query_all_raw(sea_orm::Statement::from_string(db.get_database_backend(), "SELECT * FROM messages")).await.is_err());
+        assert!(
+            db.query_all_raw(sea_orm::Statement::from_string(
+                db.get_database_backend(),
+                "SELECT * FROM messages"
+            ))
+            .await
+            .is_err()
+        );
         db::migrate(&db).await.unwrap();
         assert_eq!(counts(&db).await, [0, 0, 0, 0]);
     })
@@ -193,20 +279,39 @@ async fn migrations_are_idempotent_and_reversible() {
 async fn connect_creates_sqlite_files_and_names_unreachable_servers() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.db");
-    let conn = db::open(&format!("sqlite://{}", path.display())).await.unwrap();
+    let conn = db::open(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
     conn.close().await.unwrap();
     assert!(path.exists());
 
-    let err = db::connect("postgres://app:s3cret@127.0.0.1:1/app").await.unwrap_err();
+    let err = db::connect("postgres://app:s3cret@127.0.0.1:1/app")
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Database);
     let text = err.to_string();
-    assert!(text.starts_with("cannot connect to database `postgres://app:***@127.0.0.1:1/app`: "), "{text}");
+    assert!(
+        text.starts_with("cannot connect to database `postgres://app:***@127.0.0.1:1/app`: "),
+        "{text}"
+    );
     assert!(!text.contains("s3cret"));
 
-    let err = db::connect("mariadb://root@127.0.0.1:1/x").await.unwrap_err();
-    assert!(err.to_string().starts_with("cannot connect to database `mariadb://root@127.0.0.1:1/x`: "), "{err}");
+    let err = db::connect("mariadb://root@127.0.0.1:1/x")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("cannot connect to database `mariadb://root@127.0.0.1:1/x`: "),
+        "{err}"
+    );
 
     let err = db::connect("oracle://x").await.unwrap_err();
-    assert_eq!(err.to_string(), "unsupported database URL `oracle://x`: expected `sqlite://PATH`, `sqlite::memory:`, `postgres://...` or `mysql://...`");
-    assert_eq!(db::redact_url("mysql://u:p@h:1/d?x=1"), "mysql://u:***@h:1/d?x=1");
+    assert_eq!(
+        err.to_string(),
+        "unsupported database URL `oracle://x`: expected `sqlite://PATH`, `sqlite::memory:`, `postgres://...` or `mysql://...`"
+    );
+    assert_eq!(
+        db::redact_url("mysql://u:p@h:1/d?x=1"),
+        "mysql://u:***@h:1/d?x=1"
+    );
 }

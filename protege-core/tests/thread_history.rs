@@ -16,7 +16,12 @@ use serde_json::{Value, json};
 
 /// The full request of the acceptance persona: instructions, the history, the trailing
 /// user turn.
-async fn support_request(db: &DatabaseConnection, message_id: &str, history: ThreadHistory, tools: Value) -> Value {
+async fn support_request(
+    db: &DatabaseConnection,
+    message_id: &str,
+    history: ThreadHistory,
+    tools: Value,
+) -> Value {
     let ctx = reply_ctx(db, message_id).await;
     let chain = DynChain::new()
         .with(LoadText::template("{{ persona.instructions }}"))
@@ -32,7 +37,8 @@ async fn support_request(db: &DatabaseConnection, message_id: &str, history: Thr
 async fn renders_a_realistic_thread() {
     on_each_backend("renders_a_realistic_thread", |db, _| async move {
         import(&db, "support.json").await;
-        let got = support_request(&db, "<t1-m5@example.com>", ThreadHistory::new(), json!([])).await;
+        let got =
+            support_request(&db, "<t1-m5@example.com>", ThreadHistory::new(), json!([])).await;
         assert_eq!(got, expected("history-render-basic.json"));
     })
     .await;
@@ -43,7 +49,13 @@ async fn groups_and_orders_tool_rounds() {
     on_each_backend("groups_and_orders_tool_rounds", |db, _| async move {
         import(&db, "tools.json").await;
         let want = expected("history-tool-rounds-order.json");
-        let got = support_request(&db, "<lookup-3@example.com>", ThreadHistory::new(), want["tools"].clone()).await;
+        let got = support_request(
+            &db,
+            "<lookup-3@example.com>",
+            ThreadHistory::new(),
+            want["tools"].clone(),
+        )
+        .await;
         assert_eq!(got, want);
     })
     .await;
@@ -69,7 +81,13 @@ async fn truncates_results_by_unicode_scalar_values() {
 async fn trailing_turn_carries_images_and_pdfs() {
     on_each_backend("trailing_turn_parts", |db, _| async move {
         import(&db, "attachments.json").await;
-        let got = support_request(&db, "<label-1@example.com>", ThreadHistory::new(), json!([])).await;
+        let got = support_request(
+            &db,
+            "<label-1@example.com>",
+            ThreadHistory::new(),
+            json!([]),
+        )
+        .await;
         assert_eq!(got, expected("trailing-parts-image-pdf.json"));
     })
     .await;
@@ -114,11 +132,23 @@ fn turn(role: &str, from: &str, to: &str, date: &str, body: &str) -> Value {
 }
 
 fn user(date: &str, body: &str) -> Value {
-    turn("user", "Alice <alice@example.com>", "support@acme.test", date, body)
+    turn(
+        "user",
+        "Alice <alice@example.com>",
+        "support@acme.test",
+        date,
+        body,
+    )
 }
 
 fn assistant(date: &str, body: &str) -> Value {
-    turn("assistant", "support@acme.test", "alice@example.com", date, body)
+    turn(
+        "assistant",
+        "support@acme.test",
+        "alice@example.com",
+        date,
+        body,
+    )
 }
 
 /// A thread of `n` alternating messages a minute apart, then the current one.
@@ -126,16 +156,30 @@ fn numbered_thread(n: usize) -> Value {
     let mut messages: Vec<Value> = (0..n)
         .map(|i| {
             let dir = if i % 2 == 0 { "inbound" } else { "outbound" };
-            msg(&format!("<n{i}@x>"), dir, &format!("2026-01-01T{:02}:{:02}:00Z", i / 60, i % 60), Some(&format!("body {i}")))
+            msg(
+                &format!("<n{i}@x>"),
+                dir,
+                &format!("2026-01-01T{:02}:{:02}:00Z", i / 60, i % 60),
+                Some(&format!("body {i}")),
+            )
         })
         .collect();
-    messages.push(msg("<current@x>", "inbound", "2026-01-02T00:00:00Z", Some("now")));
+    messages.push(msg(
+        "<current@x>",
+        "inbound",
+        "2026-01-02T00:00:00Z",
+        Some("now"),
+    ));
     json!([{ "subject": "Hi", "messages": messages }])
 }
 
 fn numbered(i: usize) -> Value {
     let date = format!("Thu, 1 Jan 2026 {:02}:{:02}:00 +0000", i / 60, i % 60);
-    if i % 2 == 0 { user(&date, &format!("body {i}")) } else { assistant(&date, &format!("body {i}")) }
+    if i % 2 == 0 {
+        user(&date, &format!("body {i}"))
+    } else {
+        assistant(&date, &format!("body {i}"))
+    }
 }
 
 #[tokio::test]
@@ -157,16 +201,23 @@ async fn limit_default_zero_all_and_n() {
 #[tokio::test]
 async fn same_sent_at_is_prior_and_ties_break_by_id() {
     on_each_backend("ties", |db, _| async move {
-        import_threads(&db, json!([{ "subject": "Hi", "messages": [
-            msg("<a@x>", "inbound", "2026-01-01T10:00:00Z", Some("a")),
-            msg("<b@x>", "outbound", "2026-01-01T10:00:00Z", Some("b")),
-            msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("current")),
-            msg("<c@x>", "outbound", "2026-01-01T10:00:00Z", Some("c")),
-            msg("<later@x>", "outbound", "2026-01-01T10:00:01Z", Some("later")),
-        ]}])).await;
+        import_threads(
+            &db,
+            json!([{ "subject": "Hi", "messages": [
+                msg("<a@x>", "inbound", "2026-01-01T10:00:00Z", Some("a")),
+                msg("<b@x>", "outbound", "2026-01-01T10:00:00Z", Some("b")),
+                msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("current")),
+                msg("<c@x>", "outbound", "2026-01-01T10:00:00Z", Some("c")),
+                msg("<later@x>", "outbound", "2026-01-01T10:00:01Z", Some("later")),
+            ]}]),
+        )
+        .await;
         let date = "Thu, 1 Jan 2026 10:00:00 +0000";
         let got = history(&db, "<cur@x>", ThreadHistory::new()).await;
-        assert_eq!(got, json!([user(date, "a"), assistant(date, "b"), assistant(date, "c")]));
+        assert_eq!(
+            got,
+            json!([user(date, "a"), assistant(date, "b"), assistant(date, "c")])
+        );
         // The limit keeps the most recent by (sent_at, id).
         let got = history(&db, "<cur@x>", ThreadHistory::new().limit(2)).await;
         assert_eq!(got, json!([assistant(date, "b"), assistant(date, "c")]));
@@ -177,16 +228,20 @@ async fn same_sent_at_is_prior_and_ties_break_by_id() {
 #[tokio::test]
 async fn later_messages_and_other_threads_are_left_out() {
     on_each_backend("excluded", |db, _| async move {
-        import_threads(&db, json!([
-            { "subject": "Hi", "messages": [
-                msg("<a@x>", "inbound", "2026-01-01T09:00:00Z", Some("mine")),
-                msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("current")),
-                msg("<later@x>", "outbound", "2026-01-01T11:00:00Z", Some("later")),
-            ]},
-            { "subject": "Other", "messages": [
-                msg("<o@x>", "inbound", "2026-01-01T09:30:00Z", Some("other thread")),
-            ]},
-        ])).await;
+        import_threads(
+            &db,
+            json!([
+                { "subject": "Hi", "messages": [
+                    msg("<a@x>", "inbound", "2026-01-01T09:00:00Z", Some("mine")),
+                    msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("current")),
+                    msg("<later@x>", "outbound", "2026-01-01T11:00:00Z", Some("later")),
+                ]},
+                { "subject": "Other", "messages": [
+                    msg("<o@x>", "inbound", "2026-01-01T09:30:00Z", Some("other thread")),
+                ]},
+            ]),
+        )
+        .await;
         let got = history(&db, "<cur@x>", ThreadHistory::new()).await;
         assert_eq!(got, json!([user("Thu, 1 Jan 2026 09:00:00 +0000", "mine")]));
     })
@@ -272,23 +327,45 @@ async fn max_tokens_drops_whole_turns_oldest_first() {
         let mut first = msg("<a@x>", "inbound", "2026-01-01T09:00:00Z", Some("first"));
         first["tool_uses"] = json!([tool("r", 0, 0, "c1", Some("ok"))]);
         let second = msg("<b@x>", "outbound", "2026-01-01T09:30:00Z", Some("second"));
-        import_threads(&db, json!([{ "subject": "Hi", "messages": [
-            first, second, msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("now")),
-        ]}])).await;
+        import_threads(
+            &db,
+            json!([{ "subject": "Hi", "messages": [
+                first, second, msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("now")),
+            ]}]),
+        )
+        .await;
         let all = history(&db, "<cur@x>", ThreadHistory::new()).await;
         let messages: Vec<protege_core::Message> = serde_json::from_value(all.clone()).unwrap();
-        let cost: Vec<usize> = messages.iter().map(protege_core::tokens::estimate_message_tokens).collect();
+        let cost: Vec<usize> = messages
+            .iter()
+            .map(protege_core::tokens::estimate_message_tokens)
+            .collect();
         let first_turn: usize = cost[..3].iter().sum();
         let second_turn = cost[3];
         let last = json!([assistant("Thu, 1 Jan 2026 09:30:00 +0000", "second")]);
-        let fits = history(&db, "<cur@x>", ThreadHistory::new().max_tokens(first_turn + second_turn)).await;
+        let fits = history(
+            &db,
+            "<cur@x>",
+            ThreadHistory::new().max_tokens(first_turn + second_turn),
+        )
+        .await;
         assert_eq!(fits, all);
         // One token short: the oldest turn goes whole, its round with it.
-        let short = history(&db, "<cur@x>", ThreadHistory::new().max_tokens(first_turn + second_turn - 1)).await;
+        let short = history(
+            &db,
+            "<cur@x>",
+            ThreadHistory::new().max_tokens(first_turn + second_turn - 1),
+        )
+        .await;
         assert_eq!(short, last);
         let exact = history(&db, "<cur@x>", ThreadHistory::new().max_tokens(second_turn)).await;
         assert_eq!(exact, last);
-        let none = history(&db, "<cur@x>", ThreadHistory::new().max_tokens(second_turn - 1)).await;
+        let none = history(
+            &db,
+            "<cur@x>",
+            ThreadHistory::new().max_tokens(second_turn - 1),
+        )
+        .await;
         assert_eq!(none, json!([]));
     })
     .await;
@@ -324,17 +401,35 @@ async fn renders_cc_attachments_and_html_bodies() {
 async fn no_database_or_scheduled_run_gives_nothing() {
     on_each_backend("no_trigger", |db, _| async move {
         import(&db, "support.json").await;
-        let m = db::load_message(&db, "<t1-m5@example.com>").await.unwrap().unwrap();
-        let without_db = Context::builder(PersonaInfo::new("p"), AppConfig::new("."), Trigger::Message(Arc::new(m))).build();
-        assert_eq!(ThreadHistory::new().resolve(&without_db).await.unwrap(), vec![]);
+        let m = db::load_message(&db, "<t1-m5@example.com>")
+            .await
+            .unwrap()
+            .unwrap();
+        let without_db = Context::builder(
+            PersonaInfo::new("p"),
+            AppConfig::new("."),
+            Trigger::Message(Arc::new(m)),
+        )
+        .build();
+        assert_eq!(
+            ThreadHistory::new().resolve(&without_db).await.unwrap(),
+            vec![]
+        );
         let scheduled = Context::builder(
             PersonaInfo::new("p"),
             AppConfig::new("."),
-            Trigger::Responsibility(Responsibility { name: "d".into(), schedule: "0 8 * * *".into(), instructions: "x".into() }),
+            Trigger::Responsibility(Responsibility {
+                name: "d".into(),
+                schedule: "0 8 * * *".into(),
+                instructions: "x".into(),
+            }),
         )
         .db(db.clone())
         .build();
-        assert_eq!(ThreadHistory::new().resolve(&scheduled).await.unwrap(), vec![]);
+        assert_eq!(
+            ThreadHistory::new().resolve(&scheduled).await.unwrap(),
+            vec![]
+        );
         let chain = DynChain::new().with(ThreadHistory::new());
         assert_eq!(resolve_json(&chain, &scheduled).await, json!([]));
     })
@@ -366,15 +461,25 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
         let thread = |prefix: &str, n: usize| {
             let mut messages: Vec<Value> = (0..n)
                 .map(|i| {
-                    let mut m = msg(&format!("<{prefix}{i}@x>"), if i % 2 == 0 { "inbound" } else { "outbound" },
-                        &format!("2026-01-01T00:00:00Z"), Some("body"));
+                    let mut m = msg(
+                        &format!("<{prefix}{i}@x>"),
+                        if i % 2 == 0 { "inbound" } else { "outbound" },
+                        &format!("2026-01-01T00:00:00Z"),
+                        Some("body"),
+                    );
                     if i % 3 == 0 {
-                        m["tool_uses"] = json!([tool("r", 0, 0, &format!("{prefix}c{i}"), Some("ok"))]);
+                        m["tool_uses"] =
+                            json!([tool("r", 0, 0, &format!("{prefix}c{i}"), Some("ok"))]);
                     }
                     m
                 })
                 .collect();
-            messages.push(msg(&format!("<{prefix}cur@x>"), "inbound", "2026-01-02T00:00:00Z", Some("now")));
+            messages.push(msg(
+                &format!("<{prefix}cur@x>"),
+                "inbound",
+                "2026-01-02T00:00:00Z",
+                Some("now"),
+            ));
             json!({ "subject": "Hi", "messages": messages })
         };
         import_threads(&conn, json!([thread("s", 10), thread("l", 1000)])).await;

@@ -10,7 +10,8 @@
 
 use base64::Engine as _;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};
-use sea_orm::sqlx::{Column, Row, TypeInfo, ValueRef};
+use sea_orm::sqlx::mysql::MySql;
+use sea_orm::sqlx::{Column, Row, Type, TypeInfo, ValueRef};
 use sea_orm::{ConnectionTrait, QueryResult};
 use serde_json::{Map, Number, Value};
 
@@ -303,10 +304,12 @@ fn mysql_row(row: &sea_orm::sqlx::mysql::MySqlRow, table: &str) -> Result<Map<St
                     .to_string(),
             ),
             "JSON" => row.try_get::<Value, _>(i).map_err(err)?,
-            "BLOB" | "TINYBLOB" | "MEDIUMBLOB" | "LONGBLOB" | "BINARY" | "VARBINARY" | "BIT" => {
-                blob(&row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?)
+            // Text columns with a binary collation are reported as blobs: the charset
+            // tells them apart.
+            _ if <String as Type<MySql>>::compatible(column.type_info()) => {
+                Value::String(row.try_get::<String, _>(i).map_err(err)?)
             }
-            _ => Value::String(row.try_get_unchecked::<String, _>(i).map_err(err)?),
+            _ => blob(&row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?),
         };
         out.insert(name.to_owned(), value);
     }

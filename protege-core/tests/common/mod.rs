@@ -55,7 +55,13 @@ fn unique_name(test: &str) -> String {
         .unwrap_or(0);
     let mut name: String = test
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .take(30)
         .collect();
     name = format!(
@@ -71,7 +77,10 @@ pub(crate) fn with_database(url: &str, name: &str) -> String {
     let scheme_end = url.find("://").map_or(0, |i| i + 3);
     let rest = &url[scheme_end..];
     let path_start = rest.find('/').map_or(url.len(), |i| scheme_end + i);
-    let query = url[path_start..].find('?').map(|i| &url[path_start + i..]).unwrap_or("");
+    let query = url[path_start..]
+        .find('?')
+        .map(|i| &url[path_start + i..])
+        .unwrap_or("");
     format!("{}/{name}{query}", &url[..path_start])
 }
 
@@ -91,7 +100,10 @@ impl Backend {
                 } else {
                     format!("CREATE DATABASE \"{name}\"")
                 };
-                admin.execute_unprepared(&sql).await.expect("create database");
+                admin
+                    .execute_unprepared(&sql)
+                    .await
+                    .expect("create database");
                 admin.close().await.ok();
                 let conn = db::open(&with_database(server, &name))
                     .await
@@ -118,10 +130,17 @@ impl Backend {
 
     /// A URL of a fresh database (for tests that connect themselves); drop it with
     /// `drop_database`.
-    pub(crate) async fn fresh_url(&self, test: &str, dir: &std::path::Path) -> (String, Option<String>) {
+    pub(crate) async fn fresh_url(
+        &self,
+        test: &str,
+        dir: &std::path::Path,
+    ) -> (String, Option<String>) {
         match &self.server {
             None => (
-                format!("sqlite://{}", dir.join(format!("{}.db", unique_name(test))).display()),
+                format!(
+                    "sqlite://{}",
+                    dir.join(format!("{}.db", unique_name(test))).display()
+                ),
                 None,
             ),
             Some(server) => {

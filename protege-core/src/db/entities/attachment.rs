@@ -3,7 +3,7 @@
 use sea_orm::entity::prelude::*;
 
 /// A row of `attachments`.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
 #[sea_orm(table_name = "attachments")]
 pub struct Model {
     /// The auto-increment id (insertion order).

@@ -3,7 +3,7 @@
 use sea_orm::entity::prelude::*;
 
 /// A row of `email_threads`.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
 #[sea_orm(table_name = "email_threads")]
 pub struct Model {
     /// The auto-increment id.
