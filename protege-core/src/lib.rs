@@ -21,6 +21,7 @@
 
 mod chain;
 mod context;
+pub mod db;
 mod error;
 mod macros;
 mod mail;
@@ -42,7 +43,7 @@ pub use mail::{Attachment, Direction, MailMessage, bare_address, html_to_text, r
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
-pub use resolvers::{LoadFile, LoadRecord, LoadText, ThreadHistory};
+pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory};
 pub use template::Template;
 
 #[doc(hidden)]

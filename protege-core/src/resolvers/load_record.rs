@@ -1,8 +1,16 @@
-//! `LoadRecord`: rows of a table (declarative, for TOML) or of a Rust loader closure.
+//! `LoadRecord`: rows of a table (declarative, for TOML) or of a Rust loader closure,
+//! rendered per record and joined by a blank line.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::Serialize;
 
 use crate::context::Context;
+use crate::db::records::{self, Bound};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, Role};
+use crate::message::{Message, Role, message};
 use crate::resolver::Resolver;
 use crate::template::Template;
 
@@ -11,7 +19,7 @@ use crate::template::Template;
 pub enum WhereValue {
     /// Rendered per run and bound as a text parameter.
     Template(Template),
-    /// Bound with its type (integer, float, boolean, string).
+    /// Bound with its type (integer, float, boolean, string); `null` matches `IS NULL`.
     Value(serde_json::Value),
 }
 
@@ -24,14 +32,80 @@ pub struct OrderBy {
     pub desc: bool,
 }
 
-/// Contributes records rendered per record and joined by a blank line; nothing when no rows.
+/// The per-record template: none (pretty JSON), compiled, or a syntax error reported
+/// when the chain runs.
+#[derive(Debug, Clone, Default)]
+enum RecordTemplate {
+    #[default]
+    Json,
+    Compiled(Template),
+    Broken(Arc<Error>),
+}
+
+impl RecordTemplate {
+    fn parse(source: &str) -> Self {
+        match Template::compile("LoadRecord.template", source) {
+            Ok(t) => RecordTemplate::Compiled(t),
+            Err(e) => RecordTemplate::Broken(Arc::new(e)),
+        }
+    }
+
+    /// Renders one record: the template with `record` merged into the run's variables
+    /// (trimmed), or pretty JSON (2-space indent, fields in order).
+    fn render<T: Serialize>(&self, ctx: &Context, record: &T) -> Result<String> {
+        match self {
+            RecordTemplate::Json => serde_json::to_string_pretty(record).map_err(|e| {
+                Error::new(ErrorKind::Custom, format!("cannot serialise a record: {e}"))
+            }),
+            RecordTemplate::Compiled(t) => {
+                let vars = minijinja::value::merge_maps([
+                    minijinja::context! { record => minijinja::Value::from(minijinja::value::Serde(record)) },
+                    ctx.template_vars().clone(),
+                ]);
+                Ok(t.render(&vars)?.trim().to_owned())
+            }
+            RecordTemplate::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        match self {
+            RecordTemplate::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Joins rendered records with a blank line, skipping blank ones; `None` when nothing is
+/// left.
+fn join_records(role: Role, rendered: Vec<String>) -> Option<Message> {
+    let kept: Vec<String> = rendered
+        .into_iter()
+        .filter(|r| !r.trim().is_empty())
+        .collect();
+    if kept.is_empty() {
+        None
+    } else {
+        Some(message(role, kept.join("\n\n")))
+    }
+}
+
+/// Contributes records rendered per record and joined by a blank line; nothing when no
+/// rows.
+///
+/// The declarative form ([`LoadRecord::table`]) reads
+/// `SELECT * FROM table WHERE col = ? AND ... ORDER BY ... LIMIT n` through the run's
+/// database, with identifiers quoted for the backend and every value bound. Each record
+/// is pretty JSON (2-space indent, columns in table order) or the output of a per-record
+/// template, trimmed, which sees the run's variables plus `record`. For records loaded by
+/// Rust code, see [`LoadRecord::from_loader`].
 #[derive(Debug)]
 pub struct LoadRecord {
     table: String,
     filters: Vec<(String, WhereValue)>,
     order_by: Vec<OrderBy>,
     limit: Option<u64>,
-    template: Option<Template>,
+    template: RecordTemplate,
     role: Role,
 }
 
@@ -43,8 +117,37 @@ impl LoadRecord {
             filters: Vec::new(),
             order_by: Vec::new(),
             limit: None,
-            template: None,
+            template: RecordTemplate::Json,
             role: Role::System,
+        }
+    }
+
+    /// Rust form: records returned by an async `loader` called with the run's context;
+    /// each record is anything `Serialize` (SeaORM models included).
+    ///
+    /// ```
+    /// use protege_core::{Context, LoadRecord};
+    /// #[derive(serde::Serialize)]
+    /// struct Order { number: String, status: String }
+    /// let orders = LoadRecord::from_loader(|_ctx: Context| async move {
+    ///     Ok::<_, String>(vec![Order { number: "A-1".into(), status: "shipped".into() }])
+    /// })
+    /// .template_str("Order {{ record.number }}: {{ record.status }}");
+    /// ```
+    pub fn from_loader<F, Fut, R, T, E>(loader: F) -> LoadRecordFn<F, T>
+    where
+        F: Fn(Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<R, E>> + Send,
+        R: IntoIterator<Item = T>,
+        T: Serialize,
+        E: std::fmt::Display,
+    {
+        LoadRecordFn {
+            loader,
+            template: RecordTemplate::Json,
+            renderer: None,
+            role: Role::System,
+            _record: PhantomData,
         }
     }
 
@@ -68,7 +171,133 @@ impl LoadRecord {
 
     /// Renders each record with `template` (variable `record`), trimmed.
     pub fn template(mut self, template: Template) -> Self {
-        self.template = Some(template);
+        self.template = RecordTemplate::Compiled(template);
+        self
+    }
+
+    /// Compiles `source` as the per-record template; a syntax error is reported when the
+    /// chain runs, like [`LoadText::template`](crate::LoadText::template).
+    pub fn template_str(mut self, source: &str) -> Self {
+        self.template = RecordTemplate::parse(source);
+        self
+    }
+
+    /// Sets the role of the contributed message (default `system`).
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+
+    fn bound_filters(&self, ctx: &Context) -> Result<Vec<(String, Bound)>> {
+        self.filters
+            .iter()
+            .map(|(column, value)| {
+                let bound = match value {
+                    WhereValue::Template(t) => Bound::Text(t.render(ctx.template_vars())?),
+                    WhereValue::Value(v) => match v {
+                        serde_json::Value::String(s) => Bound::Text(s.clone()),
+                        serde_json::Value::Bool(b) => Bound::Bool(*b),
+                        serde_json::Value::Null => Bound::Null,
+                        serde_json::Value::Number(n) => match n.as_i64() {
+                            Some(i) => Bound::Int(i),
+                            None => Bound::Float(n.as_f64().unwrap_or(f64::NAN)),
+                        },
+                        other => {
+                            return Err(Error::new(
+                                ErrorKind::InvalidInput,
+                                format!(
+                                    "`where` value of column `{column}` must be a string, number or boolean, not {}",
+                                    if other.is_array() { "an array" } else { "an object" }
+                                ),
+                            ));
+                        }
+                    },
+                };
+                Ok((column.clone(), bound))
+            })
+            .collect()
+    }
+}
+
+impl Resolver for LoadRecord {
+    type Output = Option<Message>;
+
+    async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        self.template.check()?;
+        let Some(db) = ctx.db() else {
+            return Err(Error::new(
+                ErrorKind::Database,
+                format!(
+                    "LoadRecord needs a database to read table `{}`, and none is configured",
+                    self.table
+                ),
+            ));
+        };
+        let filters = self.bound_filters(ctx)?;
+        let order: Vec<(String, bool)> = self
+            .order_by
+            .iter()
+            .map(|o| (o.column.clone(), o.desc))
+            .collect();
+        let rows = records::select(db, &self.table, &filters, &order, self.limit).await?;
+        let rendered = rows
+            .iter()
+            .map(|row| self.template.render(ctx, row))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(join_records(self.role, rendered))
+    }
+
+    fn name(&self) -> &str {
+        "LoadRecord"
+    }
+}
+
+type Renderer<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
+
+/// `LoadRecord` with a Rust loader closure, made by [`LoadRecord::from_loader`].
+///
+/// Each record is rendered by the Rust renderer set with
+/// [`render_with`](Self::render_with), else by the per-record template, else as pretty
+/// JSON; blank renderings are skipped and the rest joined by a blank line.
+pub struct LoadRecordFn<F, T> {
+    loader: F,
+    template: RecordTemplate,
+    renderer: Option<Renderer<T>>,
+    role: Role,
+    _record: PhantomData<fn() -> T>,
+}
+
+impl<F, T> std::fmt::Debug for LoadRecordFn<F, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadRecord")
+            .field("loader", &"closure")
+            .field("template", &self.template)
+            .field("renderer", &self.renderer.is_some())
+            .field("role", &self.role)
+            .finish()
+    }
+}
+
+impl<F, T> LoadRecordFn<F, T> {
+    /// Renders each record with `template` (variable `record`), trimmed.
+    pub fn template(mut self, template: Template) -> Self {
+        self.template = RecordTemplate::Compiled(template);
+        self
+    }
+
+    /// Compiles `source` as the per-record template; a syntax error is reported when the
+    /// chain runs.
+    pub fn template_str(mut self, source: &str) -> Self {
+        self.template = RecordTemplate::parse(source);
+        self
+    }
+
+    /// Renders each record with Rust code instead of a template; the text is trimmed.
+    pub fn render_with<R>(mut self, render: R) -> Self
+    where
+        R: Fn(&T) -> String + Send + Sync + 'static,
+    {
+        self.renderer = Some(Arc::new(render));
         self
     }
 
@@ -79,12 +308,31 @@ impl LoadRecord {
     }
 }
 
-impl Resolver for LoadRecord {
+impl<F, Fut, R, T, E> Resolver for LoadRecordFn<F, T>
+where
+    F: Fn(Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = std::result::Result<R, E>> + Send,
+    R: IntoIterator<Item = T>,
+    T: Serialize + 'static,
+    E: std::fmt::Display,
+{
     type Output = Option<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
-        let _ = ctx;
-        Err(Error::new(ErrorKind::Database, "LoadRecord is being built"))
+        if self.renderer.is_none() {
+            self.template.check()?;
+        }
+        let records = (self.loader)(ctx.clone())
+            .await
+            .map_err(|e| Error::custom(format!("LoadRecord loader failed: {e}")))?;
+        let mut rendered = Vec::new();
+        for record in records {
+            rendered.push(match &self.renderer {
+                Some(render) => render(&record).trim().to_owned(),
+                None => self.template.render(ctx, &record)?,
+            });
+        }
+        Ok(join_records(self.role, rendered))
     }
 
     fn name(&self) -> &str {

@@ -6,6 +6,6 @@ mod load_text;
 mod thread_history;
 
 pub use load_file::LoadFile;
-pub use load_record::{LoadRecord, OrderBy, WhereValue};
+pub use load_record::{LoadRecord, LoadRecordFn, OrderBy, WhereValue};
 pub use load_text::LoadText;
 pub use thread_history::ThreadHistory;

@@ -1,11 +1,20 @@
 //! `ThreadHistory`: the prior turns of the inbound message's thread and their tool rounds.
 
 use crate::context::Context;
+use crate::db::history::{self, PriorTurn, StoredToolUse};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::Message;
+use crate::mail::Direction;
+use crate::message::{Message, Role, ToolCall, message};
 use crate::resolver::Resolver;
+use crate::tokens::estimate_message_tokens;
 
 /// Contributes the prior messages of the thread (§6 rules 1-6 of the contract).
+///
+/// In a reply run with a database, it reads (in three statements, whatever the thread
+/// length) the `limit` most recent messages of the inbound message's thread sent at or
+/// before it, and renders each as a `user` (inbound) or `assistant` (outbound) turn
+/// followed by its tool rounds. A scheduled run or a context without a database gives
+/// nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadHistory {
     limit: Option<u64>,
@@ -56,15 +65,128 @@ impl ThreadHistory {
     }
 }
 
+impl ThreadHistory {
+    /// Renders the turns read from the database: one list of messages per turn (a message
+    /// and its tool rounds), oldest first.
+    fn render(&self, turns: Vec<PriorTurn>) -> Result<Vec<Vec<Message>>> {
+        let mut out = Vec::with_capacity(turns.len());
+        for turn in turns {
+            let mut messages = Vec::with_capacity(1);
+            let m = &turn.message;
+            let body = m.readable_body();
+            if !body.is_empty() || !m.attachments.is_empty() {
+                let role = match m.direction {
+                    Direction::Inbound => Role::User,
+                    Direction::Outbound => Role::Assistant,
+                };
+                messages.push(message(role, m.render_with_body(&body)));
+            }
+            if self.include_tool_calls && !turn.tool_uses.is_empty() {
+                self.push_rounds(&m.message_id, turn.tool_uses, &mut messages)?;
+            }
+            if !messages.is_empty() {
+                out.push(messages);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Appends the tool rounds of one message (§6 rule 4).
+    fn push_rounds(
+        &self,
+        message_id: &str,
+        mut uses: Vec<StoredToolUse>,
+        out: &mut Vec<Message>,
+    ) -> Result<()> {
+        uses.sort_by(|a, b| {
+            (a.run_id.as_str(), a.turn_index, a.position, a.id).cmp(&(
+                b.run_id.as_str(),
+                b.turn_index,
+                b.position,
+                b.id,
+            ))
+        });
+        let mut start = 0;
+        while start < uses.len() {
+            let key = (&uses[start].run_id, uses[start].turn_index);
+            let end = uses[start..]
+                .iter()
+                .position(|u| (&u.run_id, u.turn_index) != key)
+                .map_or(uses.len(), |n| start + n);
+            let round = &uses[start..end];
+            let mut calls = Vec::with_capacity(round.len());
+            for u in round {
+                let input: serde_json::Value = match serde_json::from_str(&u.input) {
+                    Ok(v @ serde_json::Value::Object(_)) => v,
+                    _ => {
+                        return Err(Error::new(
+                            ErrorKind::Database,
+                            format!(
+                                "tool use `{}` of message `{message_id}` has an input that is not a JSON object",
+                                u.tool_call_id
+                            ),
+                        ));
+                    }
+                };
+                calls.push(ToolCall::new(&u.tool_call_id, &u.name, input));
+            }
+            out.push(message(Role::Assistant, "").with_tool_calls(calls));
+            for u in round {
+                let content = match &u.result {
+                    Some(result) => truncate(result, self.result_limit),
+                    None => MISSING_RESULT.to_owned(),
+                };
+                out.push(message(Role::Tool, content).with_tool_call_id(&u.tool_call_id));
+            }
+            start = end;
+        }
+        Ok(())
+    }
+}
+
+/// The content of a tool message whose call has no recorded result.
+const MISSING_RESULT: &str = r#"{"error":"no result recorded"}"#;
+
+/// `text` cut to its first `limit` characters (Unicode scalar values) followed by
+/// `\n[truncated: N more characters]`; unchanged when it is not longer than `limit`.
+fn truncate(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => text.to_owned(),
+        Some((cut, _)) => {
+            let rest = text[cut..].chars().count();
+            format!("{}\n[truncated: {rest} more characters]", &text[..cut])
+        }
+    }
+}
+
+/// Drops whole turns, oldest first, until the estimated tokens fit `budget`.
+fn fit_budget(turns: &mut Vec<Vec<Message>>, budget: usize) {
+    let costs: Vec<usize> = turns
+        .iter()
+        .map(|t| t.iter().map(estimate_message_tokens).sum())
+        .collect();
+    let mut total: usize = costs.iter().sum();
+    let mut drop = 0;
+    while total > budget && drop < costs.len() {
+        total -= costs[drop];
+        drop += 1;
+    }
+    turns.drain(..drop);
+}
+
 impl Resolver for ThreadHistory {
     type Output = Vec<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Vec<Message>> {
-        let _ = ctx;
-        Err(Error::new(
-            ErrorKind::Database,
-            "ThreadHistory is being built",
-        ))
+        let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
+            return Ok(Vec::new());
+        };
+        let turns = history::read(db, current, self.limit, self.include_tool_calls).await?;
+        let mut turns = self.render(turns)?;
+        if let Some(budget) = self.max_tokens {
+            fit_budget(&mut turns, budget);
+        }
+        Ok(turns.into_iter().flatten().collect())
     }
 
     fn name(&self) -> &str {

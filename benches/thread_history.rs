@@ -1,0 +1,299 @@
+//! ThreadHistory through the engine against a hand-written baseline (one raw SQL query per
+//! table, the same strings built by hand), and the same `limit = 50` read in a
+//! 1,000,000-message database against a 10,000-message one. SQLite files in a temp dir.
+//!
+//! `cargo bench --bench thread_history` prints criterion's numbers and, from interleaved
+//! runs, the median of each and the ratios the performance goals are stated in.
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use protege_core::db;
+use protege_core::{
+    AppConfig, Context, MailMessage, Message, PersonaInfo, Resolver, Role, ThreadHistory,
+    ToolCall, Trigger, message,
+};
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, Value as DbValue};
+use serde_json::{Value, json};
+
+const PRIOR: usize = 1_000;
+const CURRENT: &str = "<current@bench>";
+
+/// The reference thread: 1,000 prior messages of ~2 KB, alternating inbound/outbound, every
+/// third inbound with a round of two tool calls (some results ~6,000 characters, a few
+/// without result), then the message being answered.
+fn reference_thread() -> Value {
+    let paragraph = "Thanks for getting back to me. I checked the order page again and the \
+        status still says processing, although the confirmation mail said it would ship \
+        within two working days. Could you look into it and tell me what is going on? ";
+    let mut messages = Vec::with_capacity(PRIOR + 1);
+    for i in 0..PRIOR {
+        let inbound = i % 2 == 0;
+        let mut body = format!("Message {i}.\n\n");
+        while body.len() < 2_000 {
+            body.push_str(paragraph);
+        }
+        let minute = i as i64;
+        let sent_at = chrono::DateTime::from_timestamp(1_767_225_600 + minute * 60, 0)
+            .unwrap()
+            .to_rfc3339();
+        let mut m = json!({
+            "message_id": format!("<m{i}@bench>"),
+            "direction": if inbound { "inbound" } else { "outbound" },
+            "from": if inbound { "Alice Example <alice@example.com>" } else { "Acme Support <support@acme.test>" },
+            "to": [if inbound { "support@acme.test" } else { "Alice Example <alice@example.com>" }],
+            "cc": if i % 10 == 0 { json!(["billing@acme.test"]) } else { json!([]) },
+            "subject": "Re: Where is my order?",
+            "sent_at": sent_at,
+            "text_body": body,
+        });
+        if inbound && (i / 2) % 3 == 0 {
+            let long = "x".repeat(6_000);
+            let result = |k: usize| -> Value {
+                match (i + k) % 7 {
+                    0 => Value::Null,
+                    1 | 2 => json!(long),
+                    _ => json!(format!("{{\"status\":\"shipped\",\"n\":{i}}}")),
+                }
+            };
+            m["tool_uses"] = json!([
+                {"run_id": format!("run-{i}"), "turn_index": 0, "position": 0, "tool_call_id": format!("c{i}a"),
+                 "name": "lookup_order", "input": {"order": format!("A-{i}")}, "result": result(0)},
+                {"run_id": format!("run-{i}"), "turn_index": 0, "position": 1, "tool_call_id": format!("c{i}b"),
+                 "name": "get_tracking", "input": {"order": format!("A-{i}")}, "result": result(1)},
+            ]);
+        }
+        messages.push(m);
+    }
+    messages.push(json!({
+        "message_id": CURRENT, "direction": "inbound", "from": "Alice Example <alice@example.com>",
+        "to": ["support@acme.test"], "subject": "Re: Where is my order?",
+        "sent_at": chrono::DateTime::from_timestamp(1_767_225_600 + PRIOR as i64 * 60, 0).unwrap().to_rfc3339(),
+        "text_body": "Any news?",
+    }));
+    json!({"threads": [{"subject": "Where is my order?", "messages": messages}]})
+}
+
+/// A database holding the reference thread among `total` messages in 10,000 threads.
+async fn build(path: &std::path::Path, total: usize) -> DatabaseConnection {
+    let conn = db::open(&format!("sqlite://{}", path.display())).await.unwrap();
+    conn.execute_unprepared("PRAGMA journal_mode = WAL").await.unwrap();
+    let filler = total - PRIOR - 1;
+    // Filler threads and messages, interleaved in time with the reference thread.
+    conn.execute_unprepared(&format!(
+        "BEGIN;
+         INSERT INTO email_threads (subject, created_at)
+           WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000)
+           SELECT 'Filler ' || x, '2026-01-01T00:00:00+00:00' FROM c;
+         INSERT INTO messages (email_thread_id, message_id, direction, from_address, to_addresses,
+                               cc_addresses, subject, text_body, html_body, in_reply_to, sent_at)
+           WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {filler})
+           SELECT 1 + x % 10000, '<f' || x || '@bench>', CASE x % 2 WHEN 0 THEN 'inbound' ELSE 'outbound' END,
+                  'someone@example.com', '[\"support@acme.test\"]', '[]', 'Filler',
+                  'A short filler body of a message in another thread, number ' || x, NULL, NULL,
+                  strftime('%Y-%m-%dT%H:%M:%S+00:00', 1767225600 + (x * 7) % 60000, 'unixepoch')
+           FROM c;
+         COMMIT;"
+    ))
+    .await
+    .unwrap();
+    db::import_fixture_str(&conn, &reference_thread().to_string()).await.unwrap();
+    conn.execute_unprepared("ANALYZE").await.unwrap();
+    conn
+}
+
+fn context(conn: &DatabaseConnection, current: MailMessage) -> Context {
+    Context::builder(PersonaInfo::new("bench"), AppConfig::new("."), Trigger::Message(current.into()))
+        .db(conn.clone())
+        .build()
+}
+
+/// The hand-written baseline: one query per table, strings built by hand.
+async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Option<u64>) -> Vec<Message> {
+    let backend = conn.get_database_backend();
+    let limit_sql = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+    let rows = conn
+        .query_all_raw(Statement::from_sql_and_values(
+            backend,
+            format!(
+                "SELECT id, direction, from_address, to_addresses, cc_addresses, subject, sent_at, text_body \
+                 FROM messages WHERE email_thread_id = ? AND sent_at <= ? AND id <> ? \
+                 ORDER BY sent_at DESC, id DESC{limit_sql}"
+            ),
+            [
+                DbValue::from(current.thread_id),
+                DbValue::from(current.sent_at),
+                DbValue::from(current.id),
+            ],
+        ))
+        .await
+        .unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.try_get_by_index(0).unwrap()).collect();
+    let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let attachments = conn
+        .query_all_raw(Statement::from_string(
+            backend,
+            format!("SELECT message_id, attachment_id, filename, content_type, byte_size FROM attachments WHERE message_id IN ({list}) ORDER BY id"),
+        ))
+        .await
+        .unwrap();
+    assert!(attachments.is_empty());
+    let uses = conn
+        .query_all_raw(Statement::from_string(
+            backend,
+            format!("SELECT message_id, tool_call_id, name, input, result FROM tool_uses WHERE message_id IN ({list}) ORDER BY message_id, run_id, turn_index, position, id"),
+        ))
+        .await
+        .unwrap();
+    let mut out = Vec::with_capacity(rows.len() * 2);
+    let mut u = 0;
+    for row in rows.iter().rev() {
+        let id: i64 = row.try_get_by_index(0).unwrap();
+        let direction: String = row.try_get_by_index(1).unwrap();
+        let from: String = row.try_get_by_index(2).unwrap();
+        let to: Vec<String> = serde_json::from_str(&row.try_get_by_index::<String>(3).unwrap()).unwrap();
+        let cc: Vec<String> = serde_json::from_str(&row.try_get_by_index::<String>(4).unwrap()).unwrap();
+        let subject: String = row.try_get_by_index(5).unwrap();
+        let sent_at: chrono::DateTime<chrono::Utc> = row.try_get_by_index(6).unwrap();
+        let body: Option<String> = row.try_get_by_index(7).unwrap();
+        let body = body.unwrap_or_default();
+        let body = body.trim();
+        let mut text = String::with_capacity(200 + body.len());
+        text.push_str("From: ");
+        text.push_str(&from);
+        text.push_str("\nTo:");
+        if !to.is_empty() {
+            text.push(' ');
+            text.push_str(&to.join(", "));
+        }
+        text.push_str("\nCc:");
+        if !cc.is_empty() {
+            text.push(' ');
+            text.push_str(&cc.join(", "));
+        }
+        text.push_str("\nDate: ");
+        text.push_str(&sent_at.format("%a, %-d %b %Y %H:%M:%S +0000").to_string());
+        text.push_str("\nSubject: ");
+        text.push_str(&subject);
+        if !body.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(body);
+            let role = if direction == "inbound" { Role::User } else { Role::Assistant };
+            out.push(message(role, text));
+        }
+        // Tool uses are ordered by message id; ids ascend with time in this thread.
+        let start = u;
+        while u < uses.len() && uses[u].try_get_by_index::<i64>(0).unwrap() == id {
+            u += 1;
+        }
+        while u < uses.len() && uses[u].try_get_by_index::<i64>(0).unwrap() < id {
+            u += 1;
+        }
+        if u > start {
+            let round = &uses[start..u];
+            let calls = round
+                .iter()
+                .map(|r| {
+                    let input: Value = serde_json::from_str(&r.try_get_by_index::<String>(3).unwrap()).unwrap();
+                    ToolCall::new(r.try_get_by_index::<String>(1).unwrap(), r.try_get_by_index::<String>(2).unwrap(), input)
+                })
+                .collect();
+            out.push(message(Role::Assistant, "").with_tool_calls(calls));
+            for r in round {
+                let call_id: String = r.try_get_by_index(1).unwrap();
+                let result: Option<String> = r.try_get_by_index(4).unwrap();
+                let content = match result {
+                    None => r#"{"error":"no result recorded"}"#.to_owned(),
+                    Some(text) => match text.char_indices().nth(4_000) {
+                        None => text,
+                        Some((cut, _)) => format!(
+                            "{}\n[truncated: {} more characters]",
+                            &text[..cut],
+                            text[cut..].chars().count()
+                        ),
+                    },
+                };
+                out.push(message(Role::Tool, content).with_tool_call_id(call_id));
+            }
+        }
+    }
+    out
+}
+
+/// Medians of `a` and `b` over `n` interleaved runs each.
+fn interleaved(rt: &tokio::runtime::Runtime, n: usize, mut a: impl FnMut() -> Duration, mut b: impl FnMut() -> Duration) -> (Duration, Duration) {
+    let _ = rt;
+    let mut ta = Vec::with_capacity(n);
+    let mut tb = Vec::with_capacity(n);
+    for _ in 0..n {
+        ta.push(a());
+        tb.push(b());
+    }
+    ta.sort();
+    tb.sort();
+    (ta[n / 2], tb[n / 2])
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let small = rt.block_on(build(&dir.path().join("small.db"), 10_000));
+    let big = rt.block_on(build(&dir.path().join("big.db"), 1_000_000));
+    eprintln!("setup: two databases in {:.1} s", started.elapsed().as_secs_f64());
+    let current_small = rt.block_on(db::load_message(&small, CURRENT)).unwrap().unwrap();
+    let current_big = rt.block_on(db::load_message(&big, CURRENT)).unwrap().unwrap();
+    let ctx_small = context(&small, current_small.clone());
+    let ctx_big = context(&big, current_big);
+
+    let limit50 = ThreadHistory::new();
+    let all = ThreadHistory::new().limit(None);
+    // The baseline builds exactly what the engine builds.
+    for (h, limit, len) in [(&limit50, Some(50), 74), (&all, None, 1_501)] {
+        let engine = rt.block_on(h.resolve(&ctx_small)).unwrap();
+        let base = rt.block_on(baseline(&small, &current_small, limit));
+        assert_eq!(engine.len(), len);
+        assert_eq!(engine, base);
+    }
+
+    let mut group = c.benchmark_group("thread_history");
+    group.sample_size(30).measurement_time(Duration::from_secs(4));
+    group.bench_function("engine limit=50", |b| b.iter(|| rt.block_on(limit50.resolve(&ctx_small)).unwrap()));
+    group.bench_function("baseline limit=50", |b| b.iter(|| rt.block_on(baseline(&small, &current_small, Some(50)))));
+    group.bench_function("engine limit=all", |b| b.iter(|| rt.block_on(all.resolve(&ctx_small)).unwrap()));
+    group.bench_function("baseline limit=all", |b| b.iter(|| rt.block_on(baseline(&small, &current_small, None))));
+    group.bench_function("engine limit=50, 1M-message db", |b| b.iter(|| rt.block_on(limit50.resolve(&ctx_big)).unwrap()));
+    group.finish();
+
+    let time = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        t.elapsed()
+    };
+    let (e50, b50) = interleaved(
+        &rt,
+        300,
+        || time(&mut || drop(rt.block_on(limit50.resolve(&ctx_small)).unwrap())),
+        || time(&mut || drop(rt.block_on(baseline(&small, &current_small, Some(50))))),
+    );
+    let (eall, ball) = interleaved(
+        &rt,
+        60,
+        || time(&mut || drop(rt.block_on(all.resolve(&ctx_small)).unwrap())),
+        || time(&mut || drop(rt.block_on(baseline(&small, &current_small, None)))),
+    );
+    let (big50, small50) = interleaved(
+        &rt,
+        300,
+        || time(&mut || drop(rt.block_on(limit50.resolve(&ctx_big)).unwrap())),
+        || time(&mut || drop(rt.block_on(limit50.resolve(&ctx_small)).unwrap())),
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("\nmedians of interleaved runs:");
+    println!("limit=50:  engine {:.3} ms, baseline {:.3} ms, ratio {:.2}x (goal <= 1.5x)", ms(e50), ms(b50), ms(e50) / ms(b50));
+    println!("limit=all: engine {:.3} ms, baseline {:.3} ms, ratio {:.2}x (goal <= 1.5x)", ms(eall), ms(ball), ms(eall) / ms(ball));
+    println!("limit=50:  1,000,000-message db {:.3} ms, 10,000-message db {:.3} ms, ratio {:.2}x (goal <= 1.3x)", ms(big50), ms(small50), ms(big50) / ms(small50));
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

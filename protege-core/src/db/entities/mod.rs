@@ -1,0 +1,8 @@
+//! The SeaORM entities of the four tables (§6 of the contract).
+//!
+//! Every table has an auto-increment `id`, so insertion order breaks ties everywhere.
+
+pub mod attachment;
+pub mod email_thread;
+pub mod message;
+pub mod tool_use;

@@ -1,0 +1,205 @@
+//! The reads behind `ThreadHistory`: three statements whatever the thread length.
+//!
+//! 1. the prior messages: `ORDER BY sent_at DESC, id DESC LIMIT N` on the
+//!    `(email_thread_id, sent_at, id)` index;
+//! 2. their attachments (without the bytes), joined to the same bounded sub-select;
+//! 3. their tool uses, joined the same way.
+//!
+//! The sub-select is a derived table rather than `IN (SELECT ... LIMIT N)`, which
+//! MySQL/MariaDB reject, and rather than a list of ids, whose length would be bounded by
+//! each backend's parameter limit.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
+use sea_orm::{ConnectionTrait, QueryResult};
+
+use super::entities::{attachment, message, tool_use};
+use super::{address_list, bad_direction};
+use crate::error::Result;
+use crate::mail::{Attachment, Direction, MailMessage};
+
+/// A stored tool use, as replayed.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredToolUse {
+    pub(crate) id: i64,
+    pub(crate) run_id: String,
+    pub(crate) turn_index: i32,
+    pub(crate) position: i32,
+    pub(crate) tool_call_id: String,
+    pub(crate) name: String,
+    pub(crate) input: String,
+    pub(crate) result: Option<String>,
+}
+
+/// A prior message and the tool uses of the runs that answered it.
+#[derive(Debug)]
+pub(crate) struct PriorTurn {
+    pub(crate) message: MailMessage,
+    pub(crate) tool_uses: Vec<StoredToolUse>,
+}
+
+/// The bounded sub-select of the prior messages' ids (§6 rule 2).
+fn prior_ids(current: &MailMessage, limit: Option<u64>) -> SelectStatement {
+    use message::Column as M;
+    let mut q = Query::select();
+    q.column((message::Entity, M::Id))
+        .from(message::Entity)
+        .and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
+        .and_where(Expr::col((message::Entity, M::SentAt)).lte(current.sent_at))
+        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id))
+        .order_by((message::Entity, M::SentAt), Order::Desc)
+        .order_by((message::Entity, M::Id), Order::Desc);
+    if let Some(n) = limit {
+        q.limit(n);
+    }
+    q
+}
+
+fn prior_alias() -> Alias {
+    Alias::new("prior")
+}
+
+/// Reads the prior messages of `current` (oldest first) with their attachments and, when
+/// `with_tools`, their tool uses.
+pub(crate) async fn read<C: ConnectionTrait>(
+    db: &C,
+    current: &MailMessage,
+    limit: Option<u64>,
+    with_tools: bool,
+) -> Result<Vec<PriorTurn>> {
+    if limit == Some(0) {
+        return Ok(Vec::new());
+    }
+    use message::Column as M;
+    let mut q = prior_ids(current, limit);
+    q.columns([
+        (message::Entity, M::MessageId),
+        (message::Entity, M::Direction),
+        (message::Entity, M::FromAddress),
+        (message::Entity, M::ToAddresses),
+        (message::Entity, M::CcAddresses),
+        (message::Entity, M::Subject),
+        (message::Entity, M::SentAt),
+        (message::Entity, M::TextBody),
+        (message::Entity, M::HtmlBody),
+        (message::Entity, M::InReplyTo),
+    ]);
+    let rows = db.query_all(&q).await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut turns = Vec::with_capacity(rows.len());
+    for row in rows.iter().rev() {
+        turns.push(PriorTurn {
+            message: message_row(row, current.thread_id)?,
+            tool_uses: Vec::new(),
+        });
+    }
+    // Ids ascend with insertion; positions of the turns by message id for the joins.
+    let mut index: Vec<(i64, usize)> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.message.id, i))
+        .collect();
+    index.sort_unstable();
+    let position = |id: i64| {
+        index
+            .binary_search_by_key(&id, |(id, _)| *id)
+            .ok()
+            .map(|i| index[i].1)
+    };
+
+    use attachment::Column as A;
+    let mut q = Query::select();
+    q.columns([
+        (attachment::Entity, A::MessageId),
+        (attachment::Entity, A::AttachmentId),
+        (attachment::Entity, A::Filename),
+        (attachment::Entity, A::ContentType),
+        (attachment::Entity, A::ByteSize),
+    ])
+    .from(attachment::Entity)
+    .join_subquery(
+        JoinType::InnerJoin,
+        prior_ids(current, limit),
+        prior_alias(),
+        Expr::col((prior_alias(), M::Id)).equals((attachment::Entity, A::MessageId)),
+    )
+    .order_by((attachment::Entity, A::Id), Order::Asc);
+    for row in db.query_all(&q).await? {
+        let message_id: i64 = row.try_get_by_index(0)?;
+        if let Some(i) = position(message_id) {
+            turns[i].message.attachments.push(Attachment {
+                attachment_id: row.try_get_by_index(1)?,
+                filename: row.try_get_by_index(2)?,
+                content_type: row.try_get_by_index(3)?,
+                byte_size: row.try_get_by_index(4)?,
+                data: None,
+            });
+        }
+    }
+
+    if with_tools {
+        use tool_use::Column as U;
+        let mut q = Query::select();
+        q.columns([
+            (tool_use::Entity, U::MessageId),
+            (tool_use::Entity, U::Id),
+            (tool_use::Entity, U::RunId),
+            (tool_use::Entity, U::TurnIndex),
+            (tool_use::Entity, U::Position),
+            (tool_use::Entity, U::ToolCallId),
+            (tool_use::Entity, U::Name),
+            (tool_use::Entity, U::Input),
+            (tool_use::Entity, U::Result),
+        ])
+        .from(tool_use::Entity)
+        .join_subquery(
+            JoinType::InnerJoin,
+            prior_ids(current, limit),
+            prior_alias(),
+            Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
+        );
+        for row in db.query_all(&q).await? {
+            let message_id: i64 = row.try_get_by_index(0)?;
+            if let Some(i) = position(message_id) {
+                turns[i].tool_uses.push(StoredToolUse {
+                    id: row.try_get_by_index(1)?,
+                    run_id: row.try_get_by_index(2)?,
+                    turn_index: row.try_get_by_index(3)?,
+                    position: row.try_get_by_index(4)?,
+                    tool_call_id: row.try_get_by_index(5)?,
+                    name: row.try_get_by_index(6)?,
+                    input: row.try_get_by_index(7)?,
+                    result: row.try_get_by_index(8)?,
+                });
+            }
+        }
+    }
+    Ok(turns)
+}
+
+fn message_row(row: &QueryResult, thread_id: i64) -> Result<MailMessage> {
+    let message_id: String = row.try_get_by_index(1)?;
+    let direction: String = row.try_get_by_index(2)?;
+    let direction =
+        Direction::parse(&direction).ok_or_else(|| bad_direction(&direction, &message_id))?;
+    let to: String = row.try_get_by_index(4)?;
+    let cc: String = row.try_get_by_index(5)?;
+    let sent_at: DateTime<Utc> = row.try_get_by_index(7)?;
+    Ok(MailMessage {
+        id: row.try_get_by_index(0)?,
+        thread_id,
+        direction,
+        from: row.try_get_by_index(3)?,
+        to: address_list(&to, "to_addresses", &message_id)?,
+        cc: address_list(&cc, "cc_addresses", &message_id)?,
+        subject: row.try_get_by_index(6)?,
+        sent_at,
+        text_body: row.try_get_by_index(8)?,
+        html_body: row.try_get_by_index(9)?,
+        in_reply_to: row.try_get_by_index(10)?,
+        message_id,
+        attachments: Vec::new(),
+    })
+}

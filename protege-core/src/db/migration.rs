@@ -1,0 +1,228 @@
+//! The schema migrations, applied with [`migrate`](super::migrate) or `protege db migrate`.
+//!
+//! Column types are chosen per backend so one schema holds the same data everywhere:
+//! long text is `LONGTEXT` on MySQL/MariaDB (its `TEXT` stops at 64 KiB), timestamps are
+//! `timestamp with time zone` on PostgreSQL, `DATETIME(6)` on MySQL/MariaDB (no 2038 limit)
+//! and RFC 3339 text on SQLite, and MySQL tables use `utf8mb4` with a binary collation so
+//! Message-IDs compare exactly.
+
+use sea_orm::DbBackend;
+use sea_orm_migration::prelude::*;
+
+use super::entities::{attachment, email_thread, message, tool_use};
+
+/// The migrator of the protege schema: every migration, in order.
+#[derive(Debug)]
+pub struct Migrator;
+
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(CreateTables)]
+    }
+
+    fn migration_table_name() -> DynIden {
+        "protege_migrations".into_iden()
+    }
+}
+
+/// The first migration: the four tables and their indexes.
+#[derive(Debug)]
+struct CreateTables;
+
+impl MigrationName for CreateTables {
+    fn name(&self) -> &str {
+        "m20260101_000001_create_tables"
+    }
+}
+
+/// Column helpers that pick the right type for the backend.
+struct Types(DbBackend);
+
+impl Types {
+    fn pk(&self, col: impl IntoIden) -> ColumnDef {
+        ColumnDef::new(col)
+            .big_integer()
+            .not_null()
+            .auto_increment()
+            .primary_key()
+            .to_owned()
+    }
+
+    fn long_text(&self, col: impl IntoIden) -> ColumnDef {
+        let mut def = ColumnDef::new(col);
+        match self.0 {
+            DbBackend::MySql => def.custom("LONGTEXT".into_iden()),
+            _ => def.text(),
+        };
+        def
+    }
+
+    fn key(&self, col: impl IntoIden) -> ColumnDef {
+        ColumnDef::new(col).string_len(512).not_null().to_owned()
+    }
+
+    fn timestamp(&self, col: impl IntoIden) -> ColumnDef {
+        let mut def = ColumnDef::new(col);
+        match self.0 {
+            DbBackend::MySql => def.custom("DATETIME(6)".into_iden()),
+            _ => def.timestamp_with_time_zone(),
+        };
+        def.not_null();
+        def
+    }
+
+    fn blob(&self, col: impl IntoIden) -> ColumnDef {
+        let mut def = ColumnDef::new(col);
+        match self.0 {
+            DbBackend::MySql => def.custom("LONGBLOB".into_iden()),
+            _ => def.blob(),
+        };
+        def
+    }
+
+    fn table(&self, name: impl IntoIden) -> TableCreateStatement {
+        let mut table = Table::create();
+        table.table(name).if_not_exists();
+        if self.0 == DbBackend::MySql {
+            table.character_set("utf8mb4").collate("utf8mb4_bin");
+        }
+        table
+    }
+}
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for CreateTables {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        let t = Types(manager.get_database_backend());
+
+        manager
+            .create_table(
+                t.table(email_thread::Entity)
+                    .col(t.pk(email_thread::Column::Id))
+                    .col(t.long_text(email_thread::Column::Subject).not_null())
+                    .col(t.timestamp(email_thread::Column::CreatedAt))
+                    .to_owned(),
+            )
+            .await?;
+
+        use message::Column as M;
+        manager
+            .create_table(
+                t.table(message::Entity)
+                    .col(t.pk(M::Id))
+                    .col(ColumnDef::new(M::EmailThreadId).big_integer().not_null())
+                    .col(t.key(M::MessageId).unique_key())
+                    .col(ColumnDef::new(M::Direction).string_len(16).not_null())
+                    .col(t.long_text(M::FromAddress).not_null())
+                    .col(t.long_text(M::ToAddresses).not_null())
+                    .col(t.long_text(M::CcAddresses).not_null())
+                    .col(t.long_text(M::Subject).not_null())
+                    .col(t.long_text(M::TextBody).null())
+                    .col(t.long_text(M::HtmlBody).null())
+                    .col(t.long_text(M::InReplyTo).null())
+                    .col(t.timestamp(M::SentAt))
+                    .foreign_key(
+                        ForeignKey::create()
+                            .name("fk_messages_email_thread")
+                            .from(message::Entity, M::EmailThreadId)
+                            .to(email_thread::Entity, email_thread::Column::Id)
+                            .on_delete(ForeignKeyAction::Cascade),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_messages_thread_sent_at")
+                    .table(message::Entity)
+                    .col(M::EmailThreadId)
+                    .col(M::SentAt)
+                    .col(M::Id)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+
+        use attachment::Column as A;
+        manager
+            .create_table(
+                t.table(attachment::Entity)
+                    .col(t.pk(A::Id))
+                    .col(ColumnDef::new(A::MessageId).big_integer().not_null())
+                    .col(t.key(A::AttachmentId).unique_key())
+                    .col(t.long_text(A::Filename).not_null())
+                    .col(t.long_text(A::ContentType).not_null())
+                    .col(ColumnDef::new(A::ByteSize).big_integer().not_null())
+                    .col(t.blob(A::Data).null())
+                    .foreign_key(
+                        ForeignKey::create()
+                            .name("fk_attachments_message")
+                            .from(attachment::Entity, A::MessageId)
+                            .to(message::Entity, M::Id)
+                            .on_delete(ForeignKeyAction::Cascade),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_attachments_message")
+                    .table(attachment::Entity)
+                    .col(A::MessageId)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+
+        use tool_use::Column as U;
+        manager
+            .create_table(
+                t.table(tool_use::Entity)
+                    .col(t.pk(U::Id))
+                    .col(ColumnDef::new(U::MessageId).big_integer().not_null())
+                    .col(t.key(U::RunId))
+                    .col(ColumnDef::new(U::TurnIndex).integer().not_null())
+                    .col(ColumnDef::new(U::Position).integer().not_null())
+                    .col(t.key(U::ToolCallId))
+                    .col(t.key(U::Name))
+                    .col(t.long_text(U::Input).not_null())
+                    .col(t.long_text(U::Result).null())
+                    .foreign_key(
+                        ForeignKey::create()
+                            .name("fk_tool_uses_message")
+                            .from(tool_use::Entity, U::MessageId)
+                            .to(message::Entity, M::Id)
+                            .on_delete(ForeignKeyAction::Cascade),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_tool_uses_message")
+                    .table(tool_use::Entity)
+                    .col(U::MessageId)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        for table in [
+            tool_use::Entity.into_iden(),
+            attachment::Entity.into_iden(),
+            message::Entity.into_iden(),
+            email_thread::Entity.into_iden(),
+        ] {
+            manager
+                .drop_table(Table::drop().table(table).if_exists().to_owned())
+                .await?;
+        }
+        Ok(())
+    }
+}
