@@ -41,7 +41,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
 
     fn required(&mut self, key: &str) -> Option<&'a Value<'i>> {
         let value = get(self.table, key);
-        if value.is_none() {
+        if value.is_none() && !reader::misspelt(self.table, key) {
             let name = self.name;
             self.sink.error(
                 self.span.clone(),

@@ -267,7 +267,7 @@ fn required<'a, 'i>(
     place: &str,
 ) -> Option<&'a Value<'i>> {
     let v = get(t, key);
-    if v.is_none() {
+    if v.is_none() && !reader::misspelt(t, key) {
         sink.error(entry.span(), format!("{place} needs the key `{key}`"));
     }
     v
@@ -404,6 +404,17 @@ fn chain(sink: &mut Sink<'_>, doc: &DeTable<'_>, key: &str, registry: &Registry)
     let items = entries(sink, value, key);
     for (index, (entry, t)) in items.into_iter().enumerate() {
         let Some(use_value) = get(t, "use") else {
+            if let Some((key, _)) = t.iter().find(|(k, _)| {
+                let k: &str = k.get_ref();
+                crate::diagnostic::did_you_mean(k, ["use"]).is_some()
+            }) {
+                let k: &str = key.get_ref();
+                sink.error(
+                    key.span(),
+                    format!("unknown key `{k}` in a resolver entry, did you mean `use`?"),
+                );
+                continue;
+            }
             let names = registry
                 .names()
                 .iter()

@@ -65,6 +65,15 @@ pub(crate) fn check_keys(
     }
 }
 
+/// Whether some key of `table` is a near miss of `key` (already reported as unknown with a
+/// suggestion, so "missing `key`" would repeat it).
+pub(crate) fn misspelt(table: &DeTable<'_>, key: &str) -> bool {
+    table.iter().any(|(k, _)| {
+        let name: &str = k.get_ref();
+        name != key && crate::diagnostic::did_you_mean(name, [key]).is_some()
+    })
+}
+
 /// The value under `key`, when present.
 pub(crate) fn get<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a Value<'i>> {
     table
