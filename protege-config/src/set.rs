@@ -25,8 +25,9 @@ pub(crate) struct Shared {
     pub(crate) dir: PathBuf,
     registry: Registry,
     state: ArcSwap<State>,
-    /// Serialises writers; readers never wait.
-    write: Mutex<()>,
+    /// Serialises writers (readers never wait) and remembers the source of each rejected
+    /// file, so a rejection is reported once per content.
+    write: Mutex<BTreeMap<PathBuf, Arc<str>>>,
 }
 
 #[derive(Clone, Default)]
@@ -64,19 +65,21 @@ impl PersonaSet {
                 dir,
                 registry,
                 state: ArcSwap::from_pointee(State::default()),
-                write: Mutex::new(()),
+                write: Mutex::new(BTreeMap::new()),
             }),
         };
         let mut diagnostics = Vec::new();
         let mut state = State::default();
+        let mut rejected = BTreeMap::new();
         for path in set.files()? {
-            for event in set.apply(&mut state, &path) {
+            for event in set.apply(&mut state, &mut rejected, &path) {
                 if let Event::Rejected { diagnostics: d, .. } = event {
                     diagnostics.extend(d);
                 }
             }
         }
         set.shared.state.store(Arc::new(state));
+        *set.shared.write.lock().unwrap_or_else(|p| p.into_inner()) = rejected;
         Ok((set, diagnostics))
     }
 
@@ -145,14 +148,14 @@ impl PersonaSet {
     /// Brings the set in line with the file at `path` as it is now on disk, returning
     /// what changed. An unchanged file yields nothing.
     pub(crate) fn reconcile(&self, path: &Path) -> Vec<Event> {
-        let _guard = self
+        let mut rejected = self
             .shared
             .write
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let current = self.shared.state.load_full();
         let mut next = (*current).clone();
-        let events = self.apply(&mut next, path);
+        let events = self.apply(&mut next, &mut rejected, path);
         if events.iter().any(|e| !matches!(e, Event::Rejected { .. })) {
             self.shared.state.store(Arc::new(next));
         }
@@ -160,11 +163,17 @@ impl PersonaSet {
     }
 
     /// Applies the file at `path` to `state`.
-    fn apply(&self, state: &mut State, path: &Path) -> Vec<Event> {
+    fn apply(
+        &self,
+        state: &mut State,
+        rejected: &mut BTreeMap<PathBuf, Arc<str>>,
+        path: &Path,
+    ) -> Vec<Event> {
         let previous = state.by_path.get(path).cloned();
         let source = match std::fs::read_to_string(path) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                rejected.remove(path);
                 let Some((name, _)) = previous else {
                     return Vec::new();
                 };
@@ -185,12 +194,24 @@ impl PersonaSet {
                 }];
             }
         };
-        if previous.as_ref().is_some_and(|(_, s)| **s == *source) {
+        if previous.as_ref().is_some_and(|(_, s)| **s == *source)
+            || rejected.get(path).is_some_and(|s| **s == *source)
+        {
             return Vec::new();
         }
-        let persona = match Persona::parse(path, &source, &self.shared.registry) {
+        let parsed = if source.trim().is_empty() {
+            // Also what a half-written save looks like: never replace a persona with it.
+            Err(vec![Diagnostic::whole_file(
+                path,
+                "the persona file is empty",
+            )])
+        } else {
+            Persona::parse(path, &source, &self.shared.registry)
+        };
+        let persona = match parsed {
             Ok(p) => p,
             Err(diagnostics) => {
+                rejected.insert(path.to_owned(), Arc::from(source));
                 return vec![Event::Rejected {
                     path: path.to_owned(),
                     diagnostics,
@@ -202,19 +223,22 @@ impl PersonaSet {
             && other.path != path
         {
             let span = Persona::name_span(&source);
+            let diagnostic = Diagnostic::new(
+                path,
+                &source,
+                span,
+                format!(
+                    "duplicate persona name `{name}`: also defined in `{}`",
+                    other.path.display()
+                ),
+            );
+            rejected.insert(path.to_owned(), Arc::from(source));
             return vec![Event::Rejected {
                 path: path.to_owned(),
-                diagnostics: vec![Diagnostic::new(
-                    path,
-                    &source,
-                    span,
-                    format!(
-                        "duplicate persona name `{name}`: also defined in `{}`",
-                        other.path.display()
-                    ),
-                )],
+                diagnostics: vec![diagnostic],
             }];
         }
+        rejected.remove(path);
         let mut events = Vec::new();
         if let Some((old, _)) = &previous
             && *old != name
