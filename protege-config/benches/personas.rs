@@ -1,0 +1,179 @@
+//! Loading a folder of 1,000 personas against parsing the same files into `toml::Value`
+//! only, and the hot-reload latency from a file write to the swapped-in persona.
+//!
+//! `cargo bench -p protege-config --bench personas` prints the load ratio and the reload
+//! p50/p99 after criterion's own report.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group};
+use protege_config::{Event, PersonaSet};
+
+const FILES: usize = 1000;
+
+fn persona(i: usize, version: usize) -> String {
+    format!(
+        r#"name = "persona-{i}"
+instructions = "You are Acme's agent number {i}, version {version}."
+addresses = ["agent{i}@acme.test"]
+
+[vars]
+company = "Acme"
+team = "Support Team {i}"
+
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+max_tokens = 1024
+
+[[tools]]
+name = "lookup_order"
+description = "Find an order by number"
+input_schema = {{ type = "object", properties = {{ order = {{ type = "string" }} }}, required = ["order"] }}
+
+[[message_resolvers]]
+use = "LoadText"
+template = "{{{{ persona.instructions }}}}"
+
+[[message_resolvers]]
+use = "LoadFile"
+path = "prompts/{{{{ persona.vars.team | slugify }}}}.md"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "accounts"
+where = {{ email = "{{{{ message.from }}}}" }}
+order_by = ["name", "id desc"]
+limit = 3
+template = "Customer: {{{{ record.name }}}} ({{{{ record.plan }}}})"
+
+[[message_resolvers]]
+use = "ThreadHistory"
+limit = 10
+result_limit = 2000
+
+[[responsibilities]]
+name = "daily-digest"
+schedule = "0 8 * * *"
+instructions = "Summarise yesterday's open threads."
+
+[[responsibility_resolvers]]
+use = "LoadText"
+template = "{{{{ responsibility.instructions }}}}"
+"#
+    )
+}
+
+fn folder() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..FILES {
+        std::fs::write(tmp.path().join(format!("p{i:04}.toml")), persona(i, 0)).unwrap();
+    }
+    tmp
+}
+
+/// The baseline: read every file and parse it into `toml::Value`, nothing more.
+fn parse_only(dir: &Path) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let value: toml::Value = toml::from_str(&text).unwrap();
+        n += value.as_table().map_or(0, |t| t.len());
+    }
+    n
+}
+
+fn load(dir: &Path) -> usize {
+    let (set, diagnostics) = PersonaSet::load(dir).unwrap();
+    assert!(diagnostics.is_empty());
+    set.len()
+}
+
+fn bench_load(c: &mut Criterion) {
+    let tmp = folder();
+    let mut group = c.benchmark_group("load_1000_personas");
+    group.sample_size(10);
+    group.bench_function("persona_set", |b| b.iter(|| load(tmp.path())));
+    group.bench_function("toml_value_baseline", |b| b.iter(|| parse_only(tmp.path())));
+    group.finish();
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn report() {
+    let tmp = folder();
+    let runs = 15;
+    let ours = median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(load(tmp.path()));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let baseline = median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(parse_only(tmp.path()));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    println!(
+        "load {FILES} personas: {:.1} ms, toml::Value only: {:.1} ms, ratio {:.2}x",
+        ours.as_secs_f64() * 1e3,
+        baseline.as_secs_f64() * 1e3,
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+
+    let (set, _) = PersonaSet::load(tmp.path()).unwrap();
+    let mut watch = set.watch().unwrap();
+    for _ in 0..set.len() {
+        watch.blocking_next();
+    }
+    let path = tmp.path().join("p0007.toml");
+    let mut latencies = Vec::new();
+    for version in 1..=100 {
+        let expected = format!("You are Acme's agent number 7, version {version}.");
+        let start = Instant::now();
+        std::fs::write(&path, persona(7, version)).unwrap();
+        loop {
+            match watch.blocking_next() {
+                Some(Event::Reloaded { .. })
+                    if set.get("persona-7").unwrap().info.instructions == expected =>
+                {
+                    break;
+                }
+                Some(_) => {}
+                None => panic!("the watch stopped"),
+            }
+        }
+        latencies.push(start.elapsed());
+    }
+    latencies.sort();
+    println!(
+        "reload latency write -> live (debounce {} ms): p50 {:.1} ms, p99 {:.1} ms",
+        protege_config::DEFAULT_DEBOUNCE.as_millis(),
+        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3
+    );
+}
+
+criterion_group!(benches, bench_load);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    report();
+}

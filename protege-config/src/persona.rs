@@ -1,0 +1,461 @@
+//! One persona file: read with spans, validated into a [`Persona`] with two built chains.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use protege_core::{DynChain, ModelConfig, PersonaInfo, Provider, Responsibility, ToolDef};
+use toml::de::{DeTable, DeValue};
+
+use crate::builtins::{Options, unknown_keys};
+use crate::diagnostic::{Diagnostic, suggestion};
+use crate::reader::{self, Sink, Value, get};
+use crate::registry::Registry;
+
+/// A validated persona: what it is, and its two resolver chains, built once at load.
+///
+/// Shared as `Arc<Persona>` snapshots: a run keeps the snapshot it started with even when
+/// the file is reloaded meanwhile.
+#[derive(Debug)]
+pub struct Persona {
+    /// Name, instructions, addresses, vars, model, tools and responsibilities.
+    pub info: Arc<PersonaInfo>,
+    /// The chain of a reply run (`[[message_resolvers]]`).
+    pub message_chain: DynChain,
+    /// The chain of a scheduled run (`[[responsibility_resolvers]]`).
+    pub responsibility_chain: DynChain,
+    /// The file it was loaded from, as given to the loader.
+    pub path: PathBuf,
+}
+
+const TOP_KEYS: [&str; 9] = [
+    "name",
+    "instructions",
+    "addresses",
+    "vars",
+    "model",
+    "tools",
+    "message_resolvers",
+    "responsibilities",
+    "responsibility_resolvers",
+];
+
+impl Persona {
+    /// The persona's unique name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// What the persona is, for [`protege_core::Context::builder`].
+    pub fn info(&self) -> &Arc<PersonaInfo> {
+        &self.info
+    }
+
+    /// The chain of a reply run.
+    pub fn message_chain(&self) -> &DynChain {
+        &self.message_chain
+    }
+
+    /// The chain of a scheduled run.
+    pub fn responsibility_chain(&self) -> &DynChain {
+        &self.responsibility_chain
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Parses and validates `source` (the contents of `path`), collecting every problem.
+    /// `path` is only used for the default name (the file stem) and in diagnostics.
+    pub fn parse(
+        path: &Path,
+        source: &str,
+        registry: &Registry,
+    ) -> Result<Persona, Vec<Diagnostic>> {
+        let mut sink = Sink::new(path, source);
+        let (doc, errors) = DeTable::parse_recoverable(source);
+        if !errors.is_empty() {
+            for e in errors {
+                let span = e.span().unwrap_or(0..0);
+                sink.error(
+                    span,
+                    format!("invalid TOML: {}", lowercase_first(e.message())),
+                );
+            }
+            return Err(sink.diagnostics);
+        }
+        let persona = read(&mut sink, doc.get_ref(), registry);
+        match persona {
+            Some(p) if sink.diagnostics.is_empty() => Ok(p),
+            _ => {
+                let mut diagnostics = sink.diagnostics;
+                diagnostics.sort_by_key(|d| (d.line(), d.column()));
+                Err(diagnostics)
+            }
+        }
+    }
+
+    /// The span of the `name` value in `source`, for duplicate-name diagnostics.
+    pub(crate) fn name_span(source: &str) -> std::ops::Range<usize> {
+        let (doc, _) = DeTable::parse_recoverable(source);
+        get(doc.get_ref(), "name").map_or(0..0, |v| v.span())
+    }
+}
+
+fn lowercase_first(text: &str) -> String {
+    let text = text.trim_end_matches('\n').trim_end_matches('.');
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) if !chars.as_str().starts_with(|c: char| c.is_ascii_uppercase()) => {
+            c.to_lowercase().collect::<String>() + chars.as_str()
+        }
+        _ => text.to_owned(),
+    }
+}
+
+fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<Persona> {
+    unknown_keys(sink, doc, &TOP_KEYS, "");
+    let stem = sink
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match get(doc, "name") {
+        Some(v) => reader::string(sink, v, "`name`").and_then(|n| {
+            if n.trim().is_empty() {
+                sink.error(v.span(), "`name` must not be empty");
+                None
+            } else {
+                Some(n)
+            }
+        }),
+        None => Some(stem),
+    };
+    let instructions = get(doc, "instructions")
+        .and_then(|v| reader::string(sink, v, "`instructions`"))
+        .unwrap_or_default();
+    let addresses = get(doc, "addresses")
+        .map(|v| addresses(sink, v))
+        .unwrap_or_default();
+    let vars = get(doc, "vars")
+        .and_then(|v| {
+            let t = reader::table(sink, v, "`vars`")?;
+            reader::table_to_json(sink, t, "`vars`")
+        })
+        .unwrap_or_default();
+    let model = get(doc, "model").and_then(|v| model(sink, v));
+    let tools = get(doc, "tools")
+        .map(|v| tools(sink, v))
+        .unwrap_or_default();
+    let responsibilities = get(doc, "responsibilities")
+        .map(|v| responsibilities(sink, v))
+        .unwrap_or_default();
+    let message_chain = chain(sink, doc, "message_resolvers", registry);
+    let responsibility_chain = chain(sink, doc, "responsibility_resolvers", registry);
+    let info = PersonaInfo {
+        name: name?,
+        instructions,
+        addresses,
+        vars,
+        model,
+        tools,
+        responsibilities,
+    };
+    Some(Persona {
+        info: Arc::new(info),
+        message_chain,
+        responsibility_chain,
+        path: sink.path.to_owned(),
+    })
+}
+
+fn addresses(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<String> {
+    let Some(items) = reader::array(sink, value, "`addresses`") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Some(a) = reader::string(sink, item, &format!("`addresses[{i}]`")) {
+            if a.contains('@') && !a.trim().contains(char::is_whitespace) {
+                out.push(a.trim().to_owned());
+            } else {
+                sink.error(item.span(), format!("`{a}` is not an email address"));
+            }
+        }
+    }
+    out
+}
+
+fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
+    let t = reader::table(sink, value, "`model`")?;
+    unknown_keys(
+        sink,
+        t,
+        &["provider", "name", "max_tokens"],
+        " in `[model]`",
+    );
+    let mut model = ModelConfig::default();
+    if let Some(v) = get(t, "provider")
+        && let Some(p) = reader::string(sink, v, "`provider`")
+    {
+        model.provider = match p.as_str() {
+            "openai" => Some(Provider::Openai),
+            "anthropic" => Some(Provider::Anthropic),
+            _ => {
+                let hint = suggestion(&p, ["openai", "anthropic"]);
+                let message = if hint.is_empty() {
+                    format!("unknown provider `{p}`, expected `openai` or `anthropic`")
+                } else {
+                    format!("unknown provider `{p}`{hint}")
+                };
+                sink.error(v.span(), message);
+                None
+            }
+        };
+    }
+    if let Some(v) = get(t, "name") {
+        model.name = reader::string(sink, v, "`name`");
+    }
+    if let Some(v) = get(t, "max_tokens")
+        && let Some(n) = reader::unsigned(sink, v, "`max_tokens`")
+    {
+        match u32::try_from(n) {
+            Ok(n) if n > 0 => model.max_tokens = Some(n),
+            _ => sink.error(
+                v.span(),
+                format!(
+                    "`max_tokens` must be between 1 and {}, found `{n}`",
+                    u32::MAX
+                ),
+            ),
+        }
+    }
+    Some(model)
+}
+
+/// The entries of an array of tables such as `[[tools]]`.
+fn entries<'a, 'i>(
+    sink: &mut Sink<'_>,
+    value: &'a Value<'i>,
+    key: &str,
+) -> Vec<(&'a Value<'i>, &'a DeTable<'i>)> {
+    let Some(items) = reader::array(sink, value, &format!("`{key}`")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        if let DeValue::Table(t) = item.get_ref() {
+            out.push((item, t));
+        } else {
+            sink.error(
+                item.span(),
+                format!(
+                    "each entry of `{key}` must be a table, found {}",
+                    reader::type_name(item.get_ref())
+                ),
+            );
+        }
+    }
+    out
+}
+
+fn required<'a, 'i>(
+    sink: &mut Sink<'_>,
+    entry: &Value<'_>,
+    t: &'a DeTable<'i>,
+    key: &str,
+    place: &str,
+) -> Option<&'a Value<'i>> {
+    let v = get(t, key);
+    if v.is_none() && !reader::misspelt(t, key) {
+        sink.error(entry.span(), format!("{place} needs the key `{key}`"));
+    }
+    v
+}
+
+fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
+    let mut out: Vec<ToolDef> = Vec::new();
+    for (entry, t) in entries(sink, value, "tools") {
+        unknown_keys(
+            sink,
+            t,
+            &["name", "description", "input_schema"],
+            " in `[[tools]]`",
+        );
+        let name = required(sink, entry, t, "name", "a tool").and_then(|v| {
+            let n = reader::string(sink, v, "`name`")?;
+            let valid = !n.is_empty()
+                && n.len() <= 64
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !valid {
+                sink.error(
+                    v.span(),
+                    format!(
+                        "invalid tool name `{n}`: use 1 to 64 ASCII letters, digits, `_` or `-`"
+                    ),
+                );
+                return None;
+            }
+            if out.iter().any(|tool| tool.name == n) {
+                sink.error(v.span(), format!("duplicate tool `{n}`"));
+                return None;
+            }
+            Some(n)
+        });
+        let description = required(sink, entry, t, "description", "a tool")
+            .and_then(|v| reader::string(sink, v, "`description`"));
+        let schema = required(sink, entry, t, "input_schema", "a tool").and_then(|v| {
+            let table = reader::table(sink, v, "`input_schema`")?;
+            let object = reader::table_to_json(sink, table, "`input_schema`")?;
+            if object.get("type").and_then(|t| t.as_str()) != Some("object") {
+                sink.error(v.span(), "`input_schema` must declare `type = \"object\"`");
+                return None;
+            }
+            Some(serde_json::Value::Object(object))
+        });
+        if let (Some(name), Some(description), Some(input_schema)) = (name, description, schema) {
+            out.push(ToolDef {
+                name,
+                description,
+                input_schema,
+            });
+        }
+    }
+    out
+}
+
+fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibility> {
+    let mut out: Vec<Responsibility> = Vec::new();
+    for (entry, t) in entries(sink, value, "responsibilities") {
+        unknown_keys(
+            sink,
+            t,
+            &["name", "schedule", "instructions"],
+            " in `[[responsibilities]]`",
+        );
+        let name = required(sink, entry, t, "name", "a responsibility").and_then(|v| {
+            let n = reader::string(sink, v, "`name`")?;
+            if n.trim().is_empty() {
+                sink.error(v.span(), "`name` must not be empty");
+                return None;
+            }
+            if out.iter().any(|r| r.name == n) {
+                sink.error(v.span(), format!("duplicate responsibility `{n}`"));
+                return None;
+            }
+            Some(n)
+        });
+        let schedule = required(sink, entry, t, "schedule", "a responsibility").and_then(|v| {
+            let s = reader::string(sink, v, "`schedule`")?;
+            match check_cron(&s) {
+                Ok(()) => Some(s),
+                Err(message) => {
+                    sink.error(v.span(), message);
+                    None
+                }
+            }
+        });
+        let instructions = get(t, "instructions")
+            .and_then(|v| reader::string(sink, v, "`instructions`"))
+            .unwrap_or_default();
+        if let (Some(name), Some(schedule)) = (name, schedule) {
+            out.push(Responsibility {
+                name,
+                schedule,
+                instructions,
+            });
+        }
+    }
+    out
+}
+
+/// Checks a standard 5-field cron expression (minute hour day-of-month month day-of-week).
+fn check_cron(schedule: &str) -> Result<(), String> {
+    let fields = schedule.split_whitespace().count();
+    if fields != 5 {
+        return Err(format!(
+            "invalid schedule `{schedule}`: expected 5 fields (minute hour day-of-month month day-of-week), found {fields}"
+        ));
+    }
+    let parser = croner::parser::CronParser::builder()
+        .seconds(croner::parser::Seconds::Disallowed)
+        .year(croner::parser::Year::Disallowed)
+        .build();
+    parser.parse(schedule).map(|_| ()).map_err(|e| {
+        let detail = match e {
+            croner::errors::CronError::ComponentError(m)
+            | croner::errors::CronError::InvalidPattern(m)
+            | croner::errors::CronError::IllegalCharacters(m) => m,
+            other => other.to_string(),
+        };
+        format!(
+            "invalid schedule `{schedule}`: {}",
+            lowercase_first(&detail)
+        )
+    })
+}
+
+fn chain(sink: &mut Sink<'_>, doc: &DeTable<'_>, key: &str, registry: &Registry) -> DynChain {
+    let mut chain = DynChain::new();
+    let Some(value) = get(doc, key) else {
+        return chain;
+    };
+    let items = entries(sink, value, key);
+    for (index, (entry, t)) in items.into_iter().enumerate() {
+        let Some(use_value) = get(t, "use") else {
+            if let Some((key, _)) = t.iter().find(|(k, _)| {
+                let k: &str = k.get_ref();
+                crate::diagnostic::did_you_mean(k, ["use"]).is_some()
+            }) {
+                let k: &str = key.get_ref();
+                sink.error(
+                    key.span(),
+                    format!("unknown key `{k}` in a resolver entry, did you mean `use`?"),
+                );
+                continue;
+            }
+            let names = registry
+                .names()
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            sink.error(
+                entry.span(),
+                format!("resolver entry needs `use`, one of {names}"),
+            );
+            continue;
+        };
+        let Some(name) = reader::string(sink, use_value, "`use`") else {
+            continue;
+        };
+        let Some((canonical, factory)) = registry.lookup(&name) else {
+            let hint = suggestion(&name, registry.names());
+            let message = if hint.is_empty() {
+                let names = registry
+                    .names()
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!("unknown resolver `{name}`, expected one of {names}")
+            } else {
+                format!("unknown resolver `{name}`{hint}")
+            };
+            sink.error(use_value.span(), message);
+            continue;
+        };
+        let mut options = Options {
+            sink,
+            table: t,
+            span: entry.span(),
+            name: canonical,
+            location: format!("{key}[{index}]"),
+        };
+        if let Some(r) = factory(&mut options) {
+            chain.push(r.named(canonical.to_owned()));
+        }
+    }
+    chain
+}

@@ -1,0 +1,245 @@
+//! Walking a parsed TOML document with spans, collecting every problem on the way.
+
+use std::ops::Range;
+use std::path::Path;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::diagnostic::{Diagnostic, suggestion};
+
+/// A spanned TOML value, as the parser returns it.
+pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
+
+/// Where problems of one file are collected.
+#[derive(Debug)]
+pub(crate) struct Sink<'s> {
+    pub(crate) path: &'s Path,
+    pub(crate) source: &'s str,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+impl<'s> Sink<'s> {
+    pub(crate) fn new(path: &'s Path, source: &'s str) -> Self {
+        Self {
+            path,
+            source,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Records a problem at `span`.
+    pub(crate) fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
+        self.diagnostics
+            .push(Diagnostic::new(self.path, self.source, span, message));
+    }
+}
+
+/// The TOML type name used in messages: `a string`, `an integer`, ...
+pub(crate) fn type_name(value: &DeValue<'_>) -> &'static str {
+    match value {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a datetime",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+/// Reports every key of `table` not in `allowed`, with a suggestion, using `describe` to
+/// phrase the message from the key (e.g. "unknown option `limt` for `ThreadHistory`").
+pub(crate) fn check_keys(
+    sink: &mut Sink<'_>,
+    table: &DeTable<'_>,
+    allowed: &[&str],
+    describe: impl Fn(&str) -> String,
+) {
+    for (key, _) in table.iter() {
+        let name: &str = key.get_ref();
+        if !allowed.contains(&name) {
+            let hint = suggestion(name, allowed.iter().copied());
+            sink.error(key.span(), format!("{}{hint}", describe(name)));
+        }
+    }
+}
+
+/// Whether some key of `table` is a near miss of `key` (already reported as unknown with a
+/// suggestion, so "missing `key`" would repeat it).
+pub(crate) fn misspelt(table: &DeTable<'_>, key: &str) -> bool {
+    table.iter().any(|(k, _)| {
+        let name: &str = k.get_ref();
+        name != key && crate::diagnostic::did_you_mean(name, [key]).is_some()
+    })
+}
+
+/// The value under `key`, when present.
+pub(crate) fn get<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a Value<'i>> {
+    table
+        .iter()
+        .find(|(k, _)| k.get_ref().as_ref() == key)
+        .map(|(_, v)| v)
+}
+
+/// A string, or a type error naming `what` (e.g. "`name`").
+pub(crate) fn string(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<String> {
+    match value.get_ref() {
+        DeValue::String(s) => Some(s.to_string()),
+        other => {
+            sink.error(
+                value.span(),
+                format!("{what} must be a string, found {}", type_name(other)),
+            );
+            None
+        }
+    }
+}
+
+/// A boolean, or a type error.
+pub(crate) fn boolean(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<bool> {
+    match value.get_ref() {
+        DeValue::Boolean(b) => Some(*b),
+        other => {
+            sink.error(
+                value.span(),
+                format!("{what} must be a boolean, found {}", type_name(other)),
+            );
+            None
+        }
+    }
+}
+
+/// The integer of an integer value (`None` if it does not fit an `i64`).
+pub(crate) fn int_of(value: &DeValue<'_>) -> Option<i64> {
+    match value {
+        DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix()).ok(),
+        _ => None,
+    }
+}
+
+/// A non-negative integer, or an error.
+pub(crate) fn unsigned(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<u64> {
+    match value.get_ref() {
+        DeValue::Integer(_) => match int_of(value.get_ref()) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => {
+                sink.error(
+                    value.span(),
+                    format!(
+                        "{what} must be a non-negative integer, found `{}`",
+                        &sink.source[value.span()]
+                    ),
+                );
+                None
+            }
+        },
+        other => {
+            sink.error(
+                value.span(),
+                format!(
+                    "{what} must be a non-negative integer, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A table, or a type error.
+pub(crate) fn table<'a, 'i>(
+    sink: &mut Sink<'_>,
+    value: &'a Value<'i>,
+    what: &str,
+) -> Option<&'a DeTable<'i>> {
+    match value.get_ref() {
+        DeValue::Table(t) => Some(t),
+        other => {
+            sink.error(
+                value.span(),
+                format!("{what} must be a table, found {}", type_name(other)),
+            );
+            None
+        }
+    }
+}
+
+/// An array, or a type error.
+pub(crate) fn array<'a, 'i>(
+    sink: &mut Sink<'_>,
+    value: &'a Value<'i>,
+    what: &str,
+) -> Option<&'a [Value<'i>]> {
+    match value.get_ref() {
+        DeValue::Array(a) => Some(&a[..]),
+        other => {
+            sink.error(
+                value.span(),
+                format!("{what} must be an array, found {}", type_name(other)),
+            );
+            None
+        }
+    }
+}
+
+/// Converts a TOML value to JSON, keeping table order; datetimes become strings.
+pub(crate) fn to_json(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: &str,
+) -> Option<serde_json::Value> {
+    use serde_json::Value as J;
+    Some(match value.get_ref() {
+        DeValue::String(s) => J::String(s.to_string()),
+        DeValue::Integer(_) => match int_of(value.get_ref()) {
+            Some(n) => J::from(n),
+            None => {
+                sink.error(value.span(), format!("{what}: integer out of range"));
+                return None;
+            }
+        },
+        DeValue::Float(f) => {
+            let parsed: Option<f64> = f.as_str().replace('_', "").parse().ok();
+            match parsed.and_then(serde_json::Number::from_f64) {
+                Some(n) => J::Number(n),
+                None => {
+                    sink.error(
+                        value.span(),
+                        format!("{what}: `{}` cannot be represented in JSON", f.as_str()),
+                    );
+                    return None;
+                }
+            }
+        }
+        DeValue::Boolean(b) => J::Bool(*b),
+        DeValue::Datetime(d) => J::String(d.to_string()),
+        DeValue::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items.iter() {
+                out.push(to_json(sink, item, what)?);
+            }
+            J::Array(out)
+        }
+        DeValue::Table(t) => J::Object(table_to_json(sink, t, what)?),
+    })
+}
+
+/// Converts a TOML table to a JSON object, keeping order.
+pub(crate) fn table_to_json(
+    sink: &mut Sink<'_>,
+    table: &DeTable<'_>,
+    what: &str,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let mut map = serde_json::Map::new();
+    let mut ok = true;
+    for (k, v) in table.iter() {
+        match to_json(sink, v, what) {
+            Some(j) => {
+                map.insert(k.get_ref().to_string(), j);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(map)
+}

@@ -1,0 +1,165 @@
+//! The resolver registry: what a TOML `use = "..."` can name.
+
+use std::sync::Arc;
+
+use protege_core::{BoxResolver, Resolver};
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+use toml::de::{DeValue, ValueDeserializer};
+
+use crate::builtins::{self, Options};
+
+pub(crate) type Factory =
+    dyn for<'a, 'i, 's> Fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver> + Send + Sync;
+
+struct Entry {
+    name: String,
+    aliases: Vec<String>,
+    factory: Arc<Factory>,
+}
+
+/// The resolvers personas can `use`: the built-ins (`LoadText`, `LoadFile`, `LoadRecord`,
+/// `ThreadHistory`, with `LoadTextResolver`-style long names as aliases) plus the custom
+/// types registered with [`Registry::register`].
+///
+/// ```
+/// use protege_config::Registry;
+/// let registry = Registry::new();
+/// assert_eq!(registry.names(), ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory"]);
+/// ```
+#[derive(Clone)]
+pub struct Registry {
+    entries: Vec<Arc<Entry>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// The built-in resolvers only.
+    pub fn new() -> Self {
+        let mut registry = Self {
+            entries: Vec::new(),
+        };
+        registry.add_builtin("LoadText", builtins::load_text);
+        registry.add_builtin("LoadFile", builtins::load_file);
+        registry.add_builtin("LoadRecord", builtins::load_record);
+        registry.add_builtin("ThreadHistory", builtins::thread_history);
+        registry
+    }
+
+    fn add_builtin(
+        &mut self,
+        name: &str,
+        factory: for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver>,
+    ) {
+        self.entries.push(Arc::new(Entry {
+            name: name.to_owned(),
+            aliases: vec![format!("{name}Resolver")],
+            factory: Arc::new(factory),
+        }));
+    }
+
+    /// Registers the custom resolver type `T` under `name`: a TOML entry `use = "name"`
+    /// deserialises its other keys into `T` (errors point at the offending key or value).
+    /// A later registration under the same name replaces the earlier one.
+    ///
+    /// ```
+    /// use protege_config::Registry;
+    /// use protege_core::{message, Context, Message, Resolver, Result, Role};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// #[serde(deny_unknown_fields)]
+    /// struct Signature { text: String }
+    ///
+    /// impl Resolver for Signature {
+    ///     type Output = Message;
+    ///     async fn resolve(&self, _: &Context) -> Result<Message> {
+    ///         Ok(message(Role::System, self.text.clone()))
+    ///     }
+    /// }
+    ///
+    /// let mut registry = Registry::new();
+    /// registry.register::<Signature>("Signature");
+    /// assert!(registry.contains("Signature"));
+    /// ```
+    pub fn register<T>(&mut self, name: &str) -> &mut Self
+    where
+        T: Resolver + DeserializeOwned,
+    {
+        let owned = name.to_owned();
+        let factory = move |o: &mut Options<'_, '_, '_>| -> Option<BoxResolver> {
+            let mut table = toml::de::DeTable::new();
+            for (k, v) in o.table.iter() {
+                if k.get_ref() != "use" {
+                    table.insert(k.clone(), v.clone());
+                }
+            }
+            let de = ValueDeserializer::from(Spanned::new(o.span.clone(), DeValue::Table(table)));
+            match T::deserialize(de) {
+                Ok(r) => Some(BoxResolver::new(r).named(owned.clone())),
+                Err(e) => {
+                    let span = e.span().unwrap_or_else(|| o.span.clone());
+                    let message = custom_message(e.message(), &owned);
+                    o.sink.error(span, message);
+                    None
+                }
+            }
+        };
+        self.entries.retain(|e| e.name != name);
+        self.entries.push(Arc::new(Entry {
+            name: name.to_owned(),
+            aliases: Vec::new(),
+            factory: Arc::new(factory),
+        }));
+        self
+    }
+
+    /// Whether `name` (or an alias) is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.find(name).is_some()
+    }
+
+    /// The registered names (aliases excluded), built-ins first.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    fn find(&self, name: &str) -> Option<&Arc<Entry>> {
+        self.entries
+            .iter()
+            .find(|e| e.name == name || e.aliases.iter().any(|a| a == name))
+    }
+
+    /// The canonical name and factory of `name` (or an alias).
+    pub(crate) fn lookup(&self, name: &str) -> Option<(&str, &Factory)> {
+        self.find(name).map(|e| (e.name.as_str(), &*e.factory))
+    }
+}
+
+/// Rewords serde's messages for custom resolvers in the style of the built-ins.
+fn custom_message(message: &str, resolver: &str) -> String {
+    let message = message.trim_end_matches('\n').trim_end_matches('.');
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((field, expected)) = rest.split_once('`')
+    {
+        let options: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        let hint = crate::diagnostic::suggestion(field, options.iter().copied());
+        return format!("unknown option `{field}` for `{resolver}`{hint}");
+    }
+    if let Some(rest) = message.strip_prefix("missing field `")
+        && let Some((field, _)) = rest.split_once('`')
+    {
+        return format!("`{resolver}` needs the option `{field}`");
+    }
+    format!("invalid options for `{resolver}`: {message}")
+}

@@ -1,0 +1,275 @@
+//! `PersonaSet`: the personas of a folder, swapped atomically as files change.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, ErrorKind, Result};
+use crate::persona::Persona;
+use crate::registry::Registry;
+use crate::watch::Event;
+
+/// The personas of a folder (`*.toml` files), looked up by name.
+///
+/// Cheap to clone (one `Arc`). [`get`](Self::get) returns a snapshot: a reload swaps in a
+/// new `Arc<Persona>` atomically and never changes one already handed out.
+#[derive(Clone)]
+pub struct PersonaSet {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) dir: PathBuf,
+    registry: Registry,
+    state: ArcSwap<State>,
+    /// Serialises writers (readers never wait) and remembers the source of each rejected
+    /// file, so a rejection is reported once per content.
+    write: Mutex<BTreeMap<PathBuf, Arc<str>>>,
+}
+
+#[derive(Clone, Default)]
+struct State {
+    by_name: BTreeMap<String, Arc<Persona>>,
+    /// For each loaded file: the persona's name and the source it was built from.
+    by_path: BTreeMap<PathBuf, (String, Arc<str>)>,
+}
+
+impl std::fmt::Debug for PersonaSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersonaSet")
+            .field("dir", &self.shared.dir)
+            .field("personas", &self.names())
+            .finish()
+    }
+}
+
+impl PersonaSet {
+    /// Loads every `*.toml` file of `dir` with the built-in resolvers. Returns the set of
+    /// valid personas and the problems of the invalid files (sorted by file, then line).
+    /// Only an unreadable folder is an error.
+    pub fn load(dir: impl Into<PathBuf>) -> Result<(PersonaSet, Vec<Diagnostic>)> {
+        Self::load_with(dir, Registry::new())
+    }
+
+    /// Like [`load`](Self::load), with custom resolvers registered in `registry`.
+    pub fn load_with(
+        dir: impl Into<PathBuf>,
+        registry: Registry,
+    ) -> Result<(PersonaSet, Vec<Diagnostic>)> {
+        let dir = dir.into();
+        let set = PersonaSet {
+            shared: Arc::new(Shared {
+                dir,
+                registry,
+                state: ArcSwap::from_pointee(State::default()),
+                write: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        let mut diagnostics = Vec::new();
+        let mut state = State::default();
+        let mut rejected = BTreeMap::new();
+        for path in set.files()? {
+            for event in set.apply(&mut state, &mut rejected, &path) {
+                if let Event::Rejected { diagnostics: d, .. } = event {
+                    diagnostics.extend(d);
+                }
+            }
+        }
+        set.shared.state.store(Arc::new(state));
+        *set.shared.write.lock().unwrap_or_else(|p| p.into_inner()) = rejected;
+        Ok((set, diagnostics))
+    }
+
+    /// The folder this set reads.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The registry resolvers are built from.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// A snapshot of the persona called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Persona>> {
+        self.shared.state.load().by_name.get(name).cloned()
+    }
+
+    /// The names of the loaded personas, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.shared.state.load().by_name.keys().cloned().collect()
+    }
+
+    /// Snapshots of all loaded personas, sorted by name.
+    pub fn personas(&self) -> Vec<Arc<Persona>> {
+        self.shared.state.load().by_name.values().cloned().collect()
+    }
+
+    /// The number of loaded personas.
+    pub fn len(&self) -> usize {
+        self.shared.state.load().by_name.len()
+    }
+
+    /// Whether no persona is loaded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The persona files of the folder, sorted (hidden files are editors' temporaries).
+    pub(crate) fn files(&self) -> Result<Vec<PathBuf>> {
+        let dir = &self.shared.dir;
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot read the persona folder `{}`: {e}", dir.display()),
+                e,
+            )
+        })?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+            .filter_map(|e| {
+                let name = e.file_name().to_str()?.to_owned();
+                is_persona_file(&name).then(|| dir.join(name))
+            })
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// The paths of the loaded files.
+    pub(crate) fn loaded_paths(&self) -> Vec<PathBuf> {
+        self.shared.state.load().by_path.keys().cloned().collect()
+    }
+
+    /// Brings the set in line with the file at `path` as it is now on disk, returning
+    /// what changed. An unchanged file yields nothing.
+    pub(crate) fn reconcile(&self, path: &Path) -> Vec<Event> {
+        let mut rejected = self
+            .shared
+            .write
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let current = self.shared.state.load_full();
+        let mut next = (*current).clone();
+        let events = self.apply(&mut next, &mut rejected, path);
+        if events.iter().any(|e| !matches!(e, Event::Rejected { .. })) {
+            self.shared.state.store(Arc::new(next));
+        }
+        events
+    }
+
+    /// Applies the file at `path` to `state`.
+    fn apply(
+        &self,
+        state: &mut State,
+        rejected: &mut BTreeMap<PathBuf, Arc<str>>,
+        path: &Path,
+    ) -> Vec<Event> {
+        let previous = state.by_path.get(path).cloned();
+        let source = match std::fs::read_to_string(path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                rejected.remove(path);
+                let Some((name, _)) = previous else {
+                    return Vec::new();
+                };
+                state.by_path.remove(path);
+                state.by_name.remove(&name);
+                return vec![Event::Removed {
+                    persona: name,
+                    path: path.to_owned(),
+                }];
+            }
+            Err(e) => {
+                return vec![Event::Rejected {
+                    path: path.to_owned(),
+                    diagnostics: vec![Diagnostic::whole_file(
+                        path,
+                        format!("cannot read the file: {e}"),
+                    )],
+                }];
+            }
+        };
+        if previous.as_ref().is_some_and(|(_, s)| **s == *source)
+            || rejected.get(path).is_some_and(|s| **s == *source)
+        {
+            return Vec::new();
+        }
+        let parsed = if source.trim().is_empty() {
+            // Also what a half-written save looks like: never replace a persona with it.
+            Err(vec![Diagnostic::whole_file(
+                path,
+                "the persona file is empty",
+            )])
+        } else {
+            Persona::parse(path, &source, &self.shared.registry)
+        };
+        let persona = match parsed {
+            Ok(p) => p,
+            Err(diagnostics) => {
+                rejected.insert(path.to_owned(), Arc::from(source));
+                return vec![Event::Rejected {
+                    path: path.to_owned(),
+                    diagnostics,
+                }];
+            }
+        };
+        let name = persona.info.name.clone();
+        if let Some(other) = state.by_name.get(&name)
+            && other.path != path
+        {
+            let span = Persona::name_span(&source);
+            let diagnostic = Diagnostic::new(
+                path,
+                &source,
+                span,
+                format!(
+                    "duplicate persona name `{name}`: also defined in `{}`",
+                    other.path.display()
+                ),
+            );
+            rejected.insert(path.to_owned(), Arc::from(source));
+            return vec![Event::Rejected {
+                path: path.to_owned(),
+                diagnostics: vec![diagnostic],
+            }];
+        }
+        rejected.remove(path);
+        let mut events = Vec::new();
+        if let Some((old, _)) = &previous
+            && *old != name
+        {
+            state.by_name.remove(old);
+            events.push(Event::Removed {
+                persona: old.clone(),
+                path: path.to_owned(),
+            });
+        }
+        let renamed = !events.is_empty();
+        state.by_name.insert(name.clone(), Arc::new(persona));
+        state
+            .by_path
+            .insert(path.to_owned(), (name.clone(), Arc::from(source)));
+        events.push(if previous.is_some() && !renamed {
+            Event::Reloaded {
+                persona: name,
+                path: path.to_owned(),
+            }
+        } else {
+            Event::Added {
+                persona: name,
+                path: path.to_owned(),
+            }
+        });
+        events
+    }
+}
+
+/// Whether a file name in the folder is a persona: `*.toml`, not hidden.
+pub(crate) fn is_persona_file(name: &str) -> bool {
+    name.ends_with(".toml") && !name.starts_with('.') && name.len() > ".toml".len()
+}

@@ -1,0 +1,266 @@
+//! Hot reload: watching the persona folder and reporting what changed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::RecommendedWatcher;
+use notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+use tokio::sync::mpsc;
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, ErrorKind, Result};
+use crate::set::{PersonaSet, is_persona_file};
+
+/// What happened to the persona folder; `watch` prints one JSON line per event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A persona present when watching started.
+    Loaded {
+        /// The persona's name.
+        persona: String,
+        /// Its file.
+        path: PathBuf,
+    },
+    /// A valid edit replaced a persona.
+    Reloaded {
+        /// The persona's name.
+        persona: String,
+        /// Its file.
+        path: PathBuf,
+    },
+    /// A new file (or a file that became valid) added a persona.
+    Added {
+        /// The persona's name.
+        persona: String,
+        /// Its file.
+        path: PathBuf,
+    },
+    /// A deleted file (or a renamed persona) removed a persona.
+    Removed {
+        /// The persona's name.
+        persona: String,
+        /// Its file.
+        path: PathBuf,
+    },
+    /// An invalid file: the last good version, if any, stays live.
+    Rejected {
+        /// The file.
+        path: PathBuf,
+        /// Every problem of the file.
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl Event {
+    /// The event as one JSON line (no newline): `{"event":"loaded","persona":NAME,"path":PATH}`,
+    /// or for a rejection `{"event":"rejected","path":PATH,"error":TEXT}`, where `TEXT` is
+    /// the `path:line:col: error: message` lines of its diagnostics.
+    pub fn to_json_line(&self) -> String {
+        let (kind, persona, path) = match self {
+            Event::Loaded { persona, path } => ("loaded", persona, path),
+            Event::Reloaded { persona, path } => ("reloaded", persona, path),
+            Event::Added { persona, path } => ("added", persona, path),
+            Event::Removed { persona, path } => ("removed", persona, path),
+            Event::Rejected { path, .. } => {
+                return serde_json::json!({
+                    "event": "rejected",
+                    "path": path.display().to_string(),
+                    "error": self.error_text().unwrap_or_default(),
+                })
+                .to_string();
+            }
+        };
+        serde_json::json!({
+            "event": kind,
+            "persona": persona,
+            "path": path.display().to_string(),
+        })
+        .to_string()
+    }
+
+    /// For a rejection: the headlines of its diagnostics, one per line.
+    pub fn error_text(&self) -> Option<String> {
+        match self {
+            Event::Rejected { diagnostics, .. } => Some(
+                diagnostics
+                    .iter()
+                    .map(Diagnostic::headline)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The persona the event is about (none for a rejection).
+    pub fn persona(&self) -> Option<&str> {
+        match self {
+            Event::Loaded { persona, .. }
+            | Event::Reloaded { persona, .. }
+            | Event::Added { persona, .. }
+            | Event::Removed { persona, .. } => Some(persona),
+            Event::Rejected { .. } => None,
+        }
+    }
+
+    /// The file the event is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Event::Loaded { path, .. }
+            | Event::Reloaded { path, .. }
+            | Event::Added { path, .. }
+            | Event::Removed { path, .. }
+            | Event::Rejected { path, .. } => path,
+        }
+    }
+}
+
+/// A running watch of a persona folder; dropping it stops watching.
+///
+/// Events arrive in order: first one [`Event::Loaded`] per persona, then the changes.
+pub struct Watch {
+    events: mpsc::UnboundedReceiver<Event>,
+    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    /// The next event; `None` once watching has stopped.
+    pub async fn next(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// The next event, blocking the thread (for callers outside an async runtime).
+    pub fn blocking_next(&mut self) -> Option<Event> {
+        self.events.blocking_recv()
+    }
+
+    /// The next event if one is ready.
+    pub fn try_next(&mut self) -> Option<Event> {
+        self.events.try_recv().ok()
+    }
+}
+
+/// The default quiet period before a burst of file events is applied.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
+
+impl PersonaSet {
+    /// Starts watching the folder with the default debounce ([`DEFAULT_DEBOUNCE`]).
+    /// Must be called in or outside a tokio runtime alike; events are delivered through the
+    /// returned [`Watch`].
+    pub fn watch(&self) -> Result<Watch> {
+        self.watch_with(DEFAULT_DEBOUNCE)
+    }
+
+    /// Starts watching, applying a burst of file events once the folder has been quiet for
+    /// `debounce`.
+    pub fn watch_with(&self, debounce: Duration) -> Result<Watch> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let dir = self.dir().to_owned();
+        let watched = std::fs::canonicalize(&dir).map_err(|e| {
+            Error::new(
+                ErrorKind::Watch,
+                format!("cannot watch the persona folder `{}`: {e}", dir.display()),
+                e,
+            )
+        })?;
+        for persona in self.personas() {
+            let _ = tx.send(Event::Loaded {
+                persona: persona.info.name.clone(),
+                path: persona.path.clone(),
+            });
+        }
+        let set = self.clone();
+        let sender = tx.clone();
+        let handler = move |result: DebounceEventResult| {
+            let mut paths: Vec<PathBuf> = Vec::new();
+            let mut rescan = false;
+            match result {
+                Ok(events) => {
+                    for event in events {
+                        if event.need_rescan() {
+                            rescan = true;
+                        }
+                        for p in &event.paths {
+                            match persona_path(&watched, &set.shared.dir, p) {
+                                Some(key) if !paths.contains(&key) => paths.push(key),
+                                Some(_) => {}
+                                None if p == &watched => rescan = true,
+                                None => {}
+                            }
+                        }
+                    }
+                }
+                Err(_) => rescan = true,
+            }
+            if rescan {
+                for p in set
+                    .files()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(set.loaded_paths())
+                {
+                    if !paths.contains(&p) {
+                        paths.push(p);
+                    }
+                }
+            }
+            for path in paths {
+                for event in set.reconcile(&path) {
+                    let _ = sender.send(event);
+                }
+            }
+        };
+        let mut debouncer = new_debouncer(debounce, None, handler).map_err(|e| {
+            Error::new(
+                ErrorKind::Watch,
+                format!("cannot watch the persona folder `{}`: {e}", dir.display()),
+                e,
+            )
+        })?;
+        debouncer
+            .watch(&watched_dir(self), RecursiveMode::NonRecursive)
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Watch,
+                    format!("cannot watch the persona folder `{}`: {e}", dir.display()),
+                    e,
+                )
+            })?;
+        // Changes made between loading and watching: catch up now that events are recorded.
+        for path in self
+            .files()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(self.loaded_paths())
+        {
+            for event in self.reconcile(&path) {
+                let _ = tx.send(event);
+            }
+        }
+        Ok(Watch {
+            events: rx,
+            _debouncer: debouncer,
+        })
+    }
+}
+
+fn watched_dir(set: &PersonaSet) -> PathBuf {
+    std::fs::canonicalize(set.dir()).unwrap_or_else(|_| set.dir().to_owned())
+}
+
+/// The set's key for a path reported by the watcher, when it is a persona file of the folder.
+fn persona_path(watched: &Path, dir: &Path, reported: &Path) -> Option<PathBuf> {
+    if reported.parent()? != watched {
+        return None;
+    }
+    let name = reported.file_name()?.to_str()?;
+    is_persona_file(name).then(|| dir.join(name))
+}

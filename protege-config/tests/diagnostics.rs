@@ -1,0 +1,151 @@
+//! Every kind of mistake in a persona file gives exactly its expected diagnostics.
+//!
+//! Each `tests/fixtures/err_*.toml` has its expected rendering in the `.stderr` file of the
+//! same name. Set `PROTEGE_BLESS=1` to write the renderings after a deliberate change.
+
+use std::path::{Path, PathBuf};
+
+use protege_config::{Persona, PersonaSet, Registry, render};
+use protege_core::{Context, Message, Resolver, Result, Role, message};
+
+/// A custom resolver, to check that its options get the same positions as built-ins.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Signature {
+    text: String,
+}
+
+impl Resolver for Signature {
+    type Output = Message;
+    async fn resolve(&self, _: &Context) -> Result<Message> {
+        Ok(message(Role::System, self.text.clone()))
+    }
+}
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register::<Signature>("Signature");
+    registry
+}
+
+fn fixtures(prefix: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir("tests/fixtures")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            name.starts_with(prefix) && name.ends_with(".toml")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn check_snapshot(expected_path: &Path, actual: &str, failures: &mut Vec<String>) {
+    if std::env::var_os("PROTEGE_BLESS").is_some() {
+        std::fs::write(expected_path, format!("{actual}\n")).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(expected_path).unwrap_or_default();
+    if expected.trim_end_matches('\n') != actual {
+        failures.push(format!(
+            "{}:\n--- expected\n{}\n--- actual\n{actual}\n",
+            expected_path.display(),
+            expected.trim_end_matches('\n')
+        ));
+    }
+}
+
+#[test]
+fn every_error_fixture_matches_its_snapshot() {
+    let registry = registry();
+    let files = fixtures("err_");
+    assert!(files.len() >= 30, "only {} error fixtures", files.len());
+    let mut failures = Vec::new();
+    for path in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        let rendered = match Persona::parse(path, &source, &registry) {
+            Ok(_) => format!("{} loaded without errors", path.display()),
+            Err(diagnostics) => render(&diagnostics),
+        };
+        check_snapshot(&path.with_extension("stderr"), &rendered, &mut failures);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn duplicate_names_across_files_name_both_files() {
+    let (set, diagnostics) =
+        PersonaSet::load_with(Path::new("tests/fixtures/dup"), registry()).unwrap();
+    assert_eq!(set.names(), ["support"]);
+    assert_eq!(
+        set.get("support").unwrap().path,
+        Path::new("tests/fixtures/dup/a.toml")
+    );
+    let mut failures = Vec::new();
+    check_snapshot(
+        Path::new("tests/fixtures/dup.stderr"),
+        &render(&diagnostics),
+        &mut failures,
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn good_personas_load_cleanly() {
+    let (set, diagnostics) =
+        PersonaSet::load_with(Path::new("tests/fixtures/ok"), registry()).unwrap();
+    assert_eq!(render(&diagnostics), "");
+    assert_eq!(
+        set.names(),
+        [
+            "billing",
+            "chain-order",
+            "history-render-basic",
+            "history-tool-rounds-order",
+            "history-truncation-limit-10",
+            "loadfile-templated-slugify",
+            "loadrecord-where-from",
+            "responsibility-run",
+            "trailing-parts-image-pdf",
+        ]
+    );
+    let p = set.get("responsibility-run").unwrap();
+    assert_eq!(
+        format!("{:?} {:?}", p.message_chain, p.responsibility_chain),
+        r#"["LoadText", "ThreadHistory"] ["LoadText", "LoadText", "LoadText", "ThreadHistory", "LoadFile", "LoadRecord"]"#
+    );
+    assert_eq!(
+        serde_json::to_string(&p.info.responsibilities).unwrap(),
+        r#"[{"name":"daily-digest","schedule":"0 8 * * *","instructions":"Summarise yesterday's open threads."},{"name":"weekly-review","schedule":"30 9 * * 1","instructions":"Review the week."}]"#
+    );
+    let tools = set.get("history-tool-rounds-order").unwrap();
+    assert_eq!(
+        serde_json::to_string(&tools.info.tools).unwrap(),
+        r#"[{"name":"get_order","description":"Look up an order by number","input_schema":{"type":"object","properties":{"order":{"type":"string","description":"Order number, e.g. A-7"}},"required":["order"]}},{"name":"get_tracking","description":"Tracking number of a shipped order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"],"additionalProperties":false}}]"#
+    );
+    let chain = set.get("chain-order").unwrap();
+    assert_eq!(
+        format!("{:?}", chain.message_chain),
+        r#"["LoadText", "LoadFile", "LoadRecord", "ThreadHistory", "LoadText", "LoadFile", "LoadText"]"#
+    );
+    assert_eq!(
+        serde_json::to_string(&chain.info.vars).unwrap(),
+        r#"{"company":"Acme","team":"Support Team!","language":"English"}"#
+    );
+    assert_eq!(
+        format!("{:?}", chain.info.model),
+        r#"Some(ModelConfig { provider: Some(Anthropic), name: Some("claude-sonnet-4-5"), max_tokens: Some(1024) })"#
+    );
+}
+
+#[test]
+fn long_names_are_aliases_and_the_name_defaults_to_the_file_stem() {
+    let source = "[[message_resolvers]]\nuse = \"ThreadHistoryResolver\"\nlimit = false\n\n[[message_resolvers]]\nuse = \"Signature\"\ntext = \"Acme\"\n";
+    let p = Persona::parse(Path::new("personas/sales.toml"), source, &registry()).unwrap();
+    assert_eq!(p.name(), "sales");
+    assert_eq!(
+        format!("{:?}", p.message_chain),
+        r#"["ThreadHistory", "Signature"]"#
+    );
+}
