@@ -1,5 +1,6 @@
 -- The customer table the support persona reads with LoadRecord. Portable SQL
 -- (SQLite, PostgreSQL, MariaDB); `protege demo` runs it once, when the table is missing.
+-- Each statement ends with a `;` at the end of a line.
 CREATE TABLE customers (
   id INTEGER PRIMARY KEY,
   email VARCHAR(255) NOT NULL,

@@ -69,7 +69,9 @@ async fn ensure_customers(env: &Env, conn: &DatabaseConnection) -> CliResult {
         .collect::<Vec<_>>()
         .join("\n");
     let txn = conn.begin().await.map_err(protege::Error::from)?;
-    for statement in body.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+    // Statements end with a `;` at the end of a line.
+    for statement in body.split(";\n").map(str::trim).filter(|s| !s.is_empty()) {
+        let statement = statement.trim_end_matches(';');
         txn.execute_unprepared(statement)
             .await
             .map_err(|e| Failure::invalid(format!("`{}` failed: {e}", path.display())))?;
