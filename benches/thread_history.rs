@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use protege_core::db;
 use protege_core::{
-    AppConfig, Context, MailMessage, Message, PersonaInfo, Resolver, Role, ThreadHistory,
-    ToolCall, Trigger, message,
+    AppConfig, Context, MailMessage, Message, PersonaInfo, Resolver, Role, ThreadHistory, ToolCall,
+    Trigger, message,
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, Value as DbValue};
 use serde_json::{Value, json};
@@ -76,8 +76,12 @@ fn reference_thread() -> Value {
 
 /// A database holding the reference thread among `total` messages in 10,000 threads.
 async fn build(path: &std::path::Path, total: usize) -> DatabaseConnection {
-    let conn = db::open(&format!("sqlite://{}", path.display())).await.unwrap();
-    conn.execute_unprepared("PRAGMA journal_mode = WAL").await.unwrap();
+    let conn = db::open(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    conn.execute_unprepared("PRAGMA journal_mode = WAL")
+        .await
+        .unwrap();
     let filler = total - PRIOR - 1;
     // Filler threads and messages, interleaved in time with the reference thread.
     conn.execute_unprepared(&format!(
@@ -97,19 +101,29 @@ async fn build(path: &std::path::Path, total: usize) -> DatabaseConnection {
     ))
     .await
     .unwrap();
-    db::import_fixture_str(&conn, &reference_thread().to_string()).await.unwrap();
+    db::import_fixture_str(&conn, &reference_thread().to_string())
+        .await
+        .unwrap();
     conn.execute_unprepared("ANALYZE").await.unwrap();
     conn
 }
 
 fn context(conn: &DatabaseConnection, current: MailMessage) -> Context {
-    Context::builder(PersonaInfo::new("bench"), AppConfig::new("."), Trigger::Message(current.into()))
-        .db(conn.clone())
-        .build()
+    Context::builder(
+        PersonaInfo::new("bench"),
+        AppConfig::new("."),
+        Trigger::Message(current.into()),
+    )
+    .db(conn.clone())
+    .build()
 }
 
 /// The hand-written baseline: one query per table, strings built by hand.
-async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Option<u64>) -> Vec<Message> {
+async fn baseline(
+    conn: &DatabaseConnection,
+    current: &MailMessage,
+    limit: Option<u64>,
+) -> Vec<Message> {
     let backend = conn.get_database_backend();
     let limit_sql = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
     let rows = conn
@@ -128,7 +142,10 @@ async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Optio
         ))
         .await
         .unwrap();
-    let ids: Vec<i64> = rows.iter().map(|r| r.try_get_by_index(0).unwrap()).collect();
+    let ids: Vec<i64> = rows
+        .iter()
+        .map(|r| r.try_get_by_index(0).unwrap())
+        .collect();
     let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
     let attachments = conn
         .query_all_raw(Statement::from_string(
@@ -151,8 +168,10 @@ async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Optio
         let id: i64 = row.try_get_by_index(0).unwrap();
         let direction: String = row.try_get_by_index(1).unwrap();
         let from: String = row.try_get_by_index(2).unwrap();
-        let to: Vec<String> = serde_json::from_str(&row.try_get_by_index::<String>(3).unwrap()).unwrap();
-        let cc: Vec<String> = serde_json::from_str(&row.try_get_by_index::<String>(4).unwrap()).unwrap();
+        let to: Vec<String> =
+            serde_json::from_str(&row.try_get_by_index::<String>(3).unwrap()).unwrap();
+        let cc: Vec<String> =
+            serde_json::from_str(&row.try_get_by_index::<String>(4).unwrap()).unwrap();
         let subject: String = row.try_get_by_index(5).unwrap();
         let sent_at: chrono::DateTime<chrono::Utc> = row.try_get_by_index(6).unwrap();
         let body: Option<String> = row.try_get_by_index(7).unwrap();
@@ -178,7 +197,11 @@ async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Optio
         if !body.is_empty() {
             text.push_str("\n\n");
             text.push_str(body);
-            let role = if direction == "inbound" { Role::User } else { Role::Assistant };
+            let role = if direction == "inbound" {
+                Role::User
+            } else {
+                Role::Assistant
+            };
             out.push(message(role, text));
         }
         // Tool uses are ordered by message id; ids ascend with time in this thread.
@@ -194,8 +217,13 @@ async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Optio
             let calls = round
                 .iter()
                 .map(|r| {
-                    let input: Value = serde_json::from_str(&r.try_get_by_index::<String>(3).unwrap()).unwrap();
-                    ToolCall::new(r.try_get_by_index::<String>(1).unwrap(), r.try_get_by_index::<String>(2).unwrap(), input)
+                    let input: Value =
+                        serde_json::from_str(&r.try_get_by_index::<String>(3).unwrap()).unwrap();
+                    ToolCall::new(
+                        r.try_get_by_index::<String>(1).unwrap(),
+                        r.try_get_by_index::<String>(2).unwrap(),
+                        input,
+                    )
                 })
                 .collect();
             out.push(message(Role::Assistant, "").with_tool_calls(calls));
@@ -221,7 +249,12 @@ async fn baseline(conn: &DatabaseConnection, current: &MailMessage, limit: Optio
 }
 
 /// Medians of `a` and `b` over `n` interleaved runs each.
-fn interleaved(rt: &tokio::runtime::Runtime, n: usize, mut a: impl FnMut() -> Duration, mut b: impl FnMut() -> Duration) -> (Duration, Duration) {
+fn interleaved(
+    rt: &tokio::runtime::Runtime,
+    n: usize,
+    mut a: impl FnMut() -> Duration,
+    mut b: impl FnMut() -> Duration,
+) -> (Duration, Duration) {
     let _ = rt;
     let mut ta = Vec::with_capacity(n);
     let mut tb = Vec::with_capacity(n);
@@ -235,14 +268,26 @@ fn interleaved(rt: &tokio::runtime::Runtime, n: usize, mut a: impl FnMut() -> Du
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let small = rt.block_on(build(&dir.path().join("small.db"), 10_000));
     let big = rt.block_on(build(&dir.path().join("big.db"), 1_000_000));
-    eprintln!("setup: two databases in {:.1} s", started.elapsed().as_secs_f64());
-    let current_small = rt.block_on(db::load_message(&small, CURRENT)).unwrap().unwrap();
-    let current_big = rt.block_on(db::load_message(&big, CURRENT)).unwrap().unwrap();
+    eprintln!(
+        "setup: two databases in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let current_small = rt
+        .block_on(db::load_message(&small, CURRENT))
+        .unwrap()
+        .unwrap();
+    let current_big = rt
+        .block_on(db::load_message(&big, CURRENT))
+        .unwrap()
+        .unwrap();
     let ctx_small = context(&small, current_small.clone());
     let ctx_big = context(&big, current_big);
 
@@ -257,12 +302,24 @@ fn bench(c: &mut Criterion) {
     }
 
     let mut group = c.benchmark_group("thread_history");
-    group.sample_size(30).measurement_time(Duration::from_secs(4));
-    group.bench_function("engine limit=50", |b| b.iter(|| rt.block_on(limit50.resolve(&ctx_small)).unwrap()));
-    group.bench_function("baseline limit=50", |b| b.iter(|| rt.block_on(baseline(&small, &current_small, Some(50)))));
-    group.bench_function("engine limit=all", |b| b.iter(|| rt.block_on(all.resolve(&ctx_small)).unwrap()));
-    group.bench_function("baseline limit=all", |b| b.iter(|| rt.block_on(baseline(&small, &current_small, None))));
-    group.bench_function("engine limit=50, 1M-message db", |b| b.iter(|| rt.block_on(limit50.resolve(&ctx_big)).unwrap()));
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("engine limit=50", |b| {
+        b.iter(|| rt.block_on(limit50.resolve(&ctx_small)).unwrap())
+    });
+    group.bench_function("baseline limit=50", |b| {
+        b.iter(|| rt.block_on(baseline(&small, &current_small, Some(50))))
+    });
+    group.bench_function("engine limit=all", |b| {
+        b.iter(|| rt.block_on(all.resolve(&ctx_small)).unwrap())
+    });
+    group.bench_function("baseline limit=all", |b| {
+        b.iter(|| rt.block_on(baseline(&small, &current_small, None)))
+    });
+    group.bench_function("engine limit=50, 1M-message db", |b| {
+        b.iter(|| rt.block_on(limit50.resolve(&ctx_big)).unwrap())
+    });
     group.finish();
 
     let time = |f: &mut dyn FnMut()| {
@@ -290,9 +347,24 @@ fn bench(c: &mut Criterion) {
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("\nmedians of interleaved runs:");
-    println!("limit=50:  engine {:.3} ms, baseline {:.3} ms, ratio {:.2}x (goal <= 1.5x)", ms(e50), ms(b50), ms(e50) / ms(b50));
-    println!("limit=all: engine {:.3} ms, baseline {:.3} ms, ratio {:.2}x (goal <= 1.5x)", ms(eall), ms(ball), ms(eall) / ms(ball));
-    println!("limit=50:  1,000,000-message db {:.3} ms, 10,000-message db {:.3} ms, ratio {:.2}x (goal <= 1.3x)", ms(big50), ms(small50), ms(big50) / ms(small50));
+    println!(
+        "limit=50:  engine {:.3} ms, baseline {:.3} ms, ratio {:.2}x (goal <= 1.5x)",
+        ms(e50),
+        ms(b50),
+        ms(e50) / ms(b50)
+    );
+    println!(
+        "limit=all: engine {:.3} ms, baseline {:.3} ms, ratio {:.2}x (goal <= 1.5x)",
+        ms(eall),
+        ms(ball),
+        ms(eall) / ms(ball)
+    );
+    println!(
+        "limit=50:  1,000,000-message db {:.3} ms, 10,000-message db {:.3} ms, ratio {:.2}x (goal <= 1.3x)",
+        ms(big50),
+        ms(small50),
+        ms(big50) / ms(small50)
+    );
 }
 
 criterion_group!(benches, bench);

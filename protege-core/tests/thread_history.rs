@@ -175,7 +175,7 @@ fn numbered_thread(n: usize) -> Value {
 
 fn numbered(i: usize) -> Value {
     let date = format!("Thu, 1 Jan 2026 {:02}:{:02}:00 +0000", i / 60, i % 60);
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         user(&date, &format!("body {i}"))
     } else {
         assistant(&date, &format!("body {i}"))
@@ -464,7 +464,7 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
                     let mut m = msg(
                         &format!("<{prefix}{i}@x>"),
                         if i % 2 == 0 { "inbound" } else { "outbound" },
-                        &format!("2026-01-01T00:00:00Z"),
+                        "2026-01-01T00:00:00Z",
                         Some("body"),
                     );
                     if i % 3 == 0 {

@@ -21,9 +21,7 @@ pub(crate) mod records;
 
 use std::time::Duration;
 
-use sea_orm::{
-    ColumnTrait, ConnectOptions, Database, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-};
+use sea_orm::{ColumnTrait, ConnectOptions, Database, EntityTrait, QueryFilter, QueryOrder};
 use sea_orm_migration::MigratorTrait;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -34,7 +32,7 @@ pub use fixture::{
     import_fixture, import_fixture_str, parse_fixture,
 };
 pub use migration::Migrator;
-pub use sea_orm::DatabaseConnection as Connection;
+pub use sea_orm::DatabaseConnection;
 
 /// Connects to `url`: `sqlite://PATH` (the file is created if missing), `sqlite::memory:`,
 /// `postgres://` / `postgresql://`, or `mysql://` / `mariadb://`.
