@@ -221,7 +221,7 @@ impl PersonaSet {
             )
         })?;
         debouncer
-            .watch(&watched_dir(self), RecursiveMode::NonRecursive)
+            .watch(watched_dir(self), RecursiveMode::NonRecursive)
             .map_err(|e| {
                 Error::new(
                     ErrorKind::Watch,
