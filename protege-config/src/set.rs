@@ -145,9 +145,9 @@ impl PersonaSet {
         self.shared.state.load().by_path.keys().cloned().collect()
     }
 
-    /// Brings the set in line with the file at `path` as it is now on disk, returning
-    /// what changed. An unchanged file yields nothing.
-    pub(crate) fn reconcile(&self, path: &Path) -> Vec<Event> {
+    /// Brings the set in line with the files at `paths` as they are now on disk, swapping
+    /// in the new state once, and returns what changed. Unchanged files yield nothing.
+    pub(crate) fn reconcile(&self, paths: &[PathBuf]) -> Vec<Event> {
         let mut rejected = self
             .shared
             .write
@@ -155,7 +155,10 @@ impl PersonaSet {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let current = self.shared.state.load_full();
         let mut next = (*current).clone();
-        let events = self.apply(&mut next, &mut rejected, path);
+        let mut events = Vec::new();
+        for path in paths {
+            events.extend(self.apply(&mut next, &mut rejected, path));
+        }
         if events.iter().any(|e| !matches!(e, Event::Rejected { .. })) {
             self.shared.state.store(Arc::new(next));
         }

@@ -1,5 +1,6 @@
 //! Hot reload: watching the persona folder and reporting what changed.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -137,7 +138,8 @@ impl Watch {
         self.events.recv().await
     }
 
-    /// The next event, blocking the thread (for callers outside an async runtime).
+    /// The next event, blocking the thread (for callers outside an async runtime; it
+    /// panics when called from async code, like tokio's `blocking_recv`).
     pub fn blocking_next(&mut self) -> Option<Event> {
         self.events.blocking_recv()
     }
@@ -152,9 +154,8 @@ impl Watch {
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
 
 impl PersonaSet {
-    /// Starts watching the folder with the default debounce ([`DEFAULT_DEBOUNCE`]).
-    /// Must be called in or outside a tokio runtime alike; events are delivered through the
-    /// returned [`Watch`].
+    /// Starts watching the folder with the default debounce ([`DEFAULT_DEBOUNCE`]); events
+    /// are delivered through the returned [`Watch`]. Works inside or outside a tokio runtime.
     pub fn watch(&self) -> Result<Watch> {
         self.watch_with(DEFAULT_DEBOUNCE)
     }
@@ -188,11 +189,16 @@ impl PersonaSet {
                         if event.need_rescan() {
                             rescan = true;
                         }
+                        // Opening and reading files (ours included) changes nothing.
+                        if event.kind.is_access() {
+                            continue;
+                        }
                         for p in &event.paths {
                             match persona_path(&watched, &set.shared.dir, p) {
                                 Some(key) if !paths.contains(&key) => paths.push(key),
                                 Some(_) => {}
-                                None if p == &watched => rescan = true,
+                                // The folder itself went away or was replaced.
+                                None if p == &watched && event.kind.is_remove() => rescan = true,
                                 None => {}
                             }
                         }
@@ -201,21 +207,10 @@ impl PersonaSet {
                 Err(_) => rescan = true,
             }
             if rescan {
-                for p in set
-                    .files()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .chain(set.loaded_paths())
-                {
-                    if !paths.contains(&p) {
-                        paths.push(p);
-                    }
-                }
+                paths = with_every_file(&set, paths);
             }
-            for path in paths {
-                for event in set.reconcile(&path) {
-                    let _ = sender.send(event);
-                }
+            for event in set.reconcile(&paths) {
+                let _ = sender.send(event);
             }
         };
         let mut debouncer = new_debouncer(debounce, None, handler).map_err(|e| {
@@ -226,7 +221,7 @@ impl PersonaSet {
             )
         })?;
         debouncer
-            .watch(&watched_dir(self), RecursiveMode::NonRecursive)
+            .watch(watched_dir(self), RecursiveMode::NonRecursive)
             .map_err(|e| {
                 Error::new(
                     ErrorKind::Watch,
@@ -235,21 +230,23 @@ impl PersonaSet {
                 )
             })?;
         // Changes made between loading and watching: catch up now that events are recorded.
-        for path in self
-            .files()
-            .unwrap_or_default()
-            .into_iter()
-            .chain(self.loaded_paths())
-        {
-            for event in self.reconcile(&path) {
-                let _ = tx.send(event);
-            }
+        for event in self.reconcile(&with_every_file(self, Vec::new())) {
+            let _ = tx.send(event);
         }
         Ok(Watch {
             events: rx,
             _debouncer: debouncer,
         })
     }
+}
+
+/// `paths`, then every other persona file on disk or loaded, each once.
+fn with_every_file(set: &PersonaSet, mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let known: BTreeSet<PathBuf> = paths.iter().cloned().collect();
+    let mut rest: BTreeSet<PathBuf> = set.files().unwrap_or_default().into_iter().collect();
+    rest.extend(set.loaded_paths());
+    paths.extend(rest.into_iter().filter(|p| !known.contains(p)));
+    paths
 }
 
 fn watched_dir(set: &PersonaSet) -> PathBuf {
