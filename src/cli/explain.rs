@@ -71,11 +71,12 @@ pub(crate) fn table(
             .time
             .map(|t| format!("{:.2} ms", t.as_secs_f64() * 1000.0))
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
+        let line = format!(
             "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}",
             r.position, r.name, r.messages, r.chars, r.tokens, time
         );
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out.push_str("tokens are estimated as characters / 4, rounded up, plus 4 per message\n");
     out
