@@ -25,23 +25,23 @@ mod account {
     /// A row of `accounts`.
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
     #[sea_orm(table_name = "accounts")]
-    pub struct Model {
+    pub(crate) struct Model {
         /// The auto-increment id.
         #[sea_orm(primary_key)]
-        pub id: i64,
+        pub(crate) id: i64,
         /// The customer's address.
-        pub email: String,
+        pub(crate) email: String,
         /// The customer's name.
-        pub name: String,
+        pub(crate) name: String,
         /// The plan.
-        pub plan: String,
+        pub(crate) plan: String,
         /// The number of seats.
-        pub seats: i64,
+        pub(crate) seats: i64,
     }
 
     /// No relations.
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-    pub enum Relation {}
+    pub(crate) enum Relation {}
 
     impl ActiveModelBehavior for ActiveModel {}
 }
