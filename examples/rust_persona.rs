@@ -2,16 +2,23 @@
 //! `resolvers!` macro (checked at compile time), and the request it produces for one
 //! inbound email, printed as canonical JSON.
 //!
+//! The mail and the application's `customers` table live in an in-memory SQLite
+//! database filled from an inline fixture: `LoadRecord` reads the sender's customer
+//! record through SeaORM, `ThreadHistory` replays the earlier messages of the thread and
+//! the tool call made while answering the first one.
+//!
 //! Run with `cargo run --example rust_persona`.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
+use protege::db::DatabaseConnection;
 use protege::{
-    AppConfig, Chain, Context, Direction, MailMessage, Message, PersonaInfo, Resolver, Result,
-    Role, ToolDef, Trigger, build_request, message, resolvers, user_turn,
+    AppConfig, Chain, Context, Message, PersonaInfo, Resolver, Result, Role, ToolDef, Trigger,
+    build_request, message, resolvers, user_turn,
 };
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 /// A resolver of the application's own: the customer's open orders (here from memory;
 /// a real one would read `ctx.db()`).
@@ -72,22 +79,76 @@ fn persona() -> PersonaInfo {
     persona
 }
 
-fn inbound() -> MailMessage {
-    MailMessage {
-        id: 1,
-        thread_id: 1,
-        message_id: "<m1@example.com>".into(),
-        direction: Direction::Inbound,
-        from: "Alice <alice@example.com>".into(),
-        to: vec!["support@acme.test".into()],
-        cc: vec![],
-        subject: "Refund for order A-1".into(),
-        sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
-        text_body: Some("Hi, the parcel arrived damaged. Can I get a refund?".into()),
-        html_body: None,
-        in_reply_to: None,
-        attachments: vec![],
+/// The customers table the persona reads with `LoadRecord`, as a SeaORM entity.
+mod customer {
+    use sea_orm::entity::prelude::*;
+
+    /// A row of `customers`.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
+    #[sea_orm(table_name = "customers")]
+    pub(crate) struct Model {
+        /// The auto-increment id.
+        #[sea_orm(primary_key)]
+        pub(crate) id: i64,
+        /// The customer's address.
+        pub(crate) email: String,
+        /// The customer's name.
+        pub(crate) name: String,
+        /// The plan.
+        pub(crate) plan: String,
     }
+
+    /// No relations.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub(crate) enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The mail: one thread of three messages; the last one is the email being answered. The
+/// first reply run looked the order up with a tool, which the history replays.
+const MAIL: &str = r#"{"threads":[{"subject":"Refund for order A-1","messages":[
+  {"message_id":"<m1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+   "to":["support@acme.test"],"subject":"Refund for order A-1","sent_at":"2026-01-05T09:00:00Z",
+   "text_body":"Hi, the parcel for order A-1 arrived damaged. Can I get a refund?",
+   "tool_uses":[{"run_id":"run-1","turn_index":0,"position":0,"tool_call_id":"call_1",
+     "name":"lookup_order","input":{"order":"A-1"},"result":"{\"status\":\"delivered\"}"}]},
+  {"message_id":"<m2@example.com>","direction":"outbound","from":"Acme Support <support@acme.test>",
+   "to":["Alice <alice@example.com>"],"subject":"Re: Refund for order A-1",
+   "sent_at":"2026-01-05T09:10:00Z","text_body":"Sorry about that! Could you send a photo of the damage?"},
+  {"message_id":"<m3@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+   "to":["support@acme.test"],"subject":"Re: Refund for order A-1","sent_at":"2026-01-05T10:00:00Z",
+   "text_body":"Here it is.","in_reply_to":"<m2@example.com>",
+   "attachments":[{"id":"att-1","filename":"damage.jpg","content_type":"image/jpeg","byte_size":48213}]}
+]}]}"#;
+
+/// The application's own table, next to protege's.
+const CUSTOMERS: [&str; 2] = [
+    "CREATE TABLE customers (id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL, \
+     name TEXT NOT NULL, plan TEXT NOT NULL)",
+    "INSERT INTO customers (email, name, plan) VALUES \
+     ('alice@example.com', 'Alice Martin', 'pro'), ('bob@example.com', 'Bob Okafor', 'free')",
+];
+
+/// An in-memory SQLite database with protege's schema, the mail and the customers.
+async fn database() -> anyhow::Result<DatabaseConnection> {
+    let db = protege::db::open("sqlite::memory:").await?;
+    protege::db::import_fixture_str(&db, MAIL).await?;
+    for statement in CUSTOMERS {
+        db.execute_unprepared(statement).await?;
+    }
+    Ok(db)
+}
+
+/// The sender's customer record, read through SeaORM (the loader of `LoadRecord`).
+async fn sender(ctx: Context) -> std::result::Result<Option<customer::Model>, DbErr> {
+    let (Some(db), Some(mail)) = (ctx.db(), ctx.message()) else {
+        return Ok(None);
+    };
+    customer::Entity::find()
+        .filter(customer::Column::Email.eq(protege::bare_address(&mail.from)))
+        .one(db)
+        .await
 }
 
 #[tokio::main]
@@ -98,20 +159,28 @@ async fn main() -> anyhow::Result<()> {
     let chain = resolvers! {
         use LoadText(template = "You are {{ persona.name }} at {{ persona.vars.company }}. {{ persona.instructions }}");
         use LoadFile("prompts/{{ persona.name | slugify }}.md");
+        use LoadRecord(sender, template = "Customer: {{ record.name }} (plan: {{ record.plan }})");
         use OpenOrders();
         use LoadText(|ctx: &Context| Ok(format!("Today is {}.", ctx.now().format("%A, %-d %B %Y"))));
+        use ThreadHistory(limit = 10, result_limit = 2000);
         use LoadText("{% if message %}Reply to {{ message.from }} in the thread \"{{ message.subject }}\".{% endif %}", role = user);
     };
 
+    let db = database().await?;
+    let inbound = protege::db::load_message(&db, "<m3@example.com>")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the fixture has no message `<m3@example.com>`"))?;
+    let inbound = Arc::new(inbound);
+
     let persona = persona();
     let tools = persona.tools.clone();
-    let inbound = Arc::new(inbound());
     let ctx = Context::builder(
         persona,
         AppConfig::new(root),
         Trigger::Message(inbound.clone()),
     )
     .now(Utc.with_ymd_and_hms(2026, 1, 5, 10, 5, 0).unwrap())
+    .db(db)
     .build();
 
     let request = build_request(Some(user_turn(&inbound)), tools, chain.resolve(&ctx).await?)?;

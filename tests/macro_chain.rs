@@ -1,6 +1,6 @@
 //! Behaviour of chains built by `resolvers!`: the same request JSON as the same chain
-//! built by hand at run time, declaration order under concurrency, and the first error
-//! in declaration order.
+//! built by hand at run time, declaration order under concurrency, the first error in
+//! declaration order, and `ThreadHistory` and `LoadRecord` reading a SQLite database.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use chrono::{TimeZone, Utc};
 use protege::{AppConfig, Direction, Responsibility};
 use protege::{
     Chain, Context, DynChain, Error, LoadFile, LoadText, MailMessage, Message, PersonaInfo,
-    Resolver, Result, Role, ToolDef, Trigger, build_request, message, user_turn,
+    Resolver, Result, Role, ThreadHistory, ToolDef, Trigger, build_request, message, user_turn,
 };
 use tokio::sync::Barrier;
 
@@ -345,5 +345,240 @@ async fn a_responsibility_run_sees_no_message() {
     assert_eq!(
         serde_json::to_string(&request).unwrap(),
         r#"{"messages":[{"role":"user","content":"Summarise yesterday's open threads."}],"tools":[]}"#
+    );
+}
+
+/// The `accounts` table of the database tests, as a SeaORM entity.
+mod account {
+    use sea_orm::entity::prelude::*;
+
+    /// A row of `accounts`.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
+    #[sea_orm(table_name = "accounts")]
+    pub(crate) struct Model {
+        /// The auto-increment id.
+        #[sea_orm(primary_key)]
+        pub(crate) id: i64,
+        /// The customer's address.
+        pub(crate) email: String,
+        /// The customer's name.
+        pub(crate) name: String,
+        /// The plan.
+        pub(crate) plan: String,
+    }
+
+    /// No relations.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub(crate) enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// A thread of three messages (the last one is the reply run's), the first with two tool
+/// rounds, and an `accounts` table.
+const THREAD: &str = r#"{"threads":[{"subject":"Order A-1","messages":[
+  {"message_id":"<t1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+   "to":["support@acme.test"],"subject":"Order A-1","sent_at":"2026-01-04T09:00:00Z",
+   "text_body":"Where is order A-1?",
+   "tool_uses":[
+     {"run_id":"run-1","turn_index":0,"position":0,"tool_call_id":"call_1","name":"lookup_order",
+      "input":{"order":"A-1"},"result":"shipped on Monday"}]},
+  {"message_id":"<t2@example.com>","direction":"outbound","from":"Acme Support <support@acme.test>",
+   "to":["Alice <alice@example.com>"],"subject":"Re: Order A-1","sent_at":"2026-01-04T09:05:00Z",
+   "text_body":"It shipped on Monday."},
+  {"message_id":"<t3@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+   "to":["support@acme.test"],"subject":"Re: Order A-1","sent_at":"2026-01-05T10:00:00Z",
+   "text_body":"Thanks!"}
+]}]}"#;
+
+/// An in-memory database holding [`THREAD`] and three accounts, and a reply-run context
+/// for `<t3@example.com>` over it.
+async fn db_setup() -> (tempfile::TempDir, protege::db::DatabaseConnection, Context) {
+    use sea_orm::ConnectionTrait;
+    let root = tempfile::tempdir().unwrap();
+    let db = protege::db::open("sqlite::memory:").await.unwrap();
+    protege::db::import_fixture_str(&db, THREAD).await.unwrap();
+    for statement in [
+        "CREATE TABLE accounts (id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL, \
+         name TEXT NOT NULL, plan TEXT NOT NULL)",
+        "INSERT INTO accounts (email, name, plan) VALUES \
+         ('alice@example.com', 'Alice Liddell', 'pro'), \
+         ('bob@example.com', 'Bob Stone', 'free'), \
+         ('carol@example.com', 'Carol Jones', 'pro')",
+    ] {
+        db.execute_unprepared(statement).await.unwrap();
+    }
+    let current = protege::db::load_message(&db, "<t3@example.com>")
+        .await
+        .unwrap()
+        .unwrap();
+    let ctx = Context::builder(
+        persona(),
+        AppConfig::new(root.path()),
+        Trigger::Message(Arc::new(current)),
+    )
+    .now(Utc.with_ymd_and_hms(2026, 1, 5, 10, 30, 0).unwrap())
+    .db(db.clone())
+    .build();
+    (root, db, ctx)
+}
+
+/// The accounts on the sender's plan, through SeaORM.
+async fn same_plan_as_sender(ctx: Context) -> std::result::Result<Vec<account::Model>, String> {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    let (Some(db), Some(mail)) = (ctx.db(), ctx.message()) else {
+        return Err("this loader needs a database and a message".into());
+    };
+    let sender = account::Entity::find()
+        .filter(account::Column::Email.eq(protege::bare_address(&mail.from)))
+        .one(db)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the sender has no account")?;
+    account::Entity::find()
+        .filter(account::Column::Plan.eq(sender.plan))
+        .order_by_desc(account::Column::Id)
+        .all(db)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A plain `Serialize` record, not a SeaORM model.
+#[derive(serde::Serialize)]
+struct Order {
+    number: &'static str,
+    status: &'static str,
+    total: f64,
+}
+
+fn json_of(messages: &[Message]) -> String {
+    serde_json::to_string(messages).unwrap()
+}
+
+#[tokio::test]
+async fn thread_history_options_from_the_macro_read_the_database() {
+    let (_root, _db, ctx) = db_setup().await;
+    let all = protege::resolvers! {
+        use ThreadHistory;
+    };
+    assert_eq!(
+        json_of(&all.resolve(&ctx).await.unwrap()),
+        concat!(
+            r#"[{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Sun, 4 Jan 2026 09:00:00 +0000\nSubject: Order A-1\n\nWhere is order A-1?"},"#,
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"call_1","name":"lookup_order","input":{"order":"A-1"}}]},"#,
+            r#"{"role":"tool","tool_call_id":"call_1","content":"shipped on Monday"},"#,
+            r#"{"role":"assistant","content":"From: Acme Support <support@acme.test>\nTo: Alice <alice@example.com>\nCc:\nDate: Sun, 4 Jan 2026 09:05:00 +0000\nSubject: Re: Order A-1\n\nIt shipped on Monday."}]"#,
+        )
+    );
+    let chain = protege::resolvers! {
+        use ThreadHistory(limit = None, include_tool_calls = true, result_limit = 7);
+        use ThreadHistory(limit = 1);
+        use ThreadHistory(limit = 0);
+        use ThreadHistoryResolver(include_tool_calls = false, max_tokens = 1000);
+    };
+    let by_hand = DynChain::new()
+        .with(ThreadHistory::new().limit(None).result_limit(7))
+        .with(ThreadHistory::new().limit(1))
+        .with(ThreadHistory::new().limit(0))
+        .with(
+            ThreadHistory::new()
+                .include_tool_calls(false)
+                .max_tokens(1000),
+        );
+    let summary = |steps: Vec<protege::Step<'_>>| {
+        steps
+            .into_iter()
+            .map(|s| {
+                let roles: Vec<String> =
+                    s.messages.iter().map(|m| format!("{:?}", m.role)).collect();
+                let tool = s.messages.iter().find(|m| m.role == Role::Tool);
+                format!(
+                    "{} [{}] {}",
+                    s.position,
+                    roles.join(" "),
+                    tool.map(|m| m.content.text()).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let expected = [
+        "1 [User Assistant Tool Assistant] shipped\n[truncated: 10 more characters]",
+        "2 [Assistant] ",
+        "3 [] ",
+        "4 [User Assistant] ",
+    ];
+    assert_eq!(summary(chain.run(&ctx).await.unwrap()), expected);
+    assert_eq!(summary(by_hand.run(&ctx).await.unwrap()), expected);
+}
+
+#[tokio::test]
+async fn load_record_forms_from_the_macro_read_the_database() {
+    let (_root, _db, ctx) = db_setup().await;
+    let chain = protege::resolvers! {
+        use LoadRecord(same_plan_as_sender, template = "{{ record.name }} <{{ record.email }}> ({{ record.plan }})");
+        use LoadRecord(
+            |ctx| async move { same_plan_as_sender(ctx).await },
+            render_with = |a: &account::Model| format!("  #{} {}  ", a.id, a.name),
+            role = user,
+        );
+        use LoadRecord(|_ctx| async move {
+            Ok::<_, String>(vec![Order { number: "A-1", status: "shipped", total: 19.5 }])
+        });
+        use LoadRecord(|_ctx| async move { Ok::<_, String>(Vec::<Order>::new()) });
+        use LoadRecord(table = "accounts", order_by = ["plan desc", "id"], limit = 2, template = "{{ record.id }}: {{ record.name }}", role = assistant);
+        use LoadRecord(table = "accounts", order_by = "id desc", limit = 1);
+    };
+    assert_eq!(
+        json_of(&chain.resolve(&ctx).await.unwrap()),
+        concat!(
+            r#"[{"role":"system","content":"Carol Jones <carol@example.com> (pro)\n\nAlice Liddell <alice@example.com> (pro)"},"#,
+            r##"{"role":"user","content":"#3 Carol Jones\n\n#1 Alice Liddell"},"##,
+            r#"{"role":"system","content":"{\n  \"number\": \"A-1\",\n  \"status\": \"shipped\",\n  \"total\": 19.5\n}"},"#,
+            r#"{"role":"assistant","content":"1: Alice Liddell\n\n3: Carol Jones"},"#,
+            r#"{"role":"system","content":"{\n  \"id\": 3,\n  \"email\": \"carol@example.com\",\n  \"name\": \"Carol Jones\",\n  \"plan\": \"pro\"\n}"}]"#,
+        )
+    );
+    assert_eq!(chain.names(), ["LoadRecord"; 6]);
+}
+
+#[tokio::test]
+async fn load_record_failures_name_the_resolver_and_its_position() {
+    let (root, _db, ctx) = db_setup().await;
+    let chain = protege::resolvers! {
+        use LoadText("fine");
+        use LoadRecord(same_plan_as_sender, template = "{{ record.name }}");
+    };
+    // A scheduled run has no message: this loader refuses it.
+    let scheduled = Context::builder(
+        persona(),
+        AppConfig::new(root.path()),
+        Trigger::Responsibility(Responsibility {
+            name: "digest".into(),
+            schedule: "0 8 * * *".into(),
+            instructions: String::new(),
+        }),
+    )
+    .db(ctx.db().unwrap().clone())
+    .build();
+    assert_eq!(
+        chain.resolve(&scheduled).await.unwrap_err().to_string(),
+        "resolver 2 `LoadRecord` failed: LoadRecord loader failed: this loader needs a database and a message"
+    );
+
+    let missing = protege::resolvers! {
+        use LoadRecord(table = "acounts", template = "{{ record.name }}");
+    };
+    assert_eq!(
+        missing.resolve(&ctx).await.unwrap_err().to_string(),
+        "resolver 1 `LoadRecord` failed: cannot read table `acounts`: \
+         error returned from database: (code: 1) no such table: acounts"
+    );
+
+    let undefined = protege::resolvers! {
+        use LoadRecord(table = "accounts", template = "{{ record.nmae }}");
+    };
+    assert_eq!(
+        undefined.resolve(&ctx).await.unwrap_err().to_string(),
+        "resolver 1 `LoadRecord` failed: template `LoadRecord.template` line 1: `record.nmae` is undefined"
     );
 }

@@ -74,13 +74,26 @@
 ///     }
 /// }
 ///
+/// /// A record for `LoadRecord`: anything `Serialize`, SeaORM models included.
+/// #[derive(serde::Serialize)]
+/// struct Order { number: String, status: String }
+///
+/// async fn open_orders(_ctx: Context) -> std::result::Result<Vec<Order>, String> {
+///     Ok(vec![Order { number: "A-1".into(), status: "shipped".into() }])
+/// }
+///
 /// let chain = resolvers! {
 ///     use LoadText("You are {{ persona.name }}.");
 ///     use LoadText(|ctx: &Context| Ok(format!("It is {}.", ctx.now().format("%Y"))), role = user);
+///     use LoadRecord(open_orders, template = "Order {{ record.number }}: {{ record.status }}");
+///     use LoadRecord(table = "accounts", order_by = ["plan", "id desc"], limit = 5);
 ///     use ThreadHistory(limit = 10, include_tool_calls = true);
 ///     use Signature;
 /// };
-/// assert_eq!(chain.names(), ["LoadText", "LoadText", "ThreadHistory", "Signature"]);
+/// assert_eq!(
+///     chain.names(),
+///     ["LoadText", "LoadText", "LoadRecord", "LoadRecord", "ThreadHistory", "Signature"]
+/// );
 /// ```
 ///
 /// Mistakes are compile errors at the offending tokens:
