@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
-use mail_parser::{Addr, Address, HeaderValue, MessageParser, MimeHeaders, PartType};
+use mail_parser::{Addr, Address, Encoding, HeaderValue, MessageParser, MimeHeaders, PartType};
 use sha2::{Digest, Sha256};
 
 use crate::db::fixture::FixtureAttachment;
@@ -126,7 +126,18 @@ pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, Str
             PartType::Binary(b) | PartType::InlineBinary(b) => {
                 (Cow::Borrowed(b.as_ref()), "application/octet-stream")
             }
-            PartType::Message(m) => (Cow::Borrowed(m.raw_message.as_ref()), "message/rfc822"),
+            // A message/rfc822 part parsed in place shares the outer raw bytes: its own
+            // bytes are the part's body range. A transfer-encoded one owns its decoded bytes.
+            PartType::Message(m) => match part.encoding {
+                Encoding::None => (
+                    Cow::Borrowed(
+                        raw.get(part.offset_body as usize..part.offset_end as usize)
+                            .unwrap_or_default(),
+                    ),
+                    "message/rfc822",
+                ),
+                _ => (Cow::Borrowed(m.raw_message.as_ref()), "message/rfc822"),
+            },
             PartType::Multipart(_) => continue,
         };
         let content_type = part
