@@ -142,7 +142,8 @@ async fn baseline(db: &DatabaseConnection, mbox: &Path) -> usize {
         let from = addr(m.from());
         let to = serde_json::to_string(&[addr(m.to())]).unwrap();
         let subject = m.subject().unwrap_or_default().to_owned();
-        let sent_at = chrono::DateTime::from_timestamp(m.date().unwrap().to_timestamp(), 0).unwrap();
+        let sent_at =
+            chrono::DateTime::from_timestamp(m.date().unwrap().to_timestamp(), 0).unwrap();
         let text = m.body_text(0).map(|t| t.into_owned());
         let parent = m.in_reply_to().as_text().map(|p| format!("<{p}>"));
         let txn = db.begin().await.unwrap();

@@ -672,3 +672,69 @@ async fn summary_display_pluralises() {
          imported 1 message, skipped 1 duplicate, 0 failed"
     );
 }
+
+#[tokio::test]
+async fn directories_are_searched_for_eml_and_mbox_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("2026").join("feb");
+    std::fs::create_dir_all(&sub).unwrap();
+    // An mbox without extension is recognised by its first line; other files are skipped.
+    std::fs::copy(file("archive.mbox"), dir.path().join("inbox")).unwrap();
+    std::fs::copy(file("refund-1.eml"), sub.join("refund-1.EML")).unwrap();
+    std::fs::copy(file("refund-2.eml"), dir.path().join(".hidden.eml")).unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "From: not@mail.test\n\nhello\n",
+    )
+    .unwrap();
+    let db = db::open("sqlite::memory:").await.unwrap();
+    let summary = import(&db, &[dir.path().to_owned()]).await;
+    assert_eq!(
+        summary.to_string(),
+        format!(
+            "failed: {}#5: not an email: no header found\n\
+             imported 5 messages, skipped 0 duplicates, 1 failed",
+            dir.path().join("inbox").display()
+        )
+    );
+    assert_eq!(
+        stored(&db, "<refund-1@example.com>").await["thread"],
+        json!("Refund for order A-1")
+    );
+}
+
+#[tokio::test]
+async fn messages_without_sender_or_with_an_oversized_id_fail_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_from = dir.path().join("no-from.eml");
+    std::fs::write(
+        &no_from,
+        "To: support@acme.test\nSubject: Who am I\nMessage-ID: <nofrom@example.com>\n\nHi\n",
+    )
+    .unwrap();
+    let long_id = dir.path().join("long-id.eml");
+    std::fs::write(
+        &long_id,
+        format!(
+            "From: a@example.com\nSubject: Long\nMessage-ID: <{}@example.com>\n\nHi\n",
+            "x".repeat(600)
+        ),
+    )
+    .unwrap();
+    let db = db::open("sqlite::memory:").await.unwrap();
+    let summary = import(&db, &[no_from.clone(), long_id.clone(), file("plain.eml")]).await;
+    assert_eq!(
+        summary.failed,
+        vec![
+            (
+                no_from.display().to_string(),
+                "no `From` address".to_owned()
+            ),
+            (
+                long_id.display().to_string(),
+                "`Message-ID` longer than 512 characters".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(summary.imported, 1);
+}
