@@ -1,7 +1,7 @@
 //! Importing a generated mbox into a SQLite file: `import_eml_paths` against a
 //! hand-written baseline doing the same reads and writes (stream, parse with
 //! `mail-parser`, look up the parent, insert thread, message and attachments in one
-//! transaction per message), plus the peak memory at two mbox sizes.
+//! savepoint per message, a commit every 256 messages), plus the peak memory at two mbox sizes.
 //!
 //! `cargo bench -p protege-core --bench eml_import` prints, before criterion's own
 //! report, one line per size: messages, time, messages per second, the peak resident
@@ -126,6 +126,8 @@ async fn baseline(db: &DatabaseConnection, mbox: &Path) -> usize {
     let backend = db.get_database_backend();
     let reader = BufReader::with_capacity(64 * 1024, File::open(mbox).expect("open"));
     let mut count = 0;
+    // Like the engine: one savepoint per message, a commit every 256 messages.
+    let mut outer = db.begin().await.unwrap();
     for item in MessageIterator::new(reader) {
         let raw = item.expect("read").unwrap_contents();
         let m = MessageParser::default().parse(&raw).expect("parse");
@@ -146,7 +148,7 @@ async fn baseline(db: &DatabaseConnection, mbox: &Path) -> usize {
             chrono::DateTime::from_timestamp(m.date().unwrap().to_timestamp(), 0).unwrap();
         let text = m.body_text(0).map(|t| t.into_owned());
         let parent = m.in_reply_to().as_text().map(|p| format!("<{p}>"));
-        let txn = db.begin().await.unwrap();
+        let txn = outer.begin().await.unwrap();
         let thread = match &parent {
             Some(p) => txn
                 .query_one_raw(Statement::from_sql_and_values(
@@ -217,7 +219,12 @@ async fn baseline(db: &DatabaseConnection, mbox: &Path) -> usize {
         }
         txn.commit().await.unwrap();
         count += 1;
+        if count % 256 == 0 {
+            outer.commit().await.unwrap();
+            outer = db.begin().await.unwrap();
+        }
     }
+    outer.commit().await.unwrap();
     count
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use mail_parser::mailbox::mbox::MessageIterator;
-use sea_orm::DatabaseConnection;
+use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
 
 use crate::error::Result;
 use crate::mail::rfc3339_z;
@@ -94,6 +94,10 @@ pub async fn import_eml_paths(
 ) -> Result<EmlSummary> {
     let mut summary = EmlSummary::default();
     let mut threader = Threader::new(db, &options.own_addresses).await?;
+    let mut batch = Batch {
+        txn: db.begin().await?,
+        messages: 0,
+    };
     for path in paths {
         let mut files = Vec::new();
         if let Err(reason) = collect(path, true, &mut files) {
@@ -101,11 +105,36 @@ pub async fn import_eml_paths(
             continue;
         }
         for file in files {
-            import_file(db, &file, options, &mut threader, &mut summary).await?;
+            import_file(db, &file, options, &mut threader, &mut batch, &mut summary).await?;
         }
     }
+    batch.txn.commit().await?;
     threader.link_earlier_replies(db).await?;
     Ok(summary)
+}
+
+/// Messages committed together: each message is its own savepoint inside the batch (so
+/// a failing message leaves nothing behind), and the batch is committed every
+/// [`BATCH`] messages, which spares a disk sync per message.
+#[derive(Debug)]
+struct Batch {
+    txn: DatabaseTransaction,
+    messages: usize,
+}
+
+/// The messages per committed batch.
+const BATCH: usize = 256;
+
+impl Batch {
+    async fn count(&mut self, db: &DatabaseConnection) -> Result<()> {
+        self.messages += 1;
+        if self.messages >= BATCH {
+            let full = std::mem::replace(&mut self.txn, db.begin().await?);
+            full.commit().await?;
+            self.messages = 0;
+        }
+        Ok(())
+    }
 }
 
 /// Adds `path` (a file, or the importable files under a directory) to `out`.
@@ -172,6 +201,7 @@ async fn import_file(
     path: &Path,
     options: &EmlOptions,
     threader: &mut Threader,
+    batch: &mut Batch,
     summary: &mut EmlSummary,
 ) -> Result<()> {
     let shown = path.display().to_string();
@@ -201,7 +231,7 @@ async fn import_file(
                 .push((shown, format!("cannot read: {}", io_reason(&e))));
             return Ok(());
         }
-        return import_one(db, &raw, shown, options, threader, summary).await;
+        return import_one(db, &raw, shown, options, threader, batch, summary).await;
     }
     for (n, item) in MessageIterator::new(reader).enumerate() {
         let source = format!("{shown}#{}", n + 1);
@@ -214,7 +244,7 @@ async fn import_file(
                 } else if raw.ends_with(b"\r\n\r\n") {
                     raw.truncate(raw.len() - 2);
                 }
-                import_one(db, &raw, source, options, threader, summary).await?;
+                import_one(db, &raw, source, options, threader, batch, summary).await?;
             }
             Err(e) => {
                 summary
@@ -233,6 +263,7 @@ async fn import_one(
     source: String,
     options: &EmlOptions,
     threader: &mut Threader,
+    batch: &mut Batch,
     summary: &mut EmlSummary,
 ) -> Result<()> {
     let eml = match parse_eml(raw, options.now) {
@@ -260,13 +291,14 @@ async fn import_one(
             rfc3339_z(&eml.sent_at)
         )),
     }
-    let stored = threader.store(db, eml).await.map_err(|e| {
+    let stored = threader.store(&batch.txn, eml).await.map_err(|e| {
         crate::error::Error::new(e.kind(), format!("{source}: {}", e.detail())).with_source(e)
     })?;
     match stored {
         Stored::Imported => {
             summary.imported += 1;
             summary.warnings.extend(warnings);
+            batch.count(db).await?;
         }
         Stored::Duplicate => summary.duplicates += 1,
     }

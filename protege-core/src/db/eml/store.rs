@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait, sea_query::Expr,
+    QuerySelect, TransactionSession, TransactionTrait, sea_query::Expr,
 };
 
 use super::parse::{ParsedEml, thread_subject};
@@ -69,14 +69,14 @@ impl Threader {
         thread
     }
 
-    /// Stores `eml` in its own transaction: skipped when its Message-ID is stored, else
+    /// Stores `eml` in its own transaction (a savepoint when `db` is itself a
+    /// transaction): skipped when its Message-ID is stored, else
     /// put in the thread of the first message it references (stored or pending), merging
     /// every other thread it links, or in a new thread.
-    pub(super) async fn store(
-        &mut self,
-        db: &DatabaseConnection,
-        eml: ParsedEml,
-    ) -> Result<Stored> {
+    pub(super) async fn store<C>(&mut self, db: &C, eml: ParsedEml) -> Result<Stored>
+    where
+        C: ConnectionTrait + TransactionTrait,
+    {
         let mut lookup: Vec<&str> = Vec::with_capacity(eml.parents.len() + 1);
         lookup.push(&eml.message_id);
         lookup.extend(eml.parents.iter().map(String::as_str));
