@@ -738,3 +738,41 @@ async fn messages_without_sender_or_with_an_oversized_id_fail_alone() {
     );
     assert_eq!(summary.imported, 1);
 }
+
+#[tokio::test]
+async fn a_large_mbox_is_committed_in_batches_on_a_file_database() {
+    // More messages than one batch, on a SQLite file (a single-connection pool).
+    let dir = tempfile::tempdir().unwrap();
+    let mbox = dir.path().join("big.mbox");
+    let mut text = String::new();
+    for i in 0..600 {
+        let (t, k) = (i / 3, i % 3);
+        text.push_str(&format!(
+            "From x Mon Jan  5 10:00:00 2026\nFrom: c{t}@example.com\nTo: support@acme.test\n\
+             Date: Mon, 5 Jan 2026 10:{:02}:00 +0000\nSubject: Order {t}\nMessage-ID: <b{t}-{k}@example.com>\n",
+            i % 60
+        ));
+        if k > 0 {
+            text.push_str(&format!("In-Reply-To: <b{t}-{}@example.com>\n", k - 1));
+        }
+        text.push_str("\nBody.\n\n");
+    }
+    std::fs::write(&mbox, text).unwrap();
+    let url = format!("sqlite://{}", dir.path().join("big.db").display());
+    let db = db::open(&url).await.unwrap();
+    let summary = import(&db, std::slice::from_ref(&mbox)).await;
+    assert_eq!(
+        summary.to_string(),
+        "imported 600 messages, skipped 0 duplicates, 0 failed"
+    );
+    assert_eq!(email_thread::Entity::find().count(&db).await.unwrap(), 200);
+    assert_eq!(
+        stored(&db, "<b199-2@example.com>").await["thread"],
+        json!("Order 199")
+    );
+    let again = import(&db, &[mbox]).await;
+    assert_eq!(
+        again.to_string(),
+        "imported 0 messages, skipped 600 duplicates, 0 failed"
+    );
+}

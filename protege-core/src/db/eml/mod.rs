@@ -94,10 +94,7 @@ pub async fn import_eml_paths(
 ) -> Result<EmlSummary> {
     let mut summary = EmlSummary::default();
     let mut threader = Threader::new(db, &options.own_addresses).await?;
-    let mut batch = Batch {
-        txn: db.begin().await?,
-        messages: 0,
-    };
+    let mut batch = Batch::default();
     for path in paths {
         let mut files = Vec::new();
         if let Err(reason) = collect(path, true, &mut files) {
@@ -108,7 +105,7 @@ pub async fn import_eml_paths(
             import_file(db, &file, options, &mut threader, &mut batch, &mut summary).await?;
         }
     }
-    batch.txn.commit().await?;
+    batch.finish().await?;
     threader.link_earlier_replies(db).await?;
     Ok(summary)
 }
@@ -116,9 +113,9 @@ pub async fn import_eml_paths(
 /// Messages committed together: each message is its own savepoint inside the batch (so
 /// a failing message leaves nothing behind), and the batch is committed every
 /// [`BATCH`] messages, which spares a disk sync per message.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Batch {
-    txn: DatabaseTransaction,
+    txn: Option<DatabaseTransaction>,
     messages: usize,
 }
 
@@ -126,12 +123,30 @@ struct Batch {
 const BATCH: usize = 256;
 
 impl Batch {
-    async fn count(&mut self, db: &DatabaseConnection) -> Result<()> {
+    /// The open batch transaction, begun when needed.
+    async fn txn(&mut self, db: &DatabaseConnection) -> Result<&DatabaseTransaction> {
+        let txn = match self.txn.take() {
+            Some(txn) => txn,
+            None => db.begin().await?,
+        };
+        Ok(self.txn.insert(txn))
+    }
+
+    /// Counts a stored message; commits the batch when it is full (before a new one
+    /// begins, so one connection is enough).
+    async fn count(&mut self) -> Result<()> {
         self.messages += 1;
         if self.messages >= BATCH {
-            let full = std::mem::replace(&mut self.txn, db.begin().await?);
-            full.commit().await?;
-            self.messages = 0;
+            self.finish().await?;
+        }
+        Ok(())
+    }
+
+    /// Commits what the batch holds.
+    async fn finish(&mut self) -> Result<()> {
+        self.messages = 0;
+        if let Some(txn) = self.txn.take() {
+            txn.commit().await?;
         }
         Ok(())
     }
@@ -291,14 +306,17 @@ async fn import_one(
             rfc3339_z(&eml.sent_at)
         )),
     }
-    let stored = threader.store(&batch.txn, eml).await.map_err(|e| {
-        crate::error::Error::new(e.kind(), format!("{source}: {}", e.detail())).with_source(e)
-    })?;
+    let stored = threader
+        .store(batch.txn(db).await?, eml)
+        .await
+        .map_err(|e| {
+            crate::error::Error::new(e.kind(), format!("{source}: {}", e.detail())).with_source(e)
+        })?;
     match stored {
         Stored::Imported => {
             summary.imported += 1;
             summary.warnings.extend(warnings);
-            batch.count(db).await?;
+            batch.count().await?;
         }
         Stored::Duplicate => summary.duplicates += 1,
     }
