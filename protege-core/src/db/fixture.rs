@@ -593,14 +593,7 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
                     .map(|m| m.sent_at)
                     .min()
                     .unwrap_or_else(Utc::now);
-                email_thread::Entity::insert(email_thread::ActiveModel {
-                    id: NotSet,
-                    subject: Set(thread.subject.clone()),
-                    created_at: Set(created_at),
-                })
-                .exec(db)
-                .await?
-                .last_insert_id
+                insert_thread(db, &thread.subject, created_at).await?
             }
         };
         for msg in new {
@@ -610,7 +603,25 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
     Ok(summary)
 }
 
-async fn insert_message<C: ConnectionTrait>(
+/// Inserts a thread row; returns its id.
+pub(super) async fn insert_thread<C: ConnectionTrait>(
+    db: &C,
+    subject: &str,
+    created_at: DateTime<Utc>,
+) -> Result<i64> {
+    Ok(email_thread::Entity::insert(email_thread::ActiveModel {
+        id: NotSet,
+        subject: Set(subject.to_owned()),
+        created_at: Set(created_at),
+    })
+    .exec(db)
+    .await?
+    .last_insert_id)
+}
+
+/// Inserts a message of thread `thread_id` with its attachments and tool uses, one row at
+/// a time, counting them in `summary`.
+pub(super) async fn insert_message<C: ConnectionTrait>(
     db: &C,
     thread_id: i64,
     msg: &FixtureMessage,

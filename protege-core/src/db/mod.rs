@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+mod eml;
 pub mod entities;
 mod fixture;
 pub(crate) mod history;
@@ -27,6 +28,7 @@ use sea_orm_migration::MigratorTrait;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, MailMessage};
 
+pub use eml::{EmlOptions, EmlSummary, import_eml_paths};
 pub use fixture::{
     Fixture, FixtureAttachment, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary,
     import_fixture, import_fixture_str, parse_fixture,

@@ -1,0 +1,346 @@
+//! One RFC 5322 message, parsed with `mail-parser` into the values a `messages` row and
+//! its `attachments` rows hold.
+
+use std::borrow::Cow;
+
+use chrono::{DateTime, Utc};
+use mail_parser::{Addr, Address, Encoding, HeaderValue, MessageParser, MimeHeaders, PartType};
+use sha2::{Digest, Sha256};
+
+use crate::db::fixture::FixtureAttachment;
+
+/// The longest Message-ID stored, in characters: the width of the indexed column.
+const MAX_ID_CHARS: usize = 512;
+
+/// Where the `sent_at` of a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DateSource {
+    /// The `Date` header.
+    Date,
+    /// The first `Received` header with a valid date.
+    Received,
+    /// Neither: the import time.
+    ImportTime,
+}
+
+/// A parsed message, owning everything it needs once the raw bytes are gone.
+#[derive(Debug)]
+pub(super) struct ParsedEml {
+    /// The Message-ID in angle brackets (synthetic when the header is missing).
+    pub(super) message_id: String,
+    /// Whether `message_id` was made from the hash of the raw message.
+    pub(super) synthetic_id: bool,
+    /// The From header form.
+    pub(super) from: String,
+    /// To addresses in header form.
+    pub(super) to: Vec<String>,
+    /// Cc addresses in header form.
+    pub(super) cc: Vec<String>,
+    /// The decoded subject (empty when missing).
+    pub(super) subject: String,
+    /// When it was sent, in UTC.
+    pub(super) sent_at: DateTime<Utc>,
+    /// Where `sent_at` came from.
+    pub(super) date_source: DateSource,
+    /// The `text/plain` body parts, joined; `None` when there are none.
+    pub(super) text_body: Option<String>,
+    /// The `text/html` body parts, joined; `None` when there are none.
+    pub(super) html_body: Option<String>,
+    /// The first In-Reply-To id, in angle brackets.
+    pub(super) in_reply_to: Option<String>,
+    /// The ids this message refers to, most relevant first: References newest first,
+    /// then In-Reply-To; deduplicated, without the message's own id.
+    pub(super) parents: Vec<String>,
+    /// The attachments (inline images included), with their bytes.
+    pub(super) attachments: Vec<FixtureAttachment>,
+}
+
+/// Parses `raw`; the error is the reason the message cannot be imported.
+pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, String> {
+    let message = MessageParser::default()
+        .parse(raw)
+        .ok_or_else(|| "not an email: no header found".to_owned())?;
+    let has_any = message.from().is_some()
+        || message.to().is_some()
+        || message.subject().is_some()
+        || message.date().is_some()
+        || message.message_id().is_some();
+    if !has_any {
+        return Err(
+            "not an email: none of the headers `From`, `To`, `Subject`, `Date`, `Message-ID`"
+                .to_owned(),
+        );
+    }
+    let from = message
+        .from()
+        .and_then(|a| addresses(a).into_iter().next())
+        .ok_or_else(|| "no `From` address".to_owned())?;
+
+    let (message_id, synthetic_id) = match message.message_id().and_then(angle_id) {
+        Some(id) => (id, false),
+        None => (format!("<{}@protege.invalid>", sha256_hex(raw)), true),
+    };
+    if message_id.chars().count() > MAX_ID_CHARS {
+        return Err(format!(
+            "`Message-ID` longer than {MAX_ID_CHARS} characters"
+        ));
+    }
+
+    let (sent_at, date_source) = match message.date().and_then(utc) {
+        Some(at) => (at, DateSource::Date),
+        None => match message
+            .received_all()
+            .find_map(|r| r.date.as_ref().and_then(utc))
+        {
+            Some(at) => (at, DateSource::Received),
+            None => (now, DateSource::ImportTime),
+        },
+    };
+
+    let in_reply_to = ids(message.in_reply_to()).into_iter().next();
+    let mut parents: Vec<String> = Vec::new();
+    let references = ids(message.references());
+    for id in references.into_iter().rev().chain(in_reply_to.clone()) {
+        if id != message_id && !parents.contains(&id) {
+            parents.push(id);
+        }
+    }
+
+    let text_body = join_bodies(message.text_bodies().filter_map(|p| match &p.body {
+        PartType::Text(t) => Some(t.as_ref()),
+        _ => None,
+    }));
+    let html_body = join_bodies(message.html_bodies().filter_map(|p| match &p.body {
+        PartType::Html(t) => Some(t.as_ref()),
+        _ => None,
+    }));
+
+    let mut attachments = Vec::new();
+    for &part_id in &message.attachments {
+        let Some(part) = message.parts.get(part_id as usize) else {
+            continue;
+        };
+        let (data, default_type): (Cow<'_, [u8]>, &str) = match &part.body {
+            PartType::Text(t) => (Cow::Borrowed(t.as_bytes()), "text/plain"),
+            PartType::Html(t) => (Cow::Borrowed(t.as_bytes()), "text/html"),
+            PartType::Binary(b) | PartType::InlineBinary(b) => {
+                (Cow::Borrowed(b.as_ref()), "application/octet-stream")
+            }
+            // A message/rfc822 part parsed in place shares the outer raw bytes: its own
+            // bytes are the part's body range. A transfer-encoded one owns its decoded bytes.
+            PartType::Message(m) => match part.encoding {
+                Encoding::None => (
+                    Cow::Borrowed(
+                        raw.get(part.offset_body as usize..part.offset_end as usize)
+                            .unwrap_or_default(),
+                    ),
+                    "message/rfc822",
+                ),
+                _ => (Cow::Borrowed(m.raw_message.as_ref()), "message/rfc822"),
+            },
+            PartType::Multipart(_) => continue,
+        };
+        let content_type = part
+            .content_type()
+            .map(|ct| match ct.subtype() {
+                Some(sub) => format!("{}/{}", ct.ctype(), sub),
+                None => ct.ctype().to_owned(),
+            })
+            .unwrap_or_else(|| default_type.to_owned())
+            .to_ascii_lowercase();
+        let filename = match part.attachment_name().map(str::trim) {
+            Some(name) if !name.is_empty() => name.to_owned(),
+            _ => format!("part-{part_id}.{}", extension(&content_type)),
+        };
+        attachments.push(FixtureAttachment {
+            id: attachment_id(&message_id, part_id),
+            filename,
+            content_type,
+            byte_size: data.len() as i64,
+            data: Some(data.into_owned()),
+        });
+    }
+
+    Ok(ParsedEml {
+        message_id,
+        synthetic_id,
+        from,
+        to: message.all_to().flat_map(addresses).collect(),
+        cc: message.all_cc().flat_map(addresses).collect(),
+        subject: message.subject().map(str::trim).unwrap_or("").to_owned(),
+        sent_at,
+        date_source,
+        text_body,
+        html_body,
+        in_reply_to,
+        parents,
+        attachments,
+    })
+}
+
+/// The header form of each address of a list or of the groups: `Name <addr>` or `addr`.
+fn addresses(address: &Address<'_>) -> Vec<String> {
+    match address {
+        Address::List(list) => list.iter().filter_map(header_form).collect(),
+        Address::Group(groups) => groups
+            .iter()
+            .flat_map(|g| g.addresses.iter().filter_map(header_form))
+            .collect(),
+    }
+}
+
+fn header_form(addr: &Addr<'_>) -> Option<String> {
+    let address = addr
+        .address
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())?;
+    match addr.name.as_deref().map(str::trim) {
+        Some(name) if !name.is_empty() && name != address => Some(format!("{name} <{address}>")),
+        _ => Some(address.to_owned()),
+    }
+}
+
+/// An id as stored: trimmed, in angle brackets; `None` when empty or not one token.
+fn angle_id(id: &str) -> Option<String> {
+    let id = id
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .trim();
+    if id.is_empty() || id.chars().any(char::is_whitespace) {
+        None
+    } else {
+        Some(format!("<{id}>"))
+    }
+}
+
+/// The ids of a message-id list header (In-Reply-To, References), in header order.
+fn ids(value: &HeaderValue<'_>) -> Vec<String> {
+    match value {
+        HeaderValue::Text(t) => angle_id(t).into_iter().collect(),
+        HeaderValue::TextList(list) => list.iter().filter_map(|t| angle_id(t)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn utc(date: &mail_parser::DateTime) -> Option<DateTime<Utc>> {
+    if !date.is_valid() {
+        return None;
+    }
+    DateTime::from_timestamp(date.to_timestamp(), 0)
+}
+
+/// The body parts joined by a line break, with CRLF line ends made LF; `None` when
+/// there is no text at all.
+fn join_bodies<'a>(parts: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut out = String::new();
+    for (i, part) in parts.enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(part);
+    }
+    if out.is_empty() {
+        None
+    } else {
+        Some(out.replace("\r\n", "\n"))
+    }
+}
+
+fn extension(content_type: &str) -> &str {
+    match content_type.split_once('/').map_or("", |(_, sub)| sub) {
+        "plain" => "txt",
+        "jpeg" => "jpg",
+        "rfc822" => "eml",
+        sub if !sub.is_empty()
+            && sub.len() <= 5
+            && sub.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            sub
+        }
+        _ => "bin",
+    }
+}
+
+/// `att-` and 24 hex digits of the hash of the Message-ID and the MIME part index: the
+/// same file of the same message keeps its id across re-imports.
+fn attachment_id(message_id: &str, part_id: u32) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(message_id.as_bytes());
+    hasher.update(b"#");
+    hasher.update(part_id.to_string().as_bytes());
+    format!("att-{}", &hex(&hasher.finalize())[..24])
+}
+
+pub(super) fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The subject of a thread started by a message: its subject without any leading
+/// `Re:`, `Fwd:` or `Fw:` (repeated, any case, `Re[2]:` too).
+pub(super) fn thread_subject(subject: &str) -> String {
+    let mut s = subject.trim();
+    loop {
+        let rest = ["fwd", "fw", "re"].iter().find_map(|prefix| {
+            s.get(..prefix.len())
+                .filter(|head| head.eq_ignore_ascii_case(prefix))
+                .map(|_| &s[prefix.len()..])
+        });
+        let Some(mut rest) = rest else { break };
+        if let Some(inner) = rest.strip_prefix('[') {
+            match inner.find(']') {
+                Some(end) if end > 0 && inner[..end].bytes().all(|b| b.is_ascii_digit()) => {
+                    rest = &inner[end + 1..];
+                }
+                _ => break,
+            }
+        }
+        let Some(rest) = rest.trim_start().strip_prefix(':') else {
+            break;
+        };
+        s = rest.trim_start();
+    }
+    s.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_subject_strips_reply_and_forward_prefixes() {
+        assert_eq!(thread_subject("Re: Fwd: RE: fw: Order A-1"), "Order A-1");
+        assert_eq!(thread_subject("Re[2]: Order"), "Order");
+        assert_eq!(thread_subject("Re : Order"), "Order");
+        assert_eq!(thread_subject("Report: Q3"), "Report: Q3");
+        assert_eq!(thread_subject("Fwd:"), "");
+        assert_eq!(thread_subject("Refund"), "Refund");
+        assert_eq!(thread_subject("Re[x]: Order"), "Re[x]: Order");
+    }
+
+    #[test]
+    fn ids_are_stored_in_angle_brackets() {
+        assert_eq!(angle_id(" a@b "), Some("<a@b>".to_owned()));
+        assert_eq!(angle_id("<a@b>"), Some("<a@b>".to_owned()));
+        assert_eq!(angle_id("a b"), None);
+        assert_eq!(angle_id(""), None);
+    }
+
+    #[test]
+    fn extensions_of_unnamed_parts() {
+        assert_eq!(extension("image/png"), "png");
+        assert_eq!(extension("image/jpeg"), "jpg");
+        assert_eq!(extension("text/plain"), "txt");
+        assert_eq!(extension("application/vnd.ms-excel"), "bin");
+    }
+}
