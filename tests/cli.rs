@@ -283,3 +283,74 @@ fn check_reports_every_problem_of_an_invalid_folder() {
     );
     assert!(run.stderr.contains(&second), "{}", run.stderr);
 }
+
+#[test]
+fn import_eml_then_resolve_replays_the_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("mail.db").display());
+    let mail = project().join("protege-core/tests/data/eml");
+    let files: Vec<String> = (1..=4)
+        .map(|i| mail.join(format!("refund-{i}.eml")).display().to_string())
+        .rev() // out of order on purpose
+        .collect();
+    let mut args = vec!["db", "import-eml"];
+    args.extend(files.iter().map(String::as_str));
+    let run = protege(&url, &project(), &args);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "imported 4 messages, skipped 0 duplicates, 0 failed\n"),
+        "{}",
+        run.stderr
+    );
+    let again = protege(&url, &project(), &args);
+    assert_eq!(
+        again.stdout,
+        "imported 0 messages, skipped 4 duplicates, 0 failed\n"
+    );
+
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "resolve",
+            "--persona",
+            "digest",
+            "--message",
+            "<refund-4@example.com>",
+            "--now",
+            NOW,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let value: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let roles: Vec<&str> = value["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    // digest: LoadText, then ThreadHistory(limit 5) with the three earlier mails
+    // (support@acme.test is the support persona's address: outbound), then the reply.
+    assert_eq!(roles, ["system", "user", "assistant", "user", "user"]);
+    let subjects: Vec<String> = value["messages"].as_array().unwrap()[1..]
+        .iter()
+        .map(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .lines()
+                .nth(4)
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "Subject: Refund for order A-1",
+            "Subject: Re: Refund for order A-1",
+            "Subject: RE: Re: Refund for order A-1",
+            "Subject: Re: Refund for order A-1",
+        ]
+    );
+}

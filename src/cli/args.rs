@@ -65,6 +65,21 @@ pub(crate) enum DbCommand {
         /// The fixture file.
         file: PathBuf,
     },
+    /// Import RFC 5322 messages (`.eml` files, mbox files, or folders of them), threading
+    /// by References/In-Reply-To; exit 1 when any file failed (the others are imported).
+    #[command(
+        name = "import-eml",
+        after_help = "Examples:\n  protege db import-eml inbox/\n  protege db import-eml archive.mbox --persona support"
+    )]
+    ImportEml {
+        /// Files or folders to import.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Whose mail this is: messages from this persona's `addresses` are outbound
+        /// (default: the addresses of every valid persona in the folder).
+        #[arg(long, value_name = "NAME")]
+        persona: Option<String>,
+    },
 }
 
 /// The output of `resolve`.

@@ -1,11 +1,11 @@
 //! `db migrate`, `db import` and the connection every command shares.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use protege::db;
 use sea_orm::DatabaseConnection;
 
-use super::{CliResult, Env, Failure};
+use super::{CliResult, Env, Failure, personas};
 
 /// Connects to the configured database and brings its schema up to date (the embedded
 /// SQLite default is created on first use).
@@ -44,4 +44,35 @@ pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
     let summary = import_file(env, &conn, file).await?;
     println!("{summary}");
     Ok(())
+}
+
+pub(crate) async fn import_eml(env: &Env, paths: &[PathBuf], persona: Option<&str>) -> CliResult {
+    let own_addresses = match persona {
+        Some(name) => personas::load_one(env, name)?.info.addresses.clone(),
+        None if env.personas.is_dir() => {
+            let (set, _) = personas::load(env)?;
+            set.personas()
+                .iter()
+                .flat_map(|p| p.info.addresses.clone())
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let conn = connect(env).await?;
+    let options = db::EmlOptions {
+        own_addresses,
+        now: chrono::Utc::now(),
+    };
+    let summary = db::import_eml_paths(&conn, paths, &options).await?;
+    let text = summary.to_string();
+    let (notes, last) = text.rsplit_once('\n').unwrap_or(("", &text));
+    if !notes.is_empty() {
+        eprintln!("{notes}");
+    }
+    if summary.failed.is_empty() {
+        println!("{last}");
+        Ok(())
+    } else {
+        Err(Failure::invalid(last.to_owned()))
+    }
 }
