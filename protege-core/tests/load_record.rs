@@ -171,7 +171,10 @@ async fn no_rows_no_database_unknown_table_and_bad_templates() {
 
         let undefined = LoadRecord::table("accounts").template_str("{{ record.missing }}");
         let err = undefined.resolve(&ctx).await.unwrap_err();
-        assert!(err.to_string().contains("undefined value"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "template `LoadRecord.template` line 1: `record.missing` is undefined"
+        );
 
         let m = ctx.message().unwrap().clone();
         let no_db = Context::builder(
