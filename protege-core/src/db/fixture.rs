@@ -502,7 +502,28 @@ pub async fn import_fixture_str(db: &DatabaseConnection, text: &str) -> Result<I
 }
 
 /// The most values bound in one `IN (...)` list, well under every backend's limit.
-const IN_CHUNK: usize = 500;
+/// How many values one `IN (...)` list holds at most.
+pub(crate) const IN_CHUNK: usize = 500;
+
+/// The thread of each of `message_ids` that is already stored, by Message-ID.
+pub(crate) async fn stored_threads<C: ConnectionTrait>(
+    db: &C,
+    message_ids: &[&str],
+) -> Result<HashMap<String, i64>> {
+    let mut found = HashMap::new();
+    for chunk in message_ids.chunks(IN_CHUNK) {
+        let rows: Vec<(String, i64)> = message::Entity::find()
+            .select_only()
+            .column(message::Column::MessageId)
+            .column(message::Column::EmailThreadId)
+            .filter(message::Column::MessageId.is_in(chunk.iter().copied()))
+            .into_tuple()
+            .all(db)
+            .await?;
+        found.extend(rows);
+    }
+    Ok(found)
+}
 
 /// Imports `fixture` in one transaction: a message whose Message-ID is already stored is
 /// skipped with its attachments and tool uses (so a second import changes nothing), and
@@ -522,18 +543,7 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
         .iter()
         .flat_map(|t| t.messages.iter().map(|m| m.message_id.as_str()))
         .collect();
-    let mut existing: HashMap<String, i64> = HashMap::new();
-    for chunk in all_ids.chunks(IN_CHUNK) {
-        let rows: Vec<(String, i64)> = message::Entity::find()
-            .select_only()
-            .column(message::Column::MessageId)
-            .column(message::Column::EmailThreadId)
-            .filter(message::Column::MessageId.is_in(chunk.iter().copied()))
-            .into_tuple()
-            .all(db)
-            .await?;
-        existing.extend(rows);
-    }
+    let existing = stored_threads(db, &all_ids).await?;
 
     // Attachment ids of new messages must not be stored already.
     let mut new_attachments: Vec<(&str, String)> = Vec::new();

@@ -11,12 +11,11 @@ use sea_orm::{
 
 use super::parse::{ParsedEml, thread_subject};
 use crate::db::entities::{email_thread, message};
-use crate::db::fixture::{FixtureMessage, ImportSummary, insert_message, insert_thread};
+use crate::db::fixture::{
+    FixtureMessage, IN_CHUNK, ImportSummary, insert_message, insert_thread, stored_threads,
+};
 use crate::error::Result;
 use crate::mail::{Direction, bare_address};
-
-/// The most values bound in one `IN (...)` list, well under every backend's limit.
-const IN_CHUNK: usize = 500;
 
 /// What storing one message did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,18 +79,7 @@ impl Threader {
         let mut lookup: Vec<&str> = Vec::with_capacity(eml.parents.len() + 1);
         lookup.push(&eml.message_id);
         lookup.extend(eml.parents.iter().map(String::as_str));
-        let mut found: HashMap<String, i64> = HashMap::new();
-        for chunk in lookup.chunks(IN_CHUNK) {
-            let rows: Vec<(String, i64)> = message::Entity::find()
-                .select_only()
-                .column(message::Column::MessageId)
-                .column(message::Column::EmailThreadId)
-                .filter(message::Column::MessageId.is_in(chunk.iter().copied()))
-                .into_tuple()
-                .all(db)
-                .await?;
-            found.extend(rows);
-        }
+        let found = stored_threads(db, &lookup).await?;
         if found.contains_key(&eml.message_id) {
             return Ok(Stored::Duplicate);
         }
