@@ -354,3 +354,57 @@ fn import_eml_then_resolve_replays_the_thread() {
         ]
     );
 }
+
+#[test]
+fn watch_prints_one_json_line_per_event() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    let file = personas.join("support.toml");
+    let valid =
+        |text: &str| format!("[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{text}\"\n");
+    std::fs::write(&file, valid("v1")).unwrap();
+    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protege"))
+        .arg("--root")
+        .arg(dir.path())
+        .arg("--database")
+        .arg(&url)
+        .arg("watch")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A watchdog: a missed event fails the test instead of hanging it.
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().unwrap().unwrap();
+    let path = file.display().to_string();
+    let json = |event: &str| {
+        format!(
+            r#"{{"event":"{event}","persona":"support","path":{}}}"#,
+            serde_json::to_string(&path).unwrap()
+        )
+    };
+    assert_eq!(next(), json("loaded"));
+    std::fs::write(&file, "[[message_resolvers]]\nuse = \"LoadTxt\"\n").unwrap();
+    assert_eq!(
+        next(),
+        serde_json::json!({
+            "event": "rejected",
+            "path": path,
+            "error": format!("{path}:2:7: error: unknown resolver `LoadTxt`, did you mean `LoadText`?"),
+        })
+        .to_string()
+    );
+    std::fs::write(&file, valid("v2")).unwrap();
+    assert_eq!(next(), json("reloaded"));
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(next(), json("removed"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
