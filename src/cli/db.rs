@@ -22,16 +22,11 @@ pub(crate) async fn migrate(env: &Env) -> CliResult {
 }
 
 /// Reads and validates a fixture before touching the database, then imports it.
-pub(crate) async fn import_file(
-    env: &Env,
-    conn: &DatabaseConnection,
-    file: &Path,
-) -> CliResult<String> {
+pub(crate) async fn import_file(conn: &DatabaseConnection, file: &Path) -> CliResult<String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| Failure::invalid(format!("cannot read fixture `{}`: {e}", file.display())))?;
     let fixture = db::parse_fixture(&text)
         .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
-    let _ = env;
     let summary = db::import_fixture(conn, &fixture)
         .await
         .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
@@ -39,9 +34,8 @@ pub(crate) async fn import_file(
 }
 
 pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
-    // Validate the file first so a malformed fixture never touches the database.
     let conn = connect(env).await?;
-    let summary = import_file(env, &conn, file).await?;
+    let summary = import_file(&conn, file).await?;
     println!("{summary}");
     Ok(())
 }

@@ -20,7 +20,7 @@ pub(crate) async fn run(env: &Env) -> CliResult {
     let conn = db::connect(env).await?;
     eprintln!("database: {}", protege::db::redact_url(&env.database));
     ensure_customers(env, &conn).await?;
-    let summary = db::import_file(env, &conn, &env.root.join(FIXTURE)).await?;
+    let summary = db::import_file(&conn, &env.root.join(FIXTURE)).await?;
     eprintln!("demo data: {summary}");
     let newest = message::Entity::find()
         .filter(message::Column::Direction.eq("inbound"))

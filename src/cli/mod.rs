@@ -53,10 +53,10 @@ impl Env {
     fn from_cli(cli: &Cli) -> CliResult<Env> {
         let cwd = std::env::current_dir()
             .map_err(|e| Failure::invalid(format!("cannot read the current directory: {e}")))?;
+        // `join` keeps an absolute path as it is.
         let root = match &cli.root {
-            Some(r) if r.is_absolute() => r.clone(),
             Some(r) => cwd.join(r),
-            None => cwd,
+            None => cwd.clone(),
         };
         if !root.is_dir() {
             return Err(Failure::invalid(format!(
@@ -65,10 +65,7 @@ impl Env {
             )));
         }
         let personas = match &cli.personas {
-            Some(p) if p.is_absolute() => p.clone(),
-            Some(p) => std::env::current_dir()
-                .map(|c| c.join(p))
-                .unwrap_or(p.clone()),
+            Some(p) => cwd.join(p),
             None => root.join("personas"),
         };
         let database = cli

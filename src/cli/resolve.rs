@@ -71,7 +71,12 @@ pub(crate) async fn resolve(env: &Env, args: &ResolveArgs) -> CliResult<Resoluti
             })?;
             (Trigger::Responsibility(r), None)
         }
-        (None, None) => unreachable!("clap requires --message or --responsibility"),
+        (None, None) => {
+            return Err(Failure {
+                code: 2,
+                message: "pass `--message MESSAGE_ID` or `--responsibility NAME`".into(),
+            });
+        }
     };
     let is_reply = matches!(trigger, Trigger::Message(_));
     let mut builder = Context::builder(info.clone(), AppConfig::new(&env.root), trigger).db(conn);
