@@ -408,3 +408,101 @@ fn watch_prints_one_json_line_per_event() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Attachments become image or document parts only when their bytes are a format the
+/// providers accept, with the media type detected from the bytes; anything else stays in
+/// the attachments note. A persona without tools replaying tool rounds gets them as text in
+/// the Anthropic body.
+#[test]
+fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/plain.toml"),
+        concat!(
+            "[model]\nprovider = \"anthropic\"\nname = \"claude-sonnet-4-5\"\n\n",
+            "[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Be brief.\"\n\n",
+            "[[message_resolvers]]\nuse = \"ThreadHistory\"\n",
+        ),
+    )
+    .unwrap();
+    // A JPEG declared as PNG, text declared as PNG, a real PDF and HTML declared as PDF.
+    let fixture = r#"{"threads":[{"subject":"Photos","messages":[
+      {"message_id":"<p1@example.com>","direction":"inbound","from":"Ann <ann@example.com>",
+       "to":["help@acme.test"],"subject":"Order","sent_at":"2026-03-01T09:00:00Z",
+       "text_body":"Where is A-7?",
+       "tool_uses":[{"run_id":"r1","turn_index":0,"position":0,"tool_call_id":"t1",
+                     "name":"lookup_order","input":{"order":"A-7"},"result":"shipped"}]},
+      {"message_id":"<p2@example.com>","direction":"outbound","from":"help@acme.test",
+       "to":["ann@example.com"],"subject":"Re: Order","sent_at":"2026-03-01T10:00:00Z",
+       "text_body":"It shipped."},
+      {"message_id":"<p3@example.com>","direction":"inbound","from":"Ann <ann@example.com>",
+       "to":["help@acme.test"],"subject":"Re: Order","sent_at":"2026-03-02T09:00:00Z",
+       "text_body":"It arrived broken, see photos.",
+       "attachments":[
+         {"id":"a1","filename":"photo.png","content_type":"image/png","byte_size":12,"data_base64":"/9j/4AAQSkZJRgAB"},
+         {"id":"a2","filename":"scan.png","content_type":"image/png","byte_size":12,"data_base64":"bm90IGFuIGltYWdl"},
+         {"id":"a3","filename":"r.pdf","content_type":"application/pdf","byte_size":9,"data_base64":"JVBERi0xLjQK"},
+         {"id":"a4","filename":"fake.pdf","content_type":"application/pdf","byte_size":6,"data_base64":"PGh0bWw+"}]}
+    ]}]}"#;
+    let fixture_path = root.path().join("fixture.json");
+    std::fs::write(&fixture_path, fixture).unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let run = protege(
+        &url,
+        root.path(),
+        &["db", "import", fixture_path.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let args = |format: &'static str| {
+        [
+            "resolve",
+            "--persona",
+            "plain",
+            "--message",
+            "<p3@example.com>",
+            "--now",
+            NOW,
+            "--format",
+            format,
+        ]
+    };
+    let run = protege(&url, root.path(), &args("messages"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let user = "From: Ann <ann@example.com>\\nTo: help@acme.test\\nCc:\\nDate: Mon, 2 Mar 2026 09:00:00 +0000\\nSubject: Re: Order\\n\\nIt arrived broken, see photos.\\n\\nAttachments:\\n- photo.png (image/png, 12 bytes, id: a1)\\n- scan.png (image/png, 12 bytes, id: a2)\\n- r.pdf (application/pdf, 9 bytes, id: a3)\\n- fake.pdf (application/pdf, 6 bytes, id: a4)";
+    let body: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        serde_json::to_string(&body["messages"][5]).unwrap(),
+        format!(
+            concat!(
+                r#"{{"role":"user","content":[{{"type":"text","text":"{user}"}},"#,
+                r#"{{"type":"image","media_type":"image/jpeg","data":"/9j/4AAQSkZJRgAB"}},"#,
+                r#"{{"type":"document","filename":"r.pdf","media_type":"application/pdf","data":"JVBERi0xLjQK"}}]}}"#
+            ),
+            user = user
+        )
+    );
+    let run = protege(&url, root.path(), &args("anthropic"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    save_wire("mislabelled", "anthropic", &run.stdout);
+    let body: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(body.get("tools"), None);
+    assert_eq!(
+        serde_json::to_string(&body["messages"]).unwrap(),
+        format!(
+            concat!(
+                r#"[{{"role":"user","content":"From: Ann <ann@example.com>\nTo: help@acme.test\nCc:\nDate: Sun, 1 Mar 2026 09:00:00 +0000\nSubject: Order\n\nWhere is A-7?"}},"#,
+                r#"{{"role":"assistant","content":"[tool call lookup_order] {{\"order\":\"A-7\"}}"}},"#,
+                r#"{{"role":"user","content":"[tool result lookup_order] shipped"}},"#,
+                r#"{{"role":"assistant","content":"From: help@acme.test\nTo: ann@example.com\nCc:\nDate: Sun, 1 Mar 2026 10:00:00 +0000\nSubject: Re: Order\n\nIt shipped."}},"#,
+                r#"{{"role":"user","content":[{{"type":"text","text":"{user}"}},"#,
+                r#"{{"type":"image","source":{{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQSkZJRgAB"}}}},"#,
+                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},"title":"r.pdf"}}]}}]"#
+            ),
+            user = user
+        )
+    );
+    let run = protege(&url, root.path(), &args("openai"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    save_wire("mislabelled", "openai", &run.stdout);
+}

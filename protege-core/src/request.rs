@@ -25,8 +25,11 @@ pub fn build_request(
 }
 
 /// The trailing user turn of a reply run: the message's rendering as a string or, when it
-/// has stored `image/*` or `application/pdf` attachments, as parts (the rendering, then
-/// one image or document part per such attachment in attachment order).
+/// has stored attachment data declared `image/*` or `application/pdf` whose bytes really
+/// are a PNG, JPEG, GIF, WebP image or a PDF document, as parts: the rendering, then one
+/// image or document part per such attachment in attachment order, carrying the media
+/// type detected from the bytes. Mislabelled data (a "PNG" that is not one) stays only in
+/// the rendering's attachments block, so providers never reject the body.
 pub fn user_turn(inbound: &MailMessage) -> Content {
     let text = inbound.to_llm_text();
     let mut parts = Vec::new();
@@ -34,18 +37,22 @@ pub fn user_turn(inbound: &MailMessage) -> Content {
         let Some(data) = a.data.as_deref() else {
             continue;
         };
-        let media_type = a.content_type.trim().to_ascii_lowercase();
-        if media_type.starts_with("image/") {
-            parts.push(Part::Image {
-                media_type,
-                data: base64::engine::general_purpose::STANDARD.encode(data),
-            });
-        } else if media_type == "application/pdf" {
-            parts.push(Part::Document {
+        let declared = a.content_type.trim().to_ascii_lowercase();
+        if !(declared.starts_with("image/") || declared == "application/pdf") {
+            continue;
+        }
+        let encoded = || base64::engine::general_purpose::STANDARD.encode(data);
+        match sniff(data) {
+            Some(Sniffed::Image(media_type)) => parts.push(Part::Image {
+                media_type: media_type.to_owned(),
+                data: encoded(),
+            }),
+            Some(Sniffed::Pdf) => parts.push(Part::Document {
                 filename: a.filename.clone(),
-                media_type,
-                data: base64::engine::general_purpose::STANDARD.encode(data),
-            });
+                media_type: "application/pdf".to_owned(),
+                data: encoded(),
+            }),
+            None => {}
         }
     }
     if parts.is_empty() {
@@ -53,5 +60,25 @@ pub fn user_turn(inbound: &MailMessage) -> Content {
     } else {
         parts.insert(0, Part::text(text));
         Content::Parts(parts)
+    }
+}
+
+/// What attachment bytes are, as far as the providers care.
+enum Sniffed {
+    /// An image type both providers accept.
+    Image(&'static str),
+    /// A PDF document.
+    Pdf,
+}
+
+/// The provider-accepted format of `data`, judged from the bytes alone.
+fn sniff(data: &[u8]) -> Option<Sniffed> {
+    match infer::get(data)?.mime_type() {
+        "image/png" => Some(Sniffed::Image("image/png")),
+        "image/jpeg" => Some(Sniffed::Image("image/jpeg")),
+        "image/gif" => Some(Sniffed::Image("image/gif")),
+        "image/webp" => Some(Sniffed::Image("image/webp")),
+        "application/pdf" => Some(Sniffed::Pdf),
+        _ => None,
     }
 }

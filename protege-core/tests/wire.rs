@@ -269,3 +269,65 @@ fn malformed_requests_are_not_converted() {
     );
     assert!(to_openai(&bad, &model("m", None)).is_err());
 }
+
+#[test]
+fn anthropic_without_tools_renders_tool_rounds_as_text() {
+    let mut r = tool_round();
+    r.tools.clear();
+    assert_eq!(
+        anthropic("rounds_as_text", &r, &model("claude-sonnet-4-5", None)),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.\n\nBe brief.","messages":["#,
+            r#"{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"[tool call lookup_order] {\"order\":\"A-1\"}"},"#,
+            r#"{"type":"text","text":"[tool call lookup_order] {\"order\":\"A-2\"}"}]},"#,
+            r#"{"role":"user","content":[{"type":"text","text":"[tool result lookup_order] {\"status\":\"shipped\"}"},"#,
+            r#"{"type":"text","text":"[tool result lookup_order] not found"},"#,
+            r#"{"type":"text","text":"Thanks. And A-2?"}]}]}"#
+        )
+    );
+    // OpenAI keeps the structured calls: that API accepts them without tools.
+    assert_eq!(
+        openai("rounds_without_tools", &r, &model("gpt-4o", None)),
+        concat!(
+            r#"{"model":"gpt-4o","messages":[{"role":"system","content":"You are support."},"#,
+            r#"{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"A-1\"}"}},"#,
+            r#"{"id":"call_2","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"A-2\"}"}}]},"#,
+            r#"{"role":"tool","tool_call_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
+            r#"{"role":"tool","tool_call_id":"call_2","content":"not found"},"#,
+            r#"{"role":"system","content":"Be brief."},"#,
+            r#"{"role":"user","content":"Thanks. And A-2?"}]}"#
+        )
+    );
+}
+
+#[test]
+fn anthropic_text_rounds_keep_assistant_text_before_the_calls() {
+    let r = Request {
+        messages: vec![
+            message(Role::User, "Refund A-1?"),
+            message(Role::Assistant, "Checking.").with_tool_calls(vec![ToolCall::new(
+                "c1",
+                "issue_refund",
+                json!({"order": "A-1", "amount": 5}),
+            )]),
+            message(Role::Tool, "").with_tool_call_id("c1"),
+        ],
+        tools: vec![],
+    };
+    assert_eq!(
+        anthropic(
+            "text_round_with_text",
+            &r,
+            &model("claude-sonnet-4-5", None)
+        ),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":["#,
+            r#"{"role":"user","content":"Refund A-1?"},"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"Checking."},"#,
+            r#"{"type":"text","text":"[tool call issue_refund] {\"order\":\"A-1\",\"amount\":5}"}]},"#,
+            r#"{"role":"user","content":"[tool result issue_refund] "}]}"#
+        )
+    );
+}

@@ -1,5 +1,7 @@
 //! Anthropic Messages request bodies.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value, json};
 
 use super::ModelSpec;
@@ -21,8 +23,17 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// start of the following user message; images and documents as base64 `source` blocks;
 /// `max_tokens` from the model (default 1024). When the first turn is not a user turn,
 /// a user turn `(conversation start)` opens the conversation.
+///
+/// The Messages API rejects `tool_use`/`tool_result` blocks in a request that declares no
+/// tools, so a request without tools (a persona without tools replaying a thread whose
+/// earlier runs used some) gets its tool rounds as text: one `[tool call NAME] INPUT`
+/// block per call (INPUT as compact JSON) in the assistant turn and one
+/// `[tool result NAME] CONTENT` block per result in the following user turn.
 pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
+    let rounds_as_text = request.tools.is_empty();
+    // Tool call id → tool name, for results rendered as text.
+    let mut call_names: HashMap<&str, &str> = HashMap::new();
     let mut system = Vec::new();
     // (role, blocks) of the merged turns; a turn's tool results come before its other blocks.
     let mut turns: Vec<(&'static str, Vec<Value>, usize)> = Vec::new();
@@ -39,11 +50,24 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
             Role::Assistant => {
                 let mut blocks = text_blocks(m);
                 for c in &m.tool_calls {
-                    blocks.push(json!({
-                        "type": "tool_use", "id": c.id, "name": c.name, "input": c.input,
-                    }));
+                    if rounds_as_text {
+                        call_names.insert(&c.id, &c.name);
+                        // `Value`'s `Display` is compact JSON.
+                        let text = format!("[tool call {}] {}", c.name, c.input);
+                        blocks.push(text_block(&text));
+                    } else {
+                        blocks.push(json!({
+                            "type": "tool_use", "id": c.id, "name": c.name, "input": c.input,
+                        }));
+                    }
                 }
                 ("assistant", blocks, 0)
+            }
+            Role::Tool if rounds_as_text => {
+                let id = m.tool_call_id.as_deref().unwrap_or_default();
+                let name = call_names.get(id).copied().unwrap_or_default();
+                let text = format!("[tool result {name}] {}", m.content.text());
+                ("user", vec![text_block(&text)], 1)
             }
             Role::Tool => {
                 let block = json!({
