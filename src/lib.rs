@@ -8,3 +8,10 @@
 pub use protege_config as config;
 pub use protege_core as core;
 pub use protege_core::*;
+
+mod engine;
+
+pub use engine::{
+    Engine, EngineBuilder, EngineError, EngineErrorKind, Format, Resolution, ResolveInput,
+    problem_summary,
+};

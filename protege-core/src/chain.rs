@@ -3,9 +3,10 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use crate::assemble::{Assembled, assemble};
 use crate::context::Context;
 use crate::error::Result;
-use crate::message::Message;
+use crate::message::{Message, Request};
 use crate::resolver::{BoxResolver, Resolved, Resolver};
 
 /// The contribution of one resolver in a run, for `--explain` and tracing.
@@ -48,6 +49,18 @@ pub trait Chain: Send + Sync {
             }
             Ok(out)
         }
+    }
+
+    /// Runs the chain and finishes the request: its messages, the user turn of a reply
+    /// run (the inbound message with its attachments), the context persona's tools,
+    /// checked with [`Request::validate`](crate::Request::validate).
+    fn request<'a>(&'a self, ctx: &'a Context) -> impl Future<Output = Result<Request>> + Send {
+        async move { Ok(assemble(self, ctx).await?.request) }
+    }
+
+    /// Like [`Chain::request`], with one report row per resolver (the `--explain` rows).
+    fn assemble<'a>(&'a self, ctx: &'a Context) -> impl Future<Output = Result<Assembled>> + Send {
+        assemble(self, ctx)
     }
 }
 

@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod assemble;
 mod chain;
 mod context;
 pub mod db;
@@ -34,6 +35,7 @@ pub mod tokens;
 mod validate;
 pub mod wire;
 
+pub use assemble::{Assembled, StepReport, assemble};
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility, Trigger,

@@ -91,6 +91,8 @@ pub(crate) enum Format {
     Openai,
     /// An Anthropic Messages request body.
     Anthropic,
+    /// The body of the persona's `[model] provider`.
+    Provider,
 }
 
 #[derive(Debug, Args)]

@@ -9,8 +9,9 @@ use sea_orm::{
     TransactionTrait,
 };
 
-use super::args::{Format, ResolveArgs};
-use super::{CliResult, Env, Failure, db, resolve};
+use protege::ResolveInput;
+
+use super::{CliResult, Env, Failure, db, explain, resolve};
 
 const FIXTURE: &str = "examples/data/demo.json";
 const CUSTOMERS: &str = "examples/data/customers.sql";
@@ -34,17 +35,14 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         "resolving persona `{PERSONA}` for the newest inbound message {} ({:?})\n",
         newest.message_id, newest.subject
     );
-    let args = ResolveArgs {
-        persona: PERSONA.into(),
-        message: Some(newest.message_id),
-        responsibility: None,
-        format: Format::Messages,
-        model: None,
-        now: None,
-        explain: true,
-    };
-    let out = resolve::resolve(env, &args).await?;
-    eprintln!("{}", out.explain);
+    let engine = protege::Engine::builder()
+        .root(&env.root)
+        .personas(&env.personas)
+        .connection(conn)
+        .build()
+        .await?;
+    let out = resolve::resolve(&engine, &ResolveInput::reply(PERSONA, newest.message_id)).await?;
+    eprintln!("{}", explain::table(&out));
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
     let _ = writeln!(std::io::stdout().lock(), "{text}");

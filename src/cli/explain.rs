@@ -3,9 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use protege::Step;
-use protege::message;
-use protege::tokens::{estimate_message_tokens, message_chars};
+use protege::Resolution;
 
 /// One row of the table.
 struct Row {
@@ -17,35 +15,26 @@ struct Row {
     time: Option<Duration>,
 }
 
-/// Renders the table for the chain's `steps`, the trailing user turn (when any) and the
-/// total wall time of the chain.
-pub(crate) fn table(
-    steps: &[Step<'_>],
-    user_turn: Option<&protege::Content>,
-    chain_time: Duration,
-) -> String {
-    let mut rows: Vec<Row> = steps
+/// Renders the table for a resolution: one row per resolver, the trailing user turn of a
+/// reply run, and the total with the wall time of the chain.
+pub(crate) fn table(out: &Resolution) -> String {
+    let rows: Vec<Row> = out
+        .steps
         .iter()
         .map(|s| Row {
-            position: s.position.to_string(),
-            name: s.name.to_owned(),
-            messages: s.messages.len(),
-            chars: s.messages.iter().map(message_chars).sum(),
-            tokens: s.messages.iter().map(estimate_message_tokens).sum(),
-            time: Some(s.elapsed),
+            position: if s.position == 0 {
+                "-".to_owned()
+            } else {
+                s.position.to_string()
+            },
+            name: s.name.clone(),
+            messages: s.messages,
+            chars: s.chars,
+            tokens: s.tokens,
+            time: (s.position != 0).then_some(s.elapsed),
         })
         .collect();
-    if let Some(content) = user_turn {
-        let m = message(protege::Role::User, content.clone());
-        rows.push(Row {
-            position: "-".into(),
-            name: "(trailing user turn)".into(),
-            messages: 1,
-            chars: message_chars(&m),
-            tokens: estimate_message_tokens(&m),
-            time: None,
-        });
-    }
+    let chain_time = out.elapsed;
     let total = Row {
         position: String::new(),
         name: "total".into(),

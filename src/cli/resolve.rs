@@ -1,25 +1,18 @@
 //! `resolve`: run a persona's chain for a message or a responsibility and print the request.
 
 use std::io::Write as _;
-use std::sync::Arc;
-use std::time::Instant;
 
-use protege::wire::{ModelSpec, to_anthropic, to_openai};
-use protege::{AppConfig, Chain, Context, Trigger, build_request, user_turn};
+use protege::config::render;
+use protege::{Engine, EngineError, EngineErrorKind, Resolution, ResolveInput};
 
 use super::args::{Format, ResolveArgs};
-use super::{CliResult, Env, Failure, db, explain, personas};
-
-/// What `resolve` produced: the JSON body and, for `--explain`, the table.
-pub(crate) struct Resolution {
-    pub(crate) body: serde_json::Value,
-    pub(crate) explain: String,
-}
+use super::{CliResult, Env, Failure, explain};
 
 pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
-    let out = resolve(env, args).await?;
+    let engine = engine(env).await?;
+    let out = resolve(&engine, &input(args)).await?;
     if args.explain {
-        eprint!("{}", out.explain);
+        eprint!("{}", explain::table(&out));
     }
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
@@ -28,78 +21,58 @@ pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
     Ok(())
 }
 
-pub(crate) async fn resolve(env: &Env, args: &ResolveArgs) -> CliResult<Resolution> {
-    let persona = personas::load_one(env, &args.persona)?;
-    let info = persona.info();
-    let model = match args.format {
-        Format::Messages => None,
-        Format::Openai | Format::Anthropic => Some(ModelSpec::resolve(
-            info.model.as_ref(),
-            args.model.as_deref(),
-        )?),
-    };
-    let conn = db::connect(env).await?;
-    let (trigger, user_content) = match (&args.message, &args.responsibility) {
-        (Some(id), _) => {
-            let m = protege::db::load_message(&conn, id).await?.ok_or_else(|| {
-                Failure::invalid(format!(
-                    "unknown message `{id}`: no message with this Message-ID in the database"
-                ))
-            })?;
-            let content = user_turn(&m);
-            (Trigger::Message(Arc::new(m)), Some(content))
-        }
-        (None, Some(name)) => {
-            let r = info.responsibility(name).cloned().ok_or_else(|| {
-                let known: Vec<String> = info
-                    .responsibilities
-                    .iter()
-                    .map(|r| format!("`{}`", r.name))
-                    .collect();
-                Failure::invalid(if known.is_empty() {
-                    format!(
-                        "unknown responsibility `{name}`: persona `{}` has no responsibilities",
-                        info.name
-                    )
-                } else {
-                    format!(
-                        "unknown responsibility `{name}` for persona `{}`; valid: {}",
-                        info.name,
-                        known.join(", ")
-                    )
-                })
-            })?;
-            (Trigger::Responsibility(r), None)
-        }
-        (None, None) => {
-            return Err(Failure {
-                code: 2,
-                message: "pass `--message MESSAGE_ID` or `--responsibility NAME`".into(),
-            });
-        }
-    };
-    let is_reply = matches!(trigger, Trigger::Message(_));
-    let mut builder = Context::builder(info.clone(), AppConfig::new(&env.root), trigger).db(conn);
-    if let Some(now) = args.now {
-        builder = builder.now(now);
+/// The engine of the command line: the app root, persona folder and database of `env`.
+pub(crate) async fn engine(env: &Env) -> CliResult<Engine> {
+    Engine::builder()
+        .root(&env.root)
+        .personas(&env.personas)
+        .database(&env.database)
+        .build()
+        .await
+        .map_err(Failure::from)
+}
+
+/// The engine's input for the command line's arguments.
+pub(crate) fn input(args: &ResolveArgs) -> ResolveInput {
+    ResolveInput {
+        persona: args.persona.clone(),
+        message_id: args.message.clone(),
+        responsibility: args.responsibility.clone(),
+        format: match args.format {
+            Format::Messages => protege::Format::Messages,
+            Format::Openai => protege::Format::Openai,
+            Format::Anthropic => protege::Format::Anthropic,
+            Format::Provider => protege::Format::Provider,
+        },
+        model: args.model.clone(),
+        now: args.now,
+        explain: args.explain,
     }
-    let ctx = builder.build();
-    let chain = if is_reply {
-        persona.message_chain()
-    } else {
-        persona.responsibility_chain()
-    };
-    let start = Instant::now();
-    let steps = chain.run(&ctx).await?;
-    let elapsed = start.elapsed();
-    let explain = explain::table(&steps, user_content.as_ref(), elapsed);
-    let messages = steps.into_iter().flat_map(|s| s.messages).collect();
-    let request = build_request(user_content, info.tools.clone(), messages)?;
-    let body = match (args.format, model) {
-        (Format::Openai, Some(m)) => to_openai(&request, &m)?,
-        (Format::Anthropic, Some(m)) => to_anthropic(&request, &m)?,
-        _ => serde_json::to_value(&request)
-            .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?,
-    };
-    Ok(Resolution { body, explain })
+}
+
+/// Resolves `input`; when the persona is unknown and some persona files are invalid, their
+/// problems are printed before the error (one of them may be the persona).
+pub(crate) async fn resolve(engine: &Engine, input: &ResolveInput) -> CliResult<Resolution> {
+    engine.resolve(input).await.map_err(|e| {
+        if e.kind() == EngineErrorKind::NotFound
+            && engine.persona(&input.persona).is_none()
+            && !engine.diagnostics().is_empty()
+        {
+            eprint!("{}", render(engine.diagnostics()));
+        }
+        Failure::from(e)
+    })
+}
+
+impl From<EngineError> for Failure {
+    fn from(e: EngineError) -> Self {
+        Failure {
+            code: if e.kind() == EngineErrorKind::BadRequest {
+                2
+            } else {
+                1
+            },
+            message: e.to_string(),
+        }
+    }
 }

@@ -1,0 +1,89 @@
+//! Finishing a run: the chain's messages, the trigger's user turn and the persona's tools
+//! as one validated [`Request`], with one report row per resolver.
+
+use std::time::{Duration, Instant};
+
+use crate::chain::Chain;
+use crate::context::Context;
+use crate::error::Result;
+use crate::message::{Content, Message, Request, Role, message};
+use crate::request::{build_request, user_turn};
+use crate::tokens::{estimate_message_tokens, message_chars};
+
+/// What one resolver contributed to a finished request: the rows of `--explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepReport {
+    /// The resolver's name (for the trailing user turn: `(trailing user turn)`).
+    pub name: String,
+    /// Its 1-based position in the chain (0 for the trailing user turn).
+    pub position: usize,
+    /// How many messages it contributed.
+    pub messages: usize,
+    /// Their characters (Unicode scalar values).
+    pub chars: usize,
+    /// Their estimated tokens (see [`crate::tokens`]).
+    pub tokens: usize,
+    /// How long it ran (zero for the trailing user turn).
+    pub elapsed: Duration,
+}
+
+impl StepReport {
+    fn of(name: &str, position: usize, messages: &[Message], elapsed: Duration) -> Self {
+        Self {
+            name: name.to_owned(),
+            position,
+            messages: messages.len(),
+            chars: messages.iter().map(message_chars).sum(),
+            tokens: messages.iter().map(estimate_message_tokens).sum(),
+            elapsed,
+        }
+    }
+}
+
+/// A finished request and how it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assembled {
+    /// The validated request.
+    pub request: Request,
+    /// One row per resolver, in declaration order, then a row for the trailing user turn
+    /// of a reply run.
+    pub steps: Vec<StepReport>,
+    /// The wall time of the whole chain (its resolvers run concurrently).
+    pub elapsed: Duration,
+}
+
+/// Runs `chain` for `ctx` and finishes the request: the chain's messages, then the user
+/// turn of a reply run (the inbound message's rendering, with its attachments as parts),
+/// then the tools of the context's persona, checked with [`Request::validate`].
+pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Assembled> {
+    let start = Instant::now();
+    let run = chain.run(ctx).await?;
+    let elapsed = start.elapsed();
+    let mut steps = Vec::with_capacity(run.len() + 1);
+    let mut messages = Vec::with_capacity(run.iter().map(|s| s.messages.len()).sum());
+    for step in run {
+        steps.push(StepReport::of(
+            step.name,
+            step.position,
+            &step.messages,
+            step.elapsed,
+        ));
+        messages.extend(step.messages);
+    }
+    let user: Option<Content> = ctx.message().map(user_turn);
+    if let Some(content) = &user {
+        let turn = [message(Role::User, content.clone())];
+        steps.push(StepReport::of(
+            "(trailing user turn)",
+            0,
+            &turn,
+            Duration::ZERO,
+        ));
+    }
+    let request = build_request(user, ctx.persona().tools.clone(), messages)?;
+    Ok(Assembled {
+        request,
+        steps,
+        elapsed,
+    })
+}

@@ -1,0 +1,113 @@
+//! What to resolve: [`ResolveInput`] (also the JSON body of `POST /v1/resolve`) and the
+//! output [`Format`].
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The output of a resolve: protege's canonical JSON or a provider's request body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// protege's canonical JSON: `{"messages":[...],"tools":[...]}`.
+    #[default]
+    Messages,
+    /// An OpenAI Chat Completions request body.
+    Openai,
+    /// An Anthropic Messages request body.
+    Anthropic,
+    /// The body of the persona's `[model] provider` (an error when it has none).
+    Provider,
+}
+
+/// One resolve: which persona, which trigger (a message to answer or a responsibility to
+/// run), and how to shape the output.
+///
+/// ```
+/// use protege::{Format, ResolveInput};
+/// let input = ResolveInput::reply("support", "<m1@example.com>").format(Format::Anthropic);
+/// assert_eq!(
+///     serde_json::to_string(&input).unwrap(),
+///     r#"{"persona":"support","message_id":"<m1@example.com>","format":"anthropic"}"#
+/// );
+/// let parsed: ResolveInput =
+///     serde_json::from_str(r#"{"persona":"digest","responsibility":"daily-digest"}"#).unwrap();
+/// assert_eq!(parsed, ResolveInput::scheduled("digest", "daily-digest"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[must_use = "a ResolveInput does nothing until it is passed to `Engine::resolve`"]
+pub struct ResolveInput {
+    /// The persona's name.
+    pub persona: String,
+    /// A reply run: the Message-ID of the inbound message to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// A scheduled run: the name of the persona's responsibility.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responsibility: Option<String>,
+    /// The output format (default `messages`).
+    #[serde(default, skip_serializing_if = "is_default_format")]
+    pub format: Format,
+    /// The model of a wire format, overriding the persona's `[model] name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The time of the run (default: now), for reproducible output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<DateTime<Utc>>,
+    /// Whether the caller wants the per-resolver rows (the HTTP service adds them to its
+    /// answer; [`Resolution::steps`](crate::Resolution::steps) always has them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain: bool,
+}
+
+fn is_default_format(format: &Format) -> bool {
+    *format == Format::Messages
+}
+
+impl ResolveInput {
+    /// A reply run of `persona` answering the inbound message `message_id`.
+    pub fn reply(persona: impl Into<String>, message_id: impl Into<String>) -> Self {
+        Self {
+            persona: persona.into(),
+            message_id: Some(message_id.into()),
+            responsibility: None,
+            format: Format::Messages,
+            model: None,
+            now: None,
+            explain: false,
+        }
+    }
+
+    /// A scheduled run of `persona`'s responsibility `responsibility`.
+    pub fn scheduled(persona: impl Into<String>, responsibility: impl Into<String>) -> Self {
+        Self {
+            message_id: None,
+            responsibility: Some(responsibility.into()),
+            ..Self::reply(persona, "")
+        }
+    }
+
+    /// Sets the output format.
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Sets the model of a wire format.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Fixes the time of the run.
+    pub fn now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// Asks for the per-resolver rows in the HTTP answer.
+    pub fn explain(mut self, explain: bool) -> Self {
+        self.explain = explain;
+        self
+    }
+}

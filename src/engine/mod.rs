@@ -1,0 +1,386 @@
+//! The front door: [`Engine`] turns a persona folder, a database and a [`ResolveInput`]
+//! into a finished request, the same way for the command line, the HTTP service, the
+//! examples and embedding applications.
+
+mod error;
+mod input;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use protege_config::{Diagnostic, Event, Persona, PersonaSet, Registry, Watch};
+use protege_core::db::{self, DatabaseConnection};
+use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
+use protege_core::{AppConfig, Context, Provider, Request, StepReport, Trigger, assemble};
+use tokio::sync::{OnceCell, broadcast};
+
+pub use error::{EngineError, EngineErrorKind};
+pub use input::{Format, ResolveInput};
+
+/// The result of [`Engine::resolve`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    /// The canonical payload.
+    pub request: Request,
+    /// The output in the requested format: exactly what `protege resolve` prints.
+    pub body: serde_json::Value,
+    /// One row per resolver (then one for the trailing user turn of a reply run): the
+    /// rows of `--explain`.
+    pub steps: Vec<StepReport>,
+    /// The wall time of the whole chain.
+    pub elapsed: std::time::Duration,
+}
+
+/// Builds an [`Engine`]: where the app lives, its personas and its database.
+#[derive(Debug, Default)]
+#[must_use = "an EngineBuilder does nothing until `.build().await`"]
+pub struct EngineBuilder {
+    root: Option<PathBuf>,
+    personas: Option<PathBuf>,
+    database: Option<String>,
+    connection: Option<DatabaseConnection>,
+    registry: Option<Registry>,
+    config: Option<AppConfig>,
+    watch: bool,
+}
+
+impl EngineBuilder {
+    /// The app root relative paths resolve against (default `.`).
+    pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root = Some(root.into());
+        self
+    }
+
+    /// The persona folder (default `<root>/personas`; a relative path is taken from the
+    /// current directory).
+    pub fn personas(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.personas = Some(dir.into());
+        self
+    }
+
+    /// The database URL (default `$PROTEGE_DATABASE_URL`, else `sqlite://<root>/protege.db`,
+    /// created and migrated on first use).
+    pub fn database(mut self, url: impl Into<String>) -> Self {
+        self.database = Some(url.into());
+        self
+    }
+
+    /// An open database connection to use instead of a URL (its schema must be migrated).
+    pub fn connection(mut self, db: DatabaseConnection) -> Self {
+        self.connection = Some(db);
+        self
+    }
+
+    /// The registry of resolver names (default: the built-ins), for custom resolvers.
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Application settings for resolvers (its root is replaced by the engine's root).
+    pub fn config(mut self, config: AppConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Whether to hot-reload the persona folder (default false).
+    pub fn watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
+    }
+
+    /// Loads the persona folder (invalid files are kept as [`Engine::diagnostics`]),
+    /// starts watching it when asked, and prepares the database, which is connected on
+    /// first use.
+    pub async fn build(self) -> Result<Engine, EngineError> {
+        let root = self.root.unwrap_or_else(|| PathBuf::from("."));
+        let personas = self.personas.unwrap_or_else(|| root.join("personas"));
+        if !personas.is_dir() {
+            return Err(EngineError::new(
+                EngineErrorKind::Config,
+                if personas.exists() {
+                    format!("persona folder `{}` is not a directory", personas.display())
+                } else {
+                    format!("persona folder `{}` does not exist", personas.display())
+                },
+            ));
+        }
+        let registry = self.registry.unwrap_or_default();
+        let (set, diagnostics) = PersonaSet::load_with(&personas, registry)?;
+        let events = if self.watch {
+            let watch = set.watch()?;
+            let (tx, _) = broadcast::channel(256);
+            tokio::spawn(forward(watch, tx.clone()));
+            Some(tx)
+        } else {
+            None
+        };
+        let database = self
+            .database
+            .or_else(|| {
+                std::env::var("PROTEGE_DATABASE_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+            })
+            .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
+        let mut config = self.config.unwrap_or_default();
+        config.root = root;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                config,
+                set,
+                diagnostics,
+                database,
+                db: match self.connection {
+                    Some(conn) => OnceCell::new_with(Some(conn)),
+                    None => OnceCell::new(),
+                },
+                events,
+            }),
+        })
+    }
+}
+
+async fn forward(mut watch: Watch, tx: broadcast::Sender<Event>) {
+    while let Some(event) = watch.next().await {
+        // No subscriber is fine: the set reloads whether anyone listens or not.
+        let _ = tx.send(event);
+    }
+}
+
+/// The engine: personas (hot-reloaded when asked), a database, and [`Engine::resolve`].
+/// Cheap to clone; clones share everything.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), protege::EngineError> {
+/// use protege::{Engine, Format, ResolveInput};
+/// let engine = Engine::builder().root(".").database("sqlite://protege.db").build().await?;
+/// let out = engine
+///     .resolve(&ResolveInput::reply("support", "<m1@example.com>").format(Format::Anthropic))
+///     .await?;
+/// println!("{}", serde_json::to_string_pretty(&out.body).unwrap());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: AppConfig,
+    set: PersonaSet,
+    diagnostics: Vec<Diagnostic>,
+    database: String,
+    db: OnceCell<DatabaseConnection>,
+    events: Option<broadcast::Sender<Event>>,
+}
+
+impl Engine {
+    /// Starts building an engine.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// The app root.
+    pub fn root(&self) -> &Path {
+        &self.inner.config.root
+    }
+
+    /// The live personas, sorted by name (a snapshot: a reload does not change it).
+    pub fn personas(&self) -> Vec<Arc<Persona>> {
+        let mut all = self.inner.set.personas();
+        all.sort_by(|a, b| a.name().cmp(b.name()));
+        all
+    }
+
+    /// The persona called `name`, from the live snapshot.
+    pub fn persona(&self, name: &str) -> Option<Arc<Persona>> {
+        self.inner.set.get(name)
+    }
+
+    /// The problems of the persona files that were invalid when the engine was built.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.inner.diagnostics
+    }
+
+    /// The reload events of the persona folder (§ hot reload), from now on; `None` when
+    /// the engine does not watch its folder.
+    pub fn events(&self) -> Option<broadcast::Receiver<Event>> {
+        self.inner.events.as_ref().map(broadcast::Sender::subscribe)
+    }
+
+    /// The database, connected (and migrated) on first use.
+    pub async fn db(&self) -> Result<&DatabaseConnection, EngineError> {
+        self.inner
+            .db
+            .get_or_try_init(|| async {
+                let conn = db::connect(&self.inner.database).await?;
+                db::migrate(&conn).await?;
+                Ok::<_, EngineError>(conn)
+            })
+            .await
+    }
+
+    /// Resolves `input`: runs the persona's chain for the trigger, appends the user turn
+    /// and the tools, validates, and encodes the request in the asked format.
+    pub async fn resolve(&self, input: &ResolveInput) -> Result<Resolution, EngineError> {
+        if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            return Err(EngineError::new(
+                EngineErrorKind::BadRequest,
+                "the model name is empty; pass a model such as `gpt-4o` or leave it out",
+            ));
+        }
+        let persona = self
+            .persona(&input.persona)
+            .ok_or_else(|| self.unknown_persona(&input.persona))?;
+        let info = persona.info();
+        let model = match input.format {
+            Format::Messages => None,
+            Format::Openai | Format::Anthropic | Format::Provider => Some(ModelSpec::resolve(
+                info.model.as_ref(),
+                input.model.as_deref(),
+            )?),
+        };
+        let format = match input.format {
+            Format::Provider => match info.model.as_ref().and_then(|m| m.provider) {
+                Some(Provider::Openai) => Format::Openai,
+                Some(Provider::Anthropic) => Format::Anthropic,
+                None => {
+                    return Err(EngineError::new(
+                        EngineErrorKind::InvalidInput,
+                        format!(
+                            "persona `{}` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`",
+                            info.name
+                        ),
+                    ));
+                }
+            },
+            other => other,
+        };
+        let conn = self.db().await?;
+        let trigger = match (&input.message_id, &input.responsibility) {
+            (Some(id), None) => {
+                let m = db::load_message(conn, id).await?.ok_or_else(|| {
+                    EngineError::new(
+                        EngineErrorKind::NotFound,
+                        format!("unknown message `{id}`: no message with this Message-ID in the database"),
+                    )
+                })?;
+                if m.direction == protege_core::Direction::Outbound {
+                    return Err(EngineError::new(
+                        EngineErrorKind::InvalidInput,
+                        format!(
+                            "message `{id}` was sent by the persona; a reply run answers an inbound message"
+                        ),
+                    ));
+                }
+                Trigger::Message(Arc::new(m))
+            }
+            (None, Some(name)) => Trigger::Responsibility(
+                info.responsibility(name)
+                    .cloned()
+                    .ok_or_else(|| unknown_responsibility(info, name))?,
+            ),
+            _ => {
+                return Err(EngineError::new(
+                    EngineErrorKind::BadRequest,
+                    "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
+                ));
+            }
+        };
+        let is_reply = matches!(trigger, Trigger::Message(_));
+        let mut builder =
+            Context::builder(info.clone(), self.inner.config.clone(), trigger).db(conn.clone());
+        if let Some(now) = input.now {
+            builder = builder.now(now);
+        }
+        let ctx = builder.build();
+        let chain = if is_reply {
+            persona.message_chain()
+        } else {
+            persona.responsibility_chain()
+        };
+        let assembled = assemble(chain, &ctx).await?;
+        let body = match (format, model) {
+            (Format::Openai, Some(m)) => to_openai(&assembled.request, &m)?,
+            (Format::Anthropic, Some(m)) => to_anthropic(&assembled.request, &m)?,
+            _ => serde_json::to_value(&assembled.request).map_err(|e| {
+                EngineError::new(
+                    EngineErrorKind::InvalidInput,
+                    format!("cannot serialise the request: {e}"),
+                )
+            })?,
+        };
+        Ok(Resolution {
+            request: assembled.request,
+            body,
+            steps: assembled.steps,
+            elapsed: assembled.elapsed,
+        })
+    }
+
+    fn unknown_persona(&self, name: &str) -> EngineError {
+        let known: Vec<String> = self
+            .personas()
+            .iter()
+            .map(|p| format!("`{}`", p.name()))
+            .collect();
+        EngineError::new(
+            EngineErrorKind::NotFound,
+            if !self.inner.diagnostics.is_empty() {
+                format!(
+                    "unknown persona `{name}`: it is not among the valid personas, and the persona folder has {}",
+                    problem_summary(&self.inner.diagnostics)
+                )
+            } else if known.is_empty() {
+                format!(
+                    "unknown persona `{name}`: the persona folder `{}` holds no personas",
+                    self.inner.set.dir().display()
+                )
+            } else {
+                format!(
+                    "unknown persona `{name}`; known personas: {}",
+                    known.join(", ")
+                )
+            },
+        )
+    }
+}
+
+fn unknown_responsibility(info: &protege_core::PersonaInfo, name: &str) -> EngineError {
+    let known: Vec<String> = info
+        .responsibilities
+        .iter()
+        .map(|r| format!("`{}`", r.name))
+        .collect();
+    EngineError::new(
+        EngineErrorKind::NotFound,
+        if known.is_empty() {
+            format!(
+                "unknown responsibility `{name}`: persona `{}` has no responsibilities",
+                info.name
+            )
+        } else {
+            format!(
+                "unknown responsibility `{name}` for persona `{}`; valid: {}",
+                info.name,
+                known.join(", ")
+            )
+        },
+    )
+}
+
+/// `N problems in M persona files`.
+pub fn problem_summary(diagnostics: &[Diagnostic]) -> String {
+    let mut files: Vec<&Path> = diagnostics.iter().map(Diagnostic::path).collect();
+    files.sort();
+    files.dedup();
+    let problems = diagnostics.len();
+    format!(
+        "{problems} {} in {} persona {}",
+        if problems == 1 { "problem" } else { "problems" },
+        files.len(),
+        if files.len() == 1 { "file" } else { "files" }
+    )
+}

@@ -1,0 +1,249 @@
+//! The front door: `Engine::resolve` gives exactly what `protege resolve` prints, for every
+//! format, and reports each kind of mistake with its kind.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use chrono::{DateTime, Utc};
+use protege::{Engine, EngineErrorKind, Format, ResolveInput};
+
+const NOW: &str = "2026-03-10T08:00:00Z";
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn now() -> DateTime<Utc> {
+    NOW.parse().unwrap()
+}
+
+/// A SQLite database holding the demo data (made by `protege demo`).
+fn demo_db() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let out = Command::new(env!("CARGO_BIN_EXE_protege"))
+        .arg("--root")
+        .arg(project())
+        .arg("--database")
+        .arg(&url)
+        .arg("demo")
+        .env_remove("PROTEGE_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, url)
+}
+
+async fn engine(url: &str) -> Engine {
+    Engine::builder()
+        .root(project())
+        .database(url)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn expected(name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(project().join("tests/expected").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn resolve_gives_what_the_command_line_prints() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    for (format, file) in [
+        (Format::Messages, "support-refund.messages.json"),
+        (Format::Openai, "support-refund.openai.json"),
+        (Format::Anthropic, "support-refund.anthropic.json"),
+        // The support persona's `[model] provider` is anthropic.
+        (Format::Provider, "support-refund.anthropic.json"),
+    ] {
+        let out = engine
+            .resolve(
+                &ResolveInput::reply("support", "<refund-3@example.com>")
+                    .format(format)
+                    .now(now()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.body, expected(file), "{format:?}");
+        assert_eq!(
+            serde_json::to_value(&out.request).unwrap(),
+            expected("support-refund.messages.json")
+        );
+    }
+    let out = engine
+        .resolve(
+            &ResolveInput::scheduled("digest", "daily-digest")
+                .format(Format::Openai)
+                .now(now()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.body, expected("digest-daily.openai.json"));
+}
+
+#[tokio::test]
+async fn steps_are_the_explain_rows() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    let out = engine
+        .resolve(&ResolveInput::reply("support", "<refund-3@example.com>").now(now()))
+        .await
+        .unwrap();
+    let rows: Vec<(usize, &str, usize)> = out
+        .steps
+        .iter()
+        .map(|s| (s.position, s.name.as_str(), s.messages))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, "LoadText", 1),
+            (2, "LoadFile", 1),
+            (3, "LoadFile", 1),
+            (4, "LoadRecord", 1),
+            (5, "ThreadHistory", 6),
+            (6, "LoadText", 1),
+            (0, "(trailing user turn)", 1),
+        ]
+    );
+    let messages: usize = out.steps.iter().map(|s| s.messages).sum();
+    assert_eq!(messages, out.request.messages.len());
+    let chars: usize = out.steps.iter().map(|s| s.chars).sum();
+    assert_eq!(
+        chars,
+        out.request
+            .messages
+            .iter()
+            .map(protege::tokens::message_chars)
+            .sum::<usize>()
+    );
+}
+
+#[tokio::test]
+async fn mistakes_have_their_kind_and_sentence() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    let cases: Vec<(ResolveInput, EngineErrorKind, &str)> = vec![
+        (
+            ResolveInput::reply("nobody", "<refund-3@example.com>"),
+            EngineErrorKind::NotFound,
+            "unknown persona `nobody`; known personas: `billing`, `digest`, `support`",
+        ),
+        (
+            ResolveInput::reply("support", "<nope@example.com>"),
+            EngineErrorKind::NotFound,
+            "unknown message `<nope@example.com>`: no message with this Message-ID in the database",
+        ),
+        (
+            ResolveInput::scheduled("support", "weekly"),
+            EngineErrorKind::NotFound,
+            "unknown responsibility `weekly`: persona `support` has no responsibilities",
+        ),
+        (
+            ResolveInput {
+                responsibility: Some("daily-digest".into()),
+                ..ResolveInput::reply("digest", "<refund-3@example.com>")
+            },
+            EngineErrorKind::BadRequest,
+            "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
+        ),
+        (
+            ResolveInput::reply("support", "<refund-3@example.com>").model(""),
+            EngineErrorKind::BadRequest,
+            "the model name is empty; pass a model such as `gpt-4o` or leave it out",
+        ),
+        (
+            ResolveInput::reply("support", "<refund-2@acme.test>"),
+            EngineErrorKind::InvalidInput,
+            "message `<refund-2@acme.test>` was sent by the persona; a reply run answers an inbound message",
+        ),
+    ];
+    for (input, kind, message) in cases {
+        let err = engine.resolve(&input).await.unwrap_err();
+        assert_eq!(
+            (err.kind(), err.to_string().as_str()),
+            (kind, message),
+            "{input:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn provider_format_needs_a_provider() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/plain.toml"),
+        "[model]\nname = \"gpt-4o\"\n\n[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\ninstructions = \"Go.\"\n\n[[responsibility_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{{ responsibility.instructions }}\"\n",
+    )
+    .unwrap();
+    let engine = Engine::builder()
+        .root(root.path())
+        .database("sqlite::memory:")
+        .build()
+        .await
+        .unwrap();
+    let err = engine
+        .resolve(&ResolveInput::scheduled("plain", "r").format(Format::Provider))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::InvalidInput,
+            "persona `plain` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`"
+        )
+    );
+    let out = engine
+        .resolve(&ResolveInput::scheduled("plain", "r").format(Format::Openai))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.body,
+        serde_json::json!({"model":"gpt-4o","messages":[{"role":"system","content":"Go."}]})
+    );
+}
+
+#[tokio::test]
+async fn a_watching_engine_picks_up_an_edit() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    let file = root.path().join("personas/p.toml");
+    let persona = |text: &str| {
+        format!(
+            "[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\ninstructions = \"\"\n\n[[responsibility_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{text}\"\n"
+        )
+    };
+    std::fs::write(&file, persona("before")).unwrap();
+    let engine = Engine::builder()
+        .root(root.path())
+        .database("sqlite::memory:")
+        .watch(true)
+        .build()
+        .await
+        .unwrap();
+    let mut events = engine.events().expect("a watching engine has events");
+    let text = |out: protege::Resolution| out.request.messages[0].content.text();
+    let input = ResolveInput::scheduled("p", "r");
+    assert_eq!(text(engine.resolve(&input).await.unwrap()), "before");
+    std::fs::write(&file, persona("after")).unwrap();
+    let reloaded = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            match events.recv().await.unwrap() {
+                protege::config::Event::Reloaded { persona, .. } => break persona,
+                _ => continue,
+            }
+        }
+    })
+    .await
+    .expect("no reload event within 30 s");
+    assert_eq!(reloaded, "p");
+    assert_eq!(text(engine.resolve(&input).await.unwrap()), "after");
+}
