@@ -16,7 +16,7 @@ use chrono::{TimeZone, Utc};
 use protege::db::DatabaseConnection;
 use protege::{
     AppConfig, Chain, Context, Message, PersonaInfo, Resolver, Result, Role, ToolDef, Trigger,
-    build_request, message, resolvers, user_turn,
+    message, resolvers,
 };
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
@@ -172,10 +172,8 @@ async fn main() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("the fixture has no message `<m3@example.com>`"))?;
     let inbound = Arc::new(inbound);
 
-    let persona = persona();
-    let tools = persona.tools.clone();
     let ctx = Context::builder(
-        persona,
+        persona(),
         AppConfig::new(root),
         Trigger::Message(inbound.clone()),
     )
@@ -183,7 +181,9 @@ async fn main() -> anyhow::Result<()> {
     .db(db)
     .build();
 
-    let request = build_request(Some(user_turn(&inbound)), tools, chain.resolve(&ctx).await?)?;
+    // Runs the chain, appends the inbound message as the user turn, adds the persona's
+    // tools and checks the tool-call pairing.
+    let request = chain.request(&ctx).await?;
     eprintln!("chain: {chain:?}");
     println!("{}", serde_json::to_string_pretty(&request)?);
     Ok(())

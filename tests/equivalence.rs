@@ -13,8 +13,7 @@ use protege::db::{self, DatabaseConnection};
 use protege::resolvers::{OrderBy, WhereValue};
 use protege::{
     AppConfig, Chain, Context, DynChain, LoadFile, LoadRecord, LoadText, MailMessage, PersonaInfo,
-    Responsibility, Role, StaticChain, Template, ThreadHistory, ToolDef, Trigger, build_request,
-    user_turn,
+    Responsibility, Role, StaticChain, Template, ThreadHistory, ToolDef, Trigger,
 };
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
@@ -214,10 +213,7 @@ fn context(
 
 /// The request of a run as canonical JSON; reply runs end with the inbound message.
 async fn request_json(chain: &impl Chain, ctx: &Context) -> String {
-    let messages = chain.resolve(ctx).await.unwrap();
-    let user = ctx.message().map(user_turn);
-    let request = build_request(user, ctx.persona().tools.clone(), messages).unwrap();
-    serde_json::to_string(&request).unwrap()
+    serde_json::to_string(&chain.request(ctx).await.unwrap()).unwrap()
 }
 
 const TOOLS: &str = r#""tools":[{"name":"lookup_order","description":"Find an order by number","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]"#;

@@ -9,7 +9,7 @@ use chrono::{TimeZone, Utc};
 use protege::{AppConfig, Direction, Responsibility};
 use protege::{
     Chain, Context, DynChain, Error, LoadFile, LoadText, MailMessage, Message, PersonaInfo,
-    Resolver, Result, Role, ThreadHistory, ToolDef, Trigger, build_request, message, user_turn,
+    Resolver, Result, Role, ThreadHistory, ToolDef, Trigger, message,
 };
 use tokio::sync::Barrier;
 
@@ -130,6 +130,7 @@ fn persona() -> PersonaInfo {
     let mut persona = PersonaInfo::new("Support Team");
     persona.instructions = "Be brief.".into();
     persona.vars.insert("company".into(), "Acme".into());
+    persona.tools = tools();
     persona
 }
 
@@ -164,9 +165,7 @@ fn tools() -> Vec<ToolDef> {
 }
 
 async fn request_json(chain: &impl Chain, ctx: &Context) -> String {
-    let messages = chain.resolve(ctx).await.unwrap();
-    let user = ctx.message().map(user_turn);
-    serde_json::to_string(&build_request(user, tools(), messages).unwrap()).unwrap()
+    serde_json::to_string(&chain.request(ctx).await.unwrap()).unwrap()
 }
 
 const EXPECTED: &str = concat!(
@@ -340,11 +339,10 @@ async fn a_responsibility_run_sees_no_message() {
         use LoadText("{% if message %}Reply to {{ message.from }}.{% endif %}");
         use LoadText(template = "{{ responsibility.instructions }}", role = user);
     };
-    let messages = chain.resolve(&ctx).await.unwrap();
-    let request = build_request(None, vec![], messages).unwrap();
+    let request = chain.request(&ctx).await.unwrap();
     assert_eq!(
         serde_json::to_string(&request).unwrap(),
-        r#"{"messages":[{"role":"user","content":"Summarise yesterday's open threads."}],"tools":[]}"#
+        r#"{"messages":[{"role":"user","content":"Summarise yesterday's open threads."}],"tools":[{"name":"lookup_order","description":"Find an order by number","input_schema":{"type":"object","properties":{"order":{"type":"string"}}}}]}"#
     );
 }
 
