@@ -235,6 +235,22 @@ fn anthropic_images_and_documents_as_base64_sources() {
 }
 
 #[test]
+fn an_empty_request_opens_the_conversation_for_both_providers() {
+    let empty = Request {
+        messages: vec![],
+        tools: vec![],
+    };
+    assert_eq!(
+        openai("empty", &empty, &model("gpt-4o", None)),
+        r#"{"model":"gpt-4o","messages":[{"role":"user","content":"(conversation start)"}]}"#
+    );
+    assert_eq!(
+        anthropic("empty", &empty, &model("claude-sonnet-4-5", None)),
+        r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"(conversation start)"}]}"#
+    );
+}
+
+#[test]
 fn model_comes_from_override_or_persona_else_error() {
     let persona = ModelConfig {
         provider: None,

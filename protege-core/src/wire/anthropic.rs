@@ -4,15 +4,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::ModelSpec;
+use super::{CONVERSATION_START, ModelSpec};
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
 
 /// The `max_tokens` of an Anthropic body when the persona's `[model]` sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
-
-/// The first user turn when a conversation would otherwise not start with one.
-const CONVERSATION_START: &str = "(conversation start)";
 
 /// Image types the Messages API accepts as base64 image blocks.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];

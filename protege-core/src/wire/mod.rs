@@ -10,6 +10,9 @@ pub use openai::to_openai;
 use crate::context::ModelConfig;
 use crate::error::{Error, ErrorKind, Result};
 
+/// The first user turn when a conversation would otherwise not start with one.
+const CONVERSATION_START: &str = "(conversation start)";
+
 /// The model a wire body is for: its name and optional output-token budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelSpec {

@@ -15,15 +15,19 @@ fn is_o_series(model: &str) -> bool {
 /// The Chat Completions body for `request`: `model`, `messages`, `tools` when any, and
 /// `max_tokens` (or `max_completion_tokens` for o-series models) when the model has a
 /// budget. Images become `image_url` data URLs, documents `file` parts, tool calls carry
-/// their `arguments` as a JSON string.
+/// their `arguments` as a JSON string. A request without any message (a scheduled chain
+/// that contributed nothing) gets one user message `(conversation start)`, as Anthropic
+/// bodies do, since the API rejects an empty `messages` array.
 pub fn to_openai(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model.name.clone()));
-    body.insert(
-        "messages".into(),
-        Value::Array(request.messages.iter().map(message).collect()),
-    );
+    let messages: Vec<Value> = if request.messages.is_empty() {
+        vec![json!({ "role": "user", "content": super::CONVERSATION_START })]
+    } else {
+        request.messages.iter().map(message).collect()
+    };
+    body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
         let tools = request
             .tools
