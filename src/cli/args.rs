@@ -50,6 +50,11 @@ pub(crate) enum Command {
     /// Migrate the database, import the demo data and resolve the support persona with --explain.
     #[command(after_help = "Example:\n  cargo run --release -- demo")]
     Demo,
+    /// Serve the engine over HTTP: resolve requests, ingest mail, hot-reload personas.
+    #[command(
+        after_help = "Examples:\n  protege serve\n  PROTEGE_SERVE_TOKEN=secret protege serve --listen 0.0.0.0:8080 --log-format json"
+    )]
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,4 +130,36 @@ fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| format!("`{text}` is not an RFC 3339 timestamp such as 2026-01-05T10:00:00Z"))
+}
+
+/// The log line format of `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (port 0 picks a free port; the address is logged).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub(crate) listen: String,
+    /// Do not hot-reload the persona folder.
+    #[arg(long)]
+    pub(crate) no_watch: bool,
+    /// The format of the log lines on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+    /// The per-request deadline in seconds (a request over it answers 504).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
+    pub(crate) deadline: f64,
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
 }

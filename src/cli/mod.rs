@@ -6,6 +6,7 @@ mod demo;
 mod explain;
 mod personas;
 mod resolve;
+mod serve;
 mod watch;
 
 use std::io::Write as _;
@@ -120,5 +121,6 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Resolve(args) => resolve::run(env, &args).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
+        Command::Serve(args) => serve::run(env, &args).await,
     }
 }

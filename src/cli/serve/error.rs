@@ -1,0 +1,115 @@
+//! The JSON errors of the HTTP service: `{"error":{"kind":KIND,"message":TEXT}}`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use protege::{EngineError, EngineErrorKind};
+use serde_json::json;
+
+/// An error answer: its status, kind and sentence.
+#[derive(Debug)]
+pub(super) struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the body is malformed.
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 401: no or a wrong bearer token.
+    pub(super) fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this route needs `Authorization: Bearer <token>` with the token the service was started with",
+        )
+    }
+
+    /// 404: an unknown route, persona, message or responsibility.
+    pub(super) fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 405: a known route with another method.
+    pub(super) fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "this route does not take this method; see the routes in the README",
+        )
+    }
+
+    /// 413: the body is over the route's limit.
+    pub(super) fn payload_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the body is over this route's limit of {limit} bytes"),
+        )
+    }
+
+    /// 415: the body's content type is not the route's.
+    pub(super) fn unsupported_media_type(expected: &str) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("this route takes `Content-Type: {expected}`"),
+        )
+    }
+
+    /// 422: well-formed but cannot be done.
+    pub(super) fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
+    }
+
+    /// 503: the database is down, or nothing is ready yet.
+    pub(super) fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+    }
+
+    /// 504: over the per-request deadline.
+    pub(super) fn timeout(seconds: f64) -> Self {
+        Self::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            format!("the request took longer than the deadline of {seconds} s"),
+        )
+    }
+
+    /// 500: a bug.
+    pub(super) fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        let message = e.to_string();
+        match e.kind() {
+            EngineErrorKind::BadRequest => Self::bad_request(message),
+            EngineErrorKind::NotFound => Self::not_found(message),
+            EngineErrorKind::Unavailable => Self::unavailable(message),
+            EngineErrorKind::InvalidInput => Self::invalid_input(message),
+            _ => Self::internal(message),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "kind": self.kind, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,351 @@
+//! `serve`: the engine as an HTTP/1.1 JSON service (resolve, mail ingest, personas, health,
+//! metrics), hot-reloading its persona folder.
+
+mod error;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use protege::config::Event;
+use protege::{Engine, ResolveInput};
+use serde_json::json;
+use subtle::ConstantTimeEq as _;
+use tokio::sync::broadcast;
+
+use super::args::{LogFormat, ServeArgs};
+use super::{CliResult, Env, Failure};
+use error::ApiError;
+
+/// The body limit of `POST /v1/resolve`.
+const RESOLVE_LIMIT: usize = 64 * 1024;
+/// How long requests in flight may take to finish after SIGTERM/SIGINT.
+const DRAIN: Duration = Duration::from_secs(30);
+/// Histogram buckets in seconds, from 100 µs to 10 s.
+const BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0,
+];
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+struct App {
+    engine: Engine,
+    metrics: PrometheusHandle,
+    token: Option<Arc<str>>,
+    deadline: Duration,
+    deadline_secs: f64,
+}
+
+pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
+    init_logging(args.log_format);
+    let metrics = PrometheusBuilder::new()
+        .set_buckets(&BUCKETS)
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|e| Failure::invalid(format!("cannot set up the metrics: {e}")))?;
+    let engine = Engine::builder()
+        .root(&env.root)
+        .personas(&env.personas)
+        .database(&env.database)
+        .watch(!args.no_watch)
+        .build()
+        .await?;
+    for problem in engine.diagnostics() {
+        tracing::warn!(path = %problem.path().display(), error = %problem, "persona rejected");
+    }
+    for persona in engine.personas() {
+        tracing::info!(persona = persona.name(), path = %persona.path().display(), "persona loaded");
+    }
+    if let Some(events) = engine.events() {
+        tokio::spawn(log_reloads(events));
+    }
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| Failure::invalid(format!("cannot listen on `{}`: {e}", args.listen)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::invalid(format!("cannot read the listening address: {e}")))?;
+    tracing::info!("listening on http://{address}");
+    let token = std::env::var("PROTEGE_SERVE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .map(Arc::from);
+    let app = App {
+        engine,
+        metrics,
+        token,
+        deadline: Duration::from_secs_f64(args.deadline),
+        deadline_secs: args.deadline,
+    };
+    let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, router(app)).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing the requests in flight");
+        let _ = stopping_tx.send(true);
+    });
+    let drain_limit = async move {
+        let _ = stopping_rx.wait_for(|stopping| *stopping).await;
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        outcome = server => outcome
+            .map_err(|e| Failure::invalid(format!("the server failed: {e}")))?,
+        () = drain_limit => tracing::warn!("requests still in flight after 30 s; exiting"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn router(app: App) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/v1/personas", get(personas))
+        .route(
+            "/v1/resolve",
+            post(resolve).layer(DefaultBodyLimit::max(RESOLVE_LIMIT)),
+        )
+        .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
+        .method_not_allowed_fallback(async || ApiError::method_not_allowed())
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+/// Every request: authentication, the deadline, one log line and the request counter.
+async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let protected = route.starts_with("/v1/") || route == "/metrics" || route == "unmatched";
+    let response = if protected && !authorized(&app, request.headers()) {
+        ApiError::unauthorized().into_response()
+    } else {
+        match tokio::time::timeout(app.deadline, next.run(request)).await {
+            Ok(response) => response,
+            Err(_) => ApiError::timeout(app.deadline_secs).into_response(),
+        }
+    };
+    let status = response.status().as_u16();
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(method = %method, route = %route, status, ms = format!("{ms:.2}"), "request");
+    metrics::counter!(
+        "protege_http_requests_total",
+        "route" => route,
+        "status" => status.to_string()
+    )
+    .increment(1);
+    response
+}
+
+/// Whether the request carries the service's bearer token (always, when none is set).
+fn authorized(app: &App, headers: &HeaderMap) -> bool {
+    let Some(token) = &app.token else {
+        return true;
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+async fn healthz() -> Response {
+    axum::Json(json!({ "status": "ok" })).into_response()
+}
+
+async fn readyz(State(app): State<App>) -> Result<Response, ApiError> {
+    let db = app
+        .engine
+        .db()
+        .await
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    db.ping()
+        .await
+        .map_err(|e| ApiError::unavailable(format!("the database does not answer: {e}")))?;
+    if app.engine.personas().is_empty() {
+        return Err(ApiError::unavailable("no persona is loaded"));
+    }
+    Ok(axum::Json(json!({ "status": "ready" })).into_response())
+}
+
+async fn metrics(State(app): State<App>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn personas(State(app): State<App>) -> Response {
+    let personas: Vec<serde_json::Value> = app
+        .engine
+        .personas()
+        .iter()
+        .map(|p| {
+            let info = p.info();
+            json!({
+                "name": info.name,
+                "path": p.path().display().to_string(),
+                "addresses": info.addresses,
+                "responsibilities": info.responsibilities.iter().map(|r| &r.name).collect::<Vec<_>>(),
+                "model": info.model,
+            })
+        })
+        .collect();
+    axum::Json(json!({ "personas": personas })).into_response()
+}
+
+/// The body of a route that takes `expected` content, or the error to answer.
+fn body(
+    headers: &HeaderMap,
+    expected: &str,
+    limit: usize,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Bytes, ApiError> {
+    if let Some(given) = headers.get(header::CONTENT_TYPE) {
+        let essence = given
+            .to_str()
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if !essence.eq_ignore_ascii_case(expected) {
+            return Err(ApiError::unsupported_media_type(expected));
+        }
+    }
+    bytes.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::payload_too_large(limit)
+        } else {
+            ApiError::bad_request(rejection.body_text())
+        }
+    })
+}
+
+async fn resolve(
+    State(app): State<App>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let bytes = body(&headers, "application/json", RESOLVE_LIMIT, bytes)?;
+    let input: ResolveInput = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid resolve body: {e}")))?;
+    let start = Instant::now();
+    let out = app.engine.resolve(&input).await?;
+    metrics::histogram!("protege_resolve_seconds", "persona" => input.persona.clone())
+        .record(start.elapsed().as_secs_f64());
+    for step in out.steps.iter().filter(|s| s.position != 0) {
+        metrics::histogram!("protege_resolver_seconds", "resolver" => step.name.clone())
+            .record(step.elapsed.as_secs_f64());
+    }
+    let body = if input.explain {
+        let rows: Vec<serde_json::Value> = out
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "resolver": s.name,
+                    "messages": s.messages,
+                    "chars": s.chars,
+                    "tokens": s.tokens,
+                    "ms": s.elapsed.as_secs_f64() * 1000.0,
+                })
+            })
+            .collect();
+        json!({ "request": out.body, "explain": rows })
+    } else {
+        out.body
+    };
+    json_text(StatusCode::OK, &body)
+}
+
+/// `value` as pretty JSON with a final newline: what `protege resolve` prints.
+fn json_text(status: StatusCode, value: &serde_json::Value) -> Result<Response, ApiError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| ApiError::internal(format!("cannot serialise the answer: {e}")))?;
+    text.push('\n');
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], text).into_response())
+}
+
+async fn log_reloads(mut events: broadcast::Receiver<Event>) {
+    loop {
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "persona reload events were missed");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let outcome = match &event {
+            Event::Loaded { .. } => continue,
+            Event::Reloaded { .. } => "reloaded",
+            Event::Added { .. } => "added",
+            Event::Removed { .. } => "removed",
+            Event::Rejected { .. } => "rejected",
+            _ => "other",
+        };
+        metrics::counter!("protege_persona_reloads_total", "outcome" => outcome).increment(1);
+        match event.error_text() {
+            Some(error) => tracing::warn!(
+                outcome,
+                path = %event.path().display(),
+                error,
+                "persona reload"
+            ),
+            None => tracing::info!(
+                outcome,
+                persona = event.persona().unwrap_or_default(),
+                path = %event.path().display(),
+                "persona reload"
+            ),
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
