@@ -1,0 +1,477 @@
+//! `protege serve` end to end: the real binary on a free loopback port, spoken to over HTTP.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const NOW: &str = "2026-03-10T08:00:00Z";
+const TOKEN: &str = "s3cret-token";
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn protege(root: &Path, db: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protege"));
+    cmd.arg("--root")
+        .arg(root)
+        .arg("--database")
+        .arg(db)
+        .env_remove("PROTEGE_DATABASE_URL")
+        .env_remove("PROTEGE_SERVE_TOKEN");
+    cmd
+}
+
+/// A SQLite database holding the demo data (made by `protege demo`).
+fn demo_db() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let out = protege(&project(), &url).arg("demo").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, url)
+}
+
+/// A running `protege serve`; killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    log: mpsc::Receiver<String>,
+    client: reqwest::Client,
+}
+
+impl Server {
+    fn start(root: &Path, db: &str, token: Option<&str>, extra: &[&str]) -> Server {
+        let mut cmd = protege(root, db);
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(extra);
+        if let Some(token) = token {
+            cmd.env("PROTEGE_SERVE_TOKEN", token);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let base = loop {
+            let line = log
+                .recv_timeout(Duration::from_secs(60))
+                .expect("serve did not start listening within 60 s");
+            if let Some(at) = line.find("listening on http://") {
+                let rest = &line[at + "listening on ".len()..];
+                let end = rest
+                    .find(|c: char| c == '"' || c.is_whitespace())
+                    .unwrap_or(rest.len());
+                break rest[..end].to_owned();
+            }
+        };
+        Server {
+            child,
+            base,
+            log,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get(&self, path: &str, token: Option<&str>) -> (u16, String) {
+        let mut req = self.client.get(self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let res = req.send().await.unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    async fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, String) {
+        let res = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(TOKEN)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    async fn resolve(&self, body: Value) -> (u16, String) {
+        self.post("/v1/resolve", "application/json", body.to_string())
+            .await
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn error(kind: &str, message: &str) -> String {
+    json!({"error": {"kind": kind, "message": message}}).to_string()
+}
+
+fn expected(name: &str) -> String {
+    std::fs::read_to_string(project().join("tests/expected").join(name)).unwrap()
+}
+
+#[tokio::test]
+async fn routes_statuses_and_errors() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+
+    assert_eq!(
+        server.get("/healthz", None).await,
+        (200, r#"{"status":"ok"}"#.into())
+    );
+    assert_eq!(
+        server.get("/readyz", None).await,
+        (200, r#"{"status":"ready"}"#.into())
+    );
+    let unauthorized = error(
+        "unauthorized",
+        "this route needs `Authorization: Bearer <token>` with the token the service was started with",
+    );
+    assert_eq!(
+        server.get("/v1/personas", None).await,
+        (401, unauthorized.clone())
+    );
+    assert_eq!(
+        server.get("/v1/personas", Some("wrong")).await,
+        (401, unauthorized.clone())
+    );
+    assert_eq!(server.get("/metrics", None).await, (401, unauthorized));
+
+    let (status, text) = server.get("/v1/personas", Some(TOKEN)).await;
+    assert_eq!(status, 200);
+    let personas: Value = serde_json::from_str(&text).unwrap();
+    let support = &personas["personas"][2];
+    assert_eq!(
+        (
+            personas["personas"][0]["name"].clone(),
+            personas["personas"][1]["name"].clone(),
+            support["name"].clone(),
+            support["addresses"].clone(),
+            support["responsibilities"].clone(),
+            support["model"].clone(),
+            support["path"].clone(),
+        ),
+        (
+            json!("billing"),
+            json!("digest"),
+            json!("support"),
+            json!(["support@acme.test"]),
+            json!([]),
+            json!({"provider": "anthropic", "name": "claude-sonnet-4-5", "max_tokens": 1024}),
+            json!(
+                project()
+                    .join("personas/support.toml")
+                    .display()
+                    .to_string()
+            ),
+        )
+    );
+
+    // The bodies are byte for byte what `protege resolve` prints.
+    for format in ["messages", "openai", "anthropic"] {
+        let (status, text) = server
+            .resolve(json!({"persona": "support", "message_id": "<refund-3@example.com>", "format": format, "now": NOW}))
+            .await;
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(
+            text,
+            expected(&format!("support-refund.{format}.json")),
+            "{format}"
+        );
+    }
+    let (status, text) = server
+        .resolve(json!({"persona": "digest", "responsibility": "daily-digest", "format": "provider", "now": NOW}))
+        .await;
+    assert_eq!((status, text), (200, expected("digest-daily.openai.json")));
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<refund-3@example.com>", "now": NOW, "explain": true}))
+        .await;
+    assert_eq!(status, 200);
+    let explained: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        explained["request"],
+        serde_json::from_str::<Value>(&expected("support-refund.messages.json")).unwrap()
+    );
+    let rows: Vec<(String, u64)> = explained["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["resolver"].as_str().unwrap().to_owned(),
+                r["messages"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("LoadText".to_owned(), 1),
+            ("LoadFile".to_owned(), 1),
+            ("LoadFile".to_owned(), 1),
+            ("LoadRecord".to_owned(), 1),
+            ("ThreadHistory".to_owned(), 6),
+            ("LoadText".to_owned(), 1),
+            ("(trailing user turn)".to_owned(), 1),
+        ]
+    );
+
+    // Client mistakes: never a 500.
+    let cases: Vec<(Value, u16, &str, &str)> = vec![
+        (
+            json!({"persona": "support"}),
+            400,
+            "bad_request",
+            "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
+        ),
+        (
+            json!({"persona": "digest", "message_id": "<refund-3@example.com>", "responsibility": "daily-digest"}),
+            400,
+            "bad_request",
+            "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
+        ),
+        (
+            json!({"persona": "nobody", "message_id": "<refund-3@example.com>"}),
+            404,
+            "not_found",
+            "unknown persona `nobody`; known personas: `billing`, `digest`, `support`",
+        ),
+        (
+            json!({"persona": "support", "message_id": "<nope@example.com>"}),
+            404,
+            "not_found",
+            "unknown message `<nope@example.com>`: no message with this Message-ID in the database",
+        ),
+        (
+            json!({"persona": "digest", "responsibility": "weekly"}),
+            404,
+            "not_found",
+            "unknown responsibility `weekly` for persona `digest`; valid: `daily-digest`, `weekly-review`",
+        ),
+        (
+            json!({"persona": "support", "message_id": "<refund-2@acme.test>"}),
+            422,
+            "invalid_input",
+            "message `<refund-2@acme.test>` was sent by the persona; a reply run answers an inbound message",
+        ),
+    ];
+    for (body, status, kind, message) in cases {
+        assert_eq!(
+            server.resolve(body.clone()).await,
+            (status, error(kind, message)),
+            "{body}"
+        );
+    }
+    let (status, text) = server
+        .post("/v1/resolve", "application/json", r#"{"persona":"#)
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        text.starts_with(
+            r#"{"error":{"kind":"bad_request","message":"invalid resolve body: EOF while parsing"#
+        ),
+        "{text}"
+    );
+    let (status, text) = server
+        .post(
+            "/v1/resolve",
+            "application/json",
+            r#"{"persona":"support","colour":"red"}"#,
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(text.starts_with(r#"{"error":{"kind":"bad_request","message":"invalid resolve body: unknown field `colour`"#), "{text}");
+    assert_eq!(
+        server.post("/v1/resolve", "text/plain", "{}").await,
+        (
+            415,
+            error(
+                "unsupported_media_type",
+                "this route takes `Content-Type: application/json`"
+            )
+        )
+    );
+    assert_eq!(
+        server
+            .post("/v1/resolve", "application/json", vec![b' '; 70 * 1024])
+            .await,
+        (
+            413,
+            error(
+                "payload_too_large",
+                "the body is over this route's limit of 65536 bytes"
+            )
+        )
+    );
+    assert_eq!(
+        server.get("/v1/nothing", Some(TOKEN)).await,
+        (
+            404,
+            error("not_found", "no such route; see the routes in the README")
+        )
+    );
+
+    let (status, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    assert_eq!(status, 200);
+    for line in [
+        r#"protege_http_requests_total{route="/v1/resolve",status="200"} 5"#,
+        r#"protege_http_requests_total{route="/v1/resolve",status="400"} 4"#,
+        r#"protege_http_requests_total{route="/v1/resolve",status="404"} 3"#,
+        r#"protege_http_requests_total{route="/v1/resolve",status="413"} 1"#,
+        r#"protege_http_requests_total{route="/v1/resolve",status="415"} 1"#,
+        r#"protege_http_requests_total{route="/v1/resolve",status="422"} 1"#,
+        r#"protege_http_requests_total{route="/v1/personas",status="401"} 2"#,
+        r#"protege_resolve_seconds_count{persona="support"} 4"#,
+        r#"protege_resolve_seconds_count{persona="digest"} 1"#,
+        r#"protege_resolver_seconds_count{resolver="ThreadHistory"} 4"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in\n{metrics}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_request_over_the_deadline_answers_504() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, None, &["--deadline", "0.000001"]);
+    assert_eq!(
+        server
+            .resolve(json!({"persona": "support", "message_id": "<refund-3@example.com>"}))
+            .await,
+        (
+            504,
+            error(
+                "timeout",
+                "the request took longer than the deadline of 0.000001 s"
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn readiness_needs_a_persona() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let server = Server::start(root.path(), &url, None, &[]);
+    assert_eq!(
+        server.get("/readyz", None).await,
+        (503, error("unavailable", "no persona is loaded"))
+    );
+}
+
+/// Waits until `check` holds for the scheduled run of persona `p`, polling; 30 s watchdog.
+async fn eventually(server: &Server, expected: (u16, &str)) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, text) = server
+            .resolve(json!({"persona": "p", "responsibility": "r"}))
+            .await;
+        let content = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["messages"][0]["content"].as_str().map(str::to_owned))
+            .unwrap_or(text);
+        if (status, content.as_str()) == expected {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still ({status}, {content}) after 30 s, expected {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn personas_hot_reload_inside_the_server() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    let file = root.path().join("personas/p.toml");
+    let persona = |text: &str| {
+        format!(
+            "[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\ninstructions = \"\"\n\n[[responsibility_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{text}\"\n"
+        )
+    };
+    std::fs::write(&file, persona("one")).unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let server = Server::start(root.path(), &url, Some(TOKEN), &["--log-format", "json"]);
+    eventually(&server, (200, "one")).await;
+
+    std::fs::write(&file, persona("two")).unwrap();
+    eventually(&server, (200, "two")).await;
+
+    // An invalid edit keeps the last good version.
+    std::fs::write(&file, "[[responsibility_resolvers]]\nuse = \"LoadTxt\"\n").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+        if metrics.contains(r#"protege_persona_reloads_total{outcome="rejected"} 1"#) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no rejected reload counted:\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eventually(&server, (200, "two")).await;
+
+    std::fs::remove_file(&file).unwrap();
+    let gone = error(
+        "not_found",
+        &format!(
+            "unknown persona `p`: the persona folder `{}` holds no personas",
+            root.path().join("personas").display()
+        ),
+    );
+    eventually(&server, (404, &gone)).await;
+    let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    for line in [
+        r#"protege_persona_reloads_total{outcome="reloaded"} 1"#,
+        r#"protege_persona_reloads_total{outcome="removed"} 1"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in\n{metrics}"
+        );
+    }
+    // Reloads are logged as JSON lines.
+    let logged: Vec<String> = server.log.try_iter().collect();
+    assert!(
+        logged.iter().any(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v["message"] == "persona reload" && v["outcome"] == "rejected")
+        }),
+        "{logged:#?}"
+    );
+}
