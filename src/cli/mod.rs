@@ -4,11 +4,11 @@ mod args;
 mod db;
 mod demo;
 mod explain;
+mod output;
 mod personas;
 mod resolve;
 mod watch;
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -68,10 +68,16 @@ impl Env {
             Some(p) => cwd.join(p),
             None => root.join("personas"),
         };
+        // Set but empty (`PROTEGE_DATABASE_URL=`) means unset.
         let database = cli
             .database
             .clone()
+            .filter(|url| !url.is_empty())
             .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
+        protege::db::connect_timeout().map_err(|e| Failure {
+            code: 2,
+            message: e.to_string(),
+        })?;
         Ok(Env {
             root,
             personas,
@@ -89,19 +95,23 @@ pub(crate) fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            let _ = output::err(&format!("error: cannot start the async runtime: {e}\n"));
             return ExitCode::from(1);
         }
     };
+    let mut database = String::new();
     let outcome = runtime.block_on(async {
         let env = Env::from_cli(&cli)?;
+        database = env.database.clone();
         run(cli.command, &env).await
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {}", failure.message);
+            // Whatever a message quotes, the database password never reaches the screen.
+            let message = protege::db::redact_text(&failure.message, &database);
+            // Nothing more can be said when stderr itself fails.
+            let _ = output::err(&format!("error: {message}\n"));
             ExitCode::from(failure.code)
         }
     }

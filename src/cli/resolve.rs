@@ -1,6 +1,5 @@
 //! `resolve`: run a persona's chain for a message or a responsibility and print the request.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,7 +7,7 @@ use protege::wire::{ModelSpec, to_anthropic, to_openai};
 use protege::{AppConfig, Chain, Context, Trigger, build_request, user_turn};
 
 use super::args::{Format, ResolveArgs};
-use super::{CliResult, Env, Failure, db, explain, personas};
+use super::{CliResult, Env, Failure, db, explain, output, personas};
 
 /// What `resolve` produced: the JSON body and, for `--explain`, the table.
 pub(crate) struct Resolution {
@@ -19,13 +18,11 @@ pub(crate) struct Resolution {
 pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
     let out = resolve(env, args).await?;
     if args.explain {
-        eprint!("{}", out.explain);
+        output::err(&out.explain)?;
     }
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{text}");
-    Ok(())
+    output::out(&format!("{text}\n"))
 }
 
 pub(crate) async fn resolve(env: &Env, args: &ResolveArgs) -> CliResult<Resolution> {
@@ -46,6 +43,11 @@ pub(crate) async fn resolve(env: &Env, args: &ResolveArgs) -> CliResult<Resoluti
                     "unknown message `{id}`: no message with this Message-ID in the database"
                 ))
             })?;
+            if m.direction == protege::Direction::Outbound {
+                return Err(Failure::invalid(format!(
+                    "message `{id}` was sent by the persona; a reply run answers an inbound message"
+                )));
+            }
             let content = user_turn(&m);
             (Trigger::Message(Arc::new(m)), Some(content))
         }
