@@ -137,7 +137,10 @@ async fn fresh_databases(test: &str) -> Vec<FreshDb> {
         } else {
             format!("CREATE DATABASE \"{name}\"")
         };
-        admin.execute_unprepared(&sql).await.expect("create database");
+        admin
+            .execute_unprepared(&sql)
+            .await
+            .expect("create database");
         admin.close().await.ok();
         out.push(FreshDb {
             backend,
@@ -219,7 +222,12 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
         }
         rt.block_on(async {
             let conn = db::connect(&fresh.url).await.unwrap();
-            assert_eq!(count(&conn, "protege_migrations").await, 1, "{}", fresh.backend);
+            assert_eq!(
+                count(&conn, "protege_migrations").await,
+                1,
+                "{}",
+                fresh.backend
+            );
             assert_eq!(count(&conn, "messages").await, 0, "{}", fresh.backend);
             conn.close().await.ok();
         });
@@ -264,7 +272,10 @@ fn overlapping_fixtures(dir: &Path) -> (PathBuf, PathBuf) {
 fn imported(line: &str) -> (i64, i64) {
     let words: Vec<&str> = line.split_whitespace().collect();
     let messages = words[3].parse().expect("message count");
-    let present = words[5].trim_start_matches('(').parse().expect("present count");
+    let present = words[5]
+        .trim_start_matches('(')
+        .parse()
+        .expect("present count");
     (messages, present)
 }
 
@@ -389,7 +400,10 @@ fn a_server_that_never_answers_is_an_error_within_the_timeout() {
                 "error: cannot connect to database `{scheme}://app:***@127.0.0.1:{port}/prod`: no answer within 1 s\n"
             )
         );
-        assert!(elapsed < Duration::from_secs(10), "{scheme} took {elapsed:?}");
+        assert!(
+            elapsed < Duration::from_secs(10),
+            "{scheme} took {elapsed:?}"
+        );
     }
 }
 
@@ -405,8 +419,14 @@ fn connect_timeout_and_empty_database_url_settings() {
         .output()
         .unwrap();
     let r = Run::from(out);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "database schema is up to date\n"));
-    assert!(dir.path().join("protege.db").is_file(), "the default database");
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "database schema is up to date\n")
+    );
+    assert!(
+        dir.path().join("protege.db").is_file(),
+        "the default database"
+    );
 
     let url = format!("sqlite://{}", dir.path().join("x.db").display());
     let r = Run::from(
@@ -442,10 +462,7 @@ fn passwords_never_appear_in_output() {
         db::redact_url("postgres://h/d?passwords=keep#frag"),
         "postgres://h/d?passwords=keep#frag"
     );
-    assert_eq!(
-        db::redact_url("mariadb://u:a@b@h/d"),
-        "mariadb://u:***@h/d"
-    );
+    assert_eq!(db::redact_url("mariadb://u:a@b@h/d"), "mariadb://u:***@h/d");
     assert_eq!(db::redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     assert_eq!(
         db::redact_text(
@@ -612,7 +629,13 @@ fn usage_rules() {
     let (_dir, url) = demo_db();
     let r = run(
         &url,
-        &["resolve", "--persona", "support", "--message", "<refund-2@acme.test>"],
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<refund-2@acme.test>",
+        ],
     );
     assert_eq!(r.code, 1);
     assert_eq!(
@@ -645,7 +668,10 @@ fn usage_rules() {
     assert_eq!(r.code, 1);
     assert_eq!(
         r.stderr,
-        format!("error: persona folder `{}` is not a directory\n", file.display())
+        format!(
+            "error: persona folder `{}` is not a directory\n",
+            file.display()
+        )
     );
 }
 
@@ -676,20 +702,36 @@ fn fixtures_are_checked_before_anything_is_written() {
     let m0 = "threads[0].messages[0]";
     assert_eq!(fixture_error(|_| {}), "ok");
     assert_eq!(
-        fixture_error(|f| f["threads"][0]["messages"][1]["tool_uses"][0]["tool_call_id"] = "call_1".into()),
+        fixture_error(
+            |f| f["threads"][0]["messages"][1]["tool_uses"][0]["tool_call_id"] = "call_1".into()
+        ),
         "threads[0].messages[1].tool_uses[0].tool_call_id: duplicate tool call id `call_1` in this thread (first at threads[0].messages[0].tool_uses[0].tool_call_id)"
     );
     for bad in ["look up", "", "ü", &"x".repeat(65), "a.b"] {
         assert_eq!(
             fixture_error(|f| f["threads"][0]["messages"][0]["tool_uses"][0]["name"] = bad.into()),
-            format!("{m0}.tool_uses[0].name: invalid tool name `{bad}`: expected 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-`")
+            format!(
+                "{m0}.tool_uses[0].name: invalid tool name `{bad}`: expected 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-`"
+            )
         );
     }
     assert_eq!(
-        fixture_error(|f| f["threads"][0]["messages"][0]["tool_uses"][0]["name"] = "A-z_09".repeat(10).chars().take(64).collect::<String>().into()),
+        fixture_error(
+            |f| f["threads"][0]["messages"][0]["tool_uses"][0]["name"] = "A-z_09"
+                .repeat(10)
+                .chars()
+                .take(64)
+                .collect::<String>()
+                .into()
+        ),
         "ok"
     );
-    for bad in ["1969-12-31T23:59:59Z", "1970-01-01T00:30:00+01:00", "9999-12-31T23:00:00-02:00", "0001-01-01T00:00:00Z"] {
+    for bad in [
+        "1969-12-31T23:59:59Z",
+        "1970-01-01T00:30:00+01:00",
+        "9999-12-31T23:00:00-02:00",
+        "0001-01-01T00:00:00Z",
+    ] {
         assert_eq!(
             fixture_error(|f| f["threads"][0]["messages"][0]["sent_at"] = bad.into()),
             format!("{m0}.sent_at: timestamp `{bad}` is outside the years 1970 to 9999 (UTC)")
@@ -702,14 +744,19 @@ fn fixtures_are_checked_before_anything_is_written() {
         );
     }
     assert_eq!(
-        fixture_error(|f| f["threads"][0]["messages"][0]["attachments"][0]["data_base64"] =
-            "YW\r\n Jj\n".into()),
+        fixture_error(
+            |f| f["threads"][0]["messages"][0]["attachments"][0]["data_base64"] =
+                "YW\r\n Jj\n".into()
+        ),
         "ok"
     );
     assert_eq!(
-        fixture_error(|f| f["threads"][0]["messages"][0]["attachments"][0]["data_base64"] =
-            "YW\nJ*".into()),
-        format!("{m0}.attachments[0].data_base64: invalid base64: unexpected character `*` at offset 4")
+        fixture_error(
+            |f| f["threads"][0]["messages"][0]["attachments"][0]["data_base64"] = "YW\nJ*".into()
+        ),
+        format!(
+            "{m0}.attachments[0].data_base64: invalid base64: unexpected character `*` at offset 4"
+        )
     );
     let decoded = db::parse_fixture(
         &serde_json::json!({"threads": [{"subject": "S", "messages": [
@@ -721,7 +768,9 @@ fn fixtures_are_checked_before_anything_is_written() {
     )
     .unwrap();
     assert_eq!(
-        decoded.threads[0].messages[0].attachments[0].data.as_deref(),
+        decoded.threads[0].messages[0].attachments[0]
+            .data
+            .as_deref(),
         Some(&b"abcdef"[..])
     );
     // A byte-order mark is accepted.

@@ -9,7 +9,8 @@ use chrono::{DateTime, Datelike as _, Utc};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QuerySelect, SqlErr, sea_query::OnConflict,
+    QuerySelect, SqlErr,
+    sea_query::OnConflict,
 };
 use serde_json::{Map, Value};
 
@@ -620,11 +621,7 @@ pub async fn import_fixture_file(
 ) -> Result<ImportSummary> {
     let shown = path.display();
     let bytes = std::fs::read(path).map_err(|e| {
-        Error::new(
-            ErrorKind::Io,
-            format!("cannot read fixture `{shown}`: {e}"),
-        )
-        .with_source(e)
+        Error::new(ErrorKind::Io, format!("cannot read fixture `{shown}`: {e}")).with_source(e)
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::new(
@@ -733,7 +730,9 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
             summary.threads += 1;
         } else if created {
             // Every message was stored meanwhile by another writer: no empty thread.
-            email_thread::Entity::delete_by_id(thread_id).exec(db).await?;
+            email_thread::Entity::delete_by_id(thread_id)
+                .exec(db)
+                .await?;
         }
     }
     Ok(summary)
@@ -764,20 +763,23 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
     summary: &mut ImportSummary,
 ) -> Result<()> {
     let json = |list: &Vec<String>| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
-    let inserted = insert_or_skip(db, message::ActiveModel {
-        id: NotSet,
-        email_thread_id: Set(thread_id),
-        message_id: Set(msg.message_id.clone()),
-        direction: Set(msg.direction.as_str().to_owned()),
-        from_address: Set(msg.from.clone()),
-        to_addresses: Set(json(&msg.to)),
-        cc_addresses: Set(json(&msg.cc)),
-        subject: Set(msg.subject.clone()),
-        text_body: Set(msg.text_body.clone()),
-        html_body: Set(msg.html_body.clone()),
-        in_reply_to: Set(msg.in_reply_to.clone()),
-        sent_at: Set(msg.sent_at),
-    })
+    let inserted = insert_or_skip(
+        db,
+        message::ActiveModel {
+            id: NotSet,
+            email_thread_id: Set(thread_id),
+            message_id: Set(msg.message_id.clone()),
+            direction: Set(msg.direction.as_str().to_owned()),
+            from_address: Set(msg.from.clone()),
+            to_addresses: Set(json(&msg.to)),
+            cc_addresses: Set(json(&msg.cc)),
+            subject: Set(msg.subject.clone()),
+            text_body: Set(msg.text_body.clone()),
+            html_body: Set(msg.html_body.clone()),
+            in_reply_to: Set(msg.in_reply_to.clone()),
+            sent_at: Set(msg.sent_at),
+        },
+    )
     .await?;
     let Some(id) = inserted else {
         summary.already_present += 1;

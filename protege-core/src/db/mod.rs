@@ -16,8 +16,8 @@
 mod eml;
 pub mod entities;
 mod fixture;
-mod lock;
 pub(crate) mod history;
+mod lock;
 mod migration;
 pub(crate) mod records;
 
