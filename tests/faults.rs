@@ -608,6 +608,21 @@ fn a_full_disk_is_cannot_write_output() {
             "{args:?}"
         );
     }
+    // Help goes to stdout too.
+    let r = Run::from(
+        command(&url, &["--help"])
+            .stdout(dev_full())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            1,
+            "error: cannot write output: no space left on device (os error 28)\n"
+        )
+    );
     // `--explain` writes its table to stderr first: a full stderr stops it with exit 1.
     let args = printing_commands(dir.path()).pop().unwrap();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -88,7 +88,25 @@ impl Env {
 
 /// Parses the arguments, runs the command and maps the outcome to an exit code.
 pub(crate) fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, version and usage errors, written like every other output.
+        Err(e) => {
+            let text = e.render().to_string();
+            let written = if e.use_stderr() {
+                output::err(&text)
+            } else {
+                output::out(&text)
+            };
+            return match written {
+                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+                Err(failure) => {
+                    let _ = output::err(&format!("error: {}\n", failure.message));
+                    ExitCode::from(failure.code)
+                }
+            };
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
