@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use protege::db::{self, DatabaseConnection};
 use protege::db::entities::{attachment, email_thread, message, tool_use};
+use protege::db::{self, DatabaseConnection};
 use sea_orm::{EntityTrait, QueryOrder};
 use serde_json::{Value, json};
 
@@ -218,16 +218,6 @@ fn a_mutated_fixture_imports_whole_or_changes_nothing() {
         .enable_all()
         .build()
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("props.db").display());
-    let conn = rt.block_on(async {
-        let conn = db::open(&url).await.unwrap();
-        // Stored data the mutations can collide with.
-        db::import_fixture_str(&conn, &valid(0).to_string())
-            .await
-            .unwrap();
-        conn
-    });
     let outcomes = [AtomicUsize::new(0), AtomicUsize::new(0)];
     let config = ProptestConfig {
         cases: cases(),
@@ -252,6 +242,11 @@ fn a_mutated_fixture_imports_whole_or_changes_nothing() {
             text.insert(0, '\u{feff}');
         }
         rt.block_on(async {
+            // A fresh database per case, holding data the mutations can collide with.
+            let conn = db::open("sqlite::memory:").await.unwrap();
+            db::import_fixture_str(&conn, &valid(0).to_string())
+                .await
+                .unwrap();
             let before = dump(&conn).await;
             let counts_before = counts(&conn).await;
             match db::import_fixture_str(&conn, &text).await {
