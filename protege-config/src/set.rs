@@ -25,9 +25,18 @@ pub(crate) struct Shared {
     pub(crate) dir: PathBuf,
     registry: Registry,
     state: ArcSwap<State>,
-    /// Serialises writers (readers never wait) and remembers the source of each rejected
-    /// file, so a rejection is reported once per content.
-    write: Mutex<BTreeMap<PathBuf, Arc<str>>>,
+    /// Serialises writers (readers never wait) and remembers the rejected files.
+    write: Mutex<Rejections>,
+}
+
+/// The rejected files of a set.
+#[derive(Default)]
+struct Rejections {
+    /// The source of each rejected file, so a rejection is reported once per content.
+    sources: BTreeMap<PathBuf, Arc<str>>,
+    /// The files rejected only because their persona name was taken, with that name:
+    /// checked again once the name is free.
+    duplicates: BTreeMap<PathBuf, String>,
 }
 
 #[derive(Clone, Default)]
@@ -65,12 +74,12 @@ impl PersonaSet {
                 dir,
                 registry,
                 state: ArcSwap::from_pointee(State::default()),
-                write: Mutex::new(BTreeMap::new()),
+                write: Mutex::new(Rejections::default()),
             }),
         };
         let mut diagnostics = Vec::new();
         let mut state = State::default();
-        let mut rejected = BTreeMap::new();
+        let mut rejected = Rejections::default();
         for path in set.files()? {
             for event in set.apply(&mut state, &mut rejected, &path) {
                 if let Event::Rejected { diagnostics: d, .. } = event {
@@ -159,6 +168,23 @@ impl PersonaSet {
         for path in paths {
             events.extend(self.apply(&mut next, &mut rejected, path));
         }
+        // A file that lost only on its name gets another chance once the name is free.
+        loop {
+            let ready: Vec<PathBuf> = rejected
+                .duplicates
+                .iter()
+                .filter(|(_, name)| !next.by_name.contains_key(*name))
+                .map(|(path, _)| path.clone())
+                .collect();
+            if ready.is_empty() {
+                break;
+            }
+            for path in ready {
+                rejected.duplicates.remove(&path);
+                rejected.sources.remove(&path);
+                events.extend(self.apply(&mut next, &mut rejected, &path));
+            }
+        }
         if events.iter().any(|e| !matches!(e, Event::Rejected { .. })) {
             self.shared.state.store(Arc::new(next));
         }
@@ -166,17 +192,13 @@ impl PersonaSet {
     }
 
     /// Applies the file at `path` to `state`.
-    fn apply(
-        &self,
-        state: &mut State,
-        rejected: &mut BTreeMap<PathBuf, Arc<str>>,
-        path: &Path,
-    ) -> Vec<Event> {
+    fn apply(&self, state: &mut State, rejected: &mut Rejections, path: &Path) -> Vec<Event> {
         let previous = state.by_path.get(path).cloned();
         let source = match std::fs::read_to_string(path) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                rejected.remove(path);
+                rejected.sources.remove(path);
+                rejected.duplicates.remove(path);
                 let Some((name, _)) = previous else {
                     return Vec::new();
                 };
@@ -198,10 +220,11 @@ impl PersonaSet {
             }
         };
         if previous.as_ref().is_some_and(|(_, s)| **s == *source)
-            || rejected.get(path).is_some_and(|s| **s == *source)
+            || rejected.sources.get(path).is_some_and(|s| **s == *source)
         {
             return Vec::new();
         }
+        rejected.duplicates.remove(path);
         let parsed = if source.trim().is_empty() {
             // Also what a half-written save looks like: never replace a persona with it.
             Err(vec![Diagnostic::whole_file(
@@ -214,7 +237,7 @@ impl PersonaSet {
         let persona = match parsed {
             Ok(p) => p,
             Err(diagnostics) => {
-                rejected.insert(path.to_owned(), Arc::from(source));
+                rejected.sources.insert(path.to_owned(), Arc::from(source));
                 return vec![Event::Rejected {
                     path: path.to_owned(),
                     diagnostics,
@@ -235,13 +258,14 @@ impl PersonaSet {
                     other.path.display()
                 ),
             );
-            rejected.insert(path.to_owned(), Arc::from(source));
+            rejected.sources.insert(path.to_owned(), Arc::from(source));
+            rejected.duplicates.insert(path.to_owned(), name);
             return vec![Event::Rejected {
                 path: path.to_owned(),
                 diagnostics: vec![diagnostic],
             }];
         }
-        rejected.remove(path);
+        rejected.sources.remove(path);
         let mut events = Vec::new();
         if let Some((old, _)) = &previous
             && *old != name

@@ -121,14 +121,31 @@ impl Event {
 /// A running watch of a persona folder; dropping it stops watching.
 ///
 /// Events arrive in order: first one [`Event::Loaded`] per persona, then the changes.
+/// The watch survives its folder being deleted and recreated, renamed away and back, or
+/// swapped through a symlink (a Kubernetes ConfigMap's `..data` link): personas that went
+/// away are reported [`Event::Removed`], and [`Event::Added`] as their files return.
 pub struct Watch {
     events: mpsc::UnboundedReceiver<Event>,
-    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+    control: std::sync::mpsc::Sender<Control>,
+}
+
+/// What the thread that owns the file watcher is asked to do.
+enum Control {
+    /// The folder itself changed: watch it again where it now is, then rescan.
+    Rearm,
+    /// The [`Watch`] was dropped.
+    Stop,
 }
 
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watch").finish_non_exhaustive()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.control.send(Control::Stop);
     }
 }
 
@@ -162,27 +179,35 @@ impl PersonaSet {
 
     /// Starts watching, applying a burst of file events once the folder has been quiet for
     /// `debounce`.
+    ///
+    /// The folder is watched together with its parent, so its own disappearance and
+    /// return are seen; any change in the folder that is not a persona file (a symlink
+    /// swap, a new subfolder) rescans every file.
     pub fn watch_with(&self, debounce: Duration) -> Result<Watch> {
         let (tx, rx) = mpsc::unbounded_channel();
         let dir = self.dir().to_owned();
-        let watched = std::fs::canonicalize(&dir).map_err(|e| {
-            Error::new(
-                ErrorKind::Watch,
-                format!("cannot watch the persona folder `{}`: {e}", dir.display()),
-                e,
-            )
-        })?;
+        let cannot = |e: &dyn std::fmt::Display| {
+            format!("cannot watch the persona folder `{}`: {e}", dir.display())
+        };
+        let folder =
+            std::path::absolute(&dir).map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+        let canonical =
+            std::fs::canonicalize(&dir).map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
         for persona in self.personas() {
             let _ = tx.send(Event::Loaded {
                 persona: persona.info.name.clone(),
                 path: persona.path.clone(),
             });
         }
+        let (control, orders) = std::sync::mpsc::channel();
         let set = self.clone();
         let sender = tx.clone();
+        let rearm = control.clone();
+        let names = [folder.clone(), canonical.clone()];
         let handler = move |result: DebounceEventResult| {
             let mut paths: Vec<PathBuf> = Vec::new();
             let mut rescan = false;
+            let mut moved = false;
             match result {
                 Ok(events) => {
                     for event in events {
@@ -194,17 +219,21 @@ impl PersonaSet {
                             continue;
                         }
                         for p in &event.paths {
-                            match persona_path(&watched, &set.shared.dir, p) {
-                                Some(key) if !paths.contains(&key) => paths.push(key),
-                                Some(_) => {}
-                                // The folder itself went away or was replaced.
-                                None if p == &watched && event.kind.is_remove() => rescan = true,
-                                None => {}
+                            match classify(&names, &set.shared.dir, p) {
+                                Seen::Folder => moved = true,
+                                Seen::Persona(key) if !paths.contains(&key) => paths.push(key),
+                                Seen::Persona(_) | Seen::Elsewhere => {}
+                                Seen::OtherEntry => rescan = true,
                             }
                         }
                     }
                 }
                 Err(_) => rescan = true,
+            }
+            if moved {
+                // The owner of the watcher rearms it, then rescans.
+                let _ = rearm.send(Control::Rearm);
+                return;
             }
             if rescan {
                 paths = with_every_file(&set, paths);
@@ -213,30 +242,79 @@ impl PersonaSet {
                 let _ = sender.send(event);
             }
         };
-        let mut debouncer = new_debouncer(debounce, None, handler).map_err(|e| {
-            Error::new(
-                ErrorKind::Watch,
-                format!("cannot watch the persona folder `{}`: {e}", dir.display()),
-                e,
-            )
-        })?;
+        let mut debouncer = new_debouncer(debounce, None, handler)
+            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
         debouncer
-            .watch(watched_dir(self), RecursiveMode::NonRecursive)
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Watch,
-                    format!("cannot watch the persona folder `{}`: {e}", dir.display()),
-                    e,
-                )
-            })?;
+            .watch(&folder, RecursiveMode::NonRecursive)
+            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+        if let Some(parent) = folder.parent() {
+            // Without it the folder's return goes unseen; the folder itself is still watched.
+            let _ = debouncer.watch(parent, RecursiveMode::NonRecursive);
+        }
+        let set = self.clone();
+        let sender = tx.clone();
+        std::thread::Builder::new()
+            .name("protege-watch".into())
+            .spawn(move || supervise(debouncer, orders, &folder, &set, &sender))
+            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
         // Changes made between loading and watching: catch up now that events are recorded.
         for event in self.reconcile(&with_every_file(self, Vec::new())) {
             let _ = tx.send(event);
         }
         Ok(Watch {
             events: rx,
-            _debouncer: debouncer,
+            control,
         })
+    }
+}
+
+/// Owns the watcher: rewatches the folder when it moved, until the [`Watch`] is dropped.
+fn supervise(
+    mut debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+    orders: std::sync::mpsc::Receiver<Control>,
+    folder: &Path,
+    set: &PersonaSet,
+    sender: &mpsc::UnboundedSender<Event>,
+) {
+    while let Ok(Control::Rearm) = orders.recv() {
+        // The old watch follows the folder's inode wherever it went (or is gone with it).
+        let _ = debouncer.unwatch(folder);
+        if folder.is_dir() {
+            let _ = debouncer.watch(folder, RecursiveMode::NonRecursive);
+        }
+        for event in set.reconcile(&with_every_file(set, Vec::new())) {
+            if sender.send(event).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// What a path reported by the watcher is to the persona folder.
+enum Seen {
+    /// The folder itself (deleted, created, renamed).
+    Folder,
+    /// A persona file of the folder, as the set's key.
+    Persona(PathBuf),
+    /// Anything else in the folder: a ConfigMap's `..data` link, a subfolder.
+    OtherEntry,
+    /// A sibling of the folder in its parent.
+    Elsewhere,
+}
+
+fn classify(names: &[PathBuf; 2], dir: &Path, reported: &Path) -> Seen {
+    if names.iter().any(|n| n == reported) {
+        return Seen::Folder;
+    }
+    let Some(parent) = reported.parent() else {
+        return Seen::Elsewhere;
+    };
+    if !names.iter().any(|n| n == parent) {
+        return Seen::Elsewhere;
+    }
+    match reported.file_name().and_then(|n| n.to_str()) {
+        Some(name) if is_persona_file(name) => Seen::Persona(dir.join(name)),
+        _ => Seen::OtherEntry,
     }
 }
 
@@ -247,17 +325,4 @@ fn with_every_file(set: &PersonaSet, mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     rest.extend(set.loaded_paths());
     paths.extend(rest.into_iter().filter(|p| !known.contains(p)));
     paths
-}
-
-fn watched_dir(set: &PersonaSet) -> PathBuf {
-    std::fs::canonicalize(set.dir()).unwrap_or_else(|_| set.dir().to_owned())
-}
-
-/// The set's key for a path reported by the watcher, when it is a persona file of the folder.
-fn persona_path(watched: &Path, dir: &Path, reported: &Path) -> Option<PathBuf> {
-    if reported.parent()? != watched {
-        return None;
-    }
-    let name = reported.file_name()?.to_str()?;
-    is_persona_file(name).then(|| dir.join(name))
 }

@@ -122,6 +122,10 @@ impl std::error::Error for Error {
 
 impl From<sea_orm::DbErr> for Error {
     fn from(err: sea_orm::DbErr) -> Self {
-        Error::new(ErrorKind::Database, format!("database error: {err}")).with_source(err)
+        Error::new(
+            ErrorKind::Database,
+            format!("database error: {}", crate::db::db_reason(&err)),
+        )
+        .with_source(err)
     }
 }

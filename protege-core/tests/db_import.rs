@@ -115,7 +115,9 @@ fn malformed_fixtures_name_the_json_path() {
     f["threads"][0]["messages"][1]["attachments"][0]["data_base64"] = json!("not base64!");
     assert_eq!(
         parse_error(&f),
-        format!("{m}.attachments[0].data_base64: invalid base64: Invalid symbol 32, offset 3.")
+        format!(
+            "{m}.attachments[0].data_base64: invalid base64: unexpected character `!` at offset 10"
+        )
     );
     let mut f = base();
     f["threads"][0]["messages"][1]["attachments"][0]["byte_size"] = json!(-1);

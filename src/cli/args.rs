@@ -116,7 +116,7 @@ pub(crate) struct ResolveArgs {
     #[arg(long, value_enum, default_value_t = Format::Messages)]
     pub(crate) format: Format,
     /// Model name for a wire format (overrides the persona's [model] name).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) model: Option<String>,
     /// The time of the run, RFC 3339 (default: now), for reproducible output.
     #[arg(long, value_name = "RFC3339", value_parser = parse_now)]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use protege::db;
 use sea_orm::DatabaseConnection;
 
-use super::{CliResult, Env, Failure, personas};
+use super::{CliResult, Env, Failure, output, personas};
 
 /// Connects to the configured database and brings its schema up to date (the embedded
 /// SQLite default is created on first use).
@@ -17,27 +17,18 @@ pub(crate) async fn connect(env: &Env) -> CliResult<DatabaseConnection> {
 
 pub(crate) async fn migrate(env: &Env) -> CliResult {
     connect(env).await?;
-    println!("database schema is up to date");
-    Ok(())
+    output::out("database schema is up to date\n")
 }
 
 /// Reads and validates a fixture before touching the database, then imports it.
 pub(crate) async fn import_file(conn: &DatabaseConnection, file: &Path) -> CliResult<String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::invalid(format!("cannot read fixture `{}`: {e}", file.display())))?;
-    let fixture = db::parse_fixture(&text)
-        .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
-    let summary = db::import_fixture(conn, &fixture)
-        .await
-        .map_err(|e| Failure::invalid(format!("fixture `{}`: {e}", file.display())))?;
-    Ok(summary.to_string())
+    Ok(db::import_fixture_file(conn, file).await?.to_string())
 }
 
 pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
     let conn = connect(env).await?;
     let summary = import_file(&conn, file).await?;
-    println!("{summary}");
-    Ok(())
+    output::out(&format!("{summary}\n"))
 }
 
 pub(crate) async fn import_eml(env: &Env, paths: &[PathBuf], persona: Option<&str>) -> CliResult {
@@ -61,11 +52,10 @@ pub(crate) async fn import_eml(env: &Env, paths: &[PathBuf], persona: Option<&st
     let text = summary.to_string();
     let (notes, last) = text.rsplit_once('\n').unwrap_or(("", &text));
     if !notes.is_empty() {
-        eprintln!("{notes}");
+        output::err(&format!("{notes}\n"))?;
     }
     if summary.failed.is_empty() {
-        println!("{last}");
-        Ok(())
+        output::out(&format!("{last}\n"))
     } else {
         Err(Failure::invalid(last.to_owned()))
     }

@@ -1,8 +1,6 @@
 //! `demo`: migrate the database, import the demo data, resolve the support persona for the
 //! newest inbound message with `--explain`, print the request.
 
-use std::io::Write as _;
-
 use protege::db::entities::message;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
@@ -11,7 +9,7 @@ use sea_orm::{
 
 use protege::ResolveInput;
 
-use super::{CliResult, Env, Failure, db, explain, resolve};
+use super::{CliResult, Env, Failure, db, explain, output, resolve};
 
 const FIXTURE: &str = "examples/data/demo.json";
 const CUSTOMERS: &str = "examples/data/customers.sql";
@@ -19,10 +17,13 @@ const PERSONA: &str = "support";
 
 pub(crate) async fn run(env: &Env) -> CliResult {
     let conn = db::connect(env).await?;
-    eprintln!("database: {}", protege::db::redact_url(&env.database));
+    output::err(&format!(
+        "database: {}\n",
+        protege::db::redact_url(&env.database)
+    ))?;
     ensure_customers(env, &conn).await?;
     let summary = db::import_file(&conn, &env.root.join(FIXTURE)).await?;
-    eprintln!("demo data: {summary}");
+    output::err(&format!("demo data: {summary}\n"))?;
     let newest = message::Entity::find()
         .filter(message::Column::Direction.eq("inbound"))
         .order_by_desc(message::Column::SentAt)
@@ -31,10 +32,10 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         .await
         .map_err(protege::Error::from)?
         .ok_or_else(|| Failure::invalid("the demo data holds no inbound message"))?;
-    eprintln!(
-        "resolving persona `{PERSONA}` for the newest inbound message {} ({:?})\n",
+    output::err(&format!(
+        "resolving persona `{PERSONA}` for the newest inbound message {} ({:?})\n\n",
         newest.message_id, newest.subject
-    );
+    ))?;
     let engine = protege::Engine::builder()
         .root(&env.root)
         .personas(&env.personas)
@@ -42,11 +43,10 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         .build()
         .await?;
     let out = resolve::resolve(&engine, &ResolveInput::reply(PERSONA, newest.message_id)).await?;
-    eprintln!("{}", explain::table(&out));
+    output::err(&format!("{}\n", explain::table(&out)))?;
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
-    Ok(())
+    output::out(&format!("{text}\n"))
 }
 
 /// Creates and fills the `customers` table from the demo SQL once, when it is missing.

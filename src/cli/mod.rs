@@ -4,12 +4,12 @@ mod args;
 mod db;
 mod demo;
 mod explain;
+mod output;
 mod personas;
 mod resolve;
 mod serve;
 mod watch;
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,10 +69,16 @@ impl Env {
             Some(p) => cwd.join(p),
             None => root.join("personas"),
         };
+        // Set but empty (`PROTEGE_DATABASE_URL=`) means unset.
         let database = cli
             .database
             .clone()
+            .filter(|url| !url.is_empty())
             .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
+        protege::db::connect_timeout().map_err(|e| Failure {
+            code: 2,
+            message: e.to_string(),
+        })?;
         Ok(Env {
             root,
             personas,
@@ -83,26 +89,48 @@ impl Env {
 
 /// Parses the arguments, runs the command and maps the outcome to an exit code.
 pub(crate) fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, version and usage errors, written like every other output.
+        Err(e) => {
+            let text = e.render().to_string();
+            let written = if e.use_stderr() {
+                output::err(&text)
+            } else {
+                output::out(&text)
+            };
+            return match written {
+                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+                Err(failure) => {
+                    let _ = output::err(&format!("error: {}\n", failure.message));
+                    ExitCode::from(failure.code)
+                }
+            };
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            let _ = output::err(&format!("error: cannot start the async runtime: {e}\n"));
             return ExitCode::from(1);
         }
     };
+    let mut database = String::new();
     let outcome = runtime.block_on(async {
         let env = Env::from_cli(&cli)?;
+        database = env.database.clone();
         run(cli.command, &env).await
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {}", failure.message);
+            // Whatever a message quotes, the database password never reaches the screen.
+            let message = protege::db::redact_text(&failure.message, &database);
+            // Nothing more can be said when stderr itself fails.
+            let _ = output::err(&format!("error: {message}\n"));
             ExitCode::from(failure.code)
         }
     }

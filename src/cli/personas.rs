@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use protege::config::{Diagnostic, Persona, PersonaSet, render};
 
-use super::{CliResult, Env, Failure};
+use super::{CliResult, Env, Failure, output};
 
 impl From<protege::config::Error> for Failure {
     fn from(e: protege::config::Error) -> Self {
@@ -17,8 +17,13 @@ impl From<protege::config::Error> for Failure {
 /// Loads the persona folder: the valid personas and the problems of the invalid files.
 pub(crate) fn load(env: &Env) -> CliResult<(PersonaSet, Vec<Diagnostic>)> {
     if !env.personas.is_dir() {
+        let problem = if env.personas.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
         return Err(Failure::invalid(format!(
-            "persona folder `{}` does not exist",
+            "persona folder `{}` {problem}",
             env.personas.display()
         )));
     }
@@ -43,15 +48,15 @@ pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
 pub(crate) fn check(env: &Env) -> CliResult {
     let (set, diagnostics) = load(env)?;
     if !diagnostics.is_empty() {
-        eprint!("{}", render(&diagnostics));
+        output::err(&render(&diagnostics))?;
         return Err(Failure::invalid(format!(
             "check failed: {}",
             summary(&diagnostics)
         )));
     }
     let names = set.names();
-    println!(
-        "ok: {} {} ({})",
+    output::out(&format!(
+        "ok: {} {} ({})\n",
         names.len(),
         if names.len() == 1 {
             "persona"
@@ -59,8 +64,7 @@ pub(crate) fn check(env: &Env) -> CliResult {
             "personas"
         },
         names.join(", ")
-    );
-    Ok(())
+    ))
 }
 
 /// The persona called `name`; when it is missing, the problems of the invalid files (one
@@ -71,7 +75,7 @@ pub(crate) fn load_one(env: &Env, name: &str) -> CliResult<Arc<Persona>> {
         return Ok(persona);
     }
     if !diagnostics.is_empty() {
-        eprint!("{}", render(&diagnostics));
+        output::err(&render(&diagnostics))?;
         return Err(Failure::invalid(format!(
             "unknown persona `{name}`: it is not among the valid personas, and the persona folder has {}",
             summary(&diagnostics)

@@ -1,24 +1,20 @@
 //! `resolve`: run a persona's chain for a message or a responsibility and print the request.
 
-use std::io::Write as _;
-
 use protege::config::render;
 use protege::{Engine, EngineError, EngineErrorKind, Resolution, ResolveInput};
 
 use super::args::{Format, ResolveArgs};
-use super::{CliResult, Env, Failure, explain};
+use super::{CliResult, Env, Failure, explain, output};
 
 pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
     let engine = engine(env).await?;
     let out = resolve(&engine, &input(args)).await?;
     if args.explain {
-        eprint!("{}", explain::table(&out));
+        output::err(&explain::table(&out))?;
     }
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{text}");
-    Ok(())
+    output::out(&format!("{text}\n"))
 }
 
 /// The engine of the command line: the app root, persona folder and database of `env`.
@@ -58,7 +54,7 @@ pub(crate) async fn resolve(engine: &Engine, input: &ResolveInput) -> CliResult<
             && engine.persona(&input.persona).is_none()
             && !engine.diagnostics().is_empty()
         {
-            eprint!("{}", render(engine.diagnostics()));
+            let _ = output::err(&render(engine.diagnostics()));
         }
         Failure::from(e)
     })

@@ -1,11 +1,10 @@
 //! `watch`: hot-reload the persona folder and print one JSON line per event.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use protege::config::{Diagnostic, Event};
 
-use super::{CliResult, Env, personas};
+use super::{CliResult, Env, output, personas};
 
 pub(crate) async fn run(env: &Env) -> CliResult {
     let (set, diagnostics) = personas::load(env)?;
@@ -19,22 +18,20 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         }
     }
     for (path, diagnostics) in by_file {
-        if !print(&Event::Rejected { path, diagnostics }) {
+        if !print(&Event::Rejected { path, diagnostics })? {
             return Ok(());
         }
     }
     while let Some(event) = watch.next().await {
-        if !print(&event) {
+        if !print(&event)? {
             break;
         }
     }
     Ok(())
 }
 
-/// Prints one event line and flushes; false when stdout is closed (e.g. `watch | head`).
-fn print(event: &Event) -> bool {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", event.to_json_line())
-        .and_then(|_| out.flush())
-        .is_ok()
+/// Prints one event line and flushes; false once stdout is closed (e.g. `watch | head`).
+fn print(event: &Event) -> CliResult<bool> {
+    output::out(&format!("{}\n", event.to_json_line()))?;
+    Ok(!output::stdout_closed())
 }

@@ -5,11 +5,12 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use base64::Engine as _;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike as _, Utc};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect,
-    TransactionTrait,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QuerySelect, SqlErr,
+    sea_query::OnConflict,
 };
 use serde_json::{Map, Value};
 
@@ -294,6 +295,7 @@ fn as_string(v: &Value, path: &str) -> Result<String> {
 /// Every problem is an error of kind [`Fixture`](ErrorKind::Fixture) naming its JSON path,
 /// e.g. `threads[0].messages[1].sent_at: invalid RFC 3339 timestamp `last tuesday``.
 pub fn parse_fixture(text: &str) -> Result<Fixture> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let root: Value = serde_json::from_str(text).map_err(|e| {
         Error::new(
             ErrorKind::Fixture,
@@ -324,6 +326,7 @@ pub fn parse_fixture(text: &str) -> Result<Fixture> {
             ));
         }
         let mut parsed = Vec::with_capacity(messages.len());
+        let mut seen_calls: HashMap<String, String> = HashMap::new();
         for (m, value) in messages.iter().enumerate() {
             let message = parse_message(format!("{tp}.messages[{m}]"), value)?;
             let id_path = format!("{tp}.messages[{m}].message_id");
@@ -342,6 +345,18 @@ pub fn parse_fixture(text: &str) -> Result<Fixture> {
                     return Err(fixture_error(
                         &path,
                         format_args!("duplicate attachment id `{}` (first at {first})", att.id),
+                    ));
+                }
+            }
+            for (u, use_) in message.tool_uses.iter().enumerate() {
+                let path = format!("{tp}.messages[{m}].tool_uses[{u}].tool_call_id");
+                if let Some(first) = seen_calls.insert(use_.tool_call_id.clone(), path.clone()) {
+                    return Err(fixture_error(
+                        &path,
+                        format_args!(
+                            "duplicate tool call id `{}` in this thread (first at {first})",
+                            use_.tool_call_id
+                        ),
                     ));
                 }
             }
@@ -402,6 +417,12 @@ fn parse_message(path: String, value: &Value) -> Result<FixtureMessage> {
             )
         })?
         .with_timezone(&Utc);
+    if !(1970..=9999).contains(&sent_at.year()) {
+        return Err(fixture_error(
+            &m.field_path("sent_at"),
+            format_args!("timestamp `{sent_text}` is outside the years 1970 to 9999 (UTC)"),
+        ));
+    }
     let text_body = m.opt_string("text_body")?;
     let html_body = m.opt_string("html_body")?;
     let in_reply_to = m.opt_string("in_reply_to")?;
@@ -441,16 +462,12 @@ fn parse_attachment(path: String, value: &Value) -> Result<FixtureAttachment> {
     )?;
     let data = match a.opt_string("data_base64")? {
         None => None,
-        Some(text) => Some(
-            base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .map_err(|e| {
-                    fixture_error(
-                        &a.field_path("data_base64"),
-                        format_args!("invalid base64: {e}"),
-                    )
-                })?,
-        ),
+        Some(text) => Some(decode_base64(&text).map_err(|e| {
+            fixture_error(
+                &a.field_path("data_base64"),
+                format_args!("invalid base64: {e}"),
+            )
+        })?),
     };
     Ok(FixtureAttachment {
         id: a.key_string("id")?,
@@ -489,10 +506,57 @@ fn parse_tool_use(path: String, value: &Value) -> Result<FixtureToolUse> {
         turn_index: u.int("turn_index", i32::MAX.into())? as i32,
         position: u.int("position", i32::MAX.into())? as i32,
         tool_call_id: u.key_string("tool_call_id")?,
-        name: u.key_string("name")?,
+        name: tool_name(&u)?,
         input,
         result: u.opt_string("result")?,
     })
+}
+
+/// Decodes standard base64 that may hold line breaks and spaces anywhere (MIME style);
+/// an error names the offending character by its offset in `text`.
+fn decode_base64(text: &str) -> std::result::Result<Vec<u8>, String> {
+    use base64::DecodeError;
+    let kept: Vec<(usize, u8)> = text
+        .bytes()
+        .enumerate()
+        .filter(|(_, b)| !b.is_ascii_whitespace())
+        .collect();
+    let bytes: Vec<u8> = kept.iter().map(|&(_, b)| b).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(&bytes)
+        .map_err(|e| match e {
+            DecodeError::InvalidByte(i, b) | DecodeError::InvalidLastSymbol(i, b) => {
+                let shown = if b.is_ascii_graphic() {
+                    format!("`{}`", char::from(b))
+                } else {
+                    format!("byte 0x{b:02x}")
+                };
+                let offset = kept.get(i).map_or(i, |&(at, _)| at);
+                format!("unexpected character {shown} at offset {offset}")
+            }
+            DecodeError::InvalidLength(n) => format!(
+                "{n} base64 characters (spaces and line breaks aside) do not make whole 4-character groups"
+            ),
+            DecodeError::InvalidPadding => "invalid `=` padding".to_owned(),
+        })
+}
+
+/// The `name` of a tool use: `^[a-zA-Z0-9_-]{1,64}$`, what both providers accept.
+fn tool_name(u: &Obj<'_>) -> Result<String> {
+    let name = u.string("name")?;
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid {
+        return Err(fixture_error(
+            &u.field_path("name"),
+            format_args!(
+                "invalid tool name `{name}`: expected 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-`"
+            ),
+        ));
+    }
+    Ok(name)
 }
 
 /// Parses `text` with [`parse_fixture`] and imports it with [`import_fixture`].
@@ -529,11 +593,64 @@ pub(crate) async fn stored_threads<C: ConnectionTrait>(
 /// skipped with its attachments and tool uses (so a second import changes nothing), and
 /// a thread whose messages are already stored receives its new messages. On any error
 /// nothing is written.
+///
+/// Imports into one database run one at a time (under a lock, see [`migrate`](super::migrate)),
+/// so concurrent imports of overlapping fixtures all succeed and store each message once.
 pub async fn import_fixture(db: &DatabaseConnection, fixture: &Fixture) -> Result<ImportSummary> {
-    let txn = db.begin().await?;
-    let summary = import_in(&txn, fixture).await?;
-    txn.commit().await?;
-    Ok(summary)
+    let txn = super::lock::begin_import(db).await?;
+    match import_in(&txn, fixture).await {
+        Ok(summary) => {
+            txn.commit().await?;
+            Ok(summary)
+        }
+        Err(e) => {
+            txn.rollback().await.ok();
+            Err(e)
+        }
+    }
+}
+
+/// Reads, checks and imports the fixture file at `path`, with errors that say whose fault
+/// they are: `cannot read fixture `PATH`: ...` and `fixture `PATH`: JSON.PATH: ...` for the
+/// file (kind [`Fixture`](ErrorKind::Fixture) or [`Io`](ErrorKind::Io)), and
+/// `database error while importing `PATH`: REASON` when the database fails (kind
+/// [`Database`](ErrorKind::Database)); nothing is written unless all of it is.
+pub async fn import_fixture_file(
+    db: &DatabaseConnection,
+    path: &std::path::Path,
+) -> Result<ImportSummary> {
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::new(ErrorKind::Io, format!("cannot read fixture `{shown}`: {e}")).with_source(e)
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::Fixture,
+            format!(
+                "fixture `{shown}`: not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
+    let fixture = parse_fixture(&text)
+        .map_err(|e| Error::new(ErrorKind::Fixture, format!("fixture `{shown}`: {e}")))?;
+    import_fixture(db, &fixture).await.map_err(|e| {
+        if e.kind() == ErrorKind::Database {
+            let reason = match std::error::Error::source(&e)
+                .and_then(|s| s.downcast_ref::<sea_orm::DbErr>())
+            {
+                Some(db_err) => super::db_reason(db_err),
+                None => e.to_string(),
+            };
+            Error::new(
+                ErrorKind::Database,
+                format!("database error while importing `{shown}`: {reason}"),
+            )
+            .with_source(e)
+        } else {
+            Error::new(e.kind(), format!("fixture `{shown}`: {e}"))
+        }
+    })
 }
 
 async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<ImportSummary> {
@@ -593,9 +710,8 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
         if new.is_empty() {
             continue;
         }
-        summary.threads += 1;
-        let thread_id = match reused {
-            Some(id) => id,
+        let (thread_id, created) = match reused {
+            Some(id) => (id, false),
             None => {
                 let created_at = thread
                     .messages
@@ -603,11 +719,20 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
                     .map(|m| m.sent_at)
                     .min()
                     .unwrap_or_else(Utc::now);
-                insert_thread(db, &thread.subject, created_at).await?
+                (insert_thread(db, &thread.subject, created_at).await?, true)
             }
         };
+        let before = summary.messages;
         for msg in new {
             insert_message(db, thread_id, msg, &mut summary).await?;
+        }
+        if summary.messages > before {
+            summary.threads += 1;
+        } else if created {
+            // Every message was stored meanwhile by another writer: no empty thread.
+            email_thread::Entity::delete_by_id(thread_id)
+                .exec(db)
+                .await?;
         }
     }
     Ok(summary)
@@ -638,23 +763,28 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
     summary: &mut ImportSummary,
 ) -> Result<()> {
     let json = |list: &Vec<String>| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
-    let id = message::Entity::insert(message::ActiveModel {
-        id: NotSet,
-        email_thread_id: Set(thread_id),
-        message_id: Set(msg.message_id.clone()),
-        direction: Set(msg.direction.as_str().to_owned()),
-        from_address: Set(msg.from.clone()),
-        to_addresses: Set(json(&msg.to)),
-        cc_addresses: Set(json(&msg.cc)),
-        subject: Set(msg.subject.clone()),
-        text_body: Set(msg.text_body.clone()),
-        html_body: Set(msg.html_body.clone()),
-        in_reply_to: Set(msg.in_reply_to.clone()),
-        sent_at: Set(msg.sent_at),
-    })
-    .exec(db)
-    .await?
-    .last_insert_id;
+    let inserted = insert_or_skip(
+        db,
+        message::ActiveModel {
+            id: NotSet,
+            email_thread_id: Set(thread_id),
+            message_id: Set(msg.message_id.clone()),
+            direction: Set(msg.direction.as_str().to_owned()),
+            from_address: Set(msg.from.clone()),
+            to_addresses: Set(json(&msg.to)),
+            cc_addresses: Set(json(&msg.cc)),
+            subject: Set(msg.subject.clone()),
+            text_body: Set(msg.text_body.clone()),
+            html_body: Set(msg.html_body.clone()),
+            in_reply_to: Set(msg.in_reply_to.clone()),
+            sent_at: Set(msg.sent_at),
+        },
+    )
+    .await?;
+    let Some(id) = inserted else {
+        summary.already_present += 1;
+        return Ok(());
+    };
     summary.messages += 1;
     // One row at a time keeps insertion order (the `id` order) equal to file order on
     // every backend.
@@ -689,4 +819,32 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
         summary.tool_uses += 1;
     }
     Ok(())
+}
+
+/// Inserts a message row unless its Message-ID is stored already (by another writer since
+/// it was looked up); returns the new row's id, or `None` when it was skipped.
+async fn insert_or_skip<C: ConnectionTrait>(
+    db: &C,
+    row: message::ActiveModel,
+) -> Result<Option<i64>> {
+    let outcome = if db.get_database_backend() == DbBackend::MySql {
+        // MySQL has no `ON CONFLICT DO NOTHING`, and `INSERT IGNORE` would also hide other
+        // errors; a duplicate key rolls back only its own statement there.
+        message::Entity::insert(row).exec(db).await
+    } else {
+        message::Entity::insert(row)
+            .on_conflict(
+                OnConflict::column(message::Column::MessageId)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec(db)
+            .await
+    };
+    match outcome {
+        Ok(result) => Ok(Some(result.last_insert_id)),
+        Err(DbErr::RecordNotInserted) => Ok(None),
+        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -1,0 +1,135 @@
+//! Locks that let several processes write one database at once: migrations and fixture
+//! imports each run under a lock, per backend.
+//!
+//! - PostgreSQL: a transaction-scoped advisory lock (`pg_advisory_xact_lock`), released by
+//!   the commit or rollback.
+//! - MySQL/MariaDB: migrations take the named lock `GET_LOCK('protege_migrate', ...)` (its
+//!   DDL commits implicitly, so only a session lock spans it); imports lock the row of the
+//!   first migration with `SELECT ... FOR UPDATE`, held until the commit or rollback.
+//! - SQLite: a `BEGIN IMMEDIATE` transaction, which takes the database's write lock up
+//!   front; other connections wait for it up to the busy timeout.
+
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, IsolationLevel,
+    SqliteTransactionMode, Statement, TransactionOptions, TransactionTrait,
+};
+use sea_orm_migration::MigratorTrait;
+
+use super::migration::Migrator;
+
+/// The advisory lock key of migrations (PostgreSQL): "protege" + 1.
+const MIGRATE_KEY: i64 = 0x7072_6f74_6567_6501;
+/// The advisory lock key of imports (PostgreSQL): "protege" + 2.
+const IMPORT_KEY: i64 = 0x7072_6f74_6567_6502;
+/// The named lock of migrations (MySQL).
+const MIGRATE_LOCK_NAME: &str = "protege_migrate";
+/// How long a MySQL migration waits for `GET_LOCK`, in seconds.
+const MYSQL_LOCK_WAIT_SECS: i64 = 300;
+
+/// Runs the pending migrations under the migration lock.
+pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let txn = begin_exclusive(db).await?;
+    match backend {
+        DbBackend::Postgres => {
+            exec(&txn, "SELECT pg_advisory_xact_lock($1)", MIGRATE_KEY).await?;
+        }
+        DbBackend::MySql => {
+            let got = txn
+                .query_one_raw(Statement::from_sql_and_values(
+                    backend,
+                    "SELECT GET_LOCK(?, ?) AS got",
+                    [MIGRATE_LOCK_NAME.into(), MYSQL_LOCK_WAIT_SECS.into()],
+                ))
+                .await?
+                .and_then(|row| row.try_get::<Option<i64>>("", "got").ok().flatten());
+            if got != Some(1) {
+                return Err(DbErr::Custom(format!(
+                    "another process held the migration lock for more than {MYSQL_LOCK_WAIT_SECS} s"
+                )));
+            }
+        }
+        _ => {}
+    }
+    let outcome = Migrator::up(&txn, None).await;
+    if backend == DbBackend::MySql {
+        // Released on every path: the connection goes back to the pool afterwards.
+        let released = txn
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                "SELECT RELEASE_LOCK(?)",
+                [MIGRATE_LOCK_NAME.into()],
+            ))
+            .await;
+        if let (Ok(()), Err(e)) = (&outcome, released) {
+            return Err(e);
+        }
+    }
+    match outcome {
+        Ok(()) => txn.commit().await,
+        Err(e) => {
+            txn.rollback().await.ok();
+            Err(e)
+        }
+    }
+}
+
+/// Begins the transaction of a fixture import and takes the import lock in it: imports
+/// run one at a time, each seeing what the previous ones committed.
+pub(super) async fn begin_import(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    let backend = db.get_database_backend();
+    let txn = begin_exclusive(db).await?;
+    match backend {
+        DbBackend::Postgres => {
+            exec(&txn, "SELECT pg_advisory_xact_lock($1)", IMPORT_KEY).await?;
+        }
+        DbBackend::MySql => {
+            let name = first_migration();
+            txn.query_one_raw(Statement::from_sql_and_values(
+                backend,
+                "SELECT version FROM protege_migrations WHERE version = ? FOR UPDATE",
+                [name.into()],
+            ))
+            .await?;
+        }
+        _ => {}
+    }
+    Ok(txn)
+}
+
+/// A transaction that reads committed data (PostgreSQL, MySQL) or holds the write lock
+/// from its start (SQLite).
+async fn begin_exclusive(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    let options = match db.get_database_backend() {
+        DbBackend::Sqlite => TransactionOptions {
+            isolation_level: None,
+            access_mode: None,
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        },
+        _ => TransactionOptions {
+            isolation_level: Some(IsolationLevel::ReadCommitted),
+            access_mode: None,
+            sqlite_transaction_mode: None,
+        },
+    };
+    db.begin_with_options(options).await
+}
+
+async fn exec(txn: &DatabaseTransaction, sql: &str, key: i64) -> Result<(), DbErr> {
+    txn.execute_raw(Statement::from_sql_and_values(
+        txn.get_database_backend(),
+        sql,
+        [key.into()],
+    ))
+    .await
+    .map(|_| ())
+}
+
+/// The name of the first migration, whose row in `protege_migrations` is the import lock
+/// of MySQL.
+fn first_migration() -> String {
+    Migrator::migrations()
+        .first()
+        .map(|m| m.name().to_owned())
+        .unwrap_or_default()
+}
