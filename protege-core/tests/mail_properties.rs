@@ -49,7 +49,10 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     ]);
     prop_oneof![
         (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (any::<usize>(), prop_oneof![tricky, prop::collection::vec(any::<u8>(), 0..16)])
+        (
+            any::<usize>(),
+            prop_oneof![tricky, prop::collection::vec(any::<u8>(), 0..16)]
+        )
             .prop_map(|(i, bytes)| Mutation::Insert(i, bytes)),
         (any::<usize>(), 0usize..64).prop_map(|(i, n)| Mutation::Remove(i, n)),
         any::<usize>().prop_map(Mutation::Truncate),
