@@ -79,27 +79,29 @@ impl Threader {
         if self.own.contains(sender) {
             return Ok(true);
         }
-        if !self.participants.contains_key(&thread) {
-            let rows: Vec<(String, String, String)> = message::Entity::find()
-                .select_only()
-                .column(message::Column::FromAddress)
-                .column(message::Column::ToAddresses)
-                .column(message::Column::CcAddresses)
-                .filter(message::Column::EmailThreadId.eq(thread))
-                .into_tuple()
-                .all(db)
-                .await?;
-            let mut set = HashSet::new();
-            for (from, to, cc) in rows {
-                set.insert(key(&from));
-                for list in [to, cc] {
-                    let list: Vec<String> = serde_json::from_str(&list).unwrap_or_default();
-                    set.extend(list.iter().map(|a| key(a)));
-                }
-            }
-            self.participants.insert(thread, set);
+        if let Some(set) = self.participants.get(&thread) {
+            return Ok(set.contains(sender));
         }
-        Ok(self.participants[&thread].contains(sender))
+        let rows: Vec<(String, String, String)> = message::Entity::find()
+            .select_only()
+            .column(message::Column::FromAddress)
+            .column(message::Column::ToAddresses)
+            .column(message::Column::CcAddresses)
+            .filter(message::Column::EmailThreadId.eq(thread))
+            .into_tuple()
+            .all(db)
+            .await?;
+        let mut set = HashSet::new();
+        for (from, to, cc) in rows {
+            set.insert(key(&from));
+            for list in [to, cc] {
+                let list: Vec<String> = serde_json::from_str(&list).unwrap_or_default();
+                set.extend(list.iter().map(|a| key(a)));
+            }
+        }
+        let found = set.contains(sender);
+        self.participants.insert(thread, set);
+        Ok(found)
     }
 
     /// Stores `eml` in its own savepoint of `db`: skipped when its Message-ID is stored,
