@@ -97,10 +97,10 @@ fn generate_mbox(path: &Path, n: usize) {
 }
 
 fn options() -> EmlOptions {
-    EmlOptions {
-        own_addresses: vec!["support@acme.test".into()],
-        now: "2026-07-01T12:00:00Z".parse().unwrap(),
-    }
+    EmlOptions::new(
+        vec!["support@acme.test".into()],
+        "2026-07-01T12:00:00Z".parse().unwrap(),
+    )
 }
 
 async fn fresh_db(dir: &Path, name: &str) -> DatabaseConnection {

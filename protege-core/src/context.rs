@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
-use crate::mail::{MailMessage, bare_address, rfc3339_z};
+use crate::mail::{MailMessage, rfc3339_z};
 use crate::message::ToolDef;
 
 /// Which provider a persona's model belongs to.
@@ -257,22 +257,7 @@ impl Context {
         );
         match &self.0.trigger {
             Trigger::Message(m) => {
-                let to: Vec<String> = m.to.iter().map(|a| bare_address(a).to_owned()).collect();
-                let cc: Vec<String> = m.cc.iter().map(|a| bare_address(a).to_owned()).collect();
-                map.insert(
-                    "message",
-                    minijinja::context! {
-                        message_id => m.message_id.clone(),
-                        from => m.from_address().to_owned(),
-                        from_display => m.from.clone(),
-                        to => to,
-                        cc => cc,
-                        subject => m.subject.clone(),
-                        sent_at => rfc3339_z(&m.sent_at),
-                        body => m.readable_body(),
-                        thread_id => m.thread_id,
-                    },
-                );
+                map.insert("message", m.template_value());
             }
             Trigger::Responsibility(r) => {
                 map.insert(

@@ -24,6 +24,7 @@ mod chain;
 mod context;
 pub mod db;
 mod error;
+mod html_text;
 mod macros;
 mod mail;
 mod message;
@@ -41,7 +42,8 @@ pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility, Trigger,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use mail::{Attachment, Direction, MailMessage, bare_address, html_to_text, rfc3339_z};
+pub use html_text::html_to_text;
+pub use mail::{Attachment, Direction, MailMessage, bare_address, one_line, rfc3339_z};
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};

@@ -1,9 +1,12 @@
 //! Stored email messages and how they are rendered for the model (§6).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::html_text::html_to_text;
 
 /// Whether a message came in to the agent or was sent by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,24 +93,6 @@ pub fn bare_address(header: &str) -> &str {
     }
 }
 
-/// Converts an HTML body to plain text: tags removed, entities decoded, blocks separated
-/// by a blank line, `<br>` a line break, list items on their own lines, scripts and styles
-/// dropped, no decoration and no hard wrapping. Leading and trailing whitespace is removed.
-pub fn html_to_text(html: &str) -> String {
-    let text = html2text::config::plain_no_decorate()
-        .allow_width_overflow()
-        .no_link_wrapping()
-        .raw_mode(true)
-        .string_from_read(html.as_bytes(), 1 << 20)
-        .unwrap_or_default();
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out.trim().to_owned()
-}
-
 impl MailMessage {
     /// The readable body: the text body when not blank, else the HTML body as text, else
     /// empty; trimmed.
@@ -133,6 +118,24 @@ impl MailMessage {
         bare_address(&self.from)
     }
 
+    /// The `message` template variable (§4), every header value on one line (§9).
+    pub(crate) fn template_value(&self) -> minijinja::Value {
+        let bare = |header: &str| one_line(bare_address(&one_line(header))).into_owned();
+        let to: Vec<String> = self.to.iter().map(|a| bare(a)).collect();
+        let cc: Vec<String> = self.cc.iter().map(|a| bare(a)).collect();
+        minijinja::context! {
+            message_id => one_line(&self.message_id).into_owned(),
+            from => bare(&self.from),
+            from_display => one_line(&self.from).into_owned(),
+            to => to,
+            cc => cc,
+            subject => one_line(&self.subject).into_owned(),
+            sent_at => rfc3339_z(&self.sent_at),
+            body => self.readable_body(),
+            thread_id => self.thread_id,
+        }
+    }
+
     /// The message rendered for the model, exactly as §6 of the contract writes it.
     pub fn to_llm_text(&self) -> String {
         let body = self.readable_body();
@@ -143,7 +146,7 @@ impl MailMessage {
     pub fn render_with_body(&self, body: &str) -> String {
         let mut out = String::with_capacity(256 + body.len());
         out.push_str("From: ");
-        out.push_str(&self.from);
+        out.push_str(&one_line(&self.from));
         push_list(&mut out, "\nTo:", &self.to);
         push_list(&mut out, "\nCc:", &self.cc);
         // RFC 2822 in UTC, day not zero-padded.
@@ -151,7 +154,7 @@ impl MailMessage {
             out,
             "\nDate: {}\nSubject: {}",
             self.sent_at.format("%a, %-d %b %Y %H:%M:%S +0000"),
-            self.subject
+            one_line(&self.subject)
         );
         if !body.is_empty() {
             out.push_str("\n\n");
@@ -163,7 +166,10 @@ impl MailMessage {
                 let _ = write!(
                     out,
                     "\n- {} ({}, {} bytes, id: {})",
-                    a.filename, a.content_type, a.byte_size, a.attachment_id
+                    one_line(&a.filename),
+                    one_line(&a.content_type),
+                    a.byte_size,
+                    one_line(&a.attachment_id)
                 );
             }
         }
@@ -175,7 +181,57 @@ fn push_list(out: &mut String, label: &str, items: &[String]) {
     out.push_str(label);
     for (i, item) in items.iter().enumerate() {
         out.push_str(if i == 0 { " " } else { ", " });
-        out.push_str(item);
+        out.push_str(&one_line(item));
+    }
+}
+
+/// A header value as one line (§9): NUL removed; CR, LF, every other control character
+/// except TAB, and the Unicode line and paragraph separators become a space; a run of
+/// spaces containing such a character becomes one space; the ends are trimmed. Borrowed
+/// unchanged when there is nothing to change.
+///
+/// Applied to addresses, display names, subjects, attachment file names and content types
+/// when mail is imported, and again when a message is rendered or fills template
+/// variables, so rows stored before the rule are safe too.
+///
+/// ```
+/// # use protege_core::one_line;
+/// assert_eq!(one_line("Eve \r\nBcc: x\u{0}y\t "), "Eve Bcc: xy");
+/// ```
+pub fn one_line(value: &str) -> Cow<'_, str> {
+    let breaks = |c: char| c != '\t' && (c.is_control() || c == '\u{2028}' || c == '\u{2029}');
+    if !value.contains(breaks) && value.trim().len() == value.len() {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len());
+    // A run of spaces, written once the run ends: `(spaces seen, run holds a break)`.
+    let mut run = (0usize, false);
+    for c in value.chars() {
+        match c {
+            '\0' => {}
+            ' ' => run.0 += 1,
+            c if breaks(c) => run.1 = true,
+            c => {
+                if run.1 {
+                    out.push(' ');
+                } else {
+                    out.extend(std::iter::repeat_n(' ', run.0));
+                }
+                run = (0, false);
+                out.push(c);
+            }
+        }
+    }
+    Cow::Owned(out.trim().to_owned())
+}
+
+/// `value` without NUL characters (PostgreSQL rejects them in text); bodies keep their
+/// line breaks.
+pub(crate) fn without_nul(value: &str) -> Cow<'_, str> {
+    if value.contains('\0') {
+        Cow::Owned(value.replace('\0', ""))
+    } else {
+        Cow::Borrowed(value)
     }
 }
 

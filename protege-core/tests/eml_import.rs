@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use base64::Engine as _;
 use futures::FutureExt as _;
 use protege_core::db::entities::{attachment, email_thread, message};
-use protege_core::db::{self, EmlOptions, EmlSummary, import_eml_paths};
+use protege_core::db::{self, EmlFailure, EmlOptions, EmlSummary, import_eml_paths};
 use protege_core::{AppConfig, Chain, Context, DynChain, PersonaInfo, ThreadHistory, Trigger};
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryOrder};
 use serde_json::{Value, json};
@@ -113,10 +113,10 @@ fn shown(name: &str) -> String {
 }
 
 fn options() -> EmlOptions {
-    EmlOptions {
-        own_addresses: vec!["Acme Support <SUPPORT@acme.test>".into()],
-        now: "2026-07-01T12:00:00Z".parse().unwrap(),
-    }
+    EmlOptions::new(
+        vec!["Acme Support <SUPPORT@acme.test>".into()],
+        "2026-07-01T12:00:00Z".parse().unwrap(),
+    )
 }
 
 async fn import(db: &DatabaseConnection, paths: &[PathBuf]) -> EmlSummary {
@@ -196,6 +196,14 @@ fn thread(subject: &str, created_at: &str, ids: &[&str]) -> (String, String, Vec
     )
 }
 
+fn failure(source: String, reason: &str) -> EmlFailure {
+    EmlFailure {
+        source,
+        reason: reason.to_owned(),
+        database: false,
+    }
+}
+
 const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUmZha2UtcG5nLWJ5dGVzAP8=";
 const NO_ID: &str =
     "<125612aef2a75e85c89e884f0db672ab07df0570181d498d0685ae3fea0bc104@protege.invalid>";
@@ -228,14 +236,11 @@ async fn imports_a_folder_with_exact_values() {
         assert_eq!(
             summary.failed,
             vec![
-                (
+                failure(
                     format!("{}#5", shown("archive.mbox")),
-                    "not an email: no header found".to_owned()
+                    "not an email: no header found"
                 ),
-                (
-                    shown("garbage.eml"),
-                    "not an email: no header found".to_owned()
-                ),
+                failure(shown("garbage.eml"), "not an email: no header found"),
             ]
         );
         assert_eq!(summary.to_string(), folder_summary_text());
@@ -414,7 +419,7 @@ async fn imports_a_folder_with_exact_values() {
         assert!(all.contains(&thread(
             "Order A-1 arrived damaged",
             "2026-01-05T09:00:00Z",
-            &["<out-1@acme.test>", "<plain-1@example.com>"],
+            &["<plain-1@example.com>", "<out-1@acme.test>"],
         )));
         assert!(all.contains(&thread(
             "Refund for order A-1",
@@ -511,13 +516,10 @@ async fn a_bad_file_is_reported_and_the_rest_imported() {
                 imported: 1,
                 duplicates: 0,
                 failed: vec![
-                    (
-                        shown("garbage.eml"),
-                        "not an email: no header found".to_owned()
-                    ),
-                    (
+                    failure(shown("garbage.eml"), "not an email: no header found"),
+                    failure(
                         shown("missing.eml"),
-                        "cannot read: no such file or directory (os error 2)".to_owned()
+                        "cannot read: no such file or directory (os error 2)"
                     ),
                 ],
                 warnings: vec![],
@@ -726,13 +728,10 @@ async fn messages_without_sender_or_with_an_oversized_id_fail_alone() {
     assert_eq!(
         summary.failed,
         vec![
-            (
-                no_from.display().to_string(),
-                "no `From` address".to_owned()
-            ),
-            (
+            failure(no_from.display().to_string(), "no `From` address"),
+            failure(
                 long_id.display().to_string(),
-                "`Message-ID` longer than 512 characters".to_owned()
+                "`Message-ID` longer than 512 characters"
             ),
         ]
     );

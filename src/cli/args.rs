@@ -84,6 +84,10 @@ pub(crate) enum DbCommand {
         /// (default: the addresses of every valid persona in the folder).
         #[arg(long, value_name = "NAME")]
         persona: Option<String>,
+        /// Attachment data larger than this many bytes is not stored (the attachment keeps
+        /// its name, type and size; a warning names it).
+        #[arg(long, value_name = "BYTES", default_value_t = protege_core::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
+        max_attachment_bytes: u64,
     },
 }
 

@@ -31,7 +31,12 @@ pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
     output::out(&format!("{summary}\n"))
 }
 
-pub(crate) async fn import_eml(env: &Env, paths: &[PathBuf], persona: Option<&str>) -> CliResult {
+pub(crate) async fn import_eml(
+    env: &Env,
+    paths: &[PathBuf],
+    persona: Option<&str>,
+    max_attachment_bytes: u64,
+) -> CliResult {
     let own_addresses = match persona {
         Some(name) => personas::load_one(env, name)?.info.addresses.clone(),
         None if env.personas.is_dir() => {
@@ -44,10 +49,8 @@ pub(crate) async fn import_eml(env: &Env, paths: &[PathBuf], persona: Option<&st
         None => Vec::new(),
     };
     let conn = connect(env).await?;
-    let options = db::EmlOptions {
-        own_addresses,
-        now: chrono::Utc::now(),
-    };
+    let mut options = db::EmlOptions::new(own_addresses, chrono::Utc::now());
+    options.max_attachment_bytes = max_attachment_bytes;
     let summary = db::import_eml_paths(&conn, paths, &options).await?;
     let text = summary.to_string();
     let (notes, last) = text.rsplit_once('\n').unwrap_or(("", &text));

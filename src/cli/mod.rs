@@ -142,9 +142,11 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Db { command } => match command {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,
-            DbCommand::ImportEml { paths, persona } => {
-                db::import_eml(env, &paths, persona.as_deref()).await
-            }
+            DbCommand::ImportEml {
+                paths,
+                persona,
+                max_attachment_bytes,
+            } => db::import_eml(env, &paths, persona.as_deref(), max_attachment_bytes).await,
         },
         Command::Resolve(args) => resolve::run(env, &args).await,
         Command::Watch => watch::run(env).await,

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::entities::{attachment, email_thread, message, tool_use};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mail::Direction;
+use crate::mail::{Direction, one_line, without_nul};
 
 /// The longest id (Message-ID, attachment id, run id, tool call id, tool name) a fixture
 /// may hold, in characters: the width of the indexed columns.
@@ -746,7 +746,7 @@ pub(super) async fn insert_thread<C: ConnectionTrait>(
 ) -> Result<i64> {
     Ok(email_thread::Entity::insert(email_thread::ActiveModel {
         id: NotSet,
-        subject: Set(subject.to_owned()),
+        subject: Set(one_line(subject).into_owned()),
         created_at: Set(created_at),
     })
     .exec(db)
@@ -762,21 +762,27 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
     msg: &FixtureMessage,
     summary: &mut ImportSummary,
 ) -> Result<()> {
-    let json = |list: &Vec<String>| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
+    // Header values on one line, NUL removed from every text (§9).
+    let line = |v: &str| one_line(v).into_owned();
+    let text = |v: &str| without_nul(v).into_owned();
+    let json = |list: &Vec<String>| {
+        let list: Vec<String> = list.iter().map(|a| line(a)).collect();
+        serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+    };
     let inserted = insert_or_skip(
         db,
         message::ActiveModel {
             id: NotSet,
             email_thread_id: Set(thread_id),
-            message_id: Set(msg.message_id.clone()),
+            message_id: Set(text(&msg.message_id)),
             direction: Set(msg.direction.as_str().to_owned()),
-            from_address: Set(msg.from.clone()),
+            from_address: Set(line(&msg.from)),
             to_addresses: Set(json(&msg.to)),
             cc_addresses: Set(json(&msg.cc)),
-            subject: Set(msg.subject.clone()),
-            text_body: Set(msg.text_body.clone()),
-            html_body: Set(msg.html_body.clone()),
-            in_reply_to: Set(msg.in_reply_to.clone()),
+            subject: Set(line(&msg.subject)),
+            text_body: Set(msg.text_body.as_deref().map(text)),
+            html_body: Set(msg.html_body.as_deref().map(text)),
+            in_reply_to: Set(msg.in_reply_to.as_deref().map(text)),
             sent_at: Set(msg.sent_at),
         },
     )
@@ -792,9 +798,9 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
         attachment::Entity::insert(attachment::ActiveModel {
             id: NotSet,
             message_id: Set(id),
-            attachment_id: Set(att.id.clone()),
-            filename: Set(att.filename.clone()),
-            content_type: Set(att.content_type.clone()),
+            attachment_id: Set(text(&att.id)),
+            filename: Set(line(&att.filename)),
+            content_type: Set(line(&att.content_type)),
             byte_size: Set(att.byte_size),
             data: Set(att.data.clone()),
         })
@@ -806,13 +812,13 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
         tool_use::Entity::insert(tool_use::ActiveModel {
             id: NotSet,
             message_id: Set(id),
-            run_id: Set(use_.run_id.clone()),
+            run_id: Set(text(&use_.run_id)),
             turn_index: Set(use_.turn_index),
             position: Set(use_.position),
-            tool_call_id: Set(use_.tool_call_id.clone()),
-            name: Set(use_.name.clone()),
+            tool_call_id: Set(text(&use_.tool_call_id)),
+            name: Set(text(&use_.name)),
             input: Set(Value::Object(use_.input.clone()).to_string()),
-            result: Set(use_.result.clone()),
+            result: Set(use_.result.as_deref().map(text)),
         })
         .exec(db)
         .await?;

@@ -1,30 +1,46 @@
 //! Importing real email (`protege db import-eml`): RFC 5322 files and mbox files, threaded
-//! by References and In-Reply-To.
+//! by References and In-Reply-To among the thread's participants (§9).
 //!
-//! Each message is parsed with `mail-parser` (every transfer encoding and charset it
-//! knows), stored in its own transaction, and skipped when its Message-ID is already
-//! stored, so importing the same files twice changes nothing. Mbox files are streamed one
-//! message at a time.
+//! An import reads in two passes. The first reads only the header lines of every message
+//! (for an mbox, where each message lies) and sorts them by date, file order breaking
+//! ties; the second reads, parses (with `mail-parser`, every transfer encoding and
+//! charset it knows) and stores each message in that order, so a batch imported out of
+//! order still ends in one thread. Memory stays flat in the size of the files: no body
+//! is held beyond the message being stored.
+//!
+//! Each message is its own unit: it is stored in its own savepoint and skipped when its
+//! Message-ID is already stored (also when another writer stores it at the same moment),
+//! so importing the same files twice changes nothing; a message the database rejects is
+//! reported and the others are imported.
 
+mod mbox;
 mod parse;
 mod store;
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use mail_parser::mailbox::mbox::MessageIterator;
-use sea_orm::{DatabaseConnection, DatabaseTransaction, TransactionTrait};
+use sea_orm::{
+    DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr, SqliteTransactionMode,
+    TransactionOptions, TransactionTrait,
+};
 
-use crate::error::Result;
-use crate::mail::rfc3339_z;
-use parse::{DateSource, parse_eml};
-use store::{Stored, Threader};
+use crate::error::{Error, Result};
+use crate::mail::{Direction, rfc3339_z};
+use parse::{DateSource, header_date, parse_eml};
+use store::{Stored, Threader, db_err};
 
-/// How to import: which addresses are the persona's own, and the time used when a
-/// message carries no usable date.
+/// The default of [`EmlOptions::max_attachment_bytes`]: 25 MiB.
+pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 << 20;
+
+/// The most header bytes read from an `.eml` file in the first pass.
+const MAX_HEADER_BYTES: u64 = 1 << 20;
+
+/// How to import: which addresses are the persona's own, the time used when a message
+/// carries no usable date, the attachment size cap and where the direction comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmlOptions {
     /// The persona addresses (bare or header form): mail From one of them is outbound,
@@ -33,23 +49,69 @@ pub struct EmlOptions {
     /// The `sent_at` of a message with neither a valid `Date` nor a dated `Received`
     /// header (usually the import time).
     pub now: DateTime<Utc>,
+    /// Attachment data larger than this many bytes is not stored: the attachment keeps
+    /// its metadata (`data` NULL) and a warning names it.
+    pub max_attachment_bytes: u64,
+    /// `None` (`import-eml`, an operator's own archives): the direction comes from the
+    /// From header. `Some(direction)`: every message has it, whatever its From claims
+    /// (mail received over HTTP is inbound).
+    pub direction: Option<Direction>,
+}
+
+impl EmlOptions {
+    /// Options with the persona addresses and the import time; attachments up to
+    /// [`DEFAULT_MAX_ATTACHMENT_BYTES`], direction from the From header.
+    pub fn new(own_addresses: Vec<String>, now: DateTime<Utc>) -> Self {
+        Self {
+            own_addresses,
+            now,
+            max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
+            direction: None,
+        }
+    }
+}
+
+/// A message or file that could not be imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmlFailure {
+    /// The file, or `file#N` for the N-th message of an mbox (from 1).
+    pub source: String,
+    /// Why, one lowercase sentence.
+    pub reason: String,
+    /// Whether the database rejected it (the input may be fine: a re-run imports it once
+    /// the database accepts it).
+    pub database: bool,
+}
+
+impl fmt::Display for EmlFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.database {
+            write!(
+                f,
+                "database error while importing {}: {}",
+                self.source, self.reason
+            )
+        } else {
+            write!(f, "{}: {}", self.source, self.reason)
+        }
+    }
 }
 
 /// What an import did: counts, the sources that failed with their reason, and warnings.
 ///
 /// Its `Display` is what the command line prints: one `warning:` line per warning, one
-/// `failed:` line per failure, then `imported 3 messages, skipped 1 duplicate, 1 failed`.
+/// `failed:` line per failure (both in file order), then
+/// `imported 3 messages, skipped 1 duplicate, 1 failed`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EmlSummary {
     /// Messages inserted.
     pub imported: usize,
     /// Messages skipped because their Message-ID was already stored.
     pub duplicates: usize,
-    /// Sources that could not be imported: the file (or `file#N`, the N-th message of an
-    /// mbox, from 1) and the reason.
-    pub failed: Vec<(String, String)>,
-    /// Messages imported with a fallback (no Message-ID, no usable Date), one sentence
-    /// each, naming the source.
+    /// Sources that could not be imported.
+    pub failed: Vec<EmlFailure>,
+    /// Messages imported with a fallback (no Message-ID, no usable Date) or without the
+    /// data of an oversized attachment, one sentence each, naming the source.
     pub warnings: Vec<String>,
 }
 
@@ -58,8 +120,8 @@ impl fmt::Display for EmlSummary {
         for warning in &self.warnings {
             writeln!(f, "warning: {warning}")?;
         }
-        for (source, reason) in &self.failed {
-            writeln!(f, "failed: {source}: {reason}")?;
+        for failure in &self.failed {
+            writeln!(f, "failed: {failure}")?;
         }
         let plural =
             |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
@@ -76,38 +138,161 @@ impl fmt::Display for EmlSummary {
 }
 
 /// Imports the RFC 5322 messages of `paths` into `db`: each path is an `.eml` file, an
-/// mbox file (recognised by a leading `From ` line, whatever its name), or a directory
-/// searched recursively (in name order) for `*.eml`, `*.mbox` and mbox files.
+/// mbox file (recognised by a first line that is an mbox separator, whatever its name),
+/// or a directory searched recursively (in name order) for `*.eml`, `*.mbox` and mbox
+/// files.
 ///
-/// A message joins the thread of the first message it references (References newest
-/// first, then In-Reply-To) that is stored or met earlier in the import; otherwise it
-/// starts a thread named by its subject without `Re:`/`Fwd:`/`Fw:` prefixes. A message
-/// that links threads (a parent arriving after its replies, or a reply naming two
-/// threads) merges them, so the import order does not matter. An unreadable file or a
-/// message that is not an email is recorded in [`EmlSummary::failed`] and the import goes
-/// on; a database error stops it (the messages already committed stay, and importing
-/// again skips them).
+/// Messages are stored in order of their date (ties: file order). A message joins the
+/// thread of a stored message it references (References newest first, then
+/// In-Reply-To) or that replies to it, when its sender is one of that thread's
+/// participants (the addresses of its messages and the persona addresses); otherwise it
+/// starts a thread named by its subject without `Re:`/`Fwd:`/`Fw:` prefixes. An inbound
+/// message From a persona address joins nothing.
+///
+/// Only regular files are read: a FIFO, socket or device, a dangling symbolic link, an
+/// unreadable file, a message that is not an email and a message the database rejects
+/// are each recorded in [`EmlSummary::failed`] and the import goes on.
 pub async fn import_eml_paths(
     db: &DatabaseConnection,
     paths: &[PathBuf],
     options: &EmlOptions,
 ) -> Result<EmlSummary> {
-    let mut summary = EmlSummary::default();
-    let mut threader = Threader::new(db, &options.own_addresses).await?;
-    let mut batch = Batch::default();
+    let mut notes = Notes::default();
+    let mut files = Vec::new();
     for path in paths {
-        let mut files = Vec::new();
-        if let Err(reason) = collect(path, true, &mut files) {
-            summary.failed.push((path.display().to_string(), reason));
-            continue;
-        }
-        for file in files {
-            import_file(db, &file, options, &mut threader, &mut batch, &mut summary).await?;
-        }
+        collect(path, true, &mut files, &mut notes);
     }
-    batch.finish().await?;
-    threader.link_earlier_replies(db).await?;
-    Ok(summary)
+
+    // First pass: where every message lies, and its date.
+    let mut items: Vec<Item> = Vec::new();
+    for (file, (path, seq)) in files.iter().enumerate() {
+        survey(path, *seq, file, options.now, &mut items, &mut notes);
+    }
+    items.sort_by_key(|item| (item.sent_at, item.seq));
+
+    // Second pass: parse and store in date order.
+    let mut threader = Threader::new(&options.own_addresses);
+    let mut batch = Batch::default();
+    for item in &items {
+        let (path, _) = &files[item.file];
+        let source = match item.mbox {
+            Some(at) => format!("{}#{}", path.display(), at.index),
+            None => path.display().to_string(),
+        };
+        let raw = match read_item(path, item) {
+            Ok(raw) => raw,
+            Err(e) => {
+                notes.fail(item.seq, source, format!("cannot read: {}", io_reason(&e)));
+                continue;
+            }
+        };
+        import_one(
+            db,
+            &raw,
+            item.seq,
+            source,
+            options,
+            &mut threader,
+            &mut batch,
+            &mut notes,
+        )
+        .await;
+    }
+    batch.finish(&mut notes).await;
+    Ok(notes.into_summary())
+}
+
+/// A file-order position: the position of the file (or failing path) among those found,
+/// and the index of the message within an mbox (0 for a whole file).
+type Seq = (usize, usize);
+
+/// Failures and warnings with the file-order position they belong to, and the counts.
+#[derive(Debug, Default)]
+struct Notes {
+    summary: EmlSummary,
+    failed: Vec<(Seq, EmlFailure)>,
+    warnings: Vec<(Seq, String)>,
+    /// The next file-order position.
+    next_seq: usize,
+}
+
+impl Notes {
+    fn seq(&mut self) -> Seq {
+        self.next_seq += 1;
+        (self.next_seq, 0)
+    }
+
+    fn fail(&mut self, seq: Seq, source: String, reason: String) {
+        self.failed.push((
+            seq,
+            EmlFailure {
+                source,
+                reason,
+                database: false,
+            },
+        ));
+    }
+
+    fn fail_database(&mut self, seq: Seq, source: String, err: &Error) {
+        self.failed.push((
+            seq,
+            EmlFailure {
+                source,
+                reason: database_reason(err),
+                database: true,
+            },
+        ));
+    }
+
+    fn into_summary(mut self) -> EmlSummary {
+        self.failed.sort_by_key(|(seq, _)| *seq);
+        self.warnings.sort_by_key(|(seq, _)| *seq);
+        self.summary.failed = self.failed.into_iter().map(|(_, f)| f).collect();
+        self.summary.warnings = self.warnings.into_iter().map(|(_, w)| w).collect();
+        self.summary
+    }
+}
+
+/// The reason a database gave, without the driver's wrapping: the server's own message
+/// when there is one.
+fn database_reason(err: &Error) -> String {
+    let text =
+        match db_err(err) {
+            Some(
+                DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)),
+            ) if matches!(**e, sea_orm::sqlx::Error::Database(_)) => match &**e {
+                sea_orm::sqlx::Error::Database(db) => db.message().to_owned(),
+                other => other.to_string(),
+            },
+            Some(other) => crate::db::db_reason(other),
+            None => err.detail().to_owned(),
+        };
+    let text = text.trim().trim_end_matches('.');
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "unknown error".to_owned(),
+    }
+}
+
+/// A message found by the first pass.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    sent_at: DateTime<Utc>,
+    /// File order.
+    seq: Seq,
+    /// The index of its file.
+    file: usize,
+    /// Where it lies in an mbox; `None` for a whole file.
+    mbox: Option<MboxAt>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct MboxAt {
+    /// From 1.
+    index: usize,
+    offset: u64,
+    len: u64,
 }
 
 /// Messages committed together: each message is its own savepoint inside the batch (so
@@ -116,60 +301,127 @@ pub async fn import_eml_paths(
 #[derive(Debug, Default)]
 struct Batch {
     txn: Option<DatabaseTransaction>,
-    messages: usize,
+    /// The messages stored in the open batch: file-order position and source.
+    stored: Vec<(Seq, String)>,
 }
 
 /// The messages per committed batch.
 const BATCH: usize = 256;
 
 impl Batch {
-    /// The open batch transaction, begun when needed.
+    /// The open batch transaction, begun when needed (on SQLite as a write transaction
+    /// at once, so that concurrent writers wait for each other instead of failing).
     async fn txn(&mut self, db: &DatabaseConnection) -> Result<&DatabaseTransaction> {
         let txn = match self.txn.take() {
             Some(txn) => txn,
-            None => db.begin().await?,
+            None => {
+                db.begin_with_options(TransactionOptions {
+                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                    ..TransactionOptions::default()
+                })
+                .await?
+            }
         };
         Ok(self.txn.insert(txn))
     }
 
-    /// Counts a stored message; commits the batch when it is full (before a new one
-    /// begins, so one connection is enough).
-    async fn count(&mut self) -> Result<()> {
-        self.messages += 1;
-        if self.messages >= BATCH {
-            self.finish().await?;
+    /// Counts a stored message; commits the batch when it is full.
+    async fn count(&mut self, seq: Seq, source: String, notes: &mut Notes) {
+        self.stored.push((seq, source));
+        if self.stored.len() >= BATCH {
+            self.finish(notes).await;
         }
-        Ok(())
     }
 
-    /// Commits what the batch holds.
-    async fn finish(&mut self) -> Result<()> {
-        self.messages = 0;
-        if let Some(txn) = self.txn.take() {
-            txn.commit().await?;
+    /// Commits what the batch holds; when the commit fails, each of its messages is
+    /// reported as failed.
+    async fn finish(&mut self, notes: &mut Notes) {
+        let stored = std::mem::take(&mut self.stored);
+        let Some(txn) = self.txn.take() else {
+            return;
+        };
+        if let Err(e) = txn.commit().await {
+            let err = Error::from(e);
+            notes.summary.imported -= stored.len();
+            for (seq, source) in stored {
+                notes.fail_database(seq, source, &err);
+            }
         }
-        Ok(())
+    }
+
+    /// Drops the batch after a failure of the transaction itself (its messages are
+    /// reported as failed).
+    async fn abandon(&mut self, notes: &mut Notes, err: &Error) {
+        if let Some(txn) = self.txn.take() {
+            let _ = txn.rollback().await;
+        }
+        let stored = std::mem::take(&mut self.stored);
+        notes.summary.imported -= stored.len();
+        for (seq, source) in stored {
+            notes.fail_database(seq, source, err);
+        }
     }
 }
 
-/// Adds `path` (a file, or the importable files under a directory) to `out`.
-fn collect(path: &Path, named: bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {}", io_reason(&e)))?;
-    if !meta.is_dir() {
-        if named || is_importable(path) {
-            out.push(path.to_owned());
+/// Adds `path` (a regular file, or the importable files under a directory) to `out`
+/// with its file-order position; anything else is recorded in `notes`.
+fn collect(path: &Path, named: bool, out: &mut Vec<(PathBuf, Seq)>, notes: &mut Notes) {
+    let shown = path.display().to_string();
+    // The metadata of what a symbolic link points to: a dangling link is an error here.
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => {
+            let seq = notes.seq();
+            notes.fail(seq, shown, format!("cannot read: {}", io_reason(&e)));
+            return;
         }
-        return Ok(());
+    };
+    if meta.is_file() {
+        if named || is_importable(path) {
+            out.push((path.to_owned(), notes.seq()));
+        }
+        return;
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| format!("cannot read the directory: {}", io_reason(&e)))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            !p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('.'))
-        })
-        .collect();
+    if !meta.is_dir() {
+        let seq = notes.seq();
+        notes.fail(
+            seq,
+            shown,
+            "not a regular file (a FIFO, socket or device is never read)".to_owned(),
+        );
+        return;
+    }
+    let reader = match std::fs::read_dir(path) {
+        Ok(reader) => reader,
+        Err(e) => {
+            let seq = notes.seq();
+            notes.fail(
+                seq,
+                shown,
+                format!("cannot read the directory: {}", io_reason(&e)),
+            );
+            return;
+        }
+    };
+    let mut entries = Vec::new();
+    for entry in reader {
+        match entry {
+            Ok(entry) => entries.push(entry.path()),
+            Err(e) => {
+                let seq = notes.seq();
+                notes.fail(
+                    seq,
+                    shown.clone(),
+                    format!("cannot read a directory entry: {}", io_reason(&e)),
+                );
+            }
+        }
+    }
+    entries.retain(|p| {
+        !p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+    });
     entries.sort();
     for entry in entries {
         // Symbolic links to directories are not followed (no cycles).
@@ -178,28 +430,121 @@ fn collect(path: &Path, named: bool, out: &mut Vec<PathBuf>) -> Result<(), Strin
             .unwrap_or(false)
             && entry.is_dir();
         if !is_link_dir {
-            collect(&entry, false, out)?;
+            collect(&entry, false, out, notes);
         }
     }
-    Ok(())
 }
 
-/// A file found in a directory is imported when named `*.eml` / `*.mbox` or when it
-/// starts like an mbox.
+/// A regular file found in a directory is imported when named `*.eml` / `*.mbox` or
+/// when it starts like an mbox.
 fn is_importable(path: &Path) -> bool {
     let by_name = path
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("eml") || e.eq_ignore_ascii_case("mbox"));
-    by_name || starts_like_mbox(path)
+    by_name
+        || open_regular(path)
+            .map(BufReader::new)
+            .and_then(|mut r| first_line_is_separator(&mut r))
+            .unwrap_or(false)
 }
 
-fn starts_like_mbox(path: &Path) -> bool {
-    let mut head = [0u8; 5];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && &head == b"From "
+/// Opens `path` for reading when it is a regular file (checked before opening, so a FIFO
+/// is never opened, and again on the open file).
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    let not_regular = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, socket or device is never read)",
+        )
+    };
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+/// Whether the first line of `reader` is an mbox separator (the reader is not advanced).
+fn first_line_is_separator<R: BufRead>(reader: &mut R) -> std::io::Result<bool> {
+    let head = reader.fill_buf()?;
+    let line = match head.iter().position(|&b| b == b'\n') {
+        Some(end) => &head[..=end],
+        None => head,
+    };
+    Ok(mbox::is_separator(line))
+}
+
+/// The first pass over one file: adds its messages to `items`.
+fn survey(
+    path: &Path,
+    seq: Seq,
+    file: usize,
+    now: DateTime<Utc>,
+    items: &mut Vec<Item>,
+    notes: &mut Notes,
+) {
+    let shown = path.display().to_string();
+    let outcome = open_regular(path).and_then(|f| {
+        let mut reader = BufReader::with_capacity(64 * 1024, f);
+        if !first_line_is_separator(&mut reader)? {
+            let mut header = Vec::new();
+            let mut limited = reader.take(MAX_HEADER_BYTES);
+            loop {
+                let start = header.len();
+                if limited.read_until(b'\n', &mut header)? == 0
+                    || matches!(&header[start..], b"\n" | b"\r\n")
+                {
+                    break;
+                }
+            }
+            items.push(Item {
+                sent_at: header_date(&header, now),
+                seq,
+                file,
+                mbox: None,
+            });
+            return Ok(());
+        }
+        let mut index = 0;
+        mbox::scan(reader, |entry| {
+            index += 1;
+            items.push(Item {
+                sent_at: header_date(&entry.header, now),
+                seq: (seq.0, index),
+                file,
+                mbox: Some(MboxAt {
+                    index,
+                    offset: entry.offset,
+                    len: entry.len,
+                }),
+            });
+        })
+    });
+    if let Err(e) = outcome {
+        notes.fail(seq, shown, format!("cannot read: {}", io_reason(&e)));
+    }
+}
+
+/// The raw bytes of one message found by the first pass.
+fn read_item(path: &Path, item: &Item) -> std::io::Result<Vec<u8>> {
+    let mut file = open_regular(path)?;
+    match item.mbox {
+        None => {
+            let mut raw = Vec::new();
+            file.read_to_end(&mut raw)?;
+            Ok(raw)
+        }
+        Some(at) => {
+            file.seek(SeekFrom::Start(at.offset))?;
+            let mut raw = Vec::new();
+            file.take(at.len).read_to_end(&mut raw)?;
+            Ok(mbox::unescape(&raw))
+        }
+    }
 }
 
 fn io_reason(err: &std::io::Error) -> String {
@@ -211,81 +556,22 @@ fn io_reason(err: &std::io::Error) -> String {
     }
 }
 
-async fn import_file(
-    db: &DatabaseConnection,
-    path: &Path,
-    options: &EmlOptions,
-    threader: &mut Threader,
-    batch: &mut Batch,
-    summary: &mut EmlSummary,
-) -> Result<()> {
-    let shown = path.display().to_string();
-    let mut reader = match File::open(path) {
-        Ok(file) => BufReader::with_capacity(64 * 1024, file),
-        Err(e) => {
-            summary
-                .failed
-                .push((shown, format!("cannot read: {}", io_reason(&e))));
-            return Ok(());
-        }
-    };
-    let is_mbox = match reader.fill_buf() {
-        Ok(head) => head.starts_with(b"From "),
-        Err(e) => {
-            summary
-                .failed
-                .push((shown, format!("cannot read: {}", io_reason(&e))));
-            return Ok(());
-        }
-    };
-    if !is_mbox {
-        let mut raw = Vec::new();
-        if let Err(e) = reader.read_to_end(&mut raw) {
-            summary
-                .failed
-                .push((shown, format!("cannot read: {}", io_reason(&e))));
-            return Ok(());
-        }
-        return import_one(db, &raw, shown, options, threader, batch, summary).await;
-    }
-    for (n, item) in MessageIterator::new(reader).enumerate() {
-        let source = format!("{shown}#{}", n + 1);
-        match item {
-            Ok(message) => {
-                let mut raw = message.unwrap_contents();
-                // The blank line that separates a message from the next `From ` line.
-                if raw.ends_with(b"\n\n") {
-                    raw.pop();
-                } else if raw.ends_with(b"\r\n\r\n") {
-                    raw.truncate(raw.len() - 2);
-                }
-                import_one(db, &raw, source, options, threader, batch, summary).await?;
-            }
-            Err(e) => {
-                summary
-                    .failed
-                    .push((source, format!("cannot read: {}", io_reason(&e))));
-                break;
-            }
-        }
-    }
-    Ok(())
-}
-
+#[allow(clippy::too_many_arguments)]
 async fn import_one(
     db: &DatabaseConnection,
     raw: &[u8],
+    seq: Seq,
     source: String,
     options: &EmlOptions,
     threader: &mut Threader,
     batch: &mut Batch,
-    summary: &mut EmlSummary,
-) -> Result<()> {
-    let eml = match parse_eml(raw, options.now) {
+    notes: &mut Notes,
+) {
+    let eml = match parse_eml(raw, options.now, options.max_attachment_bytes) {
         Ok(eml) => eml,
         Err(reason) => {
-            summary.failed.push((source, reason));
-            return Ok(());
+            notes.fail(seq, source, reason);
+            return;
         }
     };
     let mut warnings = Vec::new();
@@ -306,19 +592,53 @@ async fn import_one(
             rfc3339_z(&eml.sent_at)
         )),
     }
-    let stored = threader
-        .store(batch.txn(db).await?, eml)
-        .await
-        .map_err(|e| {
-            crate::error::Error::new(e.kind(), format!("{source}: {}", e.detail())).with_source(e)
-        })?;
-    match stored {
-        Stored::Imported => {
-            summary.imported += 1;
-            summary.warnings.extend(warnings);
-            batch.count().await?;
-        }
-        Stored::Duplicate => summary.duplicates += 1,
+    for (name, size) in &eml.oversized {
+        warnings.push(format!(
+            "{source}: attachment `{name}` ({size} bytes) is over the {} byte limit: its data is not stored",
+            options.max_attachment_bytes
+        ));
     }
-    Ok(())
+    let txn = match batch.txn(db).await {
+        Ok(txn) => txn,
+        Err(err) => {
+            batch.abandon(notes, &err).await;
+            notes.fail_database(seq, source, &err);
+            return;
+        }
+    };
+    match threader.store(txn, eml, options.direction).await {
+        Ok(Stored::Imported { .. }) => {
+            notes.summary.imported += 1;
+            notes
+                .warnings
+                .extend(warnings.into_iter().map(|w| (seq, w)));
+            batch.count(seq, source, notes).await;
+        }
+        Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
+        Err(err) => {
+            if transaction_lost(&err) {
+                batch.abandon(notes, &err).await;
+            }
+            notes.fail_database(seq, source, &err);
+        }
+    }
+}
+
+/// Whether `err` ended the whole batch transaction, not only the message's savepoint: a
+/// deadlock or serialization failure (SQLSTATE class 40), or a lost connection.
+fn transaction_lost(err: &Error) -> bool {
+    match db_err(err) {
+        Some(
+            DbErr::Exec(RuntimeErr::SqlxError(e))
+            | DbErr::Query(RuntimeErr::SqlxError(e))
+            | DbErr::Conn(RuntimeErr::SqlxError(e)),
+        ) => match &**e {
+            sea_orm::sqlx::Error::Database(db) => {
+                db.code().is_some_and(|code| code.starts_with("40"))
+            }
+            _ => true,
+        },
+        Some(DbErr::ConnectionAcquire(_) | DbErr::Conn(_)) => true,
+        _ => false,
+    }
 }

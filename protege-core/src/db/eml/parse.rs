@@ -8,6 +8,7 @@ use mail_parser::{Addr, Address, Encoding, HeaderValue, MessageParser, MimeHeade
 use sha2::{Digest, Sha256};
 
 use crate::db::fixture::FixtureAttachment;
+use crate::mail::{one_line, without_nul};
 
 /// The longest Message-ID stored, in characters: the width of the indexed column.
 const MAX_ID_CHARS: usize = 512;
@@ -51,12 +52,41 @@ pub(super) struct ParsedEml {
     /// The ids this message refers to, most relevant first: References newest first,
     /// then In-Reply-To; deduplicated, without the message's own id.
     pub(super) parents: Vec<String>,
-    /// The attachments (inline images included), with their bytes.
+    /// The attachments (inline images included), with their bytes; `data` is `None` for
+    /// one over the size cap.
     pub(super) attachments: Vec<FixtureAttachment>,
+    /// The file names of the attachments whose data was over the size cap, with their
+    /// sizes.
+    pub(super) oversized: Vec<(String, usize)>,
+}
+
+/// When a message was sent: its `Date`, else the first dated `Received`, else `now`.
+fn sent_at(message: &mail_parser::Message<'_>, now: DateTime<Utc>) -> (DateTime<Utc>, DateSource) {
+    match message.date().and_then(utc) {
+        Some(at) => (at, DateSource::Date),
+        None => match message
+            .received_all()
+            .find_map(|r| r.date.as_ref().and_then(utc))
+        {
+            Some(at) => (at, DateSource::Received),
+            None => (now, DateSource::ImportTime),
+        },
+    }
+}
+
+/// The `sent_at` of a message from its header lines alone (the sort key of an import).
+pub(super) fn header_date(header: &[u8], now: DateTime<Utc>) -> DateTime<Utc> {
+    MessageParser::default()
+        .parse_headers(header)
+        .map_or(now, |m| sent_at(&m, now).0)
 }
 
 /// Parses `raw`; the error is the reason the message cannot be imported.
-pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, String> {
+pub(super) fn parse_eml(
+    raw: &[u8],
+    now: DateTime<Utc>,
+    max_attachment_bytes: u64,
+) -> Result<ParsedEml, String> {
     let message = MessageParser::default()
         .parse(raw)
         .ok_or_else(|| "not an email: no header found".to_owned())?;
@@ -86,16 +116,7 @@ pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, Str
         ));
     }
 
-    let (sent_at, date_source) = match message.date().and_then(utc) {
-        Some(at) => (at, DateSource::Date),
-        None => match message
-            .received_all()
-            .find_map(|r| r.date.as_ref().and_then(utc))
-        {
-            Some(at) => (at, DateSource::Received),
-            None => (now, DateSource::ImportTime),
-        },
-    };
+    let (sent_at, date_source) = sent_at(&message, now);
 
     let in_reply_to = ids(message.in_reply_to()).into_iter().next();
     let mut parents: Vec<String> = Vec::new();
@@ -116,6 +137,7 @@ pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, Str
     }));
 
     let mut attachments = Vec::new();
+    let mut oversized = Vec::new();
     for &part_id in &message.attachments {
         let Some(part) = message.parts.get(part_id as usize) else {
             continue;
@@ -148,16 +170,24 @@ pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, Str
             })
             .unwrap_or_else(|| default_type.to_owned())
             .to_ascii_lowercase();
-        let filename = match part.attachment_name().map(str::trim) {
-            Some(name) if !name.is_empty() => name.to_owned(),
+        let content_type = one_line(&content_type).into_owned();
+        let filename = match part.attachment_name().map(one_line) {
+            Some(name) if !name.is_empty() => name.into_owned(),
             _ => format!("part-{part_id}.{}", extension(&content_type)),
+        };
+        let byte_size = data.len();
+        let data = if byte_size as u64 > max_attachment_bytes {
+            oversized.push((filename.clone(), byte_size));
+            None
+        } else {
+            Some(data.into_owned())
         };
         attachments.push(FixtureAttachment {
             id: attachment_id(&message_id, part_id),
             filename,
             content_type,
-            byte_size: data.len() as i64,
-            data: Some(data.into_owned()),
+            byte_size: byte_size as i64,
+            data,
         });
     }
 
@@ -167,7 +197,11 @@ pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, Str
         from,
         to: message.all_to().flat_map(addresses).collect(),
         cc: message.all_cc().flat_map(addresses).collect(),
-        subject: message.subject().map(str::trim).unwrap_or("").to_owned(),
+        subject: message
+            .subject()
+            .map(one_line)
+            .unwrap_or_default()
+            .into_owned(),
         sent_at,
         date_source,
         text_body,
@@ -175,6 +209,7 @@ pub(super) fn parse_eml(raw: &[u8], now: DateTime<Utc>) -> Result<ParsedEml, Str
         in_reply_to,
         parents,
         attachments,
+        oversized,
     })
 }
 
@@ -193,16 +228,17 @@ fn header_form(addr: &Addr<'_>) -> Option<String> {
     let address = addr
         .address
         .as_deref()
-        .map(str::trim)
+        .map(one_line)
         .filter(|a| !a.is_empty())?;
-    match addr.name.as_deref().map(str::trim) {
+    match addr.name.as_deref().map(one_line) {
         Some(name) if !name.is_empty() && name != address => Some(format!("{name} <{address}>")),
-        _ => Some(address.to_owned()),
+        _ => Some(address.into_owned()),
     }
 }
 
 /// An id as stored: trimmed, in angle brackets; `None` when empty or not one token.
 fn angle_id(id: &str) -> Option<String> {
+    let id = one_line(id);
     let id = id
         .trim()
         .trim_start_matches('<')
@@ -244,7 +280,7 @@ fn join_bodies<'a>(parts: impl Iterator<Item = &'a str>) -> Option<String> {
     if out.is_empty() {
         None
     } else {
-        Some(out.replace("\r\n", "\n"))
+        Some(without_nul(&out.replace("\r\n", "\n")).into_owned())
     }
 }
 

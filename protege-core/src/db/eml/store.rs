@@ -1,78 +1,118 @@
-//! Storing parsed messages: duplicate detection, threading by References/In-Reply-To,
-//! merging threads a late message links, one transaction per message.
+//! Storing parsed messages: insert-or-skip by Message-ID, and threading by participants
+//! (§9). A message joins the thread of a stored message it references (References newest
+//! first, then In-Reply-To) or that replies to it, only when its sender is a participant
+//! of that thread; otherwise it starts its own. Threads are never merged and stored
+//! messages never move.
 
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionSession, TransactionTrait, sea_query::Expr,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    TransactionSession, TransactionTrait, sea_query::Expr,
 };
 
 use super::parse::{ParsedEml, thread_subject};
 use crate::db::entities::{email_thread, message};
 use crate::db::fixture::{
-    FixtureMessage, IN_CHUNK, ImportSummary, insert_message, insert_thread, stored_threads,
+    FixtureMessage, ImportSummary, insert_message, insert_thread, stored_threads,
 };
-use crate::error::Result;
-use crate::mail::{Direction, bare_address};
+use crate::error::{Error, Result};
+use crate::mail::{Direction, bare_address, one_line};
 
 /// What storing one message did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stored {
-    /// Inserted.
-    Imported,
-    /// Its Message-ID was already stored; nothing written.
+    /// Inserted into the thread with this id, with this direction.
+    Imported {
+        /// The thread's id.
+        thread: i64,
+        /// Inbound or outbound.
+        direction: Direction,
+    },
+    /// Its Message-ID was already stored (or was stored at the same moment by another
+    /// writer); nothing written.
     Duplicate,
 }
 
-/// The state of one import: threads merged so far and ids referenced but not yet seen.
+/// The threading state of one import: the persona addresses and the participants of the
+/// threads seen so far.
 #[derive(Debug)]
 pub(super) struct Threader {
+    /// The persona addresses, bare and lowercased.
     own: HashSet<String>,
-    /// A referenced Message-ID not stored yet → the thread of a message that referenced
-    /// it; when it arrives (or another message references it) it joins that thread.
-    pending: HashMap<String, i64>,
-    /// A thread merged away → the thread it was merged into.
-    merged: HashMap<i64, i64>,
-    /// The highest `messages.id` before the import started (0 for an empty table).
-    before_max_id: i64,
+    /// The participants (bare, lowercased) of each thread read or written so far.
+    participants: HashMap<i64, HashSet<String>>,
+}
+
+/// The bare address of a header-form address, lowercased, on one line.
+fn key(address: &str) -> String {
+    bare_address(&one_line(address)).to_lowercase()
 }
 
 impl Threader {
-    /// Starts an import into `db`, with the persona addresses that mark outbound mail.
-    pub(super) async fn new(db: &DatabaseConnection, own_addresses: &[String]) -> Result<Self> {
-        let before_max_id: Option<i64> = message::Entity::find()
-            .select_only()
-            .column(message::Column::Id)
-            .order_by_desc(message::Column::Id)
-            .limit(1)
-            .into_tuple()
-            .one(db)
-            .await?;
-        Ok(Self {
-            own: own_addresses
-                .iter()
-                .map(|a| bare_address(a).to_lowercase())
-                .collect(),
-            pending: HashMap::new(),
-            merged: HashMap::new(),
-            before_max_id: before_max_id.unwrap_or(0),
+    /// Starts an import with the persona addresses (bare or header form).
+    pub(super) fn new(own_addresses: &[String]) -> Self {
+        Self {
+            own: own_addresses.iter().map(|a| key(a)).collect(),
+            participants: HashMap::new(),
+        }
+    }
+
+    /// The direction of a message From `from`: `forced` when given (mail received over
+    /// HTTP), else outbound when `from` is a persona address.
+    pub(super) fn direction(&self, from: &str, forced: Option<Direction>) -> Direction {
+        forced.unwrap_or(if self.own.contains(&key(from)) {
+            Direction::Outbound
+        } else {
+            Direction::Inbound
         })
     }
 
-    fn resolve(&self, mut thread: i64) -> i64 {
-        while let Some(&next) = self.merged.get(&thread) {
-            thread = next;
+    /// Whether `sender` (a key) is a participant of `thread`, reading its addresses once.
+    async fn is_participant<C: ConnectionTrait>(
+        &mut self,
+        db: &C,
+        thread: i64,
+        sender: &str,
+    ) -> Result<bool> {
+        if self.own.contains(sender) {
+            return Ok(true);
         }
-        thread
+        if let Some(set) = self.participants.get(&thread) {
+            return Ok(set.contains(sender));
+        }
+        let rows: Vec<(String, String, String)> = message::Entity::find()
+            .select_only()
+            .column(message::Column::FromAddress)
+            .column(message::Column::ToAddresses)
+            .column(message::Column::CcAddresses)
+            .filter(message::Column::EmailThreadId.eq(thread))
+            .into_tuple()
+            .all(db)
+            .await?;
+        let mut set = HashSet::new();
+        for (from, to, cc) in rows {
+            set.insert(key(&from));
+            for list in [to, cc] {
+                let list: Vec<String> = serde_json::from_str(&list).unwrap_or_default();
+                set.extend(list.iter().map(|a| key(a)));
+            }
+        }
+        let found = set.contains(sender);
+        self.participants.insert(thread, set);
+        Ok(found)
     }
 
-    /// Stores `eml` in its own transaction (a savepoint when `db` is itself a
-    /// transaction): skipped when its Message-ID is stored, else
-    /// put in the thread of the first message it references (stored or pending), merging
-    /// every other thread it links, or in a new thread.
-    pub(super) async fn store<C>(&mut self, db: &C, eml: ParsedEml) -> Result<Stored>
+    /// Stores `eml` in its own savepoint of `db`: skipped when its Message-ID is stored,
+    /// else put in the thread it may join (§9) or in a new thread. `forced` is the
+    /// direction of mail whose direction does not come from its From header.
+    pub(super) async fn store<C>(
+        &mut self,
+        db: &C,
+        eml: ParsedEml,
+        forced: Option<Direction>,
+    ) -> Result<Stored>
     where
         C: ConnectionTrait + TransactionTrait,
     {
@@ -84,125 +124,128 @@ impl Threader {
             return Ok(Stored::Duplicate);
         }
 
-        // The threads this message links, the one it joins first.
-        let mut linked: Vec<i64> = Vec::new();
+        // The threads it could join, most relevant first: those of the messages it
+        // references, then those of stored replies to it.
+        let mut candidates: Vec<i64> = Vec::new();
         for parent in &eml.parents {
-            if let Some(&t) = found.get(parent) {
-                push(t, &mut linked);
+            if let Some(&t) = found.get(parent)
+                && !candidates.contains(&t)
+            {
+                candidates.push(t);
             }
         }
-        for parent in &eml.parents {
-            if let Some(&t) = self.pending.get(parent) {
-                push(self.resolve(t), &mut linked);
+        let replies: Vec<i64> = message::Entity::find()
+            .select_only()
+            .column(message::Column::EmailThreadId)
+            .filter(message::Column::InReplyTo.eq(eml.message_id.as_str()))
+            .order_by_asc(message::Column::Id)
+            .into_tuple()
+            .all(db)
+            .await?;
+        for t in replies {
+            if !candidates.contains(&t) {
+                candidates.push(t);
             }
         }
-        if let Some(&t) = self.pending.get(&eml.message_id) {
-            push(self.resolve(t), &mut linked);
-        }
 
-        let direction = if self.own.contains(&bare_address(&eml.from).to_lowercase()) {
-            Direction::Outbound
-        } else {
-            Direction::Inbound
-        };
-        let subject = thread_subject(&eml.subject);
-
-        let txn = db.begin().await?;
-        let target = match linked.first() {
-            Some(&t) => {
-                adopt_if_older(&txn, t, &subject, eml.sent_at).await?;
-                t
-            }
-            None => insert_thread(&txn, &subject, eml.sent_at).await?,
-        };
-        for &other in linked.iter().skip(1) {
-            merge_threads(&txn, other, target).await?;
-        }
-        let unresolved: Vec<String> = eml
-            .parents
-            .iter()
-            .filter(|p| !found.contains_key(*p))
-            .cloned()
-            .collect();
-        let message_id = eml.message_id.clone();
-        let row = FixtureMessage {
-            message_id: eml.message_id,
-            direction,
-            from: eml.from,
-            to: eml.to,
-            cc: eml.cc,
-            subject: eml.subject,
-            sent_at: eml.sent_at,
-            text_body: eml.text_body,
-            html_body: eml.html_body,
-            in_reply_to: eml.in_reply_to,
-            attachments: eml.attachments,
-            tool_uses: Vec::new(),
-        };
-        insert_message(&txn, target, &row, &mut ImportSummary::default()).await?;
-        txn.commit().await?;
-
-        for &other in linked.iter().skip(1) {
-            self.merged.insert(other, target);
-        }
-        self.pending.remove(&message_id);
-        for parent in unresolved {
-            self.pending.insert(parent, target);
-        }
-        Ok(Stored::Imported)
-    }
-
-    /// After the import: a message stored by an earlier import that replies (In-Reply-To)
-    /// to one imported now joins its thread. Reads the new messages page by page, so the
-    /// memory used does not depend on the size of the import.
-    pub(super) async fn link_earlier_replies(&mut self, db: &DatabaseConnection) -> Result<()> {
-        if self.before_max_id == 0 {
-            return Ok(());
-        }
-        let mut after = self.before_max_id;
-        loop {
-            let page: Vec<(i64, String, i64)> = message::Entity::find()
-                .select_only()
-                .column(message::Column::Id)
-                .column(message::Column::MessageId)
-                .column(message::Column::EmailThreadId)
-                .filter(message::Column::Id.gt(after))
-                .order_by_asc(message::Column::Id)
-                .limit(IN_CHUNK as u64)
-                .into_tuple()
-                .all(db)
-                .await?;
-            let Some(&(last, _, _)) = page.last() else {
-                break;
-            };
-            after = last;
-            let parents: HashMap<&str, i64> =
-                page.iter().map(|(_, id, t)| (id.as_str(), *t)).collect();
-            let replies: Vec<(Option<String>, i64)> = message::Entity::find()
-                .select_only()
-                .column(message::Column::InReplyTo)
-                .column(message::Column::EmailThreadId)
-                .filter(message::Column::Id.lte(self.before_max_id))
-                .filter(message::Column::InReplyTo.is_in(parents.keys().copied()))
-                .into_tuple()
-                .all(db)
-                .await?;
-            for (in_reply_to, reply_thread) in replies {
-                let Some(&parent_thread) = in_reply_to.as_deref().and_then(|id| parents.get(id))
-                else {
-                    continue;
-                };
-                let (from, into) = (self.resolve(reply_thread), self.resolve(parent_thread));
-                if from != into {
-                    let txn = db.begin().await?;
-                    merge_threads(&txn, from, into).await?;
-                    txn.commit().await?;
-                    self.merged.insert(from, into);
+        let sender = key(&eml.from);
+        let direction = self.direction(&eml.from, forced);
+        // Inbound mail claiming a persona's address is a forgery or a loop: it joins
+        // nothing.
+        let forged = direction == Direction::Inbound && self.own.contains(&sender);
+        let mut join = None;
+        if !forged {
+            for &t in &candidates {
+                if self.is_participant(db, t, &sender).await? {
+                    join = Some(t);
+                    break;
                 }
             }
         }
-        Ok(())
+
+        let txn = db.begin().await?;
+        match write(&txn, join, eml_row(eml, direction)).await {
+            // Another writer stored the same Message-ID first: nothing of ours stays.
+            Ok(None) => {
+                txn.rollback().await?;
+                Ok(Stored::Duplicate)
+            }
+            Ok(Some((thread, addresses))) => {
+                txn.commit().await?;
+                if let Some(set) = self.participants.get_mut(&thread) {
+                    set.extend(addresses);
+                } else if join.is_none() {
+                    self.participants
+                        .insert(thread, addresses.into_iter().collect());
+                }
+                Ok(Stored::Imported { thread, direction })
+            }
+            Err(err) => {
+                txn.rollback().await?;
+                if is_unique_violation(&err) {
+                    Ok(Stored::Duplicate)
+                } else {
+                    Err(err)
+                }
+            }
+        }
     }
+}
+
+/// The row of `eml` with its direction.
+fn eml_row(eml: ParsedEml, direction: Direction) -> FixtureMessage {
+    FixtureMessage {
+        message_id: eml.message_id,
+        direction,
+        from: eml.from,
+        to: eml.to,
+        cc: eml.cc,
+        subject: eml.subject,
+        sent_at: eml.sent_at,
+        text_body: eml.text_body,
+        html_body: eml.html_body,
+        in_reply_to: eml.in_reply_to,
+        attachments: eml.attachments,
+        tool_uses: Vec::new(),
+    }
+}
+
+/// Writes `row` into thread `join` or a new thread; returns the thread and the row's
+/// participant keys, or `None` when its Message-ID is already stored (insert-or-skip).
+async fn write<C: ConnectionTrait>(
+    txn: &C,
+    join: Option<i64>,
+    row: FixtureMessage,
+) -> Result<Option<(i64, Vec<String>)>> {
+    let subject = thread_subject(&row.subject);
+    let thread = match join {
+        Some(t) => {
+            adopt_if_older(txn, t, &subject, row.sent_at).await?;
+            t
+        }
+        None => insert_thread(txn, &subject, row.sent_at).await?,
+    };
+    let mut summary = ImportSummary::default();
+    insert_message(txn, thread, &row, &mut summary).await?;
+    if summary.already_present > 0 {
+        return Ok(None);
+    }
+    let addresses = std::iter::once(&row.from)
+        .chain(&row.to)
+        .chain(&row.cc)
+        .map(|a| key(a))
+        .collect();
+    Ok(Some((thread, addresses)))
+}
+
+/// The database error behind `err`, if any.
+pub(super) fn db_err(err: &Error) -> Option<&DbErr> {
+    std::error::Error::source(err).and_then(|s| s.downcast_ref::<DbErr>())
+}
+
+/// Whether `err` is a unique-key violation: another writer stored the same message.
+fn is_unique_violation(err: &Error) -> bool {
+    db_err(err).is_some_and(|e| matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))))
 }
 
 /// When a message sent at `sent_at` is older than thread `thread`'s start, the thread
@@ -216,7 +259,7 @@ async fn adopt_if_older<C: ConnectionTrait>(
     email_thread::Entity::update_many()
         .col_expr(
             email_thread::Column::Subject,
-            Expr::value(subject.to_owned()),
+            Expr::value(one_line(subject).into_owned()),
         )
         .col_expr(email_thread::Column::CreatedAt, Expr::value(sent_at))
         .filter(email_thread::Column::Id.eq(thread))
@@ -224,25 +267,4 @@ async fn adopt_if_older<C: ConnectionTrait>(
         .exec(db)
         .await?;
     Ok(())
-}
-
-/// Moves the messages of thread `from` into `into` and deletes `from`; `into` keeps the
-/// subject and start of whichever thread started first.
-async fn merge_threads<C: ConnectionTrait>(db: &C, from: i64, into: i64) -> Result<()> {
-    message::Entity::update_many()
-        .col_expr(message::Column::EmailThreadId, Expr::value(into))
-        .filter(message::Column::EmailThreadId.eq(from))
-        .exec(db)
-        .await?;
-    if let Some(old) = email_thread::Entity::find_by_id(from).one(db).await? {
-        adopt_if_older(db, into, &old.subject, old.created_at).await?;
-    }
-    email_thread::Entity::delete_by_id(from).exec(db).await?;
-    Ok(())
-}
-
-fn push(thread: i64, linked: &mut Vec<i64>) {
-    if !linked.contains(&thread) {
-        linked.push(thread);
-    }
 }
