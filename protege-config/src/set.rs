@@ -173,9 +173,9 @@ impl PersonaSet {
         path: &Path,
     ) -> Vec<Event> {
         let previous = state.by_path.get(path).cloned();
-        let source = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let source = match crate::persona::read_source(path) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
                 rejected.remove(path);
                 let Some((name, _)) = previous else {
                     return Vec::new();
@@ -187,13 +187,10 @@ impl PersonaSet {
                     path: path.to_owned(),
                 }];
             }
-            Err(e) => {
+            Err(diagnostic) => {
                 return vec![Event::Rejected {
                     path: path.to_owned(),
-                    diagnostics: vec![Diagnostic::whole_file(
-                        path,
-                        format!("cannot read the file: {e}"),
-                    )],
+                    diagnostics: vec![diagnostic],
                 }];
             }
         };

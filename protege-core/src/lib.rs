@@ -23,6 +23,7 @@ mod chain;
 mod context;
 pub mod db;
 mod error;
+mod file;
 mod macros;
 mod mail;
 mod message;
@@ -36,15 +37,17 @@ pub mod wire;
 
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
-    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility, Trigger,
+    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,
+    Responsibility, Trigger,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use mail::{Attachment, Direction, MailMessage, bare_address, html_to_text, rfc3339_z};
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory};
-pub use template::Template;
+pub use template::{Template, TemplateLimits};
 
 #[doc(hidden)]
 pub use macros::__private;
