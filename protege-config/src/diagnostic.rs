@@ -248,6 +248,71 @@ mod tests {
         );
     }
 
+    /// The source line as the rendering quotes it (third line).
+    fn quoted(d: &Diagnostic) -> String {
+        let text = d.to_string();
+        let line = text.lines().nth(2).unwrap();
+        line.split_once(" | ").unwrap().1.to_owned()
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_around_the_column() {
+        let line = format!("{}BAD{}", "a".repeat(5000), "b".repeat(4997));
+        assert_eq!(line.chars().count(), 10_000);
+        let src = format!("x = 1\n{line}\n");
+        let start = 6 + 5000;
+        let d = Diagnostic::new(Path::new("p.toml"), &src, start..start + 3, "bad");
+        let expected_quote = format!("…{}BAD{}…", "a".repeat(40), "b".repeat(115));
+        assert_eq!(expected_quote.chars().count(), 160);
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:2:5001: error: bad\n  |\n2 | {expected_quote}\n  | {}^^^",
+                " ".repeat(41)
+            )
+        );
+        assert_eq!(quoted(&d).chars().count(), 160);
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_from_its_start_or_up_to_its_end() {
+        let line = "c".repeat(10_000);
+        let d = Diagnostic::new(Path::new("p.toml"), &line, 0..10_000, "bad");
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:1:1: error: bad\n  |\n1 | {}…\n  | {}",
+                "c".repeat(158),
+                "^".repeat(158)
+            )
+        );
+        let d = Diagnostic::new(Path::new("p.toml"), &line, 9_999..10_000, "bad");
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:1:10000: error: bad\n  |\n1 | …{}\n  | {}^",
+                "c".repeat(158),
+                " ".repeat(158)
+            )
+        );
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_the_caret_follows() {
+        let src = "k = \"a\u{1b}[2Jb\u{7}\u{202e}\"\tz = 1\n";
+        let z = src.find('z').unwrap();
+        let d = Diagnostic::new(Path::new("p.toml"), src, z..z + 1, "bad \u{1b}key\r");
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:1:16: error: bad \\u{{1b}}key\\u{{d}}\n  |\n1 | k = \"a\\u{{1b}}[2Jb\\u{{7}}\\u{{202e}}\"\tz = 1\n  | {}\t^",
+                " ".repeat(30)
+            )
+        );
+        let d = Diagnostic::new(Path::new("p.toml"), src, 5..7, "bad");
+        assert!(d.to_string().ends_with("\n  |      ^^^^^^^"), "{d}");
+    }
+
     #[test]
     fn suggests_close_names_only() {
         let names = ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory"];

@@ -130,7 +130,7 @@ impl PersonaSet {
         })?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+            // Whatever the entry is: reading reports a directory, FIFO or device by name.
             .filter_map(|e| {
                 let name = e.file_name().to_str()?.to_owned();
                 is_persona_file(&name).then(|| dir.join(name))
