@@ -107,7 +107,7 @@ fn describe(kind: &std::fs::FileType) -> &'static str {
 }
 
 /// An I/O error's text starting lowercase, without the `(os error N)` tail.
-fn io_reason(err: &std::io::Error) -> String {
+pub(crate) fn io_reason(err: &std::io::Error) -> String {
     let text = err.to_string();
     let text = match text.find(" (os error") {
         Some(i) => text[..i].to_owned(),

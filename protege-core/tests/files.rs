@@ -219,3 +219,32 @@ fn a_file_over_8_mib_is_an_error_and_8_mib_is_read() {
     let out = run(LoadFile::new("prompts/full.md"), ctx(&root, "")).unwrap();
     assert_eq!(contents(&out)[0].len(), 8_388_608);
 }
+
+#[test]
+fn templated_path_that_cannot_be_resolved_names_it() {
+    let (_dir, root) = layout();
+    assert_eq!(
+        run(
+            LoadFile::new("prompts/hello.md/{{ persona.vars.page }}"),
+            ctx(&root, "x")
+        )
+        .unwrap_err(),
+        format!(
+            "resolver 1 `LoadFile` failed: cannot resolve `{}`: not a directory",
+            root.join("prompts/hello.md/x").display()
+        )
+    );
+    // A dangling symlink is a missing file.
+    std::os::unix::fs::symlink("/nonexistent/file.md", root.join("prompts/gone.md")).unwrap();
+    assert_eq!(
+        run(
+            LoadFile::new("prompts/{{ persona.vars.page }}.md"),
+            ctx(&root, "gone")
+        )
+        .unwrap_err(),
+        format!(
+            "resolver 1 `LoadFile` failed: file not found: `prompts/gone.md` (tried `{}`)",
+            root.join("prompts/gone.md").display()
+        )
+    );
+}

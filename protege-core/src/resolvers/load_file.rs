@@ -4,7 +4,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{LOAD_FILE_MAX_BYTES, read_regular_file};
+use crate::file::{LOAD_FILE_MAX_BYTES, io_reason, read_regular_file};
 use crate::message::{Message, Role, message};
 use crate::resolver::Resolver;
 use crate::template::{Template, is_template};
@@ -97,7 +97,7 @@ impl LoadFile {
                 let cannot_resolve = |what: &Path, e: std::io::Error| {
                     Error::new(
                         ErrorKind::Io,
-                        format!("cannot resolve `{}`: {e}", what.display()),
+                        format!("cannot resolve `{}`: {}", what.display(), io_reason(&e)),
                     )
                 };
                 let real = match full.canonicalize() {
