@@ -4,17 +4,28 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// The most characters of a source line a diagnostic quotes.
+const QUOTE_MAX: usize = 160;
+
+/// Characters of context kept before the column when a long line is cut.
+const QUOTE_BEFORE: usize = 40;
+
 /// One problem in a persona file: where it is and what is wrong.
 ///
 /// `Display` renders `path:line:col: error: message`, then the source line and a caret
-/// line under the offending text.
+/// line under the offending text. The quote is at most 160 characters around the column
+/// (`…` marks a cut) and shows control characters as `\u{..}` escapes, so a hostile or
+/// broken line can neither flood nor rewrite the terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     path: PathBuf,
     line: usize,
     column: usize,
     message: String,
-    source_line: String,
+    /// The quoted part of the source line, escaped.
+    quote: String,
+    /// What goes before the carets: spaces, and tabs where the quote has tabs.
+    lead: String,
     caret_len: usize,
 }
 
@@ -28,17 +39,17 @@ impl Diagnostic {
             .map_or(source.len(), |i| start + i);
         let line = source[..start].matches('\n').count() + 1;
         let column = source[line_start..start].chars().count() + 1;
-        let source_line = source[line_start..line_end]
-            .trim_end_matches('\r')
-            .to_owned();
+        let source_line = source[line_start..line_end].trim_end_matches('\r');
         let end = floor_char_boundary(source, span.end.clamp(start, line_end));
-        let caret_len = source[start..end].chars().count().max(1);
+        let caret_chars = source[start..end].chars().count();
+        let (quote, lead, caret_len) = quote(source_line, column - 1, caret_chars);
         Self {
             path: path.to_owned(),
             line,
             column,
-            message: message.into(),
-            source_line,
+            message: escape_controls(&message.into()),
+            quote,
+            lead,
             caret_len,
         }
     }
@@ -49,8 +60,9 @@ impl Diagnostic {
             path: path.to_owned(),
             line: 1,
             column: 1,
-            message: message.into(),
-            source_line: String::new(),
+            message: escape_controls(&message.into()),
+            quote: String::new(),
+            lead: String::new(),
             caret_len: 0,
         }
     }
@@ -95,16 +107,11 @@ impl fmt::Display for Diagnostic {
         }
         let number = self.line.to_string();
         let pad = " ".repeat(number.len());
-        let lead: String = self
-            .source_line
-            .chars()
-            .take(self.column - 1)
-            .map(|c| if c == '\t' { '\t' } else { ' ' })
-            .collect();
         write!(
             f,
-            "\n{pad} |\n{number} | {}\n{pad} | {lead}{}",
-            self.source_line,
+            "\n{pad} |\n{number} | {}\n{pad} | {}{}",
+            self.quote,
+            self.lead,
             "^".repeat(self.caret_len)
         )
     }
@@ -120,6 +127,79 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
         out.push_str(&d.to_string());
     }
     out
+}
+
+/// How a character is shown in a quote: itself, or `\u{..}` for a control character
+/// (TAB excepted, it is indentation) or a bidirectional formatting character.
+fn shown(c: char) -> Option<String> {
+    let bidi =
+        matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    ((c.is_control() && c != '\t') || bidi).then(|| c.escape_unicode().to_string())
+}
+
+/// `text` with control characters escaped.
+fn escape_controls(text: &str) -> String {
+    if !text.chars().any(|c| shown(c).is_some()) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| shown(c).unwrap_or_else(|| c.to_string()))
+        .collect()
+}
+
+/// The quote of `line` around the character `column` (0-based) with `caret_chars`
+/// characters marked: the escaped text (at most [`QUOTE_MAX`] characters, `…` where cut),
+/// the lead of the caret line, and the number of carets (at least one).
+fn quote(line: &str, column: usize, caret_chars: usize) -> (String, String, usize) {
+    let pieces: Vec<(char, Option<String>)> = line.chars().map(|c| (c, shown(c))).collect();
+    let width = |i: usize| pieces[i].1.as_ref().map_or(1, |e| e.len());
+    let n = pieces.len();
+    let column = column.min(n);
+    let total: usize = (0..n).map(width).sum();
+    let (lo, hi) = if total <= QUOTE_MAX {
+        (0, n)
+    } else {
+        // Room for a `…` at each end.
+        let budget = QUOTE_MAX - 2;
+        let (mut lo, mut hi, mut used) = (column, column, 0);
+        while lo > 0 && used + width(lo - 1) <= QUOTE_BEFORE {
+            lo -= 1;
+            used += width(lo);
+        }
+        while hi < n && used + width(hi) <= budget {
+            used += width(hi);
+            hi += 1;
+        }
+        while lo > 0 && used + width(lo - 1) <= budget {
+            lo -= 1;
+            used += width(lo);
+        }
+        (lo, hi)
+    };
+    let mut quote = String::new();
+    let mut lead = String::new();
+    if lo > 0 {
+        quote.push('…');
+        lead.push(' ');
+    }
+    for (i, (c, escaped)) in pieces.iter().enumerate().take(hi).skip(lo) {
+        match escaped {
+            Some(e) => quote.push_str(e),
+            None => quote.push(*c),
+        }
+        if i < column {
+            match c {
+                '\t' => lead.push('\t'),
+                _ => lead.extend(std::iter::repeat_n(' ', width(i))),
+            }
+        }
+    }
+    if hi < n {
+        quote.push('…');
+    }
+    let caret_end = (column + caret_chars).min(hi);
+    let carets = (column..caret_end).map(width).sum::<usize>().max(1);
+    (quote, lead, carets)
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -166,6 +246,71 @@ mod tests {
             d.to_string(),
             "p/a.toml:2:1: error: unknown option `limt`\n  |\n2 | limt = 10\n  | ^^^^"
         );
+    }
+
+    /// The source line as the rendering quotes it (third line).
+    fn quoted(d: &Diagnostic) -> String {
+        let text = d.to_string();
+        let line = text.lines().nth(2).unwrap();
+        line.split_once(" | ").unwrap().1.to_owned()
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_around_the_column() {
+        let line = format!("{}BAD{}", "a".repeat(5000), "b".repeat(4997));
+        assert_eq!(line.chars().count(), 10_000);
+        let src = format!("x = 1\n{line}\n");
+        let start = 6 + 5000;
+        let d = Diagnostic::new(Path::new("p.toml"), &src, start..start + 3, "bad");
+        let expected_quote = format!("…{}BAD{}…", "a".repeat(40), "b".repeat(115));
+        assert_eq!(expected_quote.chars().count(), 160);
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:2:5001: error: bad\n  |\n2 | {expected_quote}\n  | {}^^^",
+                " ".repeat(41)
+            )
+        );
+        assert_eq!(quoted(&d).chars().count(), 160);
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_from_its_start_or_up_to_its_end() {
+        let line = "c".repeat(10_000);
+        let d = Diagnostic::new(Path::new("p.toml"), &line, 0..10_000, "bad");
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:1:1: error: bad\n  |\n1 | {}…\n  | {}",
+                "c".repeat(158),
+                "^".repeat(158)
+            )
+        );
+        let d = Diagnostic::new(Path::new("p.toml"), &line, 9_999..10_000, "bad");
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:1:10000: error: bad\n  |\n1 | …{}\n  | {}^",
+                "c".repeat(158),
+                " ".repeat(158)
+            )
+        );
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_the_caret_follows() {
+        let src = "k = \"a\u{1b}[2Jb\u{7}\u{202e}\"\tz = 1\n";
+        let z = src.find('z').unwrap();
+        let d = Diagnostic::new(Path::new("p.toml"), src, z..z + 1, "bad \u{1b}key\r");
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "p.toml:1:16: error: bad \\u{{1b}}key\\u{{d}}\n  |\n1 | k = \"a\\u{{1b}}[2Jb\\u{{7}}\\u{{202e}}\"\tz = 1\n  | {}\t^",
+                " ".repeat(30)
+            )
+        );
+        let d = Diagnostic::new(Path::new("p.toml"), src, 5..7, "bad");
+        assert!(d.to_string().ends_with("\n  |      ^^^^^^^"), "{d}");
     }
 
     #[test]

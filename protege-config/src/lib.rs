@@ -26,7 +26,7 @@ mod watch;
 
 pub use diagnostic::{Diagnostic, render};
 pub use error::{Error, ErrorKind, Result};
-pub use persona::Persona;
+pub use persona::{PERSONA_FILE_MAX_BYTES, Persona};
 pub use registry::Registry;
 pub use set::PersonaSet;
 pub use watch::{DEFAULT_DEBOUNCE, Event, Watch};

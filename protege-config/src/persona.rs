@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protege_core::{DynChain, ModelConfig, PersonaInfo, Provider, Responsibility, ToolDef};
+use protege_core::{
+    DynChain, ModelConfig, PersonaInfo, PersonaLimits, Provider, Responsibility, ToolDef,
+};
 use toml::de::{DeTable, DeValue};
 
 use crate::builtins::{Options, unknown_keys};
@@ -27,12 +29,13 @@ pub struct Persona {
     pub path: PathBuf,
 }
 
-const TOP_KEYS: [&str; 9] = [
+const TOP_KEYS: [&str; 10] = [
     "name",
     "instructions",
     "addresses",
     "vars",
     "model",
+    "limits",
     "tools",
     "message_resolvers",
     "responsibilities",
@@ -102,6 +105,24 @@ impl Persona {
     }
 }
 
+/// The most a persona file may hold: 1 MiB.
+pub const PERSONA_FILE_MAX_BYTES: u64 = 1 << 20;
+
+/// Reads the persona file at `path`: `Ok(None)` when it does not exist; a problem (not a
+/// regular file, over [`PERSONA_FILE_MAX_BYTES`], unreadable, not UTF-8) is a diagnostic
+/// for the whole file. A FIFO or device is never read, so reading never blocks.
+pub(crate) fn read_source(path: &Path) -> Result<Option<String>, Diagnostic> {
+    let shown = format!("`{}`", path.display());
+    let bytes = protege_core::read_regular_file(path, &shown, PERSONA_FILE_MAX_BYTES)
+        .map_err(|e| Diagnostic::whole_file(path, e.detail()))?;
+    let Some(bytes) = bytes else {
+        return Ok(None);
+    };
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| Diagnostic::whole_file(path, "the persona file is not valid UTF-8"))
+}
+
 fn lowercase_first(text: &str) -> String {
     let text = text.trim_end_matches('\n').trim_end_matches('.');
     let mut chars = text.chars();
@@ -144,6 +165,9 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
         })
         .unwrap_or_default();
     let model = get(doc, "model").and_then(|v| model(sink, v));
+    let limits = get(doc, "limits")
+        .map(|v| limits(sink, v))
+        .unwrap_or_default();
     let tools = get(doc, "tools")
         .map(|v| tools(sink, v))
         .unwrap_or_default();
@@ -160,6 +184,7 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
         model,
         tools,
         responsibilities,
+        limits,
     };
     Some(Persona {
         info: Arc::new(info),
@@ -231,6 +256,28 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
         }
     }
     Some(model)
+}
+
+/// The `[limits]` table: positive integers replacing the application's template budget.
+fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
+    let mut limits = PersonaLimits::default();
+    let Some(t) = reader::table(sink, value, "`limits`") else {
+        return limits;
+    };
+    unknown_keys(
+        sink,
+        t,
+        &["template_fuel", "template_output_bytes"],
+        " in `[limits]`",
+    );
+    if let Some(v) = get(t, "template_fuel") {
+        limits.template_fuel = reader::positive(sink, v, "`template_fuel`");
+    }
+    if let Some(v) = get(t, "template_output_bytes") {
+        limits.template_output_bytes = reader::positive(sink, v, "`template_output_bytes`")
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    limits
 }
 
 /// The entries of an array of tables such as `[[tools]]`.

@@ -147,6 +147,35 @@ pub(crate) fn unsigned(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Op
     }
 }
 
+/// A positive integer, or an error (zero, negative, too large or another type).
+pub(crate) fn positive(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<u64> {
+    match value.get_ref() {
+        DeValue::Integer(_) => match int_of(value.get_ref()) {
+            Some(n) if n > 0 => Some(n as u64),
+            _ => {
+                sink.error(
+                    value.span(),
+                    format!(
+                        "{what} must be a positive integer, found `{}`",
+                        &sink.source[value.span()]
+                    ),
+                );
+                None
+            }
+        },
+        other => {
+            sink.error(
+                value.span(),
+                format!(
+                    "{what} must be a positive integer, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// A table, or a type error.
 pub(crate) fn table<'a, 'i>(
     sink: &mut Sink<'_>,

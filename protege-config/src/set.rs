@@ -139,7 +139,7 @@ impl PersonaSet {
         })?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+            // Whatever the entry is: reading reports a directory, FIFO or device by name.
             .filter_map(|e| {
                 let name = e.file_name().to_str()?.to_owned();
                 is_persona_file(&name).then(|| dir.join(name))
@@ -194,9 +194,9 @@ impl PersonaSet {
     /// Applies the file at `path` to `state`.
     fn apply(&self, state: &mut State, rejected: &mut Rejections, path: &Path) -> Vec<Event> {
         let previous = state.by_path.get(path).cloned();
-        let source = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let source = match crate::persona::read_source(path) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
                 rejected.sources.remove(path);
                 rejected.duplicates.remove(path);
                 let Some((name, _)) = previous else {
@@ -209,13 +209,10 @@ impl PersonaSet {
                     path: path.to_owned(),
                 }];
             }
-            Err(e) => {
+            Err(diagnostic) => {
                 return vec![Event::Rejected {
                     path: path.to_owned(),
-                    diagnostics: vec![Diagnostic::whole_file(
-                        path,
-                        format!("cannot read the file: {e}"),
-                    )],
+                    diagnostics: vec![diagnostic],
                 }];
             }
         };

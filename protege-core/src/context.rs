@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mail::{MailMessage, rfc3339_z};
 use crate::message::ToolDef;
+use crate::template::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
 
 /// Which provider a persona's model belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,18 @@ pub struct PersonaInfo {
     pub tools: Vec<ToolDef>,
     /// The scheduled tasks.
     pub responsibilities: Vec<Responsibility>,
+    /// The persona's own template budget (`[limits]`), over the application's.
+    pub limits: PersonaLimits,
+}
+
+/// The `[limits]` table of a persona: each value set replaces the [`AppConfig`] default
+/// for this persona's templates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PersonaLimits {
+    /// The fuel of each render (`template_fuel`).
+    pub template_fuel: Option<u64>,
+    /// The output cap of each render in bytes (`template_output_bytes`).
+    pub template_output_bytes: Option<usize>,
 }
 
 impl PersonaInfo {
@@ -76,22 +89,55 @@ impl PersonaInfo {
     }
 }
 
-/// Application settings: the root relative paths resolve against, plus free settings.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Application settings: the root relative paths resolve against, the template budget,
+/// plus free settings.
+///
+/// ```
+/// use protege_core::AppConfig;
+/// let config = AppConfig::new("/srv/app").template_fuel(1_000_000).template_output_bytes(64 << 10);
+/// assert_eq!((config.template_fuel, config.template_output_bytes), (1_000_000, 65_536));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub struct AppConfig {
     /// The app root.
     pub root: PathBuf,
+    /// The fuel of each template render (default 5,000,000); a persona's
+    /// `[limits] template_fuel` replaces it.
+    pub template_fuel: u64,
+    /// The most bytes of text one template render may write (default 1 MiB); a persona's
+    /// `[limits] template_output_bytes` replaces it.
+    pub template_output_bytes: usize,
     /// Free settings for custom resolvers.
     pub settings: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self::new(PathBuf::new())
+    }
+}
+
 impl AppConfig {
-    /// Settings rooted at `root`.
+    /// Settings rooted at `root`, with the default template budget.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
+            template_fuel: DEFAULT_TEMPLATE_FUEL,
+            template_output_bytes: DEFAULT_TEMPLATE_OUTPUT_BYTES,
             settings: serde_json::Map::new(),
         }
+    }
+
+    /// Sets the fuel of each template render.
+    pub fn template_fuel(mut self, fuel: u64) -> Self {
+        self.template_fuel = fuel;
+        self
+    }
+
+    /// Sets the output cap of each template render, in bytes.
+    pub fn template_output_bytes(mut self, bytes: usize) -> Self {
+        self.template_output_bytes = bytes;
+        self
     }
 }
 
@@ -238,7 +284,20 @@ impl Context {
         }
     }
 
-    /// The template variables of this run (§4), computed once and shared.
+    /// The budget of each template render in this run: the persona's `[limits]` where
+    /// set, else the application's.
+    pub fn template_limits(&self) -> TemplateLimits {
+        let app = &self.0.config;
+        let persona = &self.0.persona.limits;
+        TemplateLimits {
+            fuel: persona.template_fuel.unwrap_or(app.template_fuel),
+            output_bytes: persona
+                .template_output_bytes
+                .unwrap_or(app.template_output_bytes),
+        }
+    }
+
+    /// The template variables of this run, computed once and shared.
     pub fn template_vars(&self) -> &minijinja::Value {
         self.0.vars.get_or_init(|| self.compute_vars())
     }

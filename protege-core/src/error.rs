@@ -13,6 +13,12 @@ pub enum ErrorKind {
     FileNotFound,
     /// A templated path left the app root.
     PathOutsideRoot,
+    /// A path names a directory, FIFO, socket or device instead of a regular file.
+    NotRegularFile,
+    /// A file is larger than the cap for its kind.
+    FileTooLarge,
+    /// A template render ran out of fuel or wrote more than its output cap.
+    TemplateBudget,
     /// Reading a file failed for another reason than absence.
     Io,
     /// A request broke a well-formedness rule (§2 of the contract).

@@ -24,6 +24,7 @@ mod chain;
 mod context;
 pub mod db;
 mod error;
+mod file;
 mod html_text;
 mod macros;
 mod mail;
@@ -39,16 +40,18 @@ pub mod wire;
 pub use assemble::{Assembled, StepReport, assemble};
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
-    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, Provider, Responsibility, Trigger,
+    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,
+    Responsibility, Trigger,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use html_text::html_to_text;
 pub use mail::{Attachment, Direction, MailMessage, bare_address, one_line, rfc3339_z};
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory};
-pub use template::Template;
+pub use template::{Template, TemplateLimits};
 
 #[doc(hidden)]
 pub use macros::__private;

@@ -1,10 +1,38 @@
-//! The one minijinja setup of protege: semi-strict undefined, no auto-escaping, `slugify`.
+//! The one minijinja setup of protege: semi-strict undefined, no auto-escaping, `slugify`,
+//! and a budget on every render (fuel and an output cap).
 
 use std::sync::Arc;
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
+use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
+
+/// The fuel of a render unless configured otherwise: 5,000,000 (minijinja charges about
+/// one per instruction and one per 64 bytes of data it creates).
+pub const DEFAULT_TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// The output cap of a render unless configured otherwise: 1 MiB of text.
+pub const DEFAULT_TEMPLATE_OUTPUT_BYTES: usize = 1 << 20;
+
+/// The budget of one render: exceeding either part fails the render with an error naming
+/// the template, instead of hanging or exhausting memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemplateLimits {
+    /// minijinja fuel: instructions executed plus data created.
+    pub fuel: u64,
+    /// The most bytes of text the render may write.
+    pub output_bytes: usize,
+}
+
+impl Default for TemplateLimits {
+    fn default() -> Self {
+        Self {
+            fuel: DEFAULT_TEMPLATE_FUEL,
+            output_bytes: DEFAULT_TEMPLATE_OUTPUT_BYTES,
+        }
+    }
+}
 
 /// Whether `text` is a template (contains `{{` or `{%`) rather than a literal.
 pub fn is_template(text: &str) -> bool {
@@ -30,14 +58,16 @@ pub fn slugify(text: &str) -> String {
     out
 }
 
-/// A new environment configured as §4 of the contract says: semi-strict undefined
+/// A new environment configured the protege way: semi-strict undefined
 /// (printing, iterating or filtering an undefined value fails; testing it in `if` is
-/// allowed), no auto-escaping, and the `slugify` filter.
+/// allowed), no auto-escaping, and the `slugify` filter; its fuel is
+/// [`DEFAULT_TEMPLATE_FUEL`].
 pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_debug(true);
+    env.set_fuel(Some(DEFAULT_TEMPLATE_FUEL));
     env.add_filter("slugify", |s: String| slugify(&s));
     env
 }
@@ -82,14 +112,101 @@ impl Template {
         &self.source
     }
 
-    /// Renders with `vars`; an undefined variable names itself, the template and the line.
+    /// Renders with `vars` under the default [`TemplateLimits`]; an undefined variable
+    /// names itself, the template and the line.
     pub fn render(&self, vars: &Value) -> Result<String> {
-        let tmpl = self
-            .env
+        self.render_limited(vars, TemplateLimits::default())
+    }
+
+    /// Renders with `vars` under `limits`.
+    pub fn render_limited(&self, vars: &Value, limits: TemplateLimits) -> Result<String> {
+        self.render_bounded(vars, limits, None)
+    }
+
+    /// Renders with `vars` in a run: under the limits of `ctx` (the persona's `[limits]`
+    /// over the [`AppConfig`](crate::AppConfig)), naming the persona when a limit is hit.
+    pub fn render_in(&self, ctx: &Context, vars: &Value) -> Result<String> {
+        self.render_bounded(vars, ctx.template_limits(), Some(&ctx.persona().name))
+    }
+
+    fn render_bounded(
+        &self,
+        vars: &Value,
+        limits: TemplateLimits,
+        persona: Option<&str>,
+    ) -> Result<String> {
+        // The compiled environment carries the default fuel; another budget needs a copy
+        // (cheap: templates, filters and globals are shared).
+        let other;
+        let env = if self.env.fuel() == Some(limits.fuel) {
+            &*self.env
+        } else {
+            let mut env = (*self.env).clone();
+            env.set_fuel(Some(limits.fuel));
+            other = env;
+            &other
+        };
+        let tmpl = env
             .get_template(&self.name)
             .map_err(|e| template_error(&self.name, &e))?;
-        tmpl.render(vars)
-            .map_err(|e| template_error(&self.name, &e))
+        let mut out = CappedOutput {
+            bytes: Vec::new(),
+            cap: limits.output_bytes,
+            over: false,
+        };
+        let rendered = tmpl.render_captured_to(vars, &mut out).map(drop);
+        let who = match persona {
+            Some(p) => format!("template `{}` of persona `{p}`", self.name),
+            None => format!("template `{}`", self.name),
+        };
+        if out.over {
+            return Err(Error::new(
+                ErrorKind::TemplateBudget,
+                format!(
+                    "{who} exceeded its output limit (`template_output_bytes` limit {})",
+                    limits.output_bytes
+                ),
+            ));
+        }
+        match rendered {
+            Ok(()) => String::from_utf8(out.bytes).map_err(|_| {
+                Error::new(
+                    ErrorKind::Template,
+                    format!("{who} wrote output that is not valid UTF-8"),
+                )
+            }),
+            Err(e) if e.kind() == minijinja::ErrorKind::OutOfFuel => Err(Error::new(
+                ErrorKind::TemplateBudget,
+                format!(
+                    "{who} ran out of fuel (`template_fuel` limit {})",
+                    limits.fuel
+                ),
+            )),
+            Err(e) => Err(template_error(&self.name, &e)),
+        }
+    }
+}
+
+/// The output of a render, refusing every write past `cap` so that a runaway template
+/// stops at the cap instead of filling memory.
+struct CappedOutput {
+    bytes: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::io::Write for CappedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.cap {
+            self.over = true;
+            return Err(std::io::Error::other("template output limit reached"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

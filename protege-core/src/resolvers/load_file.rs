@@ -4,6 +4,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::{LOAD_FILE_MAX_BYTES, io_reason, read_regular_file};
 use crate::message::{Message, Role, message};
 use crate::resolver::Resolver;
 use crate::template::{Template, is_template};
@@ -17,7 +18,8 @@ enum PathSource {
 /// Contributes a file's contents verbatim; nothing when the file is blank.
 ///
 /// A path containing `{{` or `{%` is a template and must stay inside the app root once
-/// rendered; a literal path is trusted (relative to the root, or absolute as is).
+/// rendered, symlinks followed; a literal path is trusted (relative to the root, or
+/// absolute as is). Only regular files of at most 8 MiB are read.
 pub struct LoadFile {
     path: PathSource,
     role: Role,
@@ -71,13 +73,16 @@ impl LoadFile {
         self
     }
 
-    /// The file this resolver reads in `ctx` (for a templated path: rendered and checked).
+    /// The file this resolver reads in `ctx`: the path as written (or rendered) and the
+    /// path to open. A templated path is rendered, must stay inside the app root
+    /// lexically, and, when the file exists, once its symlinks are followed (the returned
+    /// path is then the canonical one).
     pub fn resolve_path(&self, ctx: &Context) -> Result<(String, PathBuf)> {
         let root = &ctx.config().root;
         match &self.path {
             PathSource::Literal(p) => Ok((p.clone(), root.join(p))),
             PathSource::Template(t) => {
-                let rendered = t.render(ctx.template_vars())?;
+                let rendered = t.render_in(ctx, ctx.template_vars())?;
                 let inside = inside_root(&rendered).ok_or_else(|| {
                     Error::new(
                         ErrorKind::PathOutsideRoot,
@@ -88,7 +93,34 @@ impl LoadFile {
                         ),
                     )
                 })?;
-                Ok((rendered, root.join(inside)))
+                let full = root.join(inside);
+                let cannot_resolve = |what: &Path, e: std::io::Error| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("cannot resolve `{}`: {}", what.display(), io_reason(&e)),
+                    )
+                };
+                let real = match full.canonicalize() {
+                    Ok(real) => real,
+                    // Reading it reports `file not found` with the path tried.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok((rendered, full));
+                    }
+                    Err(e) => return Err(cannot_resolve(&full, e)),
+                };
+                let real_root = root.canonicalize().map_err(|e| cannot_resolve(root, e))?;
+                if !real.starts_with(&real_root) {
+                    return Err(Error::new(
+                        ErrorKind::PathOutsideRoot,
+                        format!(
+                            "path outside root: `{rendered}` (rendered from `{}`) leads to `{}`, outside the app root `{}`",
+                            t.source(),
+                            real.display(),
+                            root.display()
+                        ),
+                    ));
+                }
+                Ok((rendered, real))
             }
             PathSource::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
         }
@@ -118,23 +150,14 @@ impl Resolver for LoadFile {
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
         let (written, full) = self.resolve_path(ctx)?;
+        let shown = format!("`{written}` (`{}`)", full.display());
         // Prompt files are small: a blocking read is cheaper than a hop to a thread pool.
-        let bytes = match std::fs::read(&full) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::new(
-                    ErrorKind::FileNotFound,
-                    format!("file not found: `{written}` (tried `{}`)", full.display()),
-                ));
-            }
-            Err(e) => {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("cannot read `{written}` (`{}`): {e}", full.display()),
-                )
-                .with_source(e));
-            }
-        };
+        let bytes = read_regular_file(&full, &shown, LOAD_FILE_MAX_BYTES)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::FileNotFound,
+                format!("file not found: `{written}` (tried `{}`)", full.display()),
+            )
+        })?;
         let text = String::from_utf8(bytes).map_err(|_| {
             Error::new(
                 ErrorKind::Io,

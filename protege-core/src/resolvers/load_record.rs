@@ -62,7 +62,7 @@ impl RecordTemplate {
                     minijinja::context! { record => minijinja::Value::from(minijinja::value::Serde(record)) },
                     ctx.template_vars().clone(),
                 ]);
-                Ok(t.render(&vars)?.trim().to_owned())
+                Ok(t.render_in(ctx, &vars)?.trim().to_owned())
             }
             RecordTemplate::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
         }
@@ -193,7 +193,9 @@ impl LoadRecord {
             .iter()
             .map(|(column, value)| {
                 let bound = match value {
-                    WhereValue::Template(t) => Bound::Text(t.render(ctx.template_vars())?),
+                    WhereValue::Template(t) => {
+                        Bound::Text(t.render_in(ctx, ctx.template_vars())?)
+                    }
                     WhereValue::Value(v) => match v {
                         serde_json::Value::String(s) => Bound::Text(s.clone()),
                         serde_json::Value::Bool(b) => Bound::Bool(*b),

@@ -82,7 +82,7 @@ impl LoadText {
 
     fn text(&self, ctx: &Context) -> Result<String> {
         match &self.source {
-            Source::Template(t) => t.render(ctx.template_vars()),
+            Source::Template(t) => t.render_in(ctx, ctx.template_vars()),
             Source::Closure(f) => f(ctx),
             Source::Broken(e) => Err(crate::Error::new(e.kind(), e.detail().to_owned())),
         }
