@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{DynChain, ModelConfig, PersonaInfo, Provider, Responsibility, ToolDef};
+use protege_template_names::Trigger;
 use toml::de::{DeTable, DeValue};
 
 use crate::builtins::{Options, unknown_keys};
@@ -137,12 +138,14 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
     let addresses = get(doc, "addresses")
         .map(|v| addresses(sink, v))
         .unwrap_or_default();
-    let vars = get(doc, "vars")
-        .and_then(|v| {
-            let t = reader::table(sink, v, "`vars`")?;
-            reader::table_to_json(sink, t, "`vars`")
-        })
-        .unwrap_or_default();
+    let vars = match get(doc, "vars") {
+        Some(v) => reader::table(sink, v, "`vars`").and_then(|t| reader::table_to_json(sink, t, "`vars`")),
+        None => Some(serde_json::Map::new()),
+    };
+    // The keys templates may name as `persona.vars.X`; unknown when `[vars]` is invalid.
+    let var_keys: Option<Vec<&str>> = vars
+        .as_ref()
+        .map(|v| v.keys().map(String::as_str).collect());
     let model = get(doc, "model").and_then(|v| model(sink, v));
     let tools = get(doc, "tools")
         .map(|v| tools(sink, v))
@@ -150,8 +153,10 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
     let responsibilities = get(doc, "responsibilities")
         .map(|v| responsibilities(sink, v))
         .unwrap_or_default();
-    let message_chain = chain(sink, doc, "message_resolvers", registry);
-    let responsibility_chain = chain(sink, doc, "responsibility_resolvers", registry);
+    let message_chain = chain(sink, doc, "message_resolvers", registry, var_keys.as_deref());
+    let responsibility_chain =
+        chain(sink, doc, "responsibility_resolvers", registry, var_keys.as_deref());
+    let vars = vars.unwrap_or_default();
     let info = PersonaInfo {
         name: name?,
         instructions,
@@ -396,7 +401,18 @@ fn check_cron(schedule: &str) -> Result<(), String> {
     })
 }
 
-fn chain(sink: &mut Sink<'_>, doc: &DeTable<'_>, key: &str, registry: &Registry) -> DynChain {
+fn chain(
+    sink: &mut Sink<'_>,
+    doc: &DeTable<'_>,
+    key: &str,
+    registry: &Registry,
+    vars: Option<&[&str]>,
+) -> DynChain {
+    let trigger = if key == "responsibility_resolvers" {
+        Trigger::Responsibility
+    } else {
+        Trigger::Message
+    };
     let mut chain = DynChain::new();
     let Some(value) = get(doc, key) else {
         return chain;
@@ -452,6 +468,8 @@ fn chain(sink: &mut Sink<'_>, doc: &DeTable<'_>, key: &str, registry: &Registry)
             span: entry.span(),
             name: canonical,
             location: format!("{key}[{index}]"),
+            trigger,
+            vars,
         };
         if let Some(r) = factory(&mut options) {
             chain.push(r.named(canonical.to_owned()));
