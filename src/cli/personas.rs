@@ -43,7 +43,7 @@ pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
 pub(crate) fn check(env: &Env) -> CliResult {
     let (set, diagnostics) = load(env)?;
     if !diagnostics.is_empty() {
-        eprint!("{}", render(&diagnostics));
+        eprintln!("{}\n", render(&diagnostics));
         return Err(Failure::invalid(format!(
             "check failed: {}",
             summary(&diagnostics)
@@ -71,7 +71,7 @@ pub(crate) fn load_one(env: &Env, name: &str) -> CliResult<Arc<Persona>> {
         return Ok(persona);
     }
     if !diagnostics.is_empty() {
-        eprint!("{}", render(&diagnostics));
+        eprintln!("{}\n", render(&diagnostics));
         return Err(Failure::invalid(format!(
             "unknown persona `{name}`: it is not among the valid personas, and the persona folder has {}",
             summary(&diagnostics)

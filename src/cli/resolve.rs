@@ -58,7 +58,7 @@ pub(crate) async fn resolve(engine: &Engine, input: &ResolveInput) -> CliResult<
             && engine.persona(&input.persona).is_none()
             && !engine.diagnostics().is_empty()
         {
-            eprint!("{}", render(engine.diagnostics()));
+            eprintln!("{}\n", render(engine.diagnostics()));
         }
         Failure::from(e)
     })
