@@ -20,7 +20,8 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) span: Range<usize>,
     /// The canonical resolver name.
     pub(crate) name: &'a str,
-    /// The entry's place in the file, e.g. `message_resolvers[1]` (names templates).
+    /// The name the entry's templates start with, e.g. `LoadRecord` in
+    /// `LoadRecord.template` (the name run-time errors give, as for chains built in Rust).
     pub(crate) location: String,
     /// The trigger of the entry's chain, for the names its templates may use.
     pub(crate) trigger: Trigger,

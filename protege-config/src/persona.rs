@@ -418,7 +418,7 @@ fn chain(
         return chain;
     };
     let items = entries(sink, value, key);
-    for (index, (entry, t)) in items.into_iter().enumerate() {
+    for (entry, t) in items {
         let Some(use_value) = get(t, "use") else {
             if let Some((key, _)) = t.iter().find(|(k, _)| {
                 let k: &str = k.get_ref();
@@ -467,7 +467,7 @@ fn chain(
             table: t,
             span: entry.span(),
             name: canonical,
-            location: format!("{key}[{index}]"),
+            location: canonical.to_owned(),
             trigger,
             vars,
         };
