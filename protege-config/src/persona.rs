@@ -139,7 +139,9 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
         .map(|v| addresses(sink, v))
         .unwrap_or_default();
     let vars = match get(doc, "vars") {
-        Some(v) => reader::table(sink, v, "`vars`").and_then(|t| reader::table_to_json(sink, t, "`vars`")),
+        Some(v) => {
+            reader::table(sink, v, "`vars`").and_then(|t| reader::table_to_json(sink, t, "`vars`"))
+        }
         None => Some(serde_json::Map::new()),
     };
     // The keys templates may name as `persona.vars.X`; unknown when `[vars]` is invalid.
@@ -153,9 +155,20 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
     let responsibilities = get(doc, "responsibilities")
         .map(|v| responsibilities(sink, v))
         .unwrap_or_default();
-    let message_chain = chain(sink, doc, "message_resolvers", registry, var_keys.as_deref());
-    let responsibility_chain =
-        chain(sink, doc, "responsibility_resolvers", registry, var_keys.as_deref());
+    let message_chain = chain(
+        sink,
+        doc,
+        "message_resolvers",
+        registry,
+        var_keys.as_deref(),
+    );
+    let responsibility_chain = chain(
+        sink,
+        doc,
+        "responsibility_resolvers",
+        registry,
+        var_keys.as_deref(),
+    );
     let vars = vars.unwrap_or_default();
     let info = PersonaInfo {
         name: name?,

@@ -3,8 +3,8 @@
 //! names templates use), collecting every problem as one combined `syn::Error`.
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
 use protege_template_names::{Scope, Trigger};
+use syn::spanned::Spanned;
 use syn::{Expr, ExprPath, Ident, Lit, LitStr};
 
 use crate::ast::{Arg, Invocation, Item, Named};

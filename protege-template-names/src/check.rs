@@ -316,7 +316,8 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
                 Expr::GetItem(g) => {
                     match &g.subscript_expr {
                         Expr::Const(c) if c.value.as_str().is_some() => {
-                            let name = self.const_name(c.value.as_str().unwrap_or_default(), c.span());
+                            let name =
+                                self.const_name(c.value.as_str().unwrap_or_default(), c.span());
                             steps.push(Step {
                                 name,
                                 range: offsets(c.span()),
@@ -404,8 +405,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
                                      (it is the task of a scheduled run); \
                                      test it with `{% if responsibility %}`"
                     .to_owned(),
-                _ => "`record` exists only in the per-record `template` of `LoadRecord`"
-                    .to_owned(),
+                _ => "`record` exists only in the per-record `template` of `LoadRecord`".to_owned(),
             };
             self.report(range, message);
             return;
@@ -417,10 +417,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
             return;
         };
         if known.is_empty() {
-            let message = format!(
-                "`{name}` is a string and has no attribute `{}`",
-                first.name
-            );
+            let message = format!("`{name}` is a string and has no attribute `{}`", first.name);
             self.report(first.range.clone(), message);
             return;
         }
@@ -601,7 +598,9 @@ mod tests {
         assert_eq!(reply(ok), Vec::<String>::new());
         assert_eq!(
             reply("{% for x in message.to %}{% endfor %}{{ x }}"),
-            ["1:41: unknown template variable `x`, expected one of `persona`, `message`, `correlation_id`, `now`"]
+            [
+                "1:41: unknown template variable `x`, expected one of `persona`, `message`, `correlation_id`, `now`"
+            ]
         );
     }
 
@@ -609,22 +608,36 @@ mod tests {
     fn names_that_never_exist_may_be_tested_not_printed() {
         let tested = "{% if message %}{{ message.subject }}{% else %}none{% endif %}\
                       {{ 'a' if message is defined else 'b' }}{% if not record %}x{% endif %}";
-        assert_eq!(run(tested, Trigger::Responsibility, false), Vec::<String>::new());
+        assert_eq!(
+            run(tested, Trigger::Responsibility, false),
+            Vec::<String>::new()
+        );
         assert_eq!(
             run("{{ message.subject }}", Trigger::Responsibility, false),
-            ["1:4: `message` never exists in a responsibility chain (it is the inbound message of a reply run); test it with `{% if message %}`"]
+            [
+                "1:4: `message` never exists in a responsibility chain (it is the inbound message of a reply run); test it with `{% if message %}`"
+            ]
         );
         assert_eq!(
             run("{{ responsibility.name }}", Trigger::Message, false),
-            ["1:4: `responsibility` never exists in a message chain (it is the task of a scheduled run); test it with `{% if responsibility %}`"]
+            [
+                "1:4: `responsibility` never exists in a message chain (it is the task of a scheduled run); test it with `{% if responsibility %}`"
+            ]
         );
         assert_eq!(
             reply("{{ record.name }}"),
             ["1:4: `record` exists only in the per-record `template` of `LoadRecord`"]
         );
-        assert_eq!(run("{{ record.name }}", Trigger::Message, true), Vec::<String>::new());
         assert_eq!(
-            run("{{ message.from }}{{ responsibility.name }}", Trigger::Either, false),
+            run("{{ record.name }}", Trigger::Message, true),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            run(
+                "{{ message.from }}{{ responsibility.name }}",
+                Trigger::Either,
+                false
+            ),
             Vec::<String>::new()
         );
     }
