@@ -285,6 +285,29 @@ fn check_reports_every_problem_of_an_invalid_folder() {
 }
 
 #[test]
+fn check_reports_a_misspelt_template_variable_with_a_suggestion() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(
+        personas.join("support.toml"),
+        "[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Reply to {{ mesage.from }}.\"\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    let run = protege(&url, dir.path(), &["check"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "{}:3:25: error: unknown template variable `mesage`, did you mean `message`?\n  |\n3 | template = \"Reply to {{{{ mesage.from }}}}.\"\n  |                         ^^^^^^\n\nerror: check failed: 1 problem in 1 persona file\n",
+            personas.join("support.toml").display()
+        )
+    );
+}
+
+#[test]
 fn import_eml_then_resolve_replays_the_thread() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("mail.db").display());

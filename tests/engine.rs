@@ -247,3 +247,36 @@ async fn a_watching_engine_picks_up_an_edit() {
     assert_eq!(reloaded, "p");
     assert_eq!(text(engine.resolve(&input).await.unwrap()), "after");
 }
+
+#[tokio::test]
+async fn a_run_time_template_error_names_the_persona_its_file_and_the_resolver() {
+    let (_dir, url) = demo_db();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/lookup.toml"),
+        "[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\n\n\
+         [[responsibility_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Customers:\"\n\n\
+         [[responsibility_resolvers]]\nuse = \"LoadRecord\"\ntable = \"customers\"\n\
+         template = \"{{ record.name }}\\n{{ record.nickname }}\"\n",
+    )
+    .unwrap();
+    let engine = Engine::builder()
+        .root(root.path())
+        .database(&url)
+        .build()
+        .await
+        .unwrap();
+    let err = engine
+        .resolve(&ResolveInput::scheduled("lookup", "r"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::InvalidInput,
+            "persona `lookup` (`personas/lookup.toml`): resolver 2 `LoadRecord` failed: \
+             template `LoadRecord.template` line 2: `record.nickname` is undefined"
+        )
+    );
+}

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use protege_core::resolvers::{OrderBy, WhereValue};
 use protege_core::{BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory};
+use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::suggestion;
@@ -19,8 +20,13 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) span: Range<usize>,
     /// The canonical resolver name.
     pub(crate) name: &'a str,
-    /// The entry's place in the file, e.g. `message_resolvers[1]` (names templates).
+    /// The name the entry's templates start with, e.g. `LoadRecord` in
+    /// `LoadRecord.template` (the name run-time errors give, as for chains built in Rust).
     pub(crate) location: String,
+    /// The trigger of the entry's chain, for the names its templates may use.
+    pub(crate) trigger: Trigger,
+    /// The keys of the persona's `[vars]`; `None` when `[vars]` itself is invalid.
+    pub(crate) vars: Option<&'a [&'a str]>,
 }
 
 impl<'a, 'i> Options<'a, 'i, '_> {
@@ -71,13 +77,25 @@ impl<'a, 'i> Options<'a, 'i, '_> {
 
     fn template(&mut self, key: &str, required: bool) -> Option<Template> {
         let (text, value) = self.string(key, required)?;
-        compile(
+        let template = compile(
             self.sink,
             &format!("{}.{key}", self.location),
             &text,
             &value,
             key,
-        )
+        )?;
+        let record = self.name == "LoadRecord" && key == "template";
+        self.names(&text, &value, record).then_some(template)
+    }
+
+    /// Checks the names a compiled template uses (`record` only where `record` is true).
+    fn names(&mut self, text: &str, value: &Value<'_>, record: bool) -> bool {
+        let scope = Scope {
+            trigger: self.trigger,
+            record,
+            vars: self.vars,
+        };
+        crate::names::check(self.sink, text, value, &scope)
     }
 }
 
@@ -189,6 +207,9 @@ pub(crate) fn load_file(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
             return None;
         }
     };
+    if protege_core::template::is_template(&text) && !o.names(&text, &value, false) {
+        return None;
+    }
     Some(BoxResolver::new(match role {
         Some(role) => r.role(role),
         None => r,
@@ -218,6 +239,7 @@ pub(crate) fn load_record(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
                         DeValue::String(s) => {
                             let name = format!("{}.where.{column}", o.location);
                             compile(o.sink, &name, s, v, &format!("where.{column}"))
+                                .filter(|_| o.names(s, v, false))
                                 .map(WhereValue::Template)
                         }
                         DeValue::Integer(_) | DeValue::Float(_) | DeValue::Boolean(_) => {

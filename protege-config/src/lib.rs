@@ -17,6 +17,7 @@
 mod builtins;
 mod diagnostic;
 mod error;
+mod names;
 mod persona;
 mod reader;
 mod registry;

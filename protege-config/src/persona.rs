@@ -6,6 +6,7 @@ use std::sync::Arc;
 use protege_core::{
     DynChain, ModelConfig, PersonaInfo, PersonaLimits, Provider, Responsibility, ToolDef,
 };
+use protege_template_names::Trigger;
 use toml::de::{DeTable, DeValue};
 
 use crate::builtins::{Options, unknown_keys};
@@ -158,12 +159,16 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
     let addresses = get(doc, "addresses")
         .map(|v| addresses(sink, v))
         .unwrap_or_default();
-    let vars = get(doc, "vars")
-        .and_then(|v| {
-            let t = reader::table(sink, v, "`vars`")?;
-            reader::table_to_json(sink, t, "`vars`")
-        })
-        .unwrap_or_default();
+    let vars = match get(doc, "vars") {
+        Some(v) => {
+            reader::table(sink, v, "`vars`").and_then(|t| reader::table_to_json(sink, t, "`vars`"))
+        }
+        None => Some(serde_json::Map::new()),
+    };
+    // The keys templates may name as `persona.vars.X`; unknown when `[vars]` is invalid.
+    let var_keys: Option<Vec<&str>> = vars
+        .as_ref()
+        .map(|v| v.keys().map(String::as_str).collect());
     let model = get(doc, "model").and_then(|v| model(sink, v));
     let limits = get(doc, "limits")
         .map(|v| limits(sink, v))
@@ -174,8 +179,21 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
     let responsibilities = get(doc, "responsibilities")
         .map(|v| responsibilities(sink, v))
         .unwrap_or_default();
-    let message_chain = chain(sink, doc, "message_resolvers", registry);
-    let responsibility_chain = chain(sink, doc, "responsibility_resolvers", registry);
+    let message_chain = chain(
+        sink,
+        doc,
+        "message_resolvers",
+        registry,
+        var_keys.as_deref(),
+    );
+    let responsibility_chain = chain(
+        sink,
+        doc,
+        "responsibility_resolvers",
+        registry,
+        var_keys.as_deref(),
+    );
+    let vars = vars.unwrap_or_default();
     let info = PersonaInfo {
         name: name?,
         instructions,
@@ -443,13 +461,24 @@ fn check_cron(schedule: &str) -> Result<(), String> {
     })
 }
 
-fn chain(sink: &mut Sink<'_>, doc: &DeTable<'_>, key: &str, registry: &Registry) -> DynChain {
+fn chain(
+    sink: &mut Sink<'_>,
+    doc: &DeTable<'_>,
+    key: &str,
+    registry: &Registry,
+    vars: Option<&[&str]>,
+) -> DynChain {
+    let trigger = if key == "responsibility_resolvers" {
+        Trigger::Responsibility
+    } else {
+        Trigger::Message
+    };
     let mut chain = DynChain::new();
     let Some(value) = get(doc, key) else {
         return chain;
     };
     let items = entries(sink, value, key);
-    for (index, (entry, t)) in items.into_iter().enumerate() {
+    for (entry, t) in items {
         let Some(use_value) = get(t, "use") else {
             if let Some((key, _)) = t.iter().find(|(k, _)| {
                 let k: &str = k.get_ref();
@@ -498,7 +527,9 @@ fn chain(sink: &mut Sink<'_>, doc: &DeTable<'_>, key: &str, registry: &Registry)
             table: t,
             span: entry.span(),
             name: canonical,
-            location: format!("{key}[{index}]"),
+            location: canonical.to_owned(),
+            trigger,
+            vars,
         };
         if let Some(r) = factory(&mut options) {
             chain.push(r.named(canonical.to_owned()));

@@ -1,8 +1,9 @@
 //! Checking: turns the parsed items into a plan that cannot be wrong in ways rustc would
-//! not see (unknown or duplicate options, argument order, bare roles, template syntax),
-//! collecting every problem as one combined `syn::Error`.
+//! not see (unknown or duplicate options, argument order, bare roles, template syntax, the
+//! names templates use), collecting every problem as one combined `syn::Error`.
 
 use proc_macro2::Span;
+use protege_template_names::{Scope, Trigger};
 use syn::spanned::Spanned;
 use syn::{Expr, ExprPath, Ident, Lit, LitStr};
 
@@ -280,12 +281,12 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     return None;
                 }
                 (Some(Expr::Lit(lit)), None) if matches!(lit.lit, Lit::Str(_)) => {
-                    check_template(&Expr::Lit(lit.clone()), "LoadText template", errors);
+                    check_template(&Expr::Lit(lit.clone()), "LoadText template", false, errors);
                     Ctor::TextTemplate(ident, Expr::Lit(lit))
                 }
                 (Some(closure), None) => Ctor::TextFn(ident, closure),
                 (None, Some(t)) => {
-                    check_template(&t.value, "LoadText template", errors);
+                    check_template(&t.value, "LoadText template", false, errors);
                     Ctor::TextTemplate(ident, t.value)
                 }
                 (None, None) => {
@@ -321,7 +322,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
             if let Some(lit) = str_literal(&path)
                 && is_template(&lit.value())
             {
-                check_template(&path, "LoadFile path", errors);
+                check_template(&path, "LoadFile path", false, errors);
             }
             Ctor::File(ident, path)
         }
@@ -385,7 +386,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                 }
             };
             if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
-                check_template(&t.value, "LoadRecord template", errors);
+                check_template(&t.value, "LoadRecord template", true, errors);
                 t.key = Ident::new("template_str", t.key.span());
             }
             ctor
@@ -484,7 +485,10 @@ fn is_template(text: &str) -> bool {
 }
 
 /// Parses a string-literal template with minijinja; a syntax error points at the literal.
-fn check_template(expr: &Expr, what: &str, errors: &mut Errors) {
+/// Then checks the names it uses (`record` only where `record` is true): the chain's
+/// trigger and the persona's `[vars]` are not known at compile time, so `message`,
+/// `responsibility` and `persona.vars.X` are taken as they come.
+fn check_template(expr: &Expr, what: &str, record: bool, errors: &mut Errors) {
     let Some(lit) = str_literal(expr) else {
         return;
     };
@@ -497,6 +501,18 @@ fn check_template(expr: &Expr, what: &str, errors: &mut Errors) {
             None => format!("{what} has a syntax error{detail}"),
         };
         errors.push(lit.span(), message);
+        return;
+    }
+    let scope = Scope {
+        trigger: Trigger::Either,
+        record,
+        vars: None,
+    };
+    let problems = protege_template_names::check(&source, &scope, |name, candidates| {
+        suggest(name, candidates).map(str::to_owned)
+    });
+    for p in problems {
+        errors.push(lit.span(), format!("{what} line {}: {}", p.line, p.message));
     }
 }
 

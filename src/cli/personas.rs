@@ -48,7 +48,7 @@ pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
 pub(crate) fn check(env: &Env) -> CliResult {
     let (set, diagnostics) = load(env)?;
     if !diagnostics.is_empty() {
-        output::err(&render(&diagnostics))?;
+        output::err(&format!("{}\n\n", render(&diagnostics)))?;
         return Err(Failure::invalid(format!(
             "check failed: {}",
             summary(&diagnostics)
@@ -75,7 +75,7 @@ pub(crate) fn load_one(env: &Env, name: &str) -> CliResult<Arc<Persona>> {
         return Ok(persona);
     }
     if !diagnostics.is_empty() {
-        output::err(&render(&diagnostics))?;
+        output::err(&format!("{}\n\n", render(&diagnostics)))?;
         return Err(Failure::invalid(format!(
             "unknown persona `{name}`: it is not among the valid personas, and the persona folder has {}",
             summary(&diagnostics)

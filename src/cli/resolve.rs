@@ -54,7 +54,7 @@ pub(crate) async fn resolve(engine: &Engine, input: &ResolveInput) -> CliResult<
             && engine.persona(&input.persona).is_none()
             && !engine.diagnostics().is_empty()
         {
-            let _ = output::err(&render(engine.diagnostics()));
+            let _ = output::err(&format!("{}\n\n", render(engine.diagnostics())));
         }
         Failure::from(e)
     })

@@ -37,6 +37,15 @@ impl EngineError {
         }
     }
 
+    /// The same error, said of the persona `name` loaded from `path` (a run-time failure of
+    /// one of its resolvers).
+    pub(crate) fn in_persona(self, name: &str, path: &std::path::Path) -> Self {
+        Self {
+            kind: self.kind,
+            message: format!("persona `{name}` (`{}`): {}", path.display(), self.message),
+        }
+    }
+
     /// What kind of error this is.
     pub fn kind(&self) -> EngineErrorKind {
         self.kind

@@ -301,7 +301,11 @@ impl Engine {
         } else {
             persona.responsibility_chain()
         };
-        let assembled = assemble(chain, &ctx).await?;
+        let assembled = assemble(chain, &ctx).await.map_err(|e| {
+            let path = persona.path();
+            let shown = path.strip_prefix(self.root()).unwrap_or(path);
+            EngineError::from(e).in_persona(&info.name, shown)
+        })?;
         let body = match (format, model) {
             (Format::Openai, Some(m)) => to_openai(&assembled.request, &m)?,
             (Format::Anthropic, Some(m)) => to_anthropic(&assembled.request, &m)?,

@@ -1,0 +1,46 @@
+//! The template variables of a run, declared once (DESIGN §4 lists the same).
+
+/// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
+/// `correlation_id`, `now`, and `record` (only in a LoadRecord per-record template).
+pub const VARIABLES: &[&str] = &[
+    "persona",
+    "message",
+    "responsibility",
+    "correlation_id",
+    "now",
+    "record",
+];
+
+/// The attributes of `persona`.
+pub const PERSONA: &[&str] = &["name", "instructions", "vars"];
+
+/// The attributes of `message`, the inbound message of a reply run.
+pub const MESSAGE: &[&str] = &[
+    "message_id",
+    "from",
+    "from_display",
+    "to",
+    "cc",
+    "subject",
+    "sent_at",
+    "body",
+    "thread_id",
+];
+
+/// The attributes of `responsibility`, the task of a scheduled run.
+pub const RESPONSIBILITY: &[&str] = &["name", "schedule", "instructions"];
+
+/// The functions minijinja itself defines for every template.
+pub const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];
+
+/// The attributes of a known object, `None` for a variable whose contents are free
+/// (`record`) and an empty list for a string (`correlation_id`, `now`).
+pub(crate) fn attributes(variable: &str) -> Option<&'static [&'static str]> {
+    match variable {
+        "persona" => Some(PERSONA),
+        "message" => Some(MESSAGE),
+        "responsibility" => Some(RESPONSIBILITY),
+        "correlation_id" | "now" => Some(&[]),
+        _ => None,
+    }
+}
