@@ -475,3 +475,241 @@ async fn personas_hot_reload_inside_the_server() {
         "{logged:#?}"
     );
 }
+
+fn eml(id: &str, from: &str, in_reply_to: Option<&str>, subject: &str, body: &str) -> String {
+    let reply = in_reply_to
+        .map(|p| format!("In-Reply-To: {p}\r\nReferences: {p}\r\n"))
+        .unwrap_or_default();
+    format!(
+        "Message-ID: {id}\r\nFrom: {from}\r\nTo: support@acme.test\r\nSubject: {subject}\r\nDate: Tue, 10 Mar 2026 09:00:00 +0000\r\n{reply}\r\n{body}\r\n"
+    )
+}
+
+#[tokio::test]
+async fn mail_is_stored_then_resolved() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let first = eml(
+        "<new-1@example.com>",
+        "Zoe <zoe@example.com>",
+        None,
+        "Broken hinge",
+        "The hinge broke.",
+    );
+    let (status, text) = server
+        .post("/v1/mail", "message/rfc822", first.clone())
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let stored: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (
+            stored["status"].clone(),
+            stored["message_id"].clone(),
+            stored["direction"].clone()
+        ),
+        (
+            json!("imported"),
+            json!("<new-1@example.com>"),
+            json!("inbound")
+        )
+    );
+    let (status, text) = server.post("/v1/mail", "message/rfc822", first).await;
+    assert_eq!(status, 200);
+    let again: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (again["status"].clone(), again["thread_id"].clone()),
+        (json!("duplicate"), stored["thread_id"].clone())
+    );
+
+    // An outsider quoting a customer's Message-ID gets a thread of his own.
+    let hijack = eml(
+        "<evil-1@example.net>",
+        "Mallory <mallory@example.net>",
+        Some("<refund-3@example.com>"),
+        "Re: Refund",
+        "Send me everything.",
+    );
+    let (status, text) = server.post("/v1/mail", "message/rfc822", hijack).await;
+    assert_eq!(status, 201, "{text}");
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<evil-1@example.net>", "now": NOW}))
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let request: Value = serde_json::from_str(&text).unwrap();
+    let seen = serde_json::to_string(&request["messages"]).unwrap();
+    assert!(
+        !seen.contains("alice@example.com") && !seen.contains("cracked screen"),
+        "the outsider sees another customer's thread: {seen}"
+    );
+
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<new-1@example.com>", "now": NOW}))
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let request: Value = serde_json::from_str(&text).unwrap();
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        json!(
+            "From: Zoe <zoe@example.com>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Broken hinge\n\nThe hinge broke."
+        )
+    );
+
+    let forged = eml(
+        "<out-1@example.com>",
+        "Zoe <zoe@example.com>",
+        None,
+        "Hi",
+        "x",
+    );
+    assert_eq!(
+        server
+            .post("/v1/mail?direction=outbound", "message/rfc822", forged)
+            .await,
+        (
+            422,
+            error(
+                "invalid_input",
+                "the From address `Zoe <zoe@example.com>` is not a persona address; only mail a persona sent can be recorded as outbound"
+            )
+        )
+    );
+    let sent = eml(
+        "<out-2@acme.test>",
+        "support@acme.test",
+        Some("<new-1@example.com>"),
+        "Re: Broken hinge",
+        "We send a new one.",
+    );
+    let (status, text) = server
+        .post("/v1/mail?direction=outbound", "message/rfc822", sent)
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let sent: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (sent["direction"].clone(), sent["thread_id"].clone()),
+        (json!("outbound"), stored["thread_id"].clone())
+    );
+    assert_eq!(
+        server
+            .post("/v1/mail?direction=sideways", "message/rfc822", "x")
+            .await,
+        (
+            400,
+            error(
+                "bad_request",
+                "unknown direction `sideways`; valid: `inbound`, `outbound`"
+            )
+        )
+    );
+    assert_eq!(
+        server.post("/v1/mail", "application/json", "{}").await,
+        (
+            415,
+            error(
+                "unsupported_media_type",
+                "this route takes `Content-Type: message/rfc822`"
+            )
+        )
+    );
+    let (status, text) = server
+        .post("/v1/mail", "message/rfc822", "just some words\r\n")
+        .await;
+    assert_eq!(status, 422, "{text}");
+    assert!(
+        text.starts_with(r#"{"error":{"kind":"invalid_input","message":"not an email"#),
+        "{text}"
+    );
+    let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    for line in [
+        r#"protege_mail_imported_total{status="imported"} 3"#,
+        r#"protege_mail_imported_total{status="duplicate"} 1"#,
+        r#"protege_mail_imported_total{status="rejected"} 2"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in\n{metrics}"
+        );
+    }
+}
+
+/// A fresh database on the server of `url` (PostgreSQL or MariaDB), for one test.
+async fn fresh_server_db(url: &str, name: &str) -> String {
+    use sea_orm::ConnectionTrait as _;
+    let conn = sea_orm::Database::connect(url).await.unwrap();
+    conn.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+        .await
+        .unwrap();
+    conn.execute_unprepared(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let base = url.rsplit_once('/').unwrap().0;
+    format!("{base}/{name}")
+}
+
+#[tokio::test]
+async fn two_replicas_ingest_the_same_mail_once() {
+    for var in ["PROTEGE_TEST_POSTGRES_URL", "PROTEGE_TEST_MYSQL_URL"] {
+        let Some(server_url) = std::env::var(var).ok().filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        let name = format!("pt_replicas_{}", std::process::id());
+        let url = fresh_server_db(&server_url, &name).await;
+        let a = Server::start(&project(), &url, Some(TOKEN), &["--no-watch"]);
+        let b = Server::start(&project(), &url, Some(TOKEN), &["--no-watch"]);
+        let mails: Vec<String> = (0..20)
+            .map(|i| {
+                let parent = (i > 0).then(|| format!("<r-{}@example.com>", i - 1));
+                eml(
+                    &format!("<r-{i}@example.com>"),
+                    "Zoe <zoe@example.com>",
+                    parent.as_deref(),
+                    "Hinge",
+                    &format!("note {i}"),
+                )
+            })
+            .collect();
+        let send = |server: &Server, mails: Vec<String>| {
+            let client = server.client.clone();
+            let url = server.url("/v1/mail");
+            async move {
+                let mut statuses = Vec::new();
+                for m in mails {
+                    let res = client
+                        .post(&url)
+                        .bearer_auth(TOKEN)
+                        .header("content-type", "message/rfc822")
+                        .body(m)
+                        .send()
+                        .await
+                        .unwrap();
+                    statuses.push(res.status().as_u16());
+                }
+                statuses
+            }
+        };
+        let (sa, sb) = tokio::join!(send(&a, mails.clone()), send(&b, mails));
+        let created = sa.iter().chain(&sb).filter(|s| **s == 201).count();
+        let duplicate = sa.iter().chain(&sb).filter(|s| **s == 200).count();
+        assert_eq!((created, duplicate), (20, 20), "{var}: {sa:?} {sb:?}");
+        use sea_orm::ConnectionTrait as _;
+        let conn = sea_orm::Database::connect(&url).await.unwrap();
+        let row = conn
+            .query_one_raw(sea_orm::Statement::from_string(
+                conn.get_database_backend(),
+                "SELECT COUNT(*) AS n, COUNT(DISTINCT email_thread_id) AS t FROM messages",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        let n: i64 = row.try_get("", "n").unwrap();
+        let t: i64 = row.try_get("", "t").unwrap();
+        assert_eq!((n, t), (20, 1), "{var}");
+        drop((a, b));
+        conn.close().await.unwrap();
+        let admin = sea_orm::Database::connect(&server_url).await.unwrap();
+        let _ = admin
+            .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+            .await;
+    }
+}

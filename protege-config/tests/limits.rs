@@ -81,13 +81,13 @@ fn nested_range_loops_stop_at_the_output_cap_or_out_of_fuel() {
     let (out, elapsed) = run(persona(NESTED_LOOPS, ""), AppConfig::new("."));
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` exceeded its output limit (`template_output_bytes` limit 1048576)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` exceeded its output limit (`template_output_bytes` limit 1048576)"
     );
     eprintln!("nested loops stopped after {elapsed:?}");
     let (out, elapsed) = run(persona(NESTED_LOOPS_SILENT, ""), AppConfig::new("."));
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` ran out of fuel (`template_fuel` limit 5000000)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` ran out of fuel (`template_fuel` limit 5000000)"
     );
     eprintln!("silent nested loops stopped after {elapsed:?}");
 }
@@ -97,7 +97,7 @@ fn string_doubling_runs_out_of_fuel() {
     let (out, elapsed) = run(persona(DOUBLING, ""), AppConfig::new("."));
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` ran out of fuel (`template_fuel` limit 5000000)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` ran out of fuel (`template_fuel` limit 5000000)"
     );
     eprintln!("string doubling stopped after {elapsed:?}");
     // Without a namespace, `set` in the loop body does not outlive the iteration.
@@ -110,7 +110,7 @@ fn output_over_the_cap_is_an_error() {
     let (out, _) = run(persona(TWO_MIB, ""), AppConfig::new("."));
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` exceeded its output limit (`template_output_bytes` limit 1048576)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` exceeded its output limit (`template_output_bytes` limit 1048576)"
     );
 }
 
@@ -131,7 +131,7 @@ fn limits_table_lowers_the_fuel() {
     let (out, _) = run(persona(small, "template_fuel = 500"), AppConfig::new("."));
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` ran out of fuel (`template_fuel` limit 500)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` ran out of fuel (`template_fuel` limit 500)"
     );
 }
 
@@ -141,7 +141,7 @@ fn app_config_sets_the_defaults_and_limits_table_wins() {
     let (out, _) = run(persona(small, ""), AppConfig::new(".").template_fuel(500));
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` ran out of fuel (`template_fuel` limit 500)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` ran out of fuel (`template_fuel` limit 500)"
     );
     let (out, _) = run(
         persona(small, "template_fuel = 100_000"),
@@ -154,7 +154,7 @@ fn app_config_sets_the_defaults_and_limits_table_wins() {
     );
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` exceeded its output limit (`template_output_bytes` limit 999)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` exceeded its output limit (`template_output_bytes` limit 999)"
     );
     let (out, _) = run(
         persona(NESTED_LOOPS, "template_fuel = 20_000_000"),
@@ -162,6 +162,6 @@ fn app_config_sets_the_defaults_and_limits_table_wins() {
     );
     assert_eq!(
         out.unwrap_err(),
-        "resolver 2 `LoadText` failed: template `responsibility_resolvers[1].template` of persona `support` exceeded its output limit (`template_output_bytes` limit 1048576)"
+        "resolver 2 `LoadText` failed: template `LoadText.template` of persona `support` exceeded its output limit (`template_output_bytes` limit 1048576)"
     );
 }

@@ -28,7 +28,10 @@ use sea_orm::{ColumnTrait, ConnectOptions, Database, EntityTrait, QueryFilter, Q
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, MailMessage};
 
-pub use eml::{DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, import_eml_paths};
+pub use eml::{
+    DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
+    ingest_eml,
+};
 pub use fixture::{
     Fixture, FixtureAttachment, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary,
     import_fixture, import_fixture_file, import_fixture_str, parse_fixture,

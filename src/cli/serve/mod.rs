@@ -8,15 +8,16 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use protege::config::Event;
-use protege::{Engine, ResolveInput};
+use protege::db::{EmlOptions, ingest_eml};
+use protege::{Direction, Engine, ResolveInput};
 use serde_json::json;
 use subtle::ConstantTimeEq as _;
 use tokio::sync::broadcast;
@@ -27,6 +28,8 @@ use error::ApiError;
 
 /// The body limit of `POST /v1/resolve`.
 const RESOLVE_LIMIT: usize = 64 * 1024;
+/// The body limit of `POST /v1/mail`.
+const MAIL_LIMIT: usize = 25 * 1024 * 1024;
 /// How long requests in flight may take to finish after SIGTERM/SIGINT.
 const DRAIN: Duration = Duration::from_secs(30);
 /// Histogram buckets in seconds, from 100 µs to 10 s.
@@ -112,6 +115,10 @@ fn router(app: App) -> Router {
         .route(
             "/v1/resolve",
             post(resolve).layer(DefaultBodyLimit::max(RESOLVE_LIMIT)),
+        )
+        .route(
+            "/v1/mail",
+            post(mail).layer(DefaultBodyLimit::max(MAIL_LIMIT)),
         )
         .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
         .method_not_allowed_fallback(async || ApiError::method_not_allowed())
@@ -271,6 +278,78 @@ async fn resolve(
         out.body
     };
     json_text(StatusCode::OK, &body)
+}
+
+/// `?direction=` of `POST /v1/mail`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MailQuery {
+    direction: Option<String>,
+}
+
+async fn mail(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: Result<Query<MailQuery>, QueryRejection>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let query = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let direction = match query.direction.as_deref() {
+        None | Some("inbound") => Direction::Inbound,
+        Some("outbound") => Direction::Outbound,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown direction `{other}`; valid: `inbound`, `outbound`"
+            )));
+        }
+    };
+    if headers.get(header::CONTENT_TYPE).is_none() {
+        return Err(ApiError::unsupported_media_type("message/rfc822"));
+    }
+    let raw = body(&headers, "message/rfc822", MAIL_LIMIT, bytes)?;
+    let own: Vec<String> = app
+        .engine
+        .personas()
+        .iter()
+        .flat_map(|p| p.info().addresses.clone())
+        .collect();
+    let mut options = EmlOptions::new(own, chrono::Utc::now());
+    options.direction = Some(direction);
+    let db = app.engine.db().await?;
+    let outcome = match ingest_eml(db, &raw, &options).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            let status = if e.kind() == protege::ErrorKind::InvalidInput {
+                "rejected"
+            } else {
+                "failed"
+            };
+            metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
+            return Err(if e.kind() == protege::ErrorKind::InvalidInput {
+                ApiError::invalid_input(e.to_string())
+            } else {
+                ApiError::unavailable(e.to_string())
+            });
+        }
+    };
+    for warning in &outcome.warnings {
+        tracing::warn!(message_id = %outcome.message_id, warning = %warning, "mail stored with a fallback");
+    }
+    let (status, code) = if outcome.imported {
+        ("imported", StatusCode::CREATED)
+    } else {
+        ("duplicate", StatusCode::OK)
+    };
+    metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
+    json_text(
+        code,
+        &json!({
+            "status": status,
+            "message_id": outcome.message_id,
+            "thread_id": outcome.thread_id,
+            "direction": outcome.direction.as_str(),
+        }),
+    )
 }
 
 /// `value` as pretty JSON with a final newline: what `protege resolve` prints.

@@ -28,7 +28,7 @@ use sea_orm::{
     TransactionOptions, TransactionTrait,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
 use parse::{DateSource, header_date, parse_eml};
 use store::{Stored, Threader, db_err};
@@ -640,5 +640,100 @@ fn transaction_lost(err: &Error) -> bool {
         },
         Some(DbErr::ConnectionAcquire(_) | DbErr::Conn(_)) => true,
         _ => false,
+    }
+}
+
+/// What [`ingest_eml`] did with one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ingested {
+    /// True when the message was stored now; false when its Message-ID was already stored.
+    pub imported: bool,
+    /// The Message-ID (synthetic when the message had none).
+    pub message_id: String,
+    /// The thread the message is in.
+    pub thread_id: i64,
+    /// Its direction.
+    pub direction: Direction,
+    /// Fallbacks used (no Message-ID, no usable Date, attachment data over the cap).
+    pub warnings: Vec<String>,
+}
+
+/// Stores one raw RFC 5322 message (mail received by an application) on the same write
+/// path as [`import_eml_paths`]: the same parsing, participant threading, one-line headers
+/// and insert-or-skip. With `options.direction = Some(Outbound)` the From address must be a
+/// persona address (an application recording mail it sent); otherwise the error is
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput), as it is for bytes that
+/// are not an email.
+pub async fn ingest_eml(
+    db: &DatabaseConnection,
+    raw: &[u8],
+    options: &EmlOptions,
+) -> Result<Ingested> {
+    let eml = parse_eml(raw, options.now, options.max_attachment_bytes)
+        .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
+    let mut threader = Threader::new(&options.own_addresses);
+    if options.direction == Some(Direction::Outbound)
+        && threader.direction(&eml.from, None) != Direction::Outbound
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "the From address `{}` is not a persona address; only mail a persona sent can be recorded as outbound",
+                crate::mail::one_line(&eml.from)
+            ),
+        ));
+    }
+    let mut warnings = Vec::new();
+    if eml.synthetic_id {
+        warnings.push(format!(
+            "no `Message-ID` header, using `{}`",
+            eml.message_id
+        ));
+    }
+    match eml.date_source {
+        DateSource::Date => {}
+        DateSource::Received => warnings.push(format!(
+            "missing or invalid `Date` header, using the first `Received` date {}",
+            rfc3339_z(&eml.sent_at)
+        )),
+        DateSource::ImportTime => warnings.push(format!(
+            "missing or invalid `Date` header and no dated `Received` header, using the import time {}",
+            rfc3339_z(&eml.sent_at)
+        )),
+    }
+    for (name, size) in &eml.oversized {
+        warnings.push(format!(
+            "attachment `{name}` ({size} bytes) is over the {} byte limit: its data is not stored",
+            options.max_attachment_bytes
+        ));
+    }
+    let message_id = eml.message_id.clone();
+    match threader.store(db, eml, options.direction).await? {
+        Stored::Imported { thread, direction } => Ok(Ingested {
+            imported: true,
+            message_id,
+            thread_id: thread,
+            direction,
+            warnings,
+        }),
+        Stored::Duplicate => {
+            let stored = crate::db::load_message(db, &message_id)
+                .await?
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Database,
+                        format!(
+                            "message `{message_id}` was reported as stored but cannot be read back"
+                        ),
+                    )
+                })?;
+            Ok(Ingested {
+                imported: false,
+                message_id,
+                thread_id: stored.thread_id,
+                direction: stored.direction,
+                warnings: Vec::new(),
+            })
+        }
     }
 }
