@@ -713,3 +713,59 @@ async fn two_replicas_ingest_the_same_mail_once() {
             .await;
     }
 }
+
+#[tokio::test]
+async fn shutdown_finishes_the_requests_in_flight() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    // A template slow enough (about a second) to be in flight when the signal arrives.
+    std::fs::write(
+        root.path().join("personas/slow.toml"),
+        "[limits]\ntemplate_fuel = 1000000000\n\n[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\ninstructions = \"\"\n\n[[responsibility_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{% for a in range(1000) %}{% for b in range(2000) %}{% endfor %}{% endfor %}done\"\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let mut server = Server::start(root.path(), &url, None, &[]);
+    let client = server.client.clone();
+    let target = server.url("/v1/resolve");
+    let request = tokio::spawn(async move {
+        let res = client
+            .post(target)
+            .header("content-type", "application/json")
+            .body(r#"{"persona":"slow","responsibility":"r"}"#)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let (status, text) = tokio::time::timeout(Duration::from_secs(30), request)
+        .await
+        .expect("the request in flight did not finish within 30 s")
+        .unwrap();
+    assert_eq!(status, 200, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["messages"][0]["content"], json!("done"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let exit = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve did not exit within 30 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(exit.code(), Some(0));
+    let logged: Vec<String> = server.log.try_iter().collect();
+    assert!(
+        logged.iter().any(|l| l.contains("shutting down")),
+        "{logged:#?}"
+    );
+}
