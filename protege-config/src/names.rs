@@ -7,7 +7,7 @@ use protege_template_names::{Scope, check as check_names};
 
 use crate::diagnostic::did_you_mean;
 use crate::reader::{Sink, Value};
-use crate::template_span::line_span;
+use crate::template_span::{line_span, string_body};
 
 /// Reports every name `text` (the decoded TOML string `value`) uses that it will not have
 /// in `scope`; true when there is none.
@@ -33,30 +33,8 @@ pub(crate) fn check(sink: &mut Sink<'_>, text: &str, value: &Value<'_>, scope: &
 /// offset in `source` it comes from, plus one last entry for the end of the value.
 /// `None` when the value is not a string literal or holds an escape not understood here.
 fn decoded_offsets(source: &str, span: Range<usize>) -> Option<Vec<usize>> {
-    let raw = source.get(span.clone())?;
-    let (delim, basic) = if raw.starts_with("\"\"\"") {
-        (3, true)
-    } else if raw.starts_with("'''") {
-        (3, false)
-    } else if raw.starts_with('"') {
-        (1, true)
-    } else if raw.starts_with('\'') {
-        (1, false)
-    } else {
-        return None;
-    };
-    if raw.len() < 2 * delim {
-        return None;
-    }
-    let mut i = span.start + delim;
-    let end = span.end - delim;
-    if delim == 3 {
-        if source[i..end].starts_with("\r\n") {
-            i += 2;
-        } else if source[i..end].starts_with('\n') {
-            i += 1;
-        }
-    }
+    let (body, basic) = string_body(source, span)?;
+    let (mut i, end) = (body.start, body.end);
     let bytes = source.as_bytes();
     let mut map = Vec::with_capacity(end - i + 1);
     while i < end {

@@ -6,32 +6,10 @@ use std::ops::Range;
 /// TOML (escapes, the newline trimmed after an opening `"""`, line-ending backslashes).
 /// Falls back to the whole value when the line cannot be found.
 pub(crate) fn line_span(source: &str, span: Range<usize>, line: usize) -> Range<usize> {
-    let Some(raw) = source.get(span.clone()) else {
+    let Some((body, basic)) = string_body(source, span.clone()) else {
         return span;
     };
-    let (delim, basic) = if raw.starts_with("\"\"\"") {
-        (3, true)
-    } else if raw.starts_with("'''") {
-        (3, false)
-    } else if raw.starts_with('"') {
-        (1, true)
-    } else if raw.starts_with('\'') {
-        (1, false)
-    } else {
-        return span;
-    };
-    if raw.len() < 2 * delim {
-        return span;
-    }
-    let mut start = span.start + delim;
-    let end = span.end - delim;
-    if delim == 3 {
-        if source[start..end].starts_with("\r\n") {
-            start += 2;
-        } else if source[start..end].starts_with('\n') {
-            start += 1;
-        }
-    }
+    let (start, end) = (body.start, body.end);
     let bytes = source.as_bytes();
     let mut current = 1;
     let mut line_start = start;
@@ -74,6 +52,37 @@ pub(crate) fn line_span(source: &str, span: Range<usize>, line: usize) -> Range<
         e -= 1;
     }
     s..e
+}
+
+/// The span of the characters of the TOML string literal written at `span` of `source`
+/// (between its delimiters, without the newline trimmed after an opening `"""` or `'''`),
+/// and whether it is a basic string (with escapes); `None` when it is not a string literal.
+pub(crate) fn string_body(source: &str, span: Range<usize>) -> Option<(Range<usize>, bool)> {
+    let raw = source.get(span.clone())?;
+    let (delim, basic) = if raw.starts_with("\"\"\"") {
+        (3, true)
+    } else if raw.starts_with("'''") {
+        (3, false)
+    } else if raw.starts_with('"') {
+        (1, true)
+    } else if raw.starts_with('\'') {
+        (1, false)
+    } else {
+        return None;
+    };
+    if raw.len() < 2 * delim {
+        return None;
+    }
+    let mut start = span.start + delim;
+    let end = span.end - delim;
+    if delim == 3 {
+        if source[start..end].starts_with("\r\n") {
+            start += 2;
+        } else if source[start..end].starts_with('\n') {
+            start += 1;
+        }
+    }
+    Some((start..end, basic))
 }
 
 #[cfg(test)]
