@@ -1,7 +1,5 @@
 //! `check` and persona lookup for the other commands.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use protege::config::{Diagnostic, Persona, PersonaSet, render};
@@ -30,28 +28,13 @@ pub(crate) fn load(env: &Env) -> CliResult<(PersonaSet, Vec<Diagnostic>)> {
     Ok(PersonaSet::load(&env.personas)?)
 }
 
-/// The sentence closing a failed check: how many problems in how many files.
-pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
-    let mut files: BTreeMap<PathBuf, usize> = BTreeMap::new();
-    for d in diagnostics {
-        *files.entry(d.path().to_owned()).or_default() += 1;
-    }
-    let problems = diagnostics.len();
-    format!(
-        "{problems} {} in {} persona {}",
-        if problems == 1 { "problem" } else { "problems" },
-        files.len(),
-        if files.len() == 1 { "file" } else { "files" }
-    )
-}
-
 pub(crate) fn check(env: &Env) -> CliResult {
     let (set, diagnostics) = load(env)?;
     if !diagnostics.is_empty() {
         output::err(&format!("{}\n\n", render(&diagnostics)))?;
         return Err(Failure::invalid(format!(
             "check failed: {}",
-            summary(&diagnostics)
+            protege::problem_summary(&diagnostics)
         )));
     }
     let names = set.names();
@@ -78,7 +61,7 @@ pub(crate) fn load_one(env: &Env, name: &str) -> CliResult<Arc<Persona>> {
         output::err(&format!("{}\n\n", render(&diagnostics)))?;
         return Err(Failure::invalid(format!(
             "unknown persona `{name}`: it is not among the valid personas, and the persona folder has {}",
-            summary(&diagnostics)
+            protege::problem_summary(&diagnostics)
         )));
     }
     let known: Vec<String> = set.names().iter().map(|n| format!("`{n}`")).collect();
