@@ -564,6 +564,7 @@ fn floor_fixture(dir: &std::path::Path) -> Option<std::path::PathBuf> {
         .arg("-o")
         .arg(&out)
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status();
     match status {
         Ok(s) if s.success() => Some(out),

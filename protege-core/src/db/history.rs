@@ -219,20 +219,18 @@ pub(crate) async fn read(
     let statements = Statements::new(current, limit, with_tools);
     let mut turns = Turns::new();
     if let Some(reader) = embedded::reader(db) {
-        return reader
-            .run(move |conn| {
-                conn.query(&statements.messages, |row| turns.message(row))?;
-                if turns.turns.is_empty() {
-                    return Ok(Vec::new());
-                }
-                turns.messages_done();
-                conn.query(&statements.attachments, |row| turns.attachment(row))?;
-                if let Some(tool_uses) = &statements.tool_uses {
-                    conn.query(tool_uses, |row| turns.tool_use(row))?;
-                }
-                Ok(turns.turns)
-            })
-            .await;
+        return reader.run(|conn| {
+            conn.query(&statements.messages, |row| turns.message(row))?;
+            if turns.turns.is_empty() {
+                return Ok(Vec::new());
+            }
+            turns.messages_done();
+            conn.query(&statements.attachments, |row| turns.attachment(row))?;
+            if let Some(tool_uses) = &statements.tool_uses {
+                conn.query(tool_uses, |row| turns.tool_use(row))?;
+            }
+            Ok(turns.turns)
+        });
     }
     for row in db.query_all(&statements.messages).await? {
         turns.message(&row)?;

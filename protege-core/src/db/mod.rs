@@ -221,25 +221,23 @@ pub async fn load_message(
         q
     };
     if let Some(reader) = embedded::reader(db) {
-        return reader
-            .run(move |conn| {
-                let mut found = None;
-                conn.query(&by_message_id, |row| {
-                    found = Some(rows::message_from_row(row)?);
-                    Ok(())
-                })?;
-                let Some(mut message) = found else {
-                    return Ok(None);
-                };
-                conn.query(&attachments_of(message.id), |row| {
-                    message
-                        .attachments
-                        .push(rows::attachment_from_row(row, true)?.1);
-                    Ok(())
-                })?;
-                Ok(Some(message))
-            })
-            .await;
+        return reader.run(|conn| {
+            let mut found = None;
+            conn.query(&by_message_id, |row| {
+                found = Some(rows::message_from_row(row)?);
+                Ok(())
+            })?;
+            let Some(mut message) = found else {
+                return Ok(None);
+            };
+            conn.query(&attachments_of(message.id), |row| {
+                message
+                    .attachments
+                    .push(rows::attachment_from_row(row, true)?.1);
+                Ok(())
+            })?;
+            Ok(Some(message))
+        });
     }
     let Some(row) = db.query_one(&by_message_id).await? else {
         return Ok(None);
