@@ -1,11 +1,13 @@
-//! The database: SeaORM entities and migrations (§6), connecting, fixture import, and the
+//! The database: SeaORM entities and migrations of the four tables (`email_threads`,
+//! `messages`, `attachments`, `tool_uses`), connecting, fixture and email import, and the
 //! reads behind `ThreadHistory`, `LoadRecord` and the reply-run trigger.
 //!
 //! SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the same code.
 //!
 //! ```
-//! # async fn demo() -> protege_core::Result<()> {
-//! use protege_core::db;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> protege::Result<()> {
+//! use protege::db;
 //! let conn = db::open("sqlite::memory:").await?;
 //! let fixture = db::parse_fixture(r#"{"threads":[]}"#)?;
 //! let summary = db::import_fixture(&conn, &fixture).await?;
@@ -38,6 +40,25 @@ pub use fixture::{
 };
 pub use migration::Migrator;
 pub use sea_orm::DatabaseConnection;
+
+/// SeaORM, the database layer protege is built on, re-exported so an application queries
+/// protege's tables ([`entities`]) and its own with the same version and features, without
+/// pinning SeaORM itself.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db::entities::message;
+/// use protege::db::sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+/// let conn = protege::db::open("sqlite::memory:").await?;
+/// let inbound = message::Entity::find()
+///     .filter(message::Column::Direction.eq("inbound"))
+///     .count(&conn)
+///     .await?;
+/// assert_eq!(inbound, 0);
+/// # Ok(()) }
+/// ```
+pub use sea_orm;
 
 /// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -197,6 +218,24 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
 
 /// Loads the stored message with the RFC 5322 `message_id`, with its attachments (and
 /// their data) in insertion order; `None` when there is none.
+///
+/// This is how an application finds the message a reply run answers, and its thread:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db;
+/// let conn = db::open("sqlite::memory:").await?;
+/// db::import_fixture_str(&conn, r#"{"threads":[{"subject":"Refund","messages":[
+///   {"message_id":"<m1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+///    "to":["support@acme.test"],"subject":"Refund","sent_at":"2026-01-05T10:00:00Z",
+///    "text_body":"Hi, my parcel arrived damaged."}]}]}"#).await?;
+///
+/// let found = db::load_message(&conn, "<m1@example.com>").await?.expect("stored");
+/// assert_eq!((found.from_address(), found.subject.as_str()), ("alice@example.com", "Refund"));
+/// assert!(db::load_message(&conn, "<nope@example.com>").await?.is_none());
+/// # Ok(()) }
+/// ```
 pub async fn load_message(
     db: &DatabaseConnection,
     message_id: &str,
@@ -215,17 +254,88 @@ pub async fn load_message(
         .all(db)
         .await?
         .into_iter()
-        .map(|a| Attachment {
-            attachment_id: a.attachment_id,
-            filename: a.filename,
-            content_type: a.content_type,
-            byte_size: a.byte_size,
-            data: a.data,
-        })
+        .map(attachment_of)
         .collect();
+    mail_message(row, attachments).map(Some)
+}
+
+/// The messages of the thread `thread_id` ([`MailMessage::thread_id`]), oldest first
+/// (by `sent_at`, ties by insertion order), each with its attachments (and their data) in
+/// insertion order; empty when the thread does not exist. Two queries, whatever the
+/// thread's length.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db;
+/// let conn = db::open("sqlite::memory:").await?;
+/// db::import_fixture_str(&conn, r#"{"threads":[{"subject":"Refund","messages":[
+///   {"message_id":"<m2@example.com>","direction":"outbound","from":"Acme <support@acme.test>",
+///    "to":["alice@example.com"],"subject":"Re: Refund","sent_at":"2026-01-05T11:00:00Z",
+///    "text_body":"Sorry! Could you send a photo?"},
+///   {"message_id":"<m1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+///    "to":["support@acme.test"],"subject":"Refund","sent_at":"2026-01-05T10:00:00Z",
+///    "text_body":"Hi, my parcel arrived damaged."}]}]}"#).await?;
+///
+/// let reply = db::load_message(&conn, "<m2@example.com>").await?.expect("stored");
+/// let thread = db::thread_messages(&conn, reply.thread_id).await?;
+/// let ids: Vec<&str> = thread.iter().map(|m| m.message_id.as_str()).collect();
+/// assert_eq!(ids, ["<m1@example.com>", "<m2@example.com>"]);
+/// # Ok(()) }
+/// ```
+pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<Vec<MailMessage>> {
+    use entities::{attachment, message};
+    use sea_orm::sea_query::Query;
+    let rows = message::Entity::find()
+        .filter(message::Column::EmailThreadId.eq(thread_id))
+        .order_by_asc(message::Column::SentAt)
+        .order_by_asc(message::Column::Id)
+        .all(db)
+        .await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut in_thread = Query::select();
+    in_thread
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(message::Column::EmailThreadId.eq(thread_id));
+    let mut attachments: std::collections::HashMap<i64, Vec<Attachment>> =
+        std::collections::HashMap::new();
+    for a in attachment::Entity::find()
+        .filter(attachment::Column::MessageId.in_subquery(in_thread))
+        .order_by_asc(attachment::Column::Id)
+        .all(db)
+        .await?
+    {
+        attachments.entry(a.message_id).or_default().push(attachment_of(a));
+    }
+    rows.into_iter()
+        .map(|row| {
+            let own = attachments.remove(&row.id).unwrap_or_default();
+            mail_message(row, own)
+        })
+        .collect()
+}
+
+fn attachment_of(a: entities::attachment::Model) -> Attachment {
+    Attachment {
+        attachment_id: a.attachment_id,
+        filename: a.filename,
+        content_type: a.content_type,
+        byte_size: a.byte_size,
+        data: a.data,
+    }
+}
+
+/// A stored `messages` row and its attachments as a [`MailMessage`].
+fn mail_message(
+    row: entities::message::Model,
+    attachments: Vec<Attachment>,
+) -> Result<MailMessage> {
     let direction = Direction::parse(&row.direction)
         .ok_or_else(|| bad_direction(&row.direction, &row.message_id))?;
-    Ok(Some(MailMessage {
+    Ok(MailMessage {
         id: row.id,
         thread_id: row.email_thread_id,
         to: address_list(&row.to_addresses, "to_addresses", &row.message_id)?,
@@ -239,7 +349,7 @@ pub async fn load_message(
         html_body: row.html_body,
         in_reply_to: row.in_reply_to,
         attachments,
-    }))
+    })
 }
 
 /// Parses a stored JSON array of addresses.
@@ -268,7 +378,7 @@ const SECRET_PARAMS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
 /// values of the query parameters `password`, `pass`, `pwd` and `sslpassword`.
 ///
 /// ```
-/// use protege_core::db::redact_url;
+/// use protege::db::redact_url;
 /// assert_eq!(
 ///     redact_url("postgres://app:s3cret@db.test/prod?sslmode=require&sslpassword=k"),
 ///     "postgres://app:***@db.test/prod?sslmode=require&sslpassword=***"
