@@ -308,7 +308,10 @@ pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<
         .all(db)
         .await?
     {
-        attachments.entry(a.message_id).or_default().push(attachment_of(a));
+        attachments
+            .entry(a.message_id)
+            .or_default()
+            .push(attachment_of(a));
     }
     rows.into_iter()
         .map(|row| {
