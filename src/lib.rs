@@ -31,7 +31,8 @@
 //! | `message.message_id` | the inbound message's Message-ID (reply runs only) | `{{ message.message_id }}` → `<m1@example.com>` |
 //! | `message.from` | the sender's bare address | `{{ message.from }}` → `alice@example.com` |
 //! | `message.from_display` | the sender as stored in the header | `{{ message.from_display }}` → `Alice <alice@example.com>` |
-//! | `message.to`, `message.cc` | lists of bare addresses | `{{ message.to \| join(", ") }}` → `support@acme.test` |
+//! | `message.to` | the To addresses, bare, as a list | `{{ message.to \| join(", ") }}` → `support@acme.test` |
+//! | `message.cc` | the Cc addresses, bare, as a list | `{% if message.cc %}Cc: {{ message.cc \| join(", ") }}{% endif %}` |
 //! | `message.subject` | the subject | `Re: {{ message.subject }}` → `Re: Refund` |
 //! | `message.sent_at` | RFC 3339 UTC with `Z` | `{{ message.sent_at }}` → `2026-01-05T10:00:00Z` |
 //! | `message.body` | the readable body (the text body, else the HTML body as text) | `{{ message.body }}` |
