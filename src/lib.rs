@@ -141,6 +141,37 @@ pub use protege_config as config;
 pub use protege_core as core;
 pub use protege_core::*;
 
+/// The database: connecting and migrating ([`db::open`]), importing mail
+/// ([`db::import_fixture_file`], [`db::import_eml_paths`]), finding a message by its
+/// Message-ID ([`db::load_message`]) and the messages of its thread
+/// ([`db::thread_messages`]), protege's SeaORM entities ([`db::entities`]), and SeaORM itself
+/// ([`db::sea_orm`]). SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the
+/// same code.
+pub mod db {
+    pub use protege_core::db::*;
+
+    /// SeaORM, the database layer protege is built on, re-exported so an application queries
+    /// protege's tables ([`entities`]) and its own with the same version and features, without
+    /// pinning SeaORM itself.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> protege::Result<()> {
+    /// use protege::db::entities::message;
+    /// use protege::db::sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+    /// let conn = protege::db::open("sqlite::memory:").await?;
+    /// let inbound = message::Entity::find()
+    ///     .filter(message::Column::Direction.eq("inbound"))
+    ///     .count(&conn)
+    ///     .await?;
+    /// assert_eq!(inbound, 0);
+    /// # Ok(()) }
+    /// ```
+    // Shown as a re-export, not as a copy of SeaORM's documentation.
+    #[doc(no_inline)]
+    pub use sea_orm;
+}
+
 mod engine;
 
 pub use engine::{

@@ -41,25 +41,6 @@ pub use fixture::{
 pub use migration::Migrator;
 pub use sea_orm::DatabaseConnection;
 
-/// SeaORM, the database layer protege is built on, re-exported so an application queries
-/// protege's tables ([`entities`]) and its own with the same version and features, without
-/// pinning SeaORM itself.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> protege::Result<()> {
-/// use protege::db::entities::message;
-/// use protege::db::sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
-/// let conn = protege::db::open("sqlite::memory:").await?;
-/// let inbound = message::Entity::find()
-///     .filter(message::Column::Direction.eq("inbound"))
-///     .count(&conn)
-///     .await?;
-/// assert_eq!(inbound, 0);
-/// # Ok(()) }
-/// ```
-pub use sea_orm;
-
 /// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
