@@ -1,4 +1,5 @@
-//! HTML bodies as plain text (the readable body of an HTML-only message), in time linear in the input.
+//! HTML bodies as plain text (the readable body of an HTML-only message), in time linear
+//! in the input.
 //!
 //! The HTML is read by html5ever's tokenizer, one token at a time, without building a
 //! tree: no element nesting is ever walked, so deeply nested or unclosed markup costs
