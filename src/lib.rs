@@ -2,26 +2,128 @@
 //! ordered system, user, assistant and tool messages of a request, from personas written
 //! as TOML files or as Rust code.
 //!
-//! This crate is the facade: it re-exports [`protege_core`] (the engine) and
-//! [`protege_config`] (TOML personas), and ships the `protege` command line.
+//! This crate is the one to depend on: it re-exports the engine (`protege-core`, at the
+//! crate root) and the TOML personas (`protege-config`, as [`config`]), and ships the
+//! `protege` command line. The database layer, SeaORM, is re-exported as [`db::sea_orm`].
+//!
+//! # Where to start
+//!
+//! - [`Engine`]: a persona folder, a database and a [`ResolveInput`] give the finished
+//!   request, exactly what `protege resolve` prints (`examples/quickstart.rs`);
+//! - [`resolvers!`] and [`Chain::request`]: the same chain written in Rust, checked at
+//!   compile time (`examples/typed_chain.rs`);
+//! - [`Resolver`]: a resolver of your own, used from Rust or, registered in a
+//!   [`config::Registry`], from TOML (`examples/custom_resolver.rs`);
+//! - [`db`]: the database — connecting, importing mail, finding a message
+//!   ([`db::load_message`]) and its thread ([`db::thread_messages`]), and SeaORM itself
+//!   ([`db::sea_orm`]) for queries of your own.
 //!
 //! # Template variables
 //!
 //! Every template (`LoadText` `template`, a templated `LoadFile` path, `LoadRecord` `where`
-//! values and per-record `template`) is minijinja and sees:
+//! values and per-record `template`) is minijinja and sees these variables:
 //!
-//! - `persona`: `name`, `instructions` (empty when unset), `vars` (the `[vars]` table) —
-//!   `{{ persona.vars.team | slugify }}`;
-//! - `message`, in reply runs only: `message_id`, `from` (bare address), `from_display`
-//!   (`Alice <alice@example.com>`), `to` and `cc` (lists of bare addresses), `subject`,
-//!   `sent_at` (RFC 3339 UTC, `2026-01-05T10:00:00Z`), `body`, `thread_id` —
-//!   `Reply to {{ message.from_display }}`;
-//! - `responsibility`, in scheduled runs only: `name`, `schedule`, `instructions` —
-//!   `Task {{ responsibility.name }}`;
-//! - `correlation_id` (absent when unset) — `{% if correlation_id %}{{ correlation_id }}{% endif %}`;
-//! - `now` (RFC 3339 UTC) — `run at {{ now }}`;
-//! - `record`, in a `LoadRecord` per-record template only: the row as a map —
-//!   `{{ record.name }} ({{ record.plan }})`.
+//! | variable | what | example |
+//! | --- | --- | --- |
+//! | `persona.name` | the persona's name | `{{ persona.name }}` → `support` |
+//! | `persona.instructions` | its `instructions` (empty string when unset) | `{{ persona.instructions }}` |
+//! | `persona.vars` | its `[vars]` table | `{{ persona.vars.team \| slugify }}` → `support-team` |
+//! | `message.message_id` | the inbound message's Message-ID (reply runs only) | `{{ message.message_id }}` → `<m1@example.com>` |
+//! | `message.from` | the sender's bare address | `{{ message.from }}` → `alice@example.com` |
+//! | `message.from_display` | the sender as stored in the header | `{{ message.from_display }}` → `Alice <alice@example.com>` |
+//! | `message.to` | the To addresses, bare, as a list | `{{ message.to \| join(", ") }}` → `support@acme.test` |
+//! | `message.cc` | the Cc addresses, bare, as a list | `{% if message.cc %}Cc: {{ message.cc \| join(", ") }}{% endif %}` |
+//! | `message.subject` | the subject | `Re: {{ message.subject }}` → `Re: Refund` |
+//! | `message.sent_at` | RFC 3339 UTC with `Z` | `{{ message.sent_at }}` → `2026-01-05T10:00:00Z` |
+//! | `message.body` | the readable body (the text body, else the HTML body as text) | `{{ message.body }}` |
+//! | `message.thread_id` | the thread's id | `{{ message.thread_id }}` → `7` |
+//! | `responsibility.name` | the scheduled task's name (scheduled runs only) | `Task {{ responsibility.name }}` → `Task daily-digest` |
+//! | `responsibility.schedule` | its 5-field cron expression | `{{ responsibility.schedule }}` → `0 8 * * *` |
+//! | `responsibility.instructions` | its instructions | `{{ responsibility.instructions }}` |
+//! | `correlation_id` | the caller's correlation id (absent when unset) | `{% if correlation_id %}[{{ correlation_id }}]{% endif %}` |
+//! | `now` | the run's time, RFC 3339 UTC with `Z` | `run at {{ now }}` → `run at 2026-01-05T10:05:00Z` |
+//! | `record` | the row, as a map (LoadRecord per-record `template` only) | `{{ record.name }} ({{ record.plan }})` |
+//!
+//! Besides minijinja's own filters there is `slugify`: lowercase ASCII letters and digits,
+//! every other run of characters one `-` (`"Support Team!"` → `support-team`).
+//!
+//! Every variable at work, in a reply run and a scheduled run:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> protege::Result<()> {
+//! use protege::{
+//!     AppConfig, Chain, Context, Direction, MailMessage, PersonaInfo, Responsibility, Trigger,
+//!     resolvers,
+//! };
+//!
+//! let mut persona = PersonaInfo::new("support");
+//! persona.instructions = "Answer briefly.".into();
+//! persona.vars.insert("team".into(), "Support Team!".into());
+//! let inbound = MailMessage {
+//!     id: 1,
+//!     thread_id: 7,
+//!     message_id: "<m1@example.com>".into(),
+//!     direction: Direction::Inbound,
+//!     from: "Alice <alice@example.com>".into(),
+//!     to: vec!["Acme Support <support@acme.test>".into()],
+//!     cc: vec![],
+//!     subject: "Refund".into(),
+//!     sent_at: "2026-01-05T10:00:00Z".parse().unwrap(),
+//!     text_body: Some("My parcel arrived damaged.".into()),
+//!     html_body: None,
+//!     in_reply_to: None,
+//!     attachments: vec![],
+//! };
+//! let reply = Context::builder(persona.clone(), AppConfig::new("."), Trigger::Message(inbound.into()))
+//!     .now("2026-01-05T10:05:00Z".parse().unwrap())
+//!     .correlation_id("run-42")
+//!     .build();
+//!
+//! /// A record for `LoadRecord`: anything `Serialize`, SeaORM models included.
+//! #[derive(serde::Serialize)]
+//! struct Customer { name: &'static str, plan: &'static str }
+//!
+//! let chain = resolvers! {
+//!     use LoadText("{{ persona.name }} | {{ persona.instructions }} | {{ persona.vars.team | slugify }}");
+//!     use LoadText("{{ message.message_id }} | {{ message.from }} | {{ message.from_display }}");
+//!     use LoadText("{{ message.to | join(', ') }} | [{{ message.cc | join(', ') }}] | Re: {{ message.subject }}");
+//!     use LoadText("{{ message.sent_at }} | {{ message.body }} | thread {{ message.thread_id }}");
+//!     use LoadText("{% if correlation_id %}[{{ correlation_id }}] {% endif %}run at {{ now }}");
+//!     use LoadRecord(
+//!         |_ctx| async { Ok::<_, String>(vec![Customer { name: "Alice Martin", plan: "pro" }]) },
+//!         template = "{{ record.name }} ({{ record.plan }})",
+//!     );
+//! };
+//! let texts: Vec<String> = chain.resolve(&reply).await?.iter().map(|m| m.content.text()).collect();
+//! assert_eq!(texts, [
+//!     "support | Answer briefly. | support-team",
+//!     "<m1@example.com> | alice@example.com | Alice <alice@example.com>",
+//!     "support@acme.test | [] | Re: Refund",
+//!     "2026-01-05T10:00:00Z | My parcel arrived damaged. | thread 7",
+//!     "[run-42] run at 2026-01-05T10:05:00Z",
+//!     "Alice Martin (pro)",
+//! ]);
+//!
+//! let digest = Responsibility {
+//!     name: "daily-digest".into(),
+//!     schedule: "0 8 * * *".into(),
+//!     instructions: "Summarise yesterday's open threads.".into(),
+//! };
+//! let scheduled = Context::builder(persona, AppConfig::new("."), Trigger::Responsibility(digest))
+//!     .now("2026-01-06T08:00:00Z".parse().unwrap())
+//!     .build();
+//! let chain = resolvers! {
+//!     use LoadText("Task {{ responsibility.name }} ({{ responsibility.schedule }}): {{ responsibility.instructions }}");
+//!     use LoadText("{% if message %}never printed{% endif %}{% if correlation_id %}[{{ correlation_id }}] {% endif %}run at {{ now }}");
+//! };
+//! let texts: Vec<String> = chain.resolve(&scheduled).await?.iter().map(|m| m.content.text()).collect();
+//! assert_eq!(texts, [
+//!     "Task daily-digest (0 8 * * *): Summarise yesterday's open threads.",
+//!     "run at 2026-01-06T08:00:00Z",
+//! ]);
+//! # Ok(()) }
+//! ```
 //!
 //! The names are checked when a persona file loads and when `resolvers!` compiles a literal
 //! template: an unknown variable, an attribute the object does not have, a `persona.vars` key
@@ -38,6 +140,37 @@
 pub use protege_config as config;
 pub use protege_core as core;
 pub use protege_core::*;
+
+/// The database: connecting and migrating ([`db::open`]), importing mail
+/// ([`db::import_fixture_file`], [`db::import_eml_paths`]), finding a message by its
+/// Message-ID ([`db::load_message`]) and the messages of its thread
+/// ([`db::thread_messages`]), protege's SeaORM entities ([`db::entities`]), and SeaORM itself
+/// ([`db::sea_orm`]). SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the
+/// same code.
+pub mod db {
+    pub use protege_core::db::*;
+
+    /// SeaORM, the database layer protege is built on, re-exported so an application queries
+    /// protege's tables ([`entities`]) and its own with the same version and features, without
+    /// pinning SeaORM itself.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> protege::Result<()> {
+    /// use protege::db::entities::message;
+    /// use protege::db::sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+    /// let conn = protege::db::open("sqlite::memory:").await?;
+    /// let inbound = message::Entity::find()
+    ///     .filter(message::Column::Direction.eq("inbound"))
+    ///     .count(&conn)
+    ///     .await?;
+    /// assert_eq!(inbound, 0);
+    /// # Ok(()) }
+    /// ```
+    // Shown as a re-export, not as a copy of SeaORM's documentation.
+    #[doc(no_inline)]
+    pub use sea_orm;
+}
 
 mod engine;
 

@@ -1,5 +1,5 @@
-//! Several `protege db import-eml` processes at once over overlapping mbox files (§9
-//! "Several writers at once"): every process exits 0 and each message is stored once, on
+//! Several `protege db import-eml` processes at once over overlapping mbox files
+//! (several writers at once): every process exits 0 and each message is stored once, on
 //! a fresh SQLite file and on the PostgreSQL / MariaDB servers named by
 //! `PROTEGE_TEST_POSTGRES_URL` / `PROTEGE_TEST_MYSQL_URL`.
 

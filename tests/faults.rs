@@ -1,4 +1,4 @@
-//! Faults (DESIGN §9): several writers at once, connections that hang, output that cannot
+//! Faults: several writers at once, connections that hang, output that cannot
 //! be written, fixtures that break the rules, and usage mistakes — all through the built
 //! `protege` binary. Database cases run on SQLite and on every server named by
 //! `PROTEGE_TEST_POSTGRES_URL` / `PROTEGE_TEST_MYSQL_URL`.
@@ -691,7 +691,7 @@ fn usage_rules() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Fixture checks (§9), each with its JSON path.
+// Fixture checks, each with its JSON path.
 
 fn fixture_error(edit: impl FnOnce(&mut serde_json::Value)) -> String {
     let mut f = serde_json::json!({"threads": [{"subject": "S", "messages": [

@@ -1,6 +1,6 @@
 //! Property: importing a mutated valid fixture either succeeds, adding exactly what its
-//! summary reports, or leaves the database unchanged, rows and contents alike (DESIGN §7,
-//! §9). A few hundred cases by default; set `PROPTEST_CASES` for more.
+//! summary reports, or leaves the database unchanged, rows and contents alike.
+//! A few hundred cases by default; set `PROPTEST_CASES` for more.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

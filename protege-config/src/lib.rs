@@ -2,7 +2,7 @@
 //! resolvers, and a folder of personas that reloads itself while the application runs.
 //!
 //! ```
-//! use protege_config::{Persona, Registry};
+//! use protege::config::{Persona, Registry};
 //! let source = r#"
 //! instructions = "You answer billing questions."
 //! [[message_resolvers]]

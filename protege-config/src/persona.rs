@@ -49,7 +49,7 @@ impl Persona {
         &self.info.name
     }
 
-    /// What the persona is, for [`protege_core::Context::builder`].
+    /// What the persona is, for [`Context::builder`](protege_core::Context::builder).
     pub fn info(&self) -> &Arc<PersonaInfo> {
         &self.info
     }

@@ -23,7 +23,7 @@ struct Entry {
 /// types registered with [`Registry::register`].
 ///
 /// ```
-/// use protege_config::Registry;
+/// use protege::config::Registry;
 /// let registry = Registry::new();
 /// assert_eq!(registry.names(), ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory"]);
 /// ```
@@ -74,8 +74,8 @@ impl Registry {
     /// A later registration under the same name replaces the earlier one.
     ///
     /// ```
-    /// use protege_config::Registry;
-    /// use protege_core::{message, Context, Message, Resolver, Result, Role};
+    /// use protege::config::Registry;
+    /// use protege::{message, Context, Message, Resolver, Result, Role};
     ///
     /// #[derive(serde::Deserialize)]
     /// #[serde(deny_unknown_fields)]

@@ -124,6 +124,7 @@ impl Event {
 /// The watch survives its folder being deleted and recreated, renamed away and back, or
 /// swapped through a symlink (a Kubernetes ConfigMap's `..data` link): personas that went
 /// away are reported [`Event::Removed`], and [`Event::Added`] as their files return.
+#[must_use = "dropping the Watch stops watching: keep it alive for as long as the personas should reload"]
 pub struct Watch {
     events: mpsc::UnboundedReceiver<Event>,
     control: std::sync::mpsc::Sender<Control>,
@@ -173,6 +174,7 @@ pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
 impl PersonaSet {
     /// Starts watching the folder with the default debounce ([`DEFAULT_DEBOUNCE`]); events
     /// are delivered through the returned [`Watch`]. Works inside or outside a tokio runtime.
+    /// Keep the [`Watch`]: dropping it stops hot reload.
     pub fn watch(&self) -> Result<Watch> {
         self.watch_with(DEFAULT_DEBOUNCE)
     }

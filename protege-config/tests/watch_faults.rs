@@ -1,4 +1,4 @@
-//! The watch survives what happens to its folder (DESIGN §9): deleted and recreated,
+//! The watch survives what happens to its folder: deleted and recreated,
 //! renamed away and back, swapped through a ConfigMap-style `..data` symlink; and a file
 //! rejected only for a duplicate name comes back once the name is free. Every test waits
 //! on events, never on a timer.

@@ -88,6 +88,7 @@ fn step<'a>(
 
 /// A chain of boxed resolvers assembled at run time.
 #[derive(Default)]
+#[must_use = "a chain does nothing until it is run with `.request(&ctx)` or `.resolve(&ctx)`"]
 pub struct DynChain {
     resolvers: Vec<BoxResolver>,
 }
@@ -150,6 +151,7 @@ impl Chain for DynChain {
 }
 
 /// A statically typed chain over a tuple of resolvers (what `resolvers!` builds).
+#[must_use = "a chain does nothing until it is run with `.request(&ctx)` or `.resolve(&ctx)`"]
 pub struct StaticChain<T>(T);
 
 impl<T: ResolverTuple> StaticChain<T> {

@@ -93,7 +93,7 @@ impl PersonaInfo {
 /// plus free settings.
 ///
 /// ```
-/// use protege_core::AppConfig;
+/// use protege::AppConfig;
 /// let config = AppConfig::new("/srv/app").template_fuel(1_000_000).template_output_bytes(64 << 10);
 /// assert_eq!((config.template_fuel, config.template_output_bytes), (1_000_000, 65_536));
 /// ```
@@ -129,12 +129,14 @@ impl AppConfig {
     }
 
     /// Sets the fuel of each template render.
+    #[must_use = "returns the changed settings"]
     pub fn template_fuel(mut self, fuel: u64) -> Self {
         self.template_fuel = fuel;
         self
     }
 
     /// Sets the output cap of each template render, in bytes.
+    #[must_use = "returns the changed settings"]
     pub fn template_output_bytes(mut self, bytes: usize) -> Self {
         self.template_output_bytes = bytes;
         self
@@ -179,6 +181,7 @@ impl std::fmt::Debug for Context {
 
 /// Builds a [`Context`]; the trigger is required up front so there is always exactly one.
 #[derive(Debug)]
+#[must_use = "a ContextBuilder does nothing until `.build()`"]
 pub struct ContextBuilder {
     persona: Arc<PersonaInfo>,
     config: Arc<AppConfig>,

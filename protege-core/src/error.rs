@@ -21,7 +21,8 @@ pub enum ErrorKind {
     TemplateBudget,
     /// Reading a file failed for another reason than absence.
     Io,
-    /// A request broke a well-formedness rule (§2 of the contract).
+    /// A request broke a well-formedness rule (the tool-call pairing checked by
+    /// [`Request::validate`](crate::Request::validate)).
     InvalidRequest,
     /// A resolver of a chain failed; the detail names it and its position.
     Resolver,

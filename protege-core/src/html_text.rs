@@ -1,4 +1,5 @@
-//! HTML bodies as plain text (§6 readable body), in time linear in the input.
+//! HTML bodies as plain text (the readable body of an HTML-only message), in time linear
+//! in the input.
 //!
 //! The HTML is read by html5ever's tokenizer, one token at a time, without building a
 //! tree: no element nesting is ever walked, so deeply nested or unclosed markup costs
@@ -24,7 +25,7 @@ const MAX_LIST_DEPTH: usize = 128;
 /// whitespace is removed, and so is trailing whitespace on every line.
 ///
 /// ```
-/// # use protege_core::html_to_text;
+/// # use protege::html_to_text;
 /// assert_eq!(
 ///     html_to_text("<p>Hi &amp; hello,</p><p>where is my <b>invoice</b>?<br>Thanks</p>"),
 ///     "Hi & hello,\n\nwhere is my invoice?\nThanks"

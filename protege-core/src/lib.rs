@@ -1,19 +1,24 @@
 //! The protege engine: what a language model sees before it answers an email.
 //!
 //! A persona declares ordered chains of [`Resolver`]s; each looks at a read-only
-//! [`Context`] and contributes messages; [`build_request`] appends the trailing user turn
-//! and the tools and checks the result with [`Request::validate`].
+//! [`Context`] and contributes messages; [`Chain::request`] runs a chain, appends the
+//! trailing user turn and the persona's tools, and checks the result with
+//! [`Request::validate`].
+//!
+//! Applications depend on the `protege` crate, which re-exports this one; the examples are
+//! written through it.
 //!
 //! ```
-//! # async fn demo() -> protege_core::Result<()> {
-//! use protege_core::*;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> protege::Result<()> {
+//! use protege::{AppConfig, Chain, Context, DynChain, LoadText, PersonaInfo, Responsibility, Trigger};
 //! let chain = DynChain::new().with(LoadText::template("You are {{ persona.name }}."));
 //! let responsibility = Responsibility {
 //!     name: "digest".into(), schedule: "0 8 * * *".into(), instructions: "Sum up.".into(),
 //! };
 //! let ctx = Context::builder(PersonaInfo::new("support"), AppConfig::new("."),
 //!     Trigger::Responsibility(responsibility)).build();
-//! let request = build_request(None, vec![], chain.resolve(&ctx).await?)?;
+//! let request = chain.request(&ctx).await?;
 //! assert_eq!(serde_json::to_string(&request).unwrap(),
 //!     r#"{"messages":[{"role":"system","content":"You are support."}],"tools":[]}"#);
 //! # Ok(()) }

@@ -62,7 +62,7 @@
 /// # Example
 ///
 /// ```
-/// use protege_core::{resolvers, message, Chain, Context, Message, Resolver, Result, Role};
+/// use protege::{resolvers, message, Chain, Context, Message, Resolver, Result, Role};
 ///
 /// /// A resolver of our own: a unit struct used as a value.
 /// struct Signature;
@@ -99,13 +99,13 @@
 /// Mistakes are compile errors at the offending tokens:
 ///
 /// ```compile_fail
-/// let chain = protege_core::resolvers! {
+/// let chain = protege::resolvers! {
 ///     use ThreadHistory(limt = 10); // unknown option `limt` for `ThreadHistory`, did you mean `limit`?
 /// };
 /// ```
 ///
 /// ```compile_fail
-/// let chain = protege_core::resolvers! {
+/// let chain = protege::resolvers! {
 ///     use LoadText("Hello {{ persona.name }"); // LoadText template has a syntax error on line 1
 /// };
 /// ```
@@ -117,6 +117,7 @@ macro_rules! resolvers {
 }
 
 /// Helpers called by the `resolvers!` expansion; not a public API.
+#[doc(hidden)]
 pub mod __private {
     pub use protege_macros::resolvers;
 

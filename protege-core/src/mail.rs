@@ -1,4 +1,4 @@
-//! Stored email messages and how they are rendered for the model (§6).
+//! Stored email messages and how they are rendered for the model.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -118,7 +118,7 @@ impl MailMessage {
         bare_address(&self.from)
     }
 
-    /// The `message` template variable (§4), every header value on one line (§9).
+    /// The `message` template variable, every header value on one line.
     pub(crate) fn template_value(&self) -> minijinja::Value {
         let bare = |header: &str| one_line(bare_address(&one_line(header))).into_owned();
         let to: Vec<String> = self.to.iter().map(|a| bare(a)).collect();
@@ -136,7 +136,8 @@ impl MailMessage {
         }
     }
 
-    /// The message rendered for the model, exactly as §6 of the contract writes it.
+    /// The message rendered for the model: five header lines (`From`, `To`, `Cc`, `Date`,
+    /// `Subject`), then the readable body and the attachments block, each after a blank line.
     pub fn to_llm_text(&self) -> String {
         let body = self.readable_body();
         self.render_with_body(&body)
@@ -185,7 +186,7 @@ fn push_list(out: &mut String, label: &str, items: &[String]) {
     }
 }
 
-/// A header value as one line (§9): NUL removed; CR, LF, every other control character
+/// A header value as one line: NUL removed; CR, LF, every other control character
 /// except TAB, and the Unicode line and paragraph separators become a space; a run of
 /// spaces containing such a character becomes one space; the ends are trimmed. Borrowed
 /// unchanged when there is nothing to change.
@@ -195,7 +196,7 @@ fn push_list(out: &mut String, label: &str, items: &[String]) {
 /// variables, so rows stored before the rule are safe too.
 ///
 /// ```
-/// # use protege_core::one_line;
+/// # use protege::one_line;
 /// assert_eq!(one_line("Eve \r\nBcc: x\u{0}y\t "), "Eve Bcc: xy");
 /// ```
 pub fn one_line(value: &str) -> Cow<'_, str> {

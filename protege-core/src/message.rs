@@ -190,7 +190,7 @@ pub struct Message {
 /// Creates a message of `role` with `content`; add calls or a call id with the setters.
 ///
 /// ```
-/// use protege_core::{message, Role};
+/// use protege::{message, Role};
 /// let m = message(Role::System, "You are helpful.");
 /// assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"role":"system","content":"You are helpful."}"#);
 /// ```
@@ -205,18 +205,21 @@ pub fn message(role: Role, content: impl Into<Content>) -> Message {
 
 impl Message {
     /// Sets the id of the call this tool message answers.
+    #[must_use = "returns the changed message"]
     pub fn with_tool_call_id(mut self, id: impl Into<String>) -> Self {
         self.tool_call_id = Some(id.into());
         self
     }
 
     /// Adds a tool call to this assistant message.
+    #[must_use = "returns the changed message"]
     pub fn with_tool_call(mut self, call: ToolCall) -> Self {
         self.tool_calls.push(call);
         self
     }
 
     /// Sets all the tool calls of this assistant message.
+    #[must_use = "returns the changed message"]
     pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
         self.tool_calls = calls;
         self

@@ -53,7 +53,7 @@ impl From<Vec<Message>> for Resolved {
 /// a multi-threaded runtime.
 ///
 /// ```
-/// use protege_core::{message, Context, Message, Resolver, Result, Role};
+/// use protege::{message, Context, Message, Resolver, Result, Role};
 ///
 /// struct Greeting;
 ///
@@ -103,6 +103,7 @@ impl<R: Resolver> DynResolver for R {
 }
 
 /// A type-erased resolver, for chains assembled at run time (TOML personas).
+#[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct BoxResolver {
     inner: Box<dyn DynResolver>,
     name: Option<String>,

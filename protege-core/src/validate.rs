@@ -1,4 +1,4 @@
-//! Well-formedness of a [`Request`]: the tool-pairing rules of §2.
+//! Well-formedness of a [`Request`]: the tool-pairing rules.
 
 use std::collections::HashSet;
 

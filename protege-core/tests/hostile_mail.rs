@@ -1,4 +1,4 @@
-//! Mail from strangers (§9): threads belong to their participants, header values are one
+//! Mail from strangers (`SECURITY.md`): threads belong to their participants, header values are one
 //! line, mbox separators, each message is its own unit — on every configured backend.
 
 mod common;

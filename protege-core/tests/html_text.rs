@@ -1,4 +1,4 @@
-//! HTML to text in linear time (§9): pathological markup converts without a hang or a
+//! HTML to text in linear time: pathological markup converts without a hang or a
 //! quadratic blow-up. Each input runs under a 120 s watchdog (no tight timing: a debug
 //! build on a busy machine must pass too); `benches/html_text.rs` measures the growth.
 

@@ -1,7 +1,7 @@
 //! Property tests of hostile mail (a few hundred cases each; more with
 //! `PROPTEST_CASES`): parsing mutated real messages and mbox files never panics or hangs,
 //! HTML to text never panics and stays bounded, and a rendered message always starts with
-//! exactly the five header lines of §6.
+//! exactly the five header lines (`From`, `To`, `Cc`, `Date`, `Subject`).
 
 use std::path::PathBuf;
 

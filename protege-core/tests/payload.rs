@@ -1,4 +1,4 @@
-//! The canonical JSON of the payload (DESIGN §2) and `Request::validate`.
+//! The canonical JSON of the payload and `Request::validate`.
 
 use protege_core::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! ThreadHistory (§6 rules 1-6) and the message rendering, on every configured backend.
+//! ThreadHistory (window, skipped messages, tool rounds, truncation, budget) and the message rendering, on every configured backend.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Wire formats (DESIGN §8): exact OpenAI and Anthropic bodies for every rule.
+//! Wire formats: exact OpenAI and Anthropic bodies for every rule.
 //!
 //! With `PROTEGE_WIRE_OUT=DIR`, every body is also written to `DIR/<test>.<provider>.json`
 //! so `.ci/run` can check them with the providers' schemas.

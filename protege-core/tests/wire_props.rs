@@ -1,5 +1,5 @@
 //! Property: every request that `build_request` accepts converts to OpenAI and Anthropic
-//! bodies that keep the providers' pairing rules (DESIGN §2, §8).
+//! bodies that keep the providers' pairing rules.
 //!
 //! Cases: `PROPTEST_CASES` (default 256). With `PROTEGE_WIRE_OUT=DIR` the first bodies are
 //! also written there for the providers' schema check in `.ci/run`.

@@ -1,9 +1,8 @@
 //! The `resolvers!` macro of protege: a chain of resolvers declared in Rust, checked at
 //! compile time and expanded to a statically typed `StaticChain`.
 //!
-//! Use it through `protege_core::resolvers!` (or `protege::resolvers!`), which documents
-//! the grammar; this crate holds the implementation: parse (`ast`), check (`validate`),
-//! generate (`expand`).
+//! Use it through `protege::resolvers!`, which documents the grammar; this crate holds
+//! the implementation: parse (`ast`), check (`validate`), generate (`expand`).
 
 mod ast;
 mod expand;
@@ -11,9 +10,9 @@ mod validate;
 
 use proc_macro::TokenStream;
 
-/// Builds a statically typed chain of resolvers; see `protege_core::resolvers!` for the
+/// Builds a statically typed chain of resolvers; see `protege::resolvers!` for the
 /// grammar. Generated paths start with `::protege_core` unless the input starts with
-/// `$crate;` (what `protege_core::resolvers!` passes).
+/// `$crate;` (what the `resolvers!` forwarder of `protege-core` passes).
 #[proc_macro]
 pub fn resolvers(input: TokenStream) -> TokenStream {
     let invocation = syn::parse_macro_input!(input as ast::Invocation);

@@ -1,4 +1,5 @@
-//! The template variables of a run, declared once (DESIGN §4 lists the same).
+//! The template variables of a run, declared once; the README's "Template variables"
+//! table and the `protege` crate docs list the same.
 
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
 /// `correlation_id`, `now`, and `record` (only in a LoadRecord per-record template).

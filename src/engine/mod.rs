@@ -204,7 +204,7 @@ impl Engine {
         &self.inner.diagnostics
     }
 
-    /// The reload events of the persona folder (§ hot reload), from now on; `None` when
+    /// The reload events of the persona folder, from now on; `None` when
     /// the engine does not watch its folder.
     pub fn events(&self) -> Option<broadcast::Receiver<Event>> {
         self.inner.events.as_ref().map(broadcast::Sender::subscribe)

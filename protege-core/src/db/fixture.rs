@@ -1,4 +1,4 @@
-//! The fixture format of `protege db import` (§7) and its import: parsed whole first,
+//! The fixture format of `protege db import` and its import: parsed whole first,
 //! with the JSON path of any problem, then written in one transaction.
 
 use std::collections::{HashMap, HashSet};
@@ -290,7 +290,7 @@ fn as_string(v: &Value, path: &str) -> Result<String> {
     }
 }
 
-/// Parses and checks a fixture (§7 format) without touching a database.
+/// Parses and checks a fixture without touching a database.
 ///
 /// Every problem is an error of kind [`Fixture`](ErrorKind::Fixture) naming its JSON path,
 /// e.g. `threads[0].messages[1].sent_at: invalid RFC 3339 timestamp `last tuesday``.
@@ -762,7 +762,7 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
     msg: &FixtureMessage,
     summary: &mut ImportSummary,
 ) -> Result<()> {
-    // Header values on one line, NUL removed from every text (§9).
+    // Header values on one line, NUL removed from every text.
     let line = |v: &str| one_line(v).into_owned();
     let text = |v: &str| without_nul(v).into_owned();
     let json = |list: &Vec<String>| {

@@ -40,7 +40,8 @@ pub(crate) struct PriorTurn {
     pub(crate) tool_uses: Vec<StoredToolUse>,
 }
 
-/// The bounded sub-select of the prior messages' ids (§6 rule 2).
+/// The bounded sub-select of the prior messages' ids: the thread's messages other than
+/// the current one sent at or before it, newest first, at most `limit`.
 fn prior_ids(current: &MailMessage, limit: Option<u64>) -> SelectStatement {
     use message::Column as M;
     let mut q = Query::select();

@@ -1,11 +1,13 @@
-//! The database: SeaORM entities and migrations (§6), connecting, fixture import, and the
+//! The database: SeaORM entities and migrations of the four tables (`email_threads`,
+//! `messages`, `attachments`, `tool_uses`), connecting, fixture and email import, and the
 //! reads behind `ThreadHistory`, `LoadRecord` and the reply-run trigger.
 //!
 //! SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the same code.
 //!
 //! ```
-//! # async fn demo() -> protege_core::Result<()> {
-//! use protege_core::db;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> protege::Result<()> {
+//! use protege::db;
 //! let conn = db::open("sqlite::memory:").await?;
 //! let fixture = db::parse_fixture(r#"{"threads":[]}"#)?;
 //! let summary = db::import_fixture(&conn, &fixture).await?;
@@ -200,6 +202,24 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
 
 /// Loads the stored message with the RFC 5322 `message_id`, with its attachments (and
 /// their data) in insertion order; `None` when there is none.
+///
+/// This is how an application finds the message a reply run answers, and its thread:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db;
+/// let conn = db::open("sqlite::memory:").await?;
+/// db::import_fixture_str(&conn, r#"{"threads":[{"subject":"Refund","messages":[
+///   {"message_id":"<m1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+///    "to":["support@acme.test"],"subject":"Refund","sent_at":"2026-01-05T10:00:00Z",
+///    "text_body":"Hi, my parcel arrived damaged."}]}]}"#).await?;
+///
+/// let found = db::load_message(&conn, "<m1@example.com>").await?.expect("stored");
+/// assert_eq!((found.from_address(), found.subject.as_str()), ("alice@example.com", "Refund"));
+/// assert!(db::load_message(&conn, "<nope@example.com>").await?.is_none());
+/// # Ok(()) }
+/// ```
 pub async fn load_message(
     db: &DatabaseConnection,
     message_id: &str,
@@ -251,6 +271,71 @@ pub async fn load_message(
     Ok(Some(message))
 }
 
+/// The messages of the thread `thread_id` ([`MailMessage::thread_id`]), oldest first
+/// (by `sent_at`, ties by insertion order), each with its attachments (and their data) in
+/// insertion order; empty when the thread does not exist. Two queries, whatever the
+/// thread's length.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db;
+/// let conn = db::open("sqlite::memory:").await?;
+/// db::import_fixture_str(&conn, r#"{"threads":[{"subject":"Refund","messages":[
+///   {"message_id":"<m2@example.com>","direction":"outbound","from":"Acme <support@acme.test>",
+///    "to":["alice@example.com"],"subject":"Re: Refund","sent_at":"2026-01-05T11:00:00Z",
+///    "text_body":"Sorry! Could you send a photo?"},
+///   {"message_id":"<m1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+///    "to":["support@acme.test"],"subject":"Refund","sent_at":"2026-01-05T10:00:00Z",
+///    "text_body":"Hi, my parcel arrived damaged."}]}]}"#).await?;
+///
+/// let reply = db::load_message(&conn, "<m2@example.com>").await?.expect("stored");
+/// let thread = db::thread_messages(&conn, reply.thread_id).await?;
+/// let ids: Vec<&str> = thread.iter().map(|m| m.message_id.as_str()).collect();
+/// assert_eq!(ids, ["<m1@example.com>", "<m2@example.com>"]);
+/// # Ok(()) }
+/// ```
+pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<Vec<MailMessage>> {
+    use entities::{attachment, message};
+    use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
+    let mut in_thread = Query::select();
+    in_thread
+        .columns(rows::MESSAGE_COLUMNS.map(|c| (message::Entity, c)))
+        .from(message::Entity)
+        .and_where(Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread_id))
+        .order_by((message::Entity, message::Column::SentAt), Order::Asc)
+        .order_by((message::Entity, message::Column::Id), Order::Asc);
+    let mut messages = Vec::new();
+    for row in db.query_all(&in_thread).await? {
+        messages.push(rows::message_from_row(&row)?);
+    }
+    if messages.is_empty() {
+        return Ok(messages);
+    }
+    let mut ids = Query::select();
+    ids.column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread_id));
+    let mut of_thread = Query::select();
+    of_thread
+        .columns(rows::ATTACHMENT_COLUMNS.map(|c| (attachment::Entity, c)))
+        .from(attachment::Entity)
+        .and_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(ids))
+        .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
+    let position: std::collections::HashMap<i64, usize> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.id, i))
+        .collect();
+    for row in db.query_all(&of_thread).await? {
+        let (message_id, attachment) = rows::attachment_from_row(&row, true)?;
+        if let Some(&i) = position.get(&message_id) {
+            messages[i].attachments.push(attachment);
+        }
+    }
+    Ok(messages)
+}
+
 /// Parses a stored JSON array of addresses.
 pub(crate) fn address_list(text: &str, column: &str, message_id: &str) -> Result<Vec<String>> {
     serde_json::from_str(text).map_err(|_| {
@@ -277,7 +362,7 @@ const SECRET_PARAMS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
 /// values of the query parameters `password`, `pass`, `pwd` and `sslpassword`.
 ///
 /// ```
-/// use protege_core::db::redact_url;
+/// use protege::db::redact_url;
 /// assert_eq!(
 ///     redact_url("postgres://app:s3cret@db.test/prod?sslmode=require&sslpassword=k"),
 ///     "postgres://app:***@db.test/prod?sslmode=require&sslpassword=***"

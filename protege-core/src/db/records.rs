@@ -2,11 +2,11 @@
 //! backend, every value a bound parameter) and each row turned into a JSON object with
 //! its columns in table order.
 //!
-//! Column values become JSON as §4 of the contract says: integers and floats as numbers,
-//! booleans as booleans, NULL as `null`, text as strings, blobs as Base64 strings,
-//! timestamps, dates and times as the text the backend prints for them (PostgreSQL
-//! `2026-01-05 10:00:00+00`, MySQL `2026-01-05 10:00:00`, SQLite: the stored text),
-//! JSON columns as JSON, and decimals as numbers.
+//! Column values become JSON: integers and floats as numbers, booleans as booleans, NULL
+//! as `null`, text as strings, blobs as Base64 strings, timestamps, dates and times as the
+//! text the backend prints for them (PostgreSQL `2026-01-05 10:00:00+00`, MySQL
+//! `2026-01-05 10:00:00`, SQLite: the stored text), JSON columns as JSON, and decimals as
+//! numbers.
 
 use base64::Engine as _;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};

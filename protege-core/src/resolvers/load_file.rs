@@ -20,6 +20,7 @@ enum PathSource {
 /// A path containing `{{` or `{%` is a template and must stay inside the app root once
 /// rendered, symlinks followed; a literal path is trusted (relative to the root, or
 /// absolute as is). Only regular files of at most 8 MiB are read.
+#[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct LoadFile {
     path: PathSource,
     role: Role,

@@ -100,6 +100,7 @@ fn join_records(role: Role, rendered: Vec<String>) -> Option<Message> {
 /// template, trimmed, which sees the run's variables plus `record`. For records loaded by
 /// Rust code, see [`LoadRecord::from_loader`].
 #[derive(Debug)]
+#[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct LoadRecord {
     table: String,
     filters: Vec<(String, WhereValue)>,
@@ -126,7 +127,7 @@ impl LoadRecord {
     /// each record is anything `Serialize` (SeaORM models included).
     ///
     /// ```
-    /// use protege_core::{Context, LoadRecord};
+    /// use protege::{Context, LoadRecord};
     /// #[derive(serde::Serialize)]
     /// struct Order { number: String, status: String }
     /// let orders = LoadRecord::from_loader(|_ctx: Context| async move {
@@ -261,6 +262,7 @@ type Renderer<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
 /// Each record is rendered by the Rust renderer set with
 /// [`render_with`](Self::render_with), else by the per-record template, else as pretty
 /// JSON; blank renderings are skipped and the rest joined by a blank line.
+#[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct LoadRecordFn<F, T> {
     loader: F,
     template: RecordTemplate,

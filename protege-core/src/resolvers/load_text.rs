@@ -18,6 +18,7 @@ enum Source {
 }
 
 /// Contributes a rendered template (or a closure's text), trimmed; nothing when blank.
+#[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct LoadText {
     source: Source,
     role: Role,

@@ -8,14 +8,20 @@ use crate::message::{Message, Role, ToolCall, message};
 use crate::resolver::Resolver;
 use crate::tokens::estimate_message_tokens;
 
-/// Contributes the prior messages of the thread (§6 rules 1-6 of the contract).
+/// Contributes the prior messages of the thread, oldest first, each followed by its tool
+/// rounds.
 ///
 /// In a reply run with a database, it reads (in three statements, whatever the thread
 /// length) the `limit` most recent messages of the inbound message's thread sent at or
 /// before it, and renders each as a `user` (inbound) or `assistant` (outbound) turn
 /// followed by its tool rounds. A scheduled run or a context without a database gives
-/// nothing.
+/// nothing. A message with neither body nor attachments is skipped (its tool rounds stay);
+/// a tool result longer than `result_limit` characters is cut and marked
+/// `[truncated: N more characters]`; a call without a recorded result gets
+/// `{"error":"no result recorded"}`; with `max_tokens`, whole turns are dropped oldest
+/// first until the estimate fits.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct ThreadHistory {
     limit: Option<u64>,
     include_tool_calls: bool,
@@ -91,7 +97,7 @@ impl ThreadHistory {
         Ok(out)
     }
 
-    /// Appends the tool rounds of one message (§6 rule 4).
+    /// Appends the tool rounds of one message: one assistant turn per round, then its results.
     fn push_rounds(
         &self,
         message_id: &str,

@@ -1,4 +1,4 @@
-//! Splitting mbox files (§9), streaming: one pass finds where each message lies and
+//! Splitting mbox files, streaming: one pass finds where each message lies and
 //! keeps only its header lines; a message's bytes are read again when it is stored.
 //!
 //! A separator is a line `From ` + sender + an asctime-style date (`Mon Feb  9 09:00:00

@@ -1,5 +1,5 @@
 //! Importing real email (`protege db import-eml`): RFC 5322 files and mbox files, threaded
-//! by References and In-Reply-To among the thread's participants (§9).
+//! by References and In-Reply-To among the thread's participants (see `SECURITY.md`).
 //!
 //! An import reads in two passes. The first reads only the header lines of every message
 //! (for an mbox, where each message lies) and sorts them by date, file order breaking

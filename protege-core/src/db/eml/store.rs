@@ -1,8 +1,8 @@
 //! Storing parsed messages: insert-or-skip by Message-ID, and threading by participants
-//! (§9). A message joins the thread of a stored message it references (References newest
-//! first, then In-Reply-To) or that replies to it, only when its sender is a participant
-//! of that thread; otherwise it starts its own. Threads are never merged and stored
-//! messages never move.
+//! (see `SECURITY.md`). A message joins the thread of a stored message it references
+//! (References newest first, then In-Reply-To) or that replies to it, only when its sender
+//! is a participant of that thread; otherwise it starts its own. Threads are never merged
+//! and stored messages never move.
 
 use std::collections::{HashMap, HashSet};
 
@@ -105,8 +105,8 @@ impl Threader {
     }
 
     /// Stores `eml` in its own savepoint of `db`: skipped when its Message-ID is stored,
-    /// else put in the thread it may join (§9) or in a new thread. `forced` is the
-    /// direction of mail whose direction does not come from its From header.
+    /// else put in the thread it may join (by participants) or in a new thread. `forced` is
+    /// the direction of mail whose direction does not come from its From header.
     pub(super) async fn store<C>(
         &mut self,
         db: &C,

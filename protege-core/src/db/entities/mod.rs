@@ -1,4 +1,5 @@
-//! The SeaORM entities of the four tables (§6 of the contract).
+//! The SeaORM entities of the four tables: `email_threads`, `messages`, `attachments` and
+//! `tool_uses`.
 //!
 //! Every table has an auto-increment `id`, so insertion order breaks ties everywhere.
 

@@ -1,24 +1,27 @@
-//! A persona written entirely in Rust: its data as a `PersonaInfo`, its chain with the
-//! `resolvers!` macro (checked at compile time), and the request it produces for one
-//! inbound email, printed as canonical JSON.
+//! A typed chain: a persona written entirely in Rust — its data as a `PersonaInfo`, its
+//! chain with the `resolvers!` macro (checked at compile time: a misspelt option or template
+//! variable does not build) — and `chain.request(&ctx)`, which runs the chain, appends the
+//! inbound email as the user turn, adds the persona's tools and checks the tool-call
+//! pairing. Prints the request as protege's canonical JSON.
 //!
 //! The mail and the application's `customers` table live in an in-memory SQLite
 //! database filled from an inline fixture: `LoadRecord` reads the sender's customer
-//! record through SeaORM, `ThreadHistory` replays the earlier messages of the thread and
-//! the tool call made while answering the first one.
+//! record through SeaORM (`protege::db::sea_orm`, no SeaORM dependency of your own),
+//! `ThreadHistory` replays the earlier messages of the thread and the tool call made while
+//! answering the first one.
 //!
-//! Run with `cargo run --example rust_persona`.
+//! Run with `cargo run --example typed_chain`.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use protege::db::DatabaseConnection;
+use protege::db::sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use protege::{
     AppConfig, Chain, Context, Message, PersonaInfo, Resolver, Result, Role, ToolDef, Trigger,
     message, resolvers,
 };
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 /// A resolver of the application's own: the customer's open orders (here from memory;
 /// a real one would read `ctx.db()`).
@@ -81,6 +84,9 @@ fn persona() -> PersonaInfo {
 
 /// The customers table the persona reads with `LoadRecord`, as a SeaORM entity.
 mod customer {
+    // The entity derives name `sea_orm::...`: the re-export in scope under that name is
+    // enough, no SeaORM dependency of your own.
+    use protege::db::sea_orm;
     use sea_orm::entity::prelude::*;
 
     /// A row of `customers`.
@@ -153,6 +159,12 @@ async fn sender(ctx: Context) -> std::result::Result<Option<customer::Model>, Db
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    println!("{}", run().await?);
+    Ok(())
+}
+
+/// Builds the chain and the context, and returns the request as pretty JSON.
+pub(crate) async fn run() -> anyhow::Result<String> {
     // Relative paths resolve against the app root: here, this example's folder.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
 
@@ -165,17 +177,18 @@ async fn main() -> anyhow::Result<()> {
         use ThreadHistory(limit = 10, result_limit = 2000);
         use LoadText("{% if message %}Reply to {{ message.from }} in the thread \"{{ message.subject }}\".{% endif %}", role = user);
     };
+    // A chain's `Debug` lists its resolvers by name.
+    eprintln!("chain: {chain:?}");
 
     let db = database().await?;
     let inbound = protege::db::load_message(&db, "<m3@example.com>")
         .await?
         .ok_or_else(|| anyhow::anyhow!("the fixture has no message `<m3@example.com>`"))?;
-    let inbound = Arc::new(inbound);
 
     let ctx = Context::builder(
         persona(),
         AppConfig::new(root),
-        Trigger::Message(inbound.clone()),
+        Trigger::Message(Arc::new(inbound)),
     )
     .now(Utc.with_ymd_and_hms(2026, 1, 5, 10, 5, 0).unwrap())
     .db(db)
@@ -184,7 +197,5 @@ async fn main() -> anyhow::Result<()> {
     // Runs the chain, appends the inbound message as the user turn, adds the persona's
     // tools and checks the tool-call pairing.
     let request = chain.request(&ctx).await?;
-    eprintln!("chain: {chain:?}");
-    println!("{}", serde_json::to_string_pretty(&request)?);
-    Ok(())
+    Ok(serde_json::to_string_pretty(&request)?)
 }

@@ -1,0 +1,73 @@
+//! The documentation a user reads keeps up with the code: the template variables table of
+//! the README and the one of the crate docs are the same, and they list every variable and
+//! attribute a template may use, with an example each.
+
+use std::path::PathBuf;
+
+use protege_template_names::{MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
+
+fn read(file: &str) -> String {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
+}
+
+/// The rows of the table whose header row is `| variable | what | example |`.
+fn variables_table(text: &str, prefix: &str) -> Vec<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == "| variable | what | example |")
+        .expect("a template variables table");
+    lines[start + 2..]
+        .iter()
+        .take_while(|l| l.starts_with("| "))
+        .map(|l| l.to_string())
+        .collect()
+}
+
+/// The names of a row's first cell: `message.to`, `message.cc` gives both.
+fn names(row: &str) -> Vec<String> {
+    let cell = row.split(" | ").next().unwrap().trim_start_matches("| ");
+    cell.split(", ")
+        .map(|n| n.trim_matches('`').to_owned())
+        .collect()
+}
+
+#[test]
+fn readme_and_crate_docs_list_the_same_template_variables() {
+    let readme = variables_table(&read("README.md"), "");
+    let rustdoc = variables_table(&read("src/lib.rs"), "//! ");
+    assert_eq!(readme, rustdoc);
+}
+
+#[test]
+fn every_template_variable_is_documented_with_an_example() {
+    let rows = variables_table(&read("README.md"), "");
+    let documented: Vec<String> = rows.iter().flat_map(|r| names(r)).collect();
+    let mut expected: Vec<String> = Vec::new();
+    for variable in VARIABLES {
+        let attributes: &[&str] = match *variable {
+            "persona" => PERSONA,
+            "message" => MESSAGE,
+            "responsibility" => RESPONSIBILITY,
+            _ => &[],
+        };
+        if attributes.is_empty() {
+            expected.push(variable.to_string());
+        }
+        expected.extend(attributes.iter().map(|a| format!("{variable}.{a}")));
+    }
+    assert_eq!(documented, expected);
+    for row in &rows {
+        let example = row.rsplit(" | ").next().unwrap();
+        for name in names(row) {
+            assert!(
+                example.contains(&format!("{{{{ {name}"))
+                    || example.contains(&format!("{{% if {name}")),
+                "the example of `{name}` does not use it: {row}"
+            );
+        }
+    }
+}

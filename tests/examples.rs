@@ -1,0 +1,91 @@
+//! The runnable examples print what they should: each example file is compiled here as a
+//! module and its `run` function (everything `main` prints) is compared with a committed
+//! output, so `cargo test` checks the examples without running cargo again.
+//!
+//! The quickstart prints exactly what `protege resolve` prints for the same input
+//! (`tests/expected/support-refund.anthropic.json`); the other outputs live in
+//! `tests/expected/examples/`. Set `PROTEGE_BLESS=1` to rewrite them after a deliberate
+//! change. With `PROTEGE_WIRE_OUT=DIR`, the quickstart's Anthropic body is also written
+//! there for the providers' schema check in `.ci/run`.
+
+use std::path::{Path, PathBuf};
+
+#[allow(dead_code)]
+#[path = "../examples/quickstart.rs"]
+mod quickstart;
+
+#[allow(dead_code)]
+#[path = "../examples/custom_resolver.rs"]
+mod custom_resolver;
+
+#[allow(dead_code)]
+#[path = "../examples/typed_chain.rs"]
+mod typed_chain;
+
+#[allow(dead_code)]
+#[path = "../examples/hot_reload.rs"]
+mod hot_reload;
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Compares `actual` with the committed file `tests/expected/<name>` (or rewrites it).
+fn expect(name: &str, actual: &str) {
+    let path = project().join("tests/expected").join(name);
+    if std::env::var_os("PROTEGE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing {}; run with PROTEGE_BLESS=1", path.display()));
+    assert_eq!(actual, expected, "output differs from {}", path.display());
+}
+
+/// What `main` prints: `run`'s text and a newline.
+fn printed(text: String) -> String {
+    text + "\n"
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quickstart_prints_what_protege_resolve_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = quickstart::run(&dir.path().join("protege.db"))
+        .await
+        .unwrap();
+    if let Ok(out) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(
+            Path::new(&out).join("example-quickstart.anthropic.json"),
+            &body,
+        )
+        .unwrap();
+    }
+    // The CLI's committed output for `resolve --persona support --message
+    // '<refund-3@example.com>' --format anthropic --now 2026-03-10T08:00:00Z`.
+    let cli =
+        std::fs::read_to_string(project().join("tests/expected/support-refund.anthropic.json"))
+            .unwrap();
+    assert_eq!(printed(body), cli);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_resolver_prints_the_request_with_the_open_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = custom_resolver::run(dir.path()).await.unwrap();
+    expect("examples/custom_resolver.json", &printed(out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_chain_prints_the_request() {
+    let out = typed_chain::run().await.unwrap();
+    expect("examples/typed_chain.json", &printed(out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hot_reload_sees_the_valid_edit_and_keeps_it_over_the_invalid_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hot_reload::run(dir.path()).await.unwrap();
+    expect("examples/hot_reload.txt", &out);
+}
