@@ -517,10 +517,10 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
                 r#"[{{"role":"user","content":"From: Ann <ann@example.com>\nTo: help@acme.test\nCc:\nDate: Sun, 1 Mar 2026 09:00:00 +0000\nSubject: Order\n\nWhere is A-7?"}},"#,
                 r#"{{"role":"assistant","content":"[tool call lookup_order] {{\"order\":\"A-7\"}}"}},"#,
                 r#"{{"role":"user","content":"[tool result lookup_order] shipped"}},"#,
-                r#"{{"role":"assistant","content":"From: help@acme.test\nTo: ann@example.com\nCc:\nDate: Sun, 1 Mar 2026 10:00:00 +0000\nSubject: Re: Order\n\nIt shipped."}},"#,
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"From: help@acme.test\nTo: ann@example.com\nCc:\nDate: Sun, 1 Mar 2026 10:00:00 +0000\nSubject: Re: Order\n\nIt shipped.","cache_control":{{"type":"ephemeral"}}}}]}},"#,
                 r#"{{"role":"user","content":[{{"type":"text","text":"{user}"}},"#,
                 r#"{{"type":"image","source":{{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQSkZJRgAB"}}}},"#,
-                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},"title":"r.pdf"}}]}}]"#
+                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},"title":"r.pdf","cache_control":{{"type":"ephemeral"}}}}]}}]"#
             ),
             user = user
         )

@@ -207,7 +207,11 @@ async fn provider_format_needs_a_provider() {
         .unwrap();
     assert_eq!(
         out.body,
-        serde_json::json!({"model":"gpt-4o","messages":[{"role":"system","content":"Go."}]})
+        serde_json::json!({
+            "model": "gpt-4o",
+            "messages": [{"role": "system", "content": "Go."}],
+            "prompt_cache_key": "9d5e48c21ed4754b",
+        })
     );
 }
 

@@ -185,7 +185,7 @@ async fn routes_statuses_and_errors() {
             json!("support"),
             json!(["support@acme.test"]),
             json!([]),
-            json!({"provider": "anthropic", "name": "claude-sonnet-4-5", "max_tokens": 1024}),
+            json!({"provider": "anthropic", "name": "claude-sonnet-4-5", "max_tokens": 1024, "cache": "auto"}),
             json!(
                 project()
                     .join("personas/support.toml")

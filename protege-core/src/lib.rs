@@ -20,6 +20,7 @@
 //! ```
 
 mod assemble;
+mod cache;
 mod chain;
 mod context;
 pub mod db;
@@ -38,6 +39,7 @@ mod validate;
 pub mod wire;
 
 pub use assemble::{Assembled, StepReport, assemble};
+pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,

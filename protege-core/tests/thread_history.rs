@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{expected, import, on_each_backend, reply_ctx, resolve_json};
 use protege_core::db;
 use protege_core::{
-    AppConfig, Context, DynChain, LoadText, PersonaInfo, Resolver, Responsibility, ThreadHistory,
-    Trigger, build_request, user_turn,
+    AppConfig, CacheHints, Chain, Context, Conversation, DynChain, LoadText, PersonaInfo, Resolver,
+    Responsibility, ThreadHistory, Trigger, build_request, cache_key, user_turn,
 };
 use sea_orm::DatabaseConnection;
 use serde_json::{Value, json};
@@ -26,7 +26,7 @@ async fn support_request(
     let chain = DynChain::new()
         .with(LoadText::template("{{ persona.instructions }}"))
         .with(history);
-    let messages = protege_core::Chain::resolve(&chain, &ctx).await.unwrap();
+    let messages = Chain::resolve(&chain, &ctx).await.unwrap();
     let tools = serde_json::from_value(tools).unwrap();
     let request = build_request(Some(user_turn(ctx.message().unwrap())), tools, messages)
         .expect("a well-formed request");
@@ -492,4 +492,37 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
         }
         backend.drop_database(name).await;
     }
+}
+
+#[tokio::test]
+async fn a_finished_request_knows_where_the_history_ends_and_its_cache_key() {
+    on_each_backend("cache_hints", |db, _| async move {
+        import_threads(&db, numbered_thread(4)).await;
+        let ctx = reply_ctx(&db, "<current@x>").await;
+        let thread_id = ctx.message().unwrap().thread_id;
+        let chain = DynChain::new()
+            .with(LoadText::template("{{ persona.instructions }}"))
+            .with(ThreadHistory::new().limit(3))
+            .with(LoadText::template("Reply briefly."));
+        let request = Chain::request(&chain, &ctx).await.unwrap();
+        // system, 3 history messages (indexes 1-3), system, the trailing user turn.
+        assert_eq!(request.messages.len(), 6);
+        assert_eq!(
+            request.cache,
+            CacheHints {
+                history_end: Some(3),
+                key: Some(cache_key(
+                    &ctx.persona().name,
+                    Conversation::Thread(thread_id)
+                )),
+            }
+        );
+        // An empty history marks nothing.
+        let chain = DynChain::new()
+            .with(LoadText::template("{{ persona.instructions }}"))
+            .with(ThreadHistory::new().limit(0));
+        let request = Chain::request(&chain, &ctx).await.unwrap();
+        assert_eq!(request.cache.history_end, None);
+    })
+    .await;
 }
