@@ -3,7 +3,9 @@
 use std::ops::Range;
 
 use protege_core::resolvers::{OrderBy, WhereValue};
-use protege_core::{BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory};
+use protege_core::{
+    BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory, Window,
+};
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
@@ -332,11 +334,14 @@ fn order_by(sink: &mut Sink<'_>, item: &Value<'_>) -> Option<OrderBy> {
     })
 }
 
-/// `ThreadHistory`: `limit`, `include_tool_calls`, `result_limit`, `max_tokens`.
+/// `ThreadHistory`: `limit`, `window`, `step`, `include_tool_calls`, `result_limit`,
+/// `max_tokens`.
 pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
     o.check_keys(&[
         "use",
         "limit",
+        "window",
+        "step",
         "include_tool_calls",
         "result_limit",
         "max_tokens",
@@ -370,6 +375,46 @@ pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
                 );
                 ok = false;
             }
+        }
+    }
+    let mut window = Window::Sliding;
+    if let Some(value) = get(o.table, "window") {
+        match reader::string(o.sink, value, "`window`") {
+            Some(text) => match Window::parse(&text) {
+                Some(w) => {
+                    window = w;
+                    r = r.window(w);
+                }
+                None => {
+                    let hint = suggestion(&text, ["sliding", "stable"]);
+                    let message = if hint.is_empty() {
+                        format!("unknown window `{text}`, expected `sliding` or `stable`")
+                    } else {
+                        format!("unknown window `{text}`{hint}")
+                    };
+                    o.sink.error(value.span(), message);
+                    ok = false;
+                }
+            },
+            None => ok = false,
+        }
+    }
+    if let Some(value) = get(o.table, "step") {
+        match reader::unsigned(o.sink, value, "`step`") {
+            Some(0) => {
+                o.sink
+                    .error(value.span(), "`step` must be at least 1, found `0`");
+                ok = false;
+            }
+            Some(n) if window == Window::Stable => r = r.step(n),
+            Some(_) if ok => {
+                o.sink.error(
+                    value.span(),
+                    "`step` applies to a stable window: add `window = \"stable\"`",
+                );
+                ok = false;
+            }
+            _ => ok = false,
         }
     }
     if let Some(value) = get(o.table, "include_tool_calls") {

@@ -32,7 +32,7 @@
 /// | `LoadText("...")` or `LoadText(template = EXPR)` | [`LoadText::template`](crate::LoadText::template) |
 /// | `LoadText(closure)` (any positional that is not a string literal) | [`LoadText::from_fn`](crate::LoadText::from_fn) |
 /// | `LoadFile("...")` or `LoadFile(path = EXPR)` | [`LoadFile::new`](crate::LoadFile::new) |
-/// | `ThreadHistory` or `ThreadHistory(limit = 10, include_tool_calls = true, result_limit = 4000, max_tokens = 2000)` | [`ThreadHistory::new`](crate::ThreadHistory::new) then one builder call per option (`limit = None` means all) |
+/// | `ThreadHistory` or `ThreadHistory(limit = 10, window = stable, step = 5, include_tool_calls = true, result_limit = 4000, max_tokens = 2000)` | [`ThreadHistory::new`](crate::ThreadHistory::new) then one builder call per option (`limit = None` means all; `window` takes the word `stable` or `sliding`, or the same as a string, and becomes [`Window`](crate::Window); `step` needs `window = stable`) |
 /// | `LoadRecord(loader, template = "...", render_with = closure)` | `LoadRecord::from_loader(loader).template_str("...").render_with(closure)`: `loader` is an async closure taking the `Context` and returning `Result` of an iterator of `Serialize` records |
 /// | `LoadRecord(table = "...", order_by = ["plan", "id desc"], limit = N, template = "...")` | [`LoadRecord::table`](crate::LoadRecord::table)`("...")`, one `.order_by(OrderBy { .. })` per entry (parsed at compile time), `.limit(N)`, `.template_str("...")` |
 /// | `role = user` on any built-in but `ThreadHistory` | `.role(Role::User)` |

@@ -9,7 +9,7 @@ use common::{expected, import, on_each_backend, reply_ctx, resolve_json};
 use protege_core::db;
 use protege_core::{
     AppConfig, CacheHints, Chain, Context, Conversation, DynChain, LoadText, PersonaInfo, Resolver,
-    Responsibility, ThreadHistory, Trigger, build_request, cache_key, user_turn,
+    Responsibility, ThreadHistory, Trigger, Window, build_request, cache_key, user_turn,
 };
 use sea_orm::DatabaseConnection;
 use serde_json::{Value, json};
@@ -484,7 +484,12 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
         };
         import_threads(&conn, json!([thread("s", 10), thread("l", 1000)])).await;
         conn.close().await.ok();
-        for h in [ThreadHistory::new(), ThreadHistory::new().limit(None)] {
+        for h in [
+            ThreadHistory::new(),
+            ThreadHistory::new().limit(None),
+            ThreadHistory::new().limit(20).window(Window::Stable),
+            ThreadHistory::new().limit(None).window(Window::Stable),
+        ] {
             let (small, small_len) = statements_for(&url, "<scur@x>", h.clone()).await;
             let (large, large_len) = statements_for(&url, "<lcur@x>", h.clone()).await;
             assert_eq!((small, large), (3, 3), "on {}", backend.name);
@@ -523,6 +528,122 @@ async fn a_finished_request_knows_where_the_history_ends_and_its_cache_key() {
             .with(ThreadHistory::new().limit(0));
         let request = Chain::request(&chain, &ctx).await.unwrap();
         assert_eq!(request.cache.history_end, None);
+    })
+    .await;
+}
+
+/// The stable window of a thread of `count` prior messages: the numbered messages from
+/// `start` on.
+async fn stable_window(db: &DatabaseConnection, count: usize, h: ThreadHistory) -> Value {
+    let marker = format!("<current-{count}@x>");
+    let mut thread = numbered_thread(count);
+    for m in thread[0]["messages"].as_array_mut().unwrap() {
+        let id = m["message_id"]
+            .as_str()
+            .unwrap()
+            .replace("@x>", &format!("-{count}@x>"));
+        m["message_id"] = json!(id);
+    }
+    import_threads(db, thread).await;
+    history(db, &marker, h).await
+}
+
+fn from(start: usize, count: usize) -> Value {
+    Value::Array((start..count).map(numbered).collect())
+}
+
+#[tokio::test]
+async fn stable_windows_jump_by_step_at_the_boundaries() {
+    on_each_backend("stable_windows", |db, _| async move {
+        // limit N = 4, step 3: the window starts at floor((count - 4) / 3) * 3.
+        let h = ThreadHistory::new().limit(4).window(Window::Stable).step(3);
+        for (count, start) in [
+            (2, 0),  // fewer than N: all
+            (4, 0),  // count = N
+            (5, 0),  // N + 1
+            (6, 0),  // N + step - 1: the widest window, N + step - 1 messages
+            (7, 3),  // N + step: the first jump
+            (9, 3),  // N + 2 step - 1
+            (10, 6), // N + 2 step: the second jump
+        ] {
+            assert_eq!(
+                stable_window(&db, count, h.clone()).await,
+                from(start, count),
+                "count {count}"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stable_windows_default_step_is_half_the_limit() {
+    on_each_backend("stable_default_step", |db, _| async move {
+        // limit 4: step 2.
+        let h = ThreadHistory::new().limit(4).window(Window::Stable);
+        for (count, start) in [(4, 0), (5, 0), (6, 2), (7, 2), (8, 4)] {
+            assert_eq!(
+                stable_window(&db, count, h.clone()).await,
+                from(start, count),
+                "count {count}"
+            );
+        }
+        // limit 1: step max(1, 0) = 1, the same as a sliding window.
+        let h = ThreadHistory::new().limit(1).window(Window::Stable);
+        assert_eq!(stable_window(&db, 3, h).await, from(2, 3));
+        // step 0 counts as 1.
+        let h = ThreadHistory::new().limit(2).window(Window::Stable).step(0);
+        assert_eq!(stable_window(&db, 11, h).await, from(9, 11));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stable_windows_without_a_limit_or_with_limit_zero() {
+    on_each_backend("stable_unlimited", |db, _| async move {
+        let all = ThreadHistory::new()
+            .limit(None)
+            .window(Window::Stable)
+            .step(5);
+        assert_eq!(stable_window(&db, 12, all).await, from(0, 12));
+        let none = ThreadHistory::new().limit(0).window(Window::Stable);
+        assert_eq!(stable_window(&db, 13, none).await, json!([]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn consecutive_replies_share_the_stable_window_prefix() {
+    on_each_backend("stable_prefix", |db, _| async move {
+        import_threads(&db, numbered_thread(40)).await;
+        // Replies to n20, n22, n24 ... of one thread: the window of limit 10, step 5 keeps
+        // its first message until the jump.
+        let h = ThreadHistory::new()
+            .limit(10)
+            .window(Window::Stable)
+            .step(5);
+        let mut firsts = Vec::new();
+        for i in (20..40).step_by(2) {
+            let window = history(&db, &format!("<n{i}@x>"), h.clone()).await;
+            firsts.push((i, window.as_array().unwrap().len(), window[0].clone()));
+        }
+        let got: Vec<(usize, usize, Value)> = firsts;
+        let want: Vec<(usize, usize, Value)> = [
+            (20, 10, 10),
+            (22, 12, 10),
+            (24, 14, 10),
+            (26, 11, 15),
+            (28, 13, 15),
+            (30, 10, 20),
+            (32, 12, 20),
+            (34, 14, 20),
+            (36, 11, 25),
+            (38, 13, 25),
+        ]
+        .into_iter()
+        .map(|(i, len, first)| (i, len, numbered(first)))
+        .collect();
+        assert_eq!(got, want);
     })
     .await;
 }

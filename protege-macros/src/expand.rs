@@ -32,6 +32,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         let arg = match arg {
             CallArg::Expr(e) => quote!(#e),
             CallArg::Role(variant) => quote!(#krate::Role::#variant),
+            CallArg::Window(variant) => quote!(#krate::Window::#variant),
             CallArg::Order { column, desc } => quote! {
                 #krate::resolvers::OrderBy {
                     column: ::std::string::String::from(#column),
@@ -115,6 +116,43 @@ mod tests {
                  {r} (my :: Greeting) , \
                  {r} (my :: Repeat :: new (\"x\" , 2) . upper (true)) ,))"
             )
+        );
+    }
+
+    #[test]
+    fn stable_windows_take_a_word_or_a_string() {
+        let out = expand(quote! {
+            use ThreadHistory(limit = 20, window = stable, step = 5);
+            use ThreadHistory(window = "sliding");
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: ThreadHistory :: new () . window (:: protege_core :: Window :: Stable) . limit (20) . step (5)) , \
+                 {r} (:: protege_core :: ThreadHistory :: new () . window (:: protege_core :: Window :: Sliding)) ,))"
+            )
+        );
+    }
+
+    #[test]
+    fn window_mistakes() {
+        assert_eq!(
+            errors(quote! {
+                use ThreadHistory(window = stabel);
+                use ThreadHistory(limit = 10, step = 5);
+                use ThreadHistory(window = sliding, step = 2);
+                use ThreadHistory(window = stable, step = 0);
+                use ThreadHistory(window = 3);
+            }),
+            vec![
+                "unknown window `stabel`, did you mean `stable`? (windows: `sliding`, `stable`)",
+                "`step` applies to a stable window: add `window = stable`",
+                "`step` applies to a stable window: add `window = stable`",
+                "`step` must be at least 1",
+                "`window` takes `stable` or `sliding`, e.g. `window = stable`",
+            ]
         );
     }
 

@@ -63,6 +63,9 @@ pub(crate) enum CallArg {
     Expr(Expr),
     /// A bare role word: the `Role` variant, spanned at the user's word.
     Role(Ident),
+    /// A window word (`stable`, `sliding` or the same as a string): the `Window` variant,
+    /// spanned at the user's word.
+    Window(Ident),
     /// One `order_by` entry, parsed at compile time.
     Order {
         /// The column, spanned at the user's literal.
@@ -113,7 +116,14 @@ impl Builtin {
                 "render_with",
                 "role",
             ],
-            Self::ThreadHistory => &["limit", "include_tool_calls", "result_limit", "max_tokens"],
+            Self::ThreadHistory => &[
+                "limit",
+                "window",
+                "step",
+                "include_tool_calls",
+                "result_limit",
+                "max_tokens",
+            ],
         }
     }
 }
@@ -334,6 +344,35 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                      such as `limit = 10`",
                 );
             }
+            if let Some(w) = take("window") {
+                let variant = window_variant(&w.value, errors);
+                let stable = variant.as_ref().is_some_and(|v| v == "Stable");
+                if let Some(variant) = variant {
+                    extra.push(Call {
+                        method: w.key,
+                        arg: CallArg::Window(variant),
+                    });
+                }
+                if !stable && let Some(step) = named.iter().find(|n| n.key == "step") {
+                    errors.push(
+                        step.key.span(),
+                        "`step` applies to a stable window: add `window = stable`",
+                    );
+                }
+            } else if let Some(step) = named.iter().find(|n| n.key == "step") {
+                errors.push(
+                    step.key.span(),
+                    "`step` applies to a stable window: add `window = stable`",
+                );
+            }
+            if let Some(step) = named.iter().find(|n| n.key == "step")
+                && let Expr::Lit(syn::ExprLit {
+                    lit: Lit::Int(int), ..
+                }) = &step.value
+                && int.base10_digits() == "0"
+            {
+                errors.push(int.span(), "`step` must be at least 1");
+            }
             Ctor::History(ident)
         }
         Builtin::LoadRecord => {
@@ -467,6 +506,43 @@ fn option_call(n: Named, errors: &mut Errors) -> Option<Call> {
         method: n.key,
         arg: CallArg::Expr(n.value),
     })
+}
+
+/// The `Window` variant of `window = stable`, `window = sliding` or the same as a string
+/// literal; anything else is an error listing the valid words.
+fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident> {
+    const WINDOWS: [(&str, &str); 2] = [("sliding", "Sliding"), ("stable", "Stable")];
+    let (written, span) = match value {
+        Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+            let word = p.path.get_ident()?;
+            (word.to_string(), word.span())
+        }
+        other => match str_literal(other) {
+            Some(lit) => (lit.value(), lit.span()),
+            None => {
+                errors.push(
+                    other.span(),
+                    "`window` takes `stable` or `sliding`, e.g. `window = stable`",
+                );
+                return None;
+            }
+        },
+    };
+    match WINDOWS.iter().find(|(w, _)| *w == written) {
+        Some((_, variant)) => Some(Ident::new(variant, span)),
+        None => {
+            let words: Vec<&str> = WINDOWS.iter().map(|(w, _)| *w).collect();
+            let valid = list(&words);
+            let message = match suggest(&written, &words) {
+                Some(s) => {
+                    format!("unknown window `{written}`, did you mean `{s}`? (windows: {valid})")
+                }
+                None => format!("unknown window `{written}` (windows: {valid})"),
+            };
+            errors.push(span, message);
+            None
+        }
+    }
 }
 
 fn str_literal(expr: &Expr) -> Option<&LitStr> {

@@ -10,7 +10,10 @@
 //! each backend's parameter limit.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
+use sea_orm::sea_query::{
+    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, Order, Query, SelectStatement,
+    WindowStatement,
+};
 use sea_orm::{ConnectionTrait, QueryResult};
 
 use super::entities::{attachment, message, tool_use};
@@ -38,20 +41,74 @@ pub(crate) struct PriorTurn {
     pub(crate) tool_uses: Vec<StoredToolUse>,
 }
 
-/// The bounded sub-select of the prior messages' ids (§6 rule 2).
-fn prior_ids(current: &MailMessage, limit: Option<u64>) -> SelectStatement {
+/// The bounded sub-select of the prior messages' ids (§6 rule 2): the `limit` most recent,
+/// or with `step` (a cache-stable window) the most recent `limit + (count - limit) mod step`
+/// of the `count` prior messages, which keeps the window's first message in place until
+/// it jumps by `step`.
+fn prior_ids(current: &MailMessage, limit: Option<u64>, step: Option<u64>) -> SelectStatement {
     use message::Column as M;
     let mut q = Query::select();
-    q.column((message::Entity, M::Id))
-        .from(message::Entity)
-        .and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
+    q.column((message::Entity, M::Id)).from(message::Entity);
+    prior_of(&mut q, current);
+    q.order_by((message::Entity, M::SentAt), Order::Desc)
+        .order_by((message::Entity, M::Id), Order::Desc);
+    match (limit, step) {
+        (Some(n), Some(step)) => {
+            q.and_where(
+                Expr::col((message::Entity, M::Id)).in_subquery(stable_ids(current, n, step)),
+            );
+            q.limit(n.saturating_add(step - 1));
+        }
+        (Some(n), None) => {
+            q.limit(n);
+        }
+        (None, _) => {}
+    }
+    q
+}
+
+/// The conditions of a prior message of `current`: same thread, sent at or before it, not
+/// itself.
+fn prior_of(q: &mut SelectStatement, current: &MailMessage) {
+    use message::Column as M;
+    q.and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
         .and_where(Expr::col((message::Entity, M::SentAt)).lte(current.sent_at))
-        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id))
+        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id));
+}
+
+/// The ids of a cache-stable window of `n` (step `step`, at least 1): each prior message
+/// numbered newest first (`rn`) next to their count (`cnt`), kept while
+/// `rn <= n + (cnt - n) % step`. With `cnt > n` that is the `cnt - floor((cnt - n) / step)
+/// * step` newest; with `cnt <= n` every one (the remainder of a negative dividend is not
+/// positive on every backend, and never below `cnt - n`).
+fn stable_ids(current: &MailMessage, n: u64, step: u64) -> SelectStatement {
+    use message::Column as M;
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    let step = i64::try_from(Ord::max(step, 1)).unwrap_or(i64::MAX);
+    let mut numbered = Query::select();
+    numbered
+        .column((message::Entity, M::Id))
+        .from(message::Entity);
+    prior_of(&mut numbered, current);
+    let mut newest_first = WindowStatement::new();
+    newest_first
         .order_by((message::Entity, M::SentAt), Order::Desc)
         .order_by((message::Entity, M::Id), Order::Desc);
-    if let Some(n) = limit {
-        q.limit(n);
-    }
+    numbered
+        .expr_window_as(Func::cust("ROW_NUMBER"), newest_first, Alias::new("rn"))
+        .expr_window_as(
+            Func::count(Expr::col(Asterisk)),
+            WindowStatement::new(),
+            Alias::new("cnt"),
+        );
+    let w = Alias::new("stable");
+    let mut q = Query::select();
+    q.column((w.clone(), M::Id))
+        .from_subquery(numbered, w.clone())
+        .and_where(
+            Expr::col((w.clone(), Alias::new("rn")))
+                .lte(Expr::val(n).add(Expr::col((w, Alias::new("cnt"))).sub(n).modulo(step))),
+        );
     q
 }
 
@@ -60,18 +117,19 @@ fn prior_alias() -> Alias {
 }
 
 /// Reads the prior messages of `current` (oldest first) with their attachments and, when
-/// `with_tools`, their tool uses.
+/// `with_tools`, their tool uses; `step` selects a cache-stable window (see `prior_ids`).
 pub(crate) async fn read<C: ConnectionTrait>(
     db: &C,
     current: &MailMessage,
     limit: Option<u64>,
+    step: Option<u64>,
     with_tools: bool,
 ) -> Result<Vec<PriorTurn>> {
     if limit == Some(0) {
         return Ok(Vec::new());
     }
     use message::Column as M;
-    let mut q = prior_ids(current, limit);
+    let mut q = prior_ids(current, limit, step);
     q.columns([
         (message::Entity, M::MessageId),
         (message::Entity, M::Direction),
@@ -121,7 +179,7 @@ pub(crate) async fn read<C: ConnectionTrait>(
     .from(attachment::Entity)
     .join_subquery(
         JoinType::InnerJoin,
-        prior_ids(current, limit),
+        prior_ids(current, limit, step),
         prior_alias(),
         Expr::col((prior_alias(), M::Id)).equals((attachment::Entity, A::MessageId)),
     )
@@ -156,7 +214,7 @@ pub(crate) async fn read<C: ConnectionTrait>(
         .from(tool_use::Entity)
         .join_subquery(
             JoinType::InnerJoin,
-            prior_ids(current, limit),
+            prior_ids(current, limit, step),
             prior_alias(),
             Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
         );

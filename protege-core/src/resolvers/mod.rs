@@ -8,4 +8,4 @@ mod thread_history;
 pub use load_file::LoadFile;
 pub use load_record::{LoadRecord, LoadRecordFn, OrderBy, WhereValue};
 pub use load_text::LoadText;
-pub use thread_history::ThreadHistory;
+pub use thread_history::{ThreadHistory, Window};
