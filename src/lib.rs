@@ -42,6 +42,6 @@ pub use protege_core::*;
 mod engine;
 
 pub use engine::{
-    Engine, EngineBuilder, EngineError, EngineErrorKind, Format, Resolution, ResolveInput,
-    problem_summary,
+    CacheReport, CacheReportRow, Engine, EngineBuilder, EngineError, EngineErrorKind, Format,
+    Resolution, ResolveInput, problem_summary,
 };

@@ -529,3 +529,64 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
     assert_eq!(run.code, 0, "{}", run.stderr);
     save_wire("mislabelled", "openai", &run.stdout);
 }
+
+#[test]
+fn cache_report_prints_one_row_per_reply_run_and_the_total() {
+    let (_dir, url) = demo_db();
+    // Thread 1 of the demo data: the refund thread, two inbound messages.
+    for (format, file) in [
+        (None, "cache-report-refund.anthropic.txt"),
+        (Some("openai"), "cache-report-refund.openai.txt"),
+    ] {
+        let mut args = vec!["cache-report", "--persona", "support", "--thread", "1"];
+        if let Some(f) = format {
+            args.extend(["--format", f]);
+        }
+        let run = protege(&url, &project(), &args);
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+        expect(file, &run.stdout);
+    }
+    // The README's example of a persona kept cache-friendly.
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "--personas",
+            "examples/cost",
+            "cache-report",
+            "--persona",
+            "support-lean",
+            "--thread",
+            "1",
+        ],
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    expect("cache-report-refund.support-lean.txt", &run.stdout);
+    let run = protege(
+        &url,
+        &project(),
+        &["cache-report", "--persona", "support", "--thread", "99"],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: unknown thread `99`: no thread with this id in the database\n"
+        )
+    );
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "cache-report",
+            "--persona",
+            "support",
+            "--thread",
+            "1",
+            "--format",
+            "messages",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}

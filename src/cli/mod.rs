@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch; each command lives in its own module.
 
 mod args;
+mod cache_report;
 mod db;
 mod demo;
 mod explain;
@@ -149,6 +150,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
             } => db::import_eml(env, &paths, persona.as_deref(), max_attachment_bytes).await,
         },
         Command::Resolve(args) => resolve::run(env, &args).await,
+        Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,

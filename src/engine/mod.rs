@@ -2,6 +2,7 @@
 //! into a finished request, the same way for the command line, the HTTP service, the
 //! examples and embedding applications.
 
+mod cache_report;
 mod error;
 mod input;
 
@@ -14,6 +15,7 @@ use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{AppConfig, Context, Provider, Request, StepReport, Trigger, assemble};
 use tokio::sync::{OnceCell, broadcast};
 
+pub use cache_report::{CacheReport, CacheReportRow};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 

@@ -242,6 +242,34 @@ pub async fn load_message(
     }))
 }
 
+/// The inbound messages of thread `thread_id`, oldest first (by `sent_at`, ties by `id`):
+/// their Message-IDs and `sent_at`. `None` when there is no such thread.
+pub async fn thread_inbound_messages(
+    db: &DatabaseConnection,
+    thread_id: i64,
+) -> Result<Option<Vec<(String, chrono::DateTime<chrono::Utc>)>>> {
+    use entities::{email_thread, message};
+    if email_thread::Entity::find_by_id(thread_id)
+        .one(db)
+        .await?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let rows = message::Entity::find()
+        .filter(message::Column::EmailThreadId.eq(thread_id))
+        .filter(message::Column::Direction.eq(Direction::Inbound.as_str()))
+        .order_by_asc(message::Column::SentAt)
+        .order_by_asc(message::Column::Id)
+        .all(db)
+        .await?;
+    Ok(Some(
+        rows.into_iter()
+            .map(|m| (m.message_id, m.sent_at))
+            .collect(),
+    ))
+}
+
 /// Parses a stored JSON array of addresses.
 pub(crate) fn address_list(text: &str, column: &str, message_id: &str) -> Result<Vec<String>> {
     serde_json::from_str(text).map_err(|_| {

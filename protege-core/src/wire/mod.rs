@@ -3,9 +3,11 @@
 
 mod anthropic;
 mod openai;
+mod prefix;
 
 pub use anthropic::{DEFAULT_MAX_TOKENS, to_anthropic};
 pub use openai::to_openai;
+pub use prefix::{PrefixUnit, cached_tokens, prefix_units, unit_tokens};
 
 use crate::cache::CacheMode;
 use crate::context::ModelConfig;
