@@ -43,5 +43,5 @@ mod engine;
 
 pub use engine::{
     CacheReport, CacheReportRow, Engine, EngineBuilder, EngineError, EngineErrorKind, Format,
-    Resolution, ResolveInput, problem_summary,
+    Resolution, ResolveInput, SUMMARY_MAX_BYTES, problem_summary,
 };

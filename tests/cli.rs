@@ -590,3 +590,91 @@ fn cache_report_prints_one_row_per_reply_run_and_the_total() {
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+#[test]
+fn db_summary_stores_a_summary_that_thread_summary_replays() {
+    let (dir, url) = demo_db();
+    let file = dir.path().join("summary.txt");
+    std::fs::write(
+        &file,
+        "Alice's order A-1042 arrived broken; refund R-5531 (249.00 EUR) was started on 2 March.\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<refund-2@acme.test>",
+            "--file",
+            file,
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            0,
+            "stored summary 1 of thread 1 through <refund-2@acme.test>\n",
+            ""
+        )
+    );
+    // The summary, then only the messages after refund-2: none before the current one.
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "--personas",
+            "examples/cost",
+            "resolve",
+            "--persona",
+            "support-lean",
+            "--message",
+            "<refund-3@example.com>",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    expect("support-lean-summary.messages.json", &run.stdout);
+
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<nope@example.com>",
+            "--file",
+            file,
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: unknown message `<nope@example.com>`: no message with this Message-ID in the database\n"
+        )
+    );
+    let missing = dir.path().join("missing.txt");
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<refund-2@acme.test>",
+            "--file",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stderr.clone()),
+        (
+            1,
+            format!("error: file not found: `{}`\n", missing.display())
+        )
+    );
+}

@@ -284,3 +284,41 @@ async fn a_run_time_template_error_names_the_persona_its_file_and_the_resolver()
         )
     );
 }
+
+#[tokio::test]
+async fn store_summary_is_the_library_call_behind_db_summary() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    let stored = engine
+        .store_summary("<track-2@acme.test>", "Parcel with the carrier.")
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            stored.id,
+            stored.thread_id,
+            stored.through_message_id.as_str()
+        ),
+        (1, 2, "<track-2@acme.test>")
+    );
+    let err = engine.store_summary("<nope@x>", "text").await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::NotFound,
+            "unknown message `<nope@x>`: no message with this Message-ID in the database"
+        )
+    );
+    let huge = "x".repeat(protege::SUMMARY_MAX_BYTES + 1);
+    let err = engine
+        .store_summary("<track-2@acme.test>", &huge)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::InvalidInput,
+            "the summary through `<track-2@acme.test>` is 1048577 bytes, over the limit of 1048576"
+        )
+    );
+}

@@ -13,7 +13,8 @@ use protege::db::{self, DatabaseConnection};
 use protege::resolvers::{OrderBy, WhereValue};
 use protege::{
     AppConfig, Chain, Context, DynChain, LoadFile, LoadRecord, LoadText, MailMessage, PersonaInfo,
-    Responsibility, Role, StaticChain, Template, ThreadHistory, ToolDef, Trigger, Window,
+    Responsibility, Role, StaticChain, Template, ThreadHistory, ThreadSummary, ToolDef, Trigger,
+    Window,
 };
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
@@ -78,10 +79,16 @@ where = { email = "{{ message.from }}" }
 template = "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})"
 
 [[message_resolvers]]
+use = "ThreadSummary"
+template = "Earlier: {{ summary }}"
+role = "user"
+
+[[message_resolvers]]
 use = "ThreadHistory"
 limit = 2
 window = "stable"
 step = 3
+after_summary = true
 result_limit = 12
 
 [[message_resolvers]]
@@ -275,7 +282,8 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
             accounts_of_sender,
             template = "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})",
         );
-        use ThreadHistory(limit = 2, window = stable, step = 3, result_limit = 12);
+        use ThreadSummary(template = "Earlier: {{ summary }}", role = user);
+        use ThreadHistory(limit = 2, window = stable, step = 3, after_summary = true, result_limit = 12);
         use LoadText("Reply to {{ message.from }} about \"{{ message.subject }}\".", role = user);
     };
     let macro_digest = protege::resolvers! {
@@ -303,10 +311,16 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
                 ),
         )
         .with(
+            ThreadSummary::new()
+                .template_str("Earlier: {{ summary }}")
+                .role(Role::User),
+        )
+        .with(
             ThreadHistory::new()
                 .limit(2)
                 .window(Window::Stable)
                 .step(3)
+                .after_summary(true)
                 .result_limit(12),
         )
         .with(
@@ -367,6 +381,7 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
         "LoadFile",
         "LoadFile",
         "LoadRecord",
+        "ThreadSummary",
         "ThreadHistory",
         "LoadText",
     ];

@@ -4,7 +4,8 @@ use std::ops::Range;
 
 use protege_core::resolvers::{OrderBy, WhereValue};
 use protege_core::{
-    BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory, Window,
+    BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory, ThreadSummary,
+    Window,
 };
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
@@ -95,6 +96,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         let scope = Scope {
             trigger: self.trigger,
             record,
+            summary: self.name == "ThreadSummary",
             vars: self.vars,
         };
         crate::names::check(self.sink, text, value, &scope)
@@ -334,14 +336,35 @@ fn order_by(sink: &mut Sink<'_>, item: &Value<'_>) -> Option<OrderBy> {
     })
 }
 
-/// `ThreadHistory`: `limit`, `window`, `step`, `include_tool_calls`, `result_limit`,
-/// `max_tokens`.
+/// `ThreadSummary`: `template` (variable `summary`), `role`.
+pub(crate) fn thread_summary(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    o.check_keys(&["use", "template", "role"]);
+    let mut ok = true;
+    let mut r = ThreadSummary::new();
+    if get(o.table, "template").is_some() {
+        match o.template("template", false) {
+            Some(t) => r = r.template(t),
+            None => ok = false,
+        }
+    }
+    if get(o.table, "role").is_some() {
+        match o.role() {
+            Some(role) => r = r.role(role),
+            None => ok = false,
+        }
+    }
+    ok.then(|| BoxResolver::new(r))
+}
+
+/// `ThreadHistory`: `limit`, `window`, `step`, `after_summary`, `include_tool_calls`,
+/// `result_limit`, `max_tokens`.
 pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
     o.check_keys(&[
         "use",
         "limit",
         "window",
         "step",
+        "after_summary",
         "include_tool_calls",
         "result_limit",
         "max_tokens",
@@ -415,6 +438,12 @@ pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
                 ok = false;
             }
             _ => ok = false,
+        }
+    }
+    if let Some(value) = get(o.table, "after_summary") {
+        match reader::boolean(o.sink, value, "`after_summary`") {
+            Some(b) => r = r.after_summary(b),
+            None => ok = false,
         }
     }
     if let Some(value) = get(o.table, "include_tool_calls") {

@@ -52,7 +52,9 @@ pub use mail::{Attachment, Direction, MailMessage, bare_address, one_line, rfc33
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
-pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory, Window};
+pub use resolvers::{
+    LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory, ThreadSummary, Window,
+};
 pub use template::{Template, TemplateLimits};
 
 #[doc(hidden)]

@@ -9,7 +9,8 @@ use common::{expected, import, on_each_backend, reply_ctx, resolve_json};
 use protege_core::db;
 use protege_core::{
     AppConfig, CacheHints, Chain, Context, Conversation, DynChain, LoadText, PersonaInfo, Resolver,
-    Responsibility, ThreadHistory, Trigger, Window, build_request, cache_key, user_turn,
+    Responsibility, Role, ThreadHistory, ThreadSummary, Trigger, Window, build_request, cache_key,
+    user_turn,
 };
 use sea_orm::DatabaseConnection;
 use serde_json::{Value, json};
@@ -489,6 +490,10 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
             ThreadHistory::new().limit(None),
             ThreadHistory::new().limit(20).window(Window::Stable),
             ThreadHistory::new().limit(None).window(Window::Stable),
+            ThreadHistory::new()
+                .limit(20)
+                .window(Window::Stable)
+                .after_summary(true),
         ] {
             let (small, small_len) = statements_for(&url, "<scur@x>", h.clone()).await;
             let (large, large_len) = statements_for(&url, "<lcur@x>", h.clone()).await;
@@ -644,6 +649,146 @@ async fn consecutive_replies_share_the_stable_window_prefix() {
         .map(|(i, len, first)| (i, len, numbered(first)))
         .collect();
         assert_eq!(got, want);
+    })
+    .await;
+}
+
+/// Stores `content` as the summary through `message_id`, `minutes` after a fixed time.
+async fn summarise(db: &DatabaseConnection, message_id: &str, content: &str, minutes: i64) {
+    let at = chrono::DateTime::parse_from_rfc3339("2026-02-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+        + chrono::Duration::minutes(minutes);
+    let stored = db::store_summary(db, message_id, content, at)
+        .await
+        .unwrap()
+        .expect("a stored message");
+    assert_eq!(stored.through_message_id, message_id);
+}
+
+async fn summary_of(db: &DatabaseConnection, current: &str, s: ThreadSummary) -> Value {
+    let ctx = reply_ctx(db, current).await;
+    serde_json::to_value(s.resolve(&ctx).await.expect("summary")).unwrap()
+}
+
+#[tokio::test]
+async fn the_newest_summary_prior_to_the_current_message_applies() {
+    on_each_backend("summaries", |db, _| async move {
+        import_threads(&db, numbered_thread(10)).await;
+        // Another thread's summary never applies.
+        import_threads(
+            &db,
+            json!([{"subject": "Other", "messages": [msg("<other@x>", "inbound", "2026-01-01T00:30:00Z", Some("other"))]}]),
+        )
+        .await;
+        let none = ThreadSummary::new();
+        assert_eq!(summary_of(&db, "<n6@x>", none.clone()).await, Value::Null);
+        let all = ThreadHistory::new().limit(None).after_summary(true);
+        assert_eq!(
+            history(&db, "<n6@x>", all.clone()).await,
+            from(0, 6),
+            "no summary: the whole window"
+        );
+
+        summarise(&db, "<n3@x>", "through three", 0).await;
+        summarise(&db, "<n5@x>", "through five", 1).await;
+        summarise(&db, "<other@x>", "elsewhere", 2).await;
+        // Through a message after n6: stored last, ignored when answering n6.
+        summarise(&db, "<n8@x>", "through eight", 3).await;
+
+        let system = |text: &str| json!({"role": "system", "content": format!("Summary of the conversation so far:\n{text}")});
+        assert_eq!(
+            summary_of(&db, "<n6@x>", none.clone()).await,
+            system("through five")
+        );
+        assert_eq!(history(&db, "<n6@x>", all.clone()).await, json!([]));
+        // n8 itself is not prior to n8: the summary through n5 applies.
+        assert_eq!(
+            summary_of(&db, "<n8@x>", none.clone()).await,
+            system("through five")
+        );
+        assert_eq!(history(&db, "<n8@x>", all.clone()).await, from(6, 8));
+        // The current message: the summary through n8, then the window after it.
+        assert_eq!(
+            summary_of(&db, "<current@x>", none.clone()).await,
+            system("through eight")
+        );
+        assert_eq!(history(&db, "<current@x>", all.clone()).await, from(9, 10));
+        // Before any summary's through-message: none applies.
+        assert_eq!(summary_of(&db, "<n2@x>", none.clone()).await, Value::Null);
+        assert_eq!(history(&db, "<n2@x>", all).await, from(0, 2));
+        // Without `after_summary` the window ignores summaries.
+        assert_eq!(
+            history(&db, "<n6@x>", ThreadHistory::new().limit(3)).await,
+            from(3, 6)
+        );
+        // Template and role.
+        let custom = ThreadSummary::new()
+            .try_template_str("Earlier ({{ persona.name }}): {{ summary }}")
+            .unwrap()
+            .role(Role::User);
+        assert_eq!(
+            summary_of(&db, "<n6@x>", custom).await,
+            json!({"role": "user", "content": "Earlier (support): through five"})
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_limited_or_stable_window_counts_only_messages_after_the_summary() {
+    on_each_backend("summary_windows", |db, _| async move {
+        import_threads(&db, numbered_thread(30)).await;
+        summarise(&db, "<n9@x>", "first ten", 0).await;
+        // 20 prior messages after the summary (n10..n29).
+        let limited = ThreadHistory::new().limit(4).after_summary(true);
+        assert_eq!(history(&db, "<current@x>", limited).await, from(26, 30));
+        // Stable, limit 4, step 3 over count 20: start floor(16 / 3) * 3 = 15 → n25.
+        let stable = ThreadHistory::new()
+            .limit(4)
+            .window(Window::Stable)
+            .step(3)
+            .after_summary(true);
+        assert_eq!(history(&db, "<current@x>", stable).await, from(25, 30));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn storing_a_summary_needs_a_known_message_and_some_text() {
+    on_each_backend("summary_store", |db, _| async move {
+        import_threads(&db, numbered_thread(2)).await;
+        let now = chrono::Utc::now();
+        assert_eq!(
+            db::store_summary(&db, "<nope@x>", "text", now)
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            db::store_summary(&db, "<n1@x>", " \n\0", now)
+                .await
+                .unwrap_err()
+                .to_string(),
+            "the summary through `<n1@x>` is empty"
+        );
+        let stored = db::store_summary(&db, "<n1@x>", "a\0b", now)
+            .await
+            .unwrap()
+            .unwrap();
+        let thread = reply_ctx(&db, "<current@x>")
+            .await
+            .message()
+            .unwrap()
+            .thread_id;
+        assert_eq!(
+            (stored.thread_id, stored.through_message_id.as_str()),
+            (thread, "<n1@x>")
+        );
+        assert_eq!(
+            summary_of(&db, "<current@x>", ThreadSummary::new()).await,
+            json!({"role": "system", "content": "Summary of the conversation so far:\nab"})
+        );
     })
     .await;
 }

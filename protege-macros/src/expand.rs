@@ -22,7 +22,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::TextTemplate(ty, source) => quote_spanned!(span=> #krate::#ty::template(#source)),
         Ctor::TextFn(ty, closure) => quote_spanned!(span=> #krate::#ty::from_fn(#closure)),
         Ctor::File(ty, path) => quote_spanned!(span=> #krate::#ty::new(#path)),
-        Ctor::History(ty) => quote_spanned!(span=> #krate::#ty::new()),
+        Ctor::History(ty) | Ctor::Summary(ty) => quote_spanned!(span=> #krate::#ty::new()),
         Ctor::RecordLoader(ty, loader) => quote_spanned!(span=> #krate::#ty::from_loader(#loader)),
         Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
         Ctor::UserValue(path) => quote!(#path),
@@ -133,6 +133,37 @@ mod tests {
                  {r} (:: protege_core :: ThreadHistory :: new () . window (:: protege_core :: Window :: Stable) . limit (20) . step (5)) , \
                  {r} (:: protege_core :: ThreadHistory :: new () . window (:: protege_core :: Window :: Sliding)) ,))"
             )
+        );
+    }
+
+    #[test]
+    fn thread_summary_and_after_summary() {
+        let out = expand(quote! {
+            use ThreadSummary;
+            use ThreadSummary(template = "Earlier: {{ summary }}", role = user);
+            use ThreadHistory(limit = 10, after_summary = true);
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: ThreadSummary :: new ()) , \
+                 {r} (:: protege_core :: ThreadSummary :: new () . template_str (\"Earlier: {{{{ summary }}}}\") . role (:: protege_core :: Role :: User)) , \
+                 {r} (:: protege_core :: ThreadHistory :: new () . limit (10) . after_summary (true)) ,))"
+            )
+        );
+        assert_eq!(
+            errors(quote! {
+                use ThreadSummary("x");
+                use LoadText("{{ summary }}");
+                use ThreadSummary(template = "{{ record.name }}");
+            }),
+            vec![
+                "`ThreadSummary` takes no positional argument; use named options such as `template = \"Earlier: {{ summary }}\"`",
+                "LoadText template line 1: `summary` exists only in the `template` of `ThreadSummary`",
+                "ThreadSummary template line 1: `record` exists only in the per-record `template` of `LoadRecord`",
+            ]
         );
     }
 

@@ -39,6 +39,8 @@ pub(crate) enum Ctor {
     File(Ident, Expr),
     /// `ThreadHistory::new()`.
     History(Ident),
+    /// `ThreadSummary::new()`.
+    Summary(Ident),
     /// `LoadRecord::from_loader(expr)`.
     RecordLoader(Ident, Expr),
     /// `LoadRecord::table(expr)`.
@@ -82,6 +84,7 @@ enum Builtin {
     LoadFile,
     LoadRecord,
     ThreadHistory,
+    ThreadSummary,
 }
 
 impl Builtin {
@@ -91,6 +94,7 @@ impl Builtin {
             "LoadFile" | "LoadFileResolver" => Some(Self::LoadFile),
             "LoadRecord" | "LoadRecordResolver" => Some(Self::LoadRecord),
             "ThreadHistory" | "ThreadHistoryResolver" => Some(Self::ThreadHistory),
+            "ThreadSummary" | "ThreadSummaryResolver" => Some(Self::ThreadSummary),
             _ => None,
         }
     }
@@ -101,6 +105,7 @@ impl Builtin {
             Self::LoadFile => "LoadFile",
             Self::LoadRecord => "LoadRecord",
             Self::ThreadHistory => "ThreadHistory",
+            Self::ThreadSummary => "ThreadSummary",
         }
     }
 
@@ -120,10 +125,12 @@ impl Builtin {
                 "limit",
                 "window",
                 "step",
+                "after_summary",
                 "include_tool_calls",
                 "result_limit",
                 "max_tokens",
             ],
+            Self::ThreadSummary => &["template", "role"],
         }
     }
 }
@@ -291,12 +298,17 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     return None;
                 }
                 (Some(Expr::Lit(lit)), None) if matches!(lit.lit, Lit::Str(_)) => {
-                    check_template(&Expr::Lit(lit.clone()), "LoadText template", false, errors);
+                    check_template(
+                        &Expr::Lit(lit.clone()),
+                        "LoadText template",
+                        Own::Nothing,
+                        errors,
+                    );
                     Ctor::TextTemplate(ident, Expr::Lit(lit))
                 }
                 (Some(closure), None) => Ctor::TextFn(ident, closure),
                 (None, Some(t)) => {
-                    check_template(&t.value, "LoadText template", false, errors);
+                    check_template(&t.value, "LoadText template", Own::Nothing, errors);
                     Ctor::TextTemplate(ident, t.value)
                 }
                 (None, None) => {
@@ -332,7 +344,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
             if let Some(lit) = str_literal(&path)
                 && is_template(&lit.value())
             {
-                check_template(&path, "LoadFile path", false, errors);
+                check_template(&path, "LoadFile path", Own::Nothing, errors);
             }
             Ctor::File(ident, path)
         }
@@ -374,6 +386,20 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                 errors.push(int.span(), "`step` must be at least 1");
             }
             Ctor::History(ident)
+        }
+        Builtin::ThreadSummary => {
+            if let Some(p) = first {
+                errors.push(
+                    p.span(),
+                    "`ThreadSummary` takes no positional argument; use named options \
+                     such as `template = \"Earlier: {{ summary }}\"`",
+                );
+            }
+            if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
+                check_template(&t.value, "ThreadSummary template", Own::Summary, errors);
+                t.key = Ident::new("template_str", t.key.span());
+            }
+            Ctor::Summary(ident)
         }
         Builtin::LoadRecord => {
             let table = take("table");
@@ -425,7 +451,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                 }
             };
             if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
-                check_template(&t.value, "LoadRecord template", true, errors);
+                check_template(&t.value, "LoadRecord template", Own::Record, errors);
                 t.key = Ident::new("template_str", t.key.span());
             }
             ctor
@@ -560,11 +586,22 @@ fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%")
 }
 
+/// The variable a template has beyond the run's own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Own {
+    /// None.
+    Nothing,
+    /// `record` (a LoadRecord template).
+    Record,
+    /// `summary` (a ThreadSummary template).
+    Summary,
+}
+
 /// Parses a string-literal template with minijinja; a syntax error points at the literal.
-/// Then checks the names it uses (`record` only where `record` is true): the chain's
+/// Then checks the names it uses (`record` or `summary` only where `own` says so): the chain's
 /// trigger and the persona's `[vars]` are not known at compile time, so `message`,
 /// `responsibility` and `persona.vars.X` are taken as they come.
-fn check_template(expr: &Expr, what: &str, record: bool, errors: &mut Errors) {
+fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Errors) {
     let Some(lit) = str_literal(expr) else {
         return;
     };
@@ -581,7 +618,8 @@ fn check_template(expr: &Expr, what: &str, record: bool, errors: &mut Errors) {
     }
     let scope = Scope {
         trigger: Trigger::Either,
-        record,
+        record: own == Own::Record,
+        summary: own == Own::Summary,
         vars: None,
     };
     let problems = protege_template_names::check(&source, &scope, |name, candidates| {

@@ -1,7 +1,8 @@
 //! The template variables of a run, declared once (DESIGN §4 lists the same).
 
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
-/// `correlation_id`, `now`, and `record` (only in a LoadRecord per-record template).
+/// `correlation_id`, `now`, `record` (only in a LoadRecord per-record template) and
+/// `summary` (only in a ThreadSummary template).
 pub const VARIABLES: &[&str] = &[
     "persona",
     "message",
@@ -9,6 +10,7 @@ pub const VARIABLES: &[&str] = &[
     "correlation_id",
     "now",
     "record",
+    "summary",
 ];
 
 /// The attributes of `persona`.
@@ -40,7 +42,7 @@ pub(crate) fn attributes(variable: &str) -> Option<&'static [&'static str]> {
         "persona" => Some(PERSONA),
         "message" => Some(MESSAGE),
         "responsibility" => Some(RESPONSIBILITY),
-        "correlation_id" | "now" => Some(&[]),
+        "correlation_id" | "now" | "summary" => Some(&[]),
         _ => None,
     }
 }

@@ -96,6 +96,18 @@ pub(crate) enum DbCommand {
         #[arg(long, value_name = "BYTES", default_value_t = protege_core::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
         max_attachment_bytes: u64,
     },
+    /// Store FILE's text as the running summary of a thread, through one of its messages.
+    #[command(
+        after_help = "Example:\n  protege db summary --message '<refund-2@acme.test>' --file summary.txt"
+    )]
+    Summary {
+        /// The last message the summary covers, by Message-ID.
+        #[arg(long, value_name = "MESSAGE_ID")]
+        message: String,
+        /// The file holding the summary (UTF-8 text, at most 1 MiB).
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 /// The output of `resolve`.

@@ -143,6 +143,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Db { command } => match command {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,
+            DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
             DbCommand::ImportEml {
                 paths,
                 persona,

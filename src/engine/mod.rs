@@ -5,6 +5,7 @@
 mod cache_report;
 mod error;
 mod input;
+mod summary;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use tokio::sync::{OnceCell, broadcast};
 pub use cache_report::{CacheReport, CacheReportRow};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
+pub use summary::SUMMARY_MAX_BYTES;
 
 /// The result of [`Engine::resolve`].
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,7 @@ use sea_orm::sea_query::{
 use sea_orm::{ConnectionTrait, QueryResult};
 
 use super::entities::{attachment, message, tool_use};
-use super::{address_list, bad_direction};
+use super::{address_list, bad_direction, summary};
 use crate::error::Result;
 use crate::mail::{Attachment, Direction, MailMessage};
 
@@ -45,18 +45,26 @@ pub(crate) struct PriorTurn {
 /// or with `step` (a cache-stable window) the most recent `limit + (count - limit) mod step`
 /// of the `count` prior messages, which keeps the window's first message in place until
 /// it jumps by `step`.
-fn prior_ids(current: &MailMessage, limit: Option<u64>, step: Option<u64>) -> SelectStatement {
+fn prior_ids(
+    current: &MailMessage,
+    limit: Option<u64>,
+    step: Option<u64>,
+    after_summary: bool,
+) -> SelectStatement {
     use message::Column as M;
     let mut q = Query::select();
     q.column((message::Entity, M::Id)).from(message::Entity);
-    prior_of(&mut q, current);
+    prior_of(&mut q, current, after_summary);
     q.order_by((message::Entity, M::SentAt), Order::Desc)
         .order_by((message::Entity, M::Id), Order::Desc);
     match (limit, step) {
         (Some(n), Some(step)) => {
-            q.and_where(
-                Expr::col((message::Entity, M::Id)).in_subquery(stable_ids(current, n, step)),
-            );
+            q.and_where(Expr::col((message::Entity, M::Id)).in_subquery(stable_ids(
+                current,
+                n,
+                step,
+                after_summary,
+            )));
             q.limit(n.saturating_add(step - 1));
         }
         (Some(n), None) => {
@@ -68,12 +76,16 @@ fn prior_ids(current: &MailMessage, limit: Option<u64>, step: Option<u64>) -> Se
 }
 
 /// The conditions of a prior message of `current`: same thread, sent at or before it, not
-/// itself.
-fn prior_of(q: &mut SelectStatement, current: &MailMessage) {
+/// itself; with `after_summary`, sent after the through-message of the summary that
+/// applies to `current`.
+fn prior_of(q: &mut SelectStatement, current: &MailMessage, after_summary: bool) {
     use message::Column as M;
     q.and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
         .and_where(Expr::col((message::Entity, M::SentAt)).lte(current.sent_at))
         .and_where(Expr::col((message::Entity, M::Id)).ne(current.id));
+    if after_summary {
+        q.cond_where(summary::after_applicable(current));
+    }
 }
 
 /// The ids of a cache-stable window of `n` (step `step`, at least 1): each prior message
@@ -81,7 +93,7 @@ fn prior_of(q: &mut SelectStatement, current: &MailMessage) {
 /// `rn <= n + (cnt - n) % step`. With `cnt > n` that is the `cnt - floor((cnt - n) / step)
 /// * step` newest; with `cnt <= n` every one (the remainder of a negative dividend is not
 /// positive on every backend, and never below `cnt - n`).
-fn stable_ids(current: &MailMessage, n: u64, step: u64) -> SelectStatement {
+fn stable_ids(current: &MailMessage, n: u64, step: u64, after_summary: bool) -> SelectStatement {
     use message::Column as M;
     let n = i64::try_from(n).unwrap_or(i64::MAX);
     let step = i64::try_from(Ord::max(step, 1)).unwrap_or(i64::MAX);
@@ -89,7 +101,7 @@ fn stable_ids(current: &MailMessage, n: u64, step: u64) -> SelectStatement {
     numbered
         .column((message::Entity, M::Id))
         .from(message::Entity);
-    prior_of(&mut numbered, current);
+    prior_of(&mut numbered, current, after_summary);
     let mut newest_first = WindowStatement::new();
     newest_first
         .order_by((message::Entity, M::SentAt), Order::Desc)
@@ -117,19 +129,21 @@ fn prior_alias() -> Alias {
 }
 
 /// Reads the prior messages of `current` (oldest first) with their attachments and, when
-/// `with_tools`, their tool uses; `step` selects a cache-stable window (see `prior_ids`).
+/// `with_tools`, their tool uses; `step` selects a cache-stable window (see `prior_ids`) and
+/// `after_summary` keeps only messages after the applicable summary's through-message.
 pub(crate) async fn read<C: ConnectionTrait>(
     db: &C,
     current: &MailMessage,
     limit: Option<u64>,
     step: Option<u64>,
+    after_summary: bool,
     with_tools: bool,
 ) -> Result<Vec<PriorTurn>> {
     if limit == Some(0) {
         return Ok(Vec::new());
     }
     use message::Column as M;
-    let mut q = prior_ids(current, limit, step);
+    let mut q = prior_ids(current, limit, step, after_summary);
     q.columns([
         (message::Entity, M::MessageId),
         (message::Entity, M::Direction),
@@ -179,7 +193,7 @@ pub(crate) async fn read<C: ConnectionTrait>(
     .from(attachment::Entity)
     .join_subquery(
         JoinType::InnerJoin,
-        prior_ids(current, limit, step),
+        prior_ids(current, limit, step, after_summary),
         prior_alias(),
         Expr::col((prior_alias(), M::Id)).equals((attachment::Entity, A::MessageId)),
     )
@@ -214,7 +228,7 @@ pub(crate) async fn read<C: ConnectionTrait>(
         .from(tool_use::Entity)
         .join_subquery(
             JoinType::InnerJoin,
-            prior_ids(current, limit, step),
+            prior_ids(current, limit, step, after_summary),
             prior_alias(),
             Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
         );

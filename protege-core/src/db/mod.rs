@@ -20,6 +20,7 @@ pub(crate) mod history;
 mod lock;
 mod migration;
 pub(crate) mod records;
+pub(crate) mod summary;
 
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ pub use fixture::{
 };
 pub use migration::Migrator;
 pub use sea_orm::DatabaseConnection;
+pub use summary::{StoredSummary, store_summary};
 
 /// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

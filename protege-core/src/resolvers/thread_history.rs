@@ -20,6 +20,7 @@ pub struct ThreadHistory {
     limit: Option<u64>,
     window: Window,
     step: Option<u64>,
+    after_summary: bool,
     include_tool_calls: bool,
     result_limit: usize,
     max_tokens: Option<usize>,
@@ -64,6 +65,7 @@ impl Default for ThreadHistory {
             limit: Some(50),
             window: Window::Sliding,
             step: None,
+            after_summary: false,
             include_tool_calls: true,
             result_limit: 4000,
             max_tokens: None,
@@ -93,6 +95,14 @@ impl ThreadHistory {
     /// `0` counts as 1). A sliding window ignores it.
     pub fn step(mut self, step: u64) -> Self {
         self.step = Some(step);
+        self
+    }
+
+    /// Whether the window only takes prior messages sent after the through-message of the
+    /// thread's applicable summary (see [`ThreadSummary`](crate::ThreadSummary)); default
+    /// false. Without an applicable summary it changes nothing.
+    pub fn after_summary(mut self, yes: bool) -> Self {
+        self.after_summary = yes;
         self
     }
 
@@ -244,6 +254,7 @@ impl Resolver for ThreadHistory {
             current,
             self.limit,
             self.effective_step(),
+            self.after_summary,
             self.include_tool_calls,
         )
         .await?;
