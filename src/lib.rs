@@ -175,6 +175,6 @@ pub mod db {
 mod engine;
 
 pub use engine::{
-    Engine, EngineBuilder, EngineError, EngineErrorKind, Format, Resolution, ResolveInput,
-    problem_summary,
+    CacheReport, CacheReportRow, Engine, EngineBuilder, EngineError, EngineErrorKind, Format,
+    Resolution, ResolveInput, SUMMARY_MAX_BYTES, problem_summary,
 };

@@ -517,10 +517,10 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
                 r#"[{{"role":"user","content":"From: Ann <ann@example.com>\nTo: help@acme.test\nCc:\nDate: Sun, 1 Mar 2026 09:00:00 +0000\nSubject: Order\n\nWhere is A-7?"}},"#,
                 r#"{{"role":"assistant","content":"[tool call lookup_order] {{\"order\":\"A-7\"}}"}},"#,
                 r#"{{"role":"user","content":"[tool result lookup_order] shipped"}},"#,
-                r#"{{"role":"assistant","content":"From: help@acme.test\nTo: ann@example.com\nCc:\nDate: Sun, 1 Mar 2026 10:00:00 +0000\nSubject: Re: Order\n\nIt shipped."}},"#,
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"From: help@acme.test\nTo: ann@example.com\nCc:\nDate: Sun, 1 Mar 2026 10:00:00 +0000\nSubject: Re: Order\n\nIt shipped.","cache_control":{{"type":"ephemeral"}}}}]}},"#,
                 r#"{{"role":"user","content":[{{"type":"text","text":"{user}"}},"#,
                 r#"{{"type":"image","source":{{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQSkZJRgAB"}}}},"#,
-                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},"title":"r.pdf"}}]}}]"#
+                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},"title":"r.pdf","cache_control":{{"type":"ephemeral"}}}}]}}]"#
             ),
             user = user
         )
@@ -528,4 +528,153 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
     let run = protege(&url, root.path(), &args("openai"));
     assert_eq!(run.code, 0, "{}", run.stderr);
     save_wire("mislabelled", "openai", &run.stdout);
+}
+
+#[test]
+fn cache_report_prints_one_row_per_reply_run_and_the_total() {
+    let (_dir, url) = demo_db();
+    // Thread 1 of the demo data: the refund thread, two inbound messages.
+    for (format, file) in [
+        (None, "cache-report-refund.anthropic.txt"),
+        (Some("openai"), "cache-report-refund.openai.txt"),
+    ] {
+        let mut args = vec!["cache-report", "--persona", "support", "--thread", "1"];
+        if let Some(f) = format {
+            args.extend(["--format", f]);
+        }
+        let run = protege(&url, &project(), &args);
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+        expect(file, &run.stdout);
+    }
+    // The README's example of a persona kept cache-friendly.
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "--personas",
+            "examples/cost",
+            "cache-report",
+            "--persona",
+            "support-lean",
+            "--thread",
+            "1",
+        ],
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    expect("cache-report-refund.support-lean.txt", &run.stdout);
+    let run = protege(
+        &url,
+        &project(),
+        &["cache-report", "--persona", "support", "--thread", "99"],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: unknown thread `99`: no thread with this id in the database\n"
+        )
+    );
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "cache-report",
+            "--persona",
+            "support",
+            "--thread",
+            "1",
+            "--format",
+            "messages",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn db_summary_stores_a_summary_that_thread_summary_replays() {
+    let (dir, url) = demo_db();
+    let file = dir.path().join("summary.txt");
+    std::fs::write(
+        &file,
+        "Alice's order A-1042 arrived broken; refund R-5531 (249.00 EUR) was started on 2 March.\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<refund-2@acme.test>",
+            "--file",
+            file,
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            0,
+            "stored summary 1 of thread 1 through <refund-2@acme.test>\n",
+            ""
+        )
+    );
+    // The summary, then only the messages after refund-2: none before the current one.
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "--personas",
+            "examples/cost",
+            "resolve",
+            "--persona",
+            "support-lean",
+            "--message",
+            "<refund-3@example.com>",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    expect("support-lean-summary.messages.json", &run.stdout);
+
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<nope@example.com>",
+            "--file",
+            file,
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: unknown message `<nope@example.com>`: no message with this Message-ID in the database\n"
+        )
+    );
+    let missing = dir.path().join("missing.txt");
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<refund-2@acme.test>",
+            "--file",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stderr.clone()),
+        (
+            1,
+            format!("error: file not found: `{}`\n", missing.display())
+        )
+    );
 }

@@ -207,7 +207,11 @@ async fn provider_format_needs_a_provider() {
         .unwrap();
     assert_eq!(
         out.body,
-        serde_json::json!({"model":"gpt-4o","messages":[{"role":"system","content":"Go."}]})
+        serde_json::json!({
+            "model": "gpt-4o",
+            "messages": [{"role": "system", "content": "Go."}],
+            "prompt_cache_key": "9d5e48c21ed4754b",
+        })
     );
 }
 
@@ -277,6 +281,44 @@ async fn a_run_time_template_error_names_the_persona_its_file_and_the_resolver()
             EngineErrorKind::InvalidInput,
             "persona `lookup` (`personas/lookup.toml`): resolver 2 `LoadRecord` failed: \
              template `LoadRecord.template` line 2: `record.nickname` is undefined"
+        )
+    );
+}
+
+#[tokio::test]
+async fn store_summary_is_the_library_call_behind_db_summary() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    let stored = engine
+        .store_summary("<track-2@acme.test>", "Parcel with the carrier.")
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            stored.id,
+            stored.thread_id,
+            stored.through_message_id.as_str()
+        ),
+        (1, 2, "<track-2@acme.test>")
+    );
+    let err = engine.store_summary("<nope@x>", "text").await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::NotFound,
+            "unknown message `<nope@x>`: no message with this Message-ID in the database"
+        )
+    );
+    let huge = "x".repeat(protege::SUMMARY_MAX_BYTES + 1);
+    let err = engine
+        .store_summary("<track-2@acme.test>", &huge)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::InvalidInput,
+            "the summary through `<track-2@acme.test>` is 1048577 bytes, over the limit of 1048576"
         )
     );
 }

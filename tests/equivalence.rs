@@ -13,7 +13,8 @@ use protege::db::{self, DatabaseConnection};
 use protege::resolvers::{OrderBy, WhereValue};
 use protege::{
     AppConfig, Chain, Context, DynChain, LoadFile, LoadRecord, LoadText, MailMessage, PersonaInfo,
-    Responsibility, Role, StaticChain, Template, ThreadHistory, ToolDef, Trigger,
+    Responsibility, Role, StaticChain, Template, ThreadHistory, ThreadSummary, ToolDef, Trigger,
+    Window,
 };
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
@@ -78,8 +79,16 @@ where = { email = "{{ message.from }}" }
 template = "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})"
 
 [[message_resolvers]]
+use = "ThreadSummary"
+template = "Earlier: {{ summary }}"
+role = "user"
+
+[[message_resolvers]]
 use = "ThreadHistory"
 limit = 2
+window = "stable"
+step = 3
+after_summary = true
 result_limit = 12
 
 [[message_resolvers]]
@@ -227,6 +236,8 @@ fn expected_reply() -> String {
         r#"{"role":"system","content":"Answer in English.\n"},"#,
         r#"{"role":"user","content":"Refunds take 5 days."},"#,
         r#"{"role":"system","content":"Customer: Alice Liddell (plan: pro, seats: 5)"},"#,
+        // The stable window (limit 2, step 3) of 3 prior messages keeps all 3.
+        r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Sat, 3 Jan 2026 08:00:00 +0000\nSubject: Order A-1\n\nWhere is order A-1?"},"#,
         r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc: bob@example.com\nDate: Sun, 4 Jan 2026 09:00:00 +0000\nSubject: Refund for order A-1\n\nIt arrived broken.\n\nAttachments:\n- photo.jpg (image/jpeg, 2048 bytes, id: att-1)"},"#,
         r#"{"role":"assistant","content":"","tool_calls":[{"id":"call_1","name":"lookup_order","input":{"order":"A-1"}}]},"#,
         r#"{"role":"tool","tool_call_id":"call_1","content":"{\"status\":\"d\n[truncated: 26 more characters]"},"#,
@@ -271,7 +282,8 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
             accounts_of_sender,
             template = "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})",
         );
-        use ThreadHistory(limit = 2, result_limit = 12);
+        use ThreadSummary(template = "Earlier: {{ summary }}", role = user);
+        use ThreadHistory(limit = 2, window = stable, step = 3, after_summary = true, result_limit = 12);
         use LoadText("Reply to {{ message.from }} about \"{{ message.subject }}\".", role = user);
     };
     let macro_digest = protege::resolvers! {
@@ -298,7 +310,19 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
                     "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})",
                 ),
         )
-        .with(ThreadHistory::new().limit(2).result_limit(12))
+        .with(
+            ThreadSummary::new()
+                .template_str("Earlier: {{ summary }}")
+                .role(Role::User),
+        )
+        .with(
+            ThreadHistory::new()
+                .limit(2)
+                .window(Window::Stable)
+                .step(3)
+                .after_summary(true)
+                .result_limit(12),
+        )
         .with(
             LoadText::template("Reply to {{ message.from }} about \"{{ message.subject }}\".")
                 .role(Role::User),
@@ -357,6 +381,7 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
         "LoadFile",
         "LoadFile",
         "LoadRecord",
+        "ThreadSummary",
         "ThreadHistory",
         "LoadText",
     ];

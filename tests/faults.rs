@@ -222,9 +222,10 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
         }
         rt.block_on(async {
             let conn = db::connect(&fresh.url).await.unwrap();
+            // One row per migration (the mail store, then `thread_summaries`), each applied once.
             assert_eq!(
                 count(&conn, "protege_migrations").await,
-                1,
+                2,
                 "{}",
                 fresh.backend
             );

@@ -185,7 +185,7 @@ async fn routes_statuses_and_errors() {
             json!("support"),
             json!(["support@acme.test"]),
             json!([]),
-            json!({"provider": "anthropic", "name": "claude-sonnet-4-5", "max_tokens": 1024}),
+            json!({"provider": "anthropic", "name": "claude-sonnet-4-5", "max_tokens": 1024, "cache": "auto"}),
             json!(
                 project()
                     .join("personas/support.toml")
@@ -767,5 +767,87 @@ async fn shutdown_finishes_the_requests_in_flight() {
     assert!(
         logged.iter().any(|l| l.contains("shutting down")),
         "{logged:#?}"
+    );
+}
+
+#[tokio::test]
+async fn summaries_are_stored_with_auth_and_json_errors() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let body = |message_id: &str, content: &str| {
+        json!({"message_id": message_id, "content": content}).to_string()
+    };
+    let res = server
+        .client
+        .post(server.url("/v1/summaries"))
+        .header("content-type", "application/json")
+        .body(body("<refund-2@acme.test>", "Refund R-5531 started."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (res.status().as_u16(), res.text().await.unwrap()),
+        (
+            401,
+            error(
+                "unauthorized",
+                "this route needs `Authorization: Bearer <token>` with the token the service was started with"
+            )
+        )
+    );
+    let summaries = |content_type: &'static str, body: String| {
+        let server = &server;
+        async move { server.post("/v1/summaries", content_type, body).await }
+    };
+    assert_eq!(
+        summaries(
+            "application/json",
+            body("<refund-2@acme.test>", "Refund R-5531 started.")
+        )
+        .await,
+        (
+            201,
+            "{\n  \"status\": \"stored\",\n  \"id\": 1,\n  \"thread_id\": 1,\n  \"through_message_id\": \"<refund-2@acme.test>\"\n}\n".to_owned()
+        )
+    );
+    assert_eq!(
+        summaries("application/json", body("<nope@x>", "text")).await,
+        (
+            404,
+            error(
+                "not_found",
+                "unknown message `<nope@x>`: no message with this Message-ID in the database"
+            )
+        )
+    );
+    assert_eq!(
+        summaries("application/json", body("<refund-2@acme.test>", "  ")).await,
+        (
+            422,
+            error(
+                "invalid_input",
+                "the summary through `<refund-2@acme.test>` is empty"
+            )
+        )
+    );
+    assert_eq!(
+        summaries(
+            "application/json",
+            r#"{"message_id":"<refund-2@acme.test>"}"#.to_owned()
+        )
+        .await,
+        (
+            400,
+            error(
+                "bad_request",
+                "invalid summary body: missing field `content` at line 1 column 37"
+            )
+        )
+    );
+    assert_eq!(
+        summaries("text/plain", body("<refund-2@acme.test>", "x"))
+            .await
+            .0,
+        415
     );
 }

@@ -3,7 +3,10 @@
 use std::ops::Range;
 
 use protege_core::resolvers::{OrderBy, WhereValue};
-use protege_core::{BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory};
+use protege_core::{
+    BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory, ThreadSummary,
+    Window,
+};
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
@@ -93,6 +96,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         let scope = Scope {
             trigger: self.trigger,
             record,
+            summary: self.name == "ThreadSummary",
             vars: self.vars,
         };
         crate::names::check(self.sink, text, value, &scope)
@@ -332,11 +336,35 @@ fn order_by(sink: &mut Sink<'_>, item: &Value<'_>) -> Option<OrderBy> {
     })
 }
 
-/// `ThreadHistory`: `limit`, `include_tool_calls`, `result_limit`, `max_tokens`.
+/// `ThreadSummary`: `template` (variable `summary`), `role`.
+pub(crate) fn thread_summary(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    o.check_keys(&["use", "template", "role"]);
+    let mut ok = true;
+    let mut r = ThreadSummary::new();
+    if get(o.table, "template").is_some() {
+        match o.template("template", false) {
+            Some(t) => r = r.template(t),
+            None => ok = false,
+        }
+    }
+    if get(o.table, "role").is_some() {
+        match o.role() {
+            Some(role) => r = r.role(role),
+            None => ok = false,
+        }
+    }
+    ok.then(|| BoxResolver::new(r))
+}
+
+/// `ThreadHistory`: `limit`, `window`, `step`, `after_summary`, `include_tool_calls`,
+/// `result_limit`, `max_tokens`.
 pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
     o.check_keys(&[
         "use",
         "limit",
+        "window",
+        "step",
+        "after_summary",
         "include_tool_calls",
         "result_limit",
         "max_tokens",
@@ -370,6 +398,52 @@ pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
                 );
                 ok = false;
             }
+        }
+    }
+    let mut window = Window::Sliding;
+    if let Some(value) = get(o.table, "window") {
+        match reader::string(o.sink, value, "`window`") {
+            Some(text) => match Window::parse(&text) {
+                Some(w) => {
+                    window = w;
+                    r = r.window(w);
+                }
+                None => {
+                    let hint = suggestion(&text, ["sliding", "stable"]);
+                    let message = if hint.is_empty() {
+                        format!("unknown window `{text}`, expected `sliding` or `stable`")
+                    } else {
+                        format!("unknown window `{text}`{hint}")
+                    };
+                    o.sink.error(value.span(), message);
+                    ok = false;
+                }
+            },
+            None => ok = false,
+        }
+    }
+    if let Some(value) = get(o.table, "step") {
+        match reader::unsigned(o.sink, value, "`step`") {
+            Some(0) => {
+                o.sink
+                    .error(value.span(), "`step` must be at least 1, found `0`");
+                ok = false;
+            }
+            Some(n) if window == Window::Stable => r = r.step(n),
+            Some(_) if ok => {
+                o.sink.error(
+                    value.span(),
+                    "`step` applies to a stable window: add `window = \"stable\"`",
+                );
+                ok = false;
+            }
+            _ => ok = false,
+        }
+    }
+    if let Some(value) = get(o.table, "after_summary") {
+        match reader::boolean(o.sink, value, "`after_summary`") {
+            Some(b) => r = r.after_summary(b),
+            None => ok = false,
         }
     }
     if let Some(value) = get(o.table, "include_tool_calls") {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{
-    DynChain, ModelConfig, PersonaInfo, PersonaLimits, Provider, Responsibility, ToolDef,
+    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, Provider, Responsibility, ToolDef,
 };
 use protege_template_names::Trigger;
 use toml::de::{DeTable, DeValue};
@@ -234,7 +234,7 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
     unknown_keys(
         sink,
         t,
-        &["provider", "name", "max_tokens"],
+        &["provider", "name", "max_tokens", "cache"],
         " in `[model]`",
     );
     let mut model = ModelConfig::default();
@@ -271,6 +271,22 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
                     u32::MAX
                 ),
             ),
+        }
+    }
+    if let Some(v) = get(t, "cache")
+        && let Some(c) = reader::string(sink, v, "`cache`")
+    {
+        match CacheMode::parse(&c) {
+            Some(mode) => model.cache = mode,
+            None => {
+                let hint = suggestion(&c, ["auto", "off"]);
+                let message = if hint.is_empty() {
+                    format!("unknown cache mode `{c}`, expected `auto` or `off`")
+                } else {
+                    format!("unknown cache mode `{c}`{hint}")
+                };
+                sink.error(v.span(), message);
+            }
         }
     }
     Some(model)

@@ -19,13 +19,16 @@ struct Entry {
 }
 
 /// The resolvers personas can `use`: the built-ins (`LoadText`, `LoadFile`, `LoadRecord`,
-/// `ThreadHistory`, with `LoadTextResolver`-style long names as aliases) plus the custom
+/// `ThreadHistory`, `ThreadSummary`, with `LoadTextResolver`-style long names as aliases) plus the custom
 /// types registered with [`Registry::register`].
 ///
 /// ```
 /// use protege::config::Registry;
 /// let registry = Registry::new();
-/// assert_eq!(registry.names(), ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory"]);
+/// assert_eq!(
+///     registry.names(),
+///     ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory", "ThreadSummary"]
+/// );
 /// ```
 #[derive(Clone)]
 pub struct Registry {
@@ -54,6 +57,7 @@ impl Registry {
         registry.add_builtin("LoadFile", builtins::load_file);
         registry.add_builtin("LoadRecord", builtins::load_record);
         registry.add_builtin("ThreadHistory", builtins::thread_history);
+        registry.add_builtin("ThreadSummary", builtins::thread_summary);
         registry
     }
 

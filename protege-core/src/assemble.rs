@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::cache::{CacheHints, Conversation, cache_key};
 use crate::chain::Chain;
-use crate::context::Context;
+use crate::context::{Context, Trigger};
 use crate::error::Result;
 use crate::message::{Content, Message, Request, Role, message};
 use crate::request::{build_request, user_turn};
@@ -52,16 +53,25 @@ pub struct Assembled {
     pub elapsed: Duration,
 }
 
+/// The name of the resolver whose last message is a cache breakpoint.
+const HISTORY: &str = "ThreadHistory";
+
 /// Runs `chain` for `ctx` and finishes the request: the chain's messages, then the user
 /// turn of a reply run (the inbound message's rendering, with its attachments as parts),
-/// then the tools of the context's persona, checked with [`Request::validate`].
+/// then the tools of the context's persona, checked with [`Request::validate`]. The
+/// request's [`CacheHints`] name the last message `ThreadHistory` produced and the
+/// conversation's [`cache_key`].
 pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Assembled> {
     let start = Instant::now();
     let run = chain.run(ctx).await?;
     let elapsed = start.elapsed();
     let mut steps = Vec::with_capacity(run.len() + 1);
     let mut messages = Vec::with_capacity(run.iter().map(|s| s.messages.len()).sum());
+    let mut history_end = None;
     for step in run {
+        if step.name == HISTORY && !step.messages.is_empty() {
+            history_end = Some(messages.len() + step.messages.len() - 1);
+        }
         steps.push(StepReport::of(
             step.name,
             step.position,
@@ -80,7 +90,15 @@ pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Ass
             Duration::ZERO,
         ));
     }
-    let request = build_request(user, ctx.persona().tools.clone(), messages)?;
+    let mut request = build_request(user, ctx.persona().tools.clone(), messages)?;
+    let conversation = match ctx.trigger() {
+        Trigger::Message(m) => Conversation::Thread(m.thread_id),
+        Trigger::Responsibility(r) => Conversation::Responsibility(&r.name),
+    };
+    request.cache = CacheHints {
+        history_end,
+        key: Some(cache_key(&ctx.persona().name, conversation)),
+    };
     Ok(Assembled {
         request,
         steps,

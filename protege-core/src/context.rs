@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
+use crate::cache::CacheMode;
 use crate::mail::{MailMessage, rfc3339_z};
 use crate::message::ToolDef;
 use crate::template::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
@@ -30,6 +31,9 @@ pub struct ModelConfig {
     pub name: Option<String>,
     /// The output token budget.
     pub max_tokens: Option<u32>,
+    /// Whether wire bodies ask the provider to cache their prefix (`[model] cache`).
+    #[serde(default)]
+    pub cache: CacheMode,
 }
 
 /// A scheduled task of a persona.

@@ -25,6 +25,7 @@
 //! ```
 
 mod assemble;
+mod cache;
 mod chain;
 mod context;
 pub mod db;
@@ -43,6 +44,7 @@ mod validate;
 pub mod wire;
 
 pub use assemble::{Assembled, StepReport, assemble};
+pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
 pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,
@@ -55,7 +57,9 @@ pub use mail::{Attachment, Direction, MailMessage, bare_address, one_line, rfc33
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
-pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory};
+pub use resolvers::{
+    LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory, ThreadSummary, Window,
+};
 pub use template::{Template, TemplateLimits};
 
 #[doc(hidden)]

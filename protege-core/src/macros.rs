@@ -23,7 +23,8 @@
 ///
 /// # Built-in resolvers
 ///
-/// The one-segment names `LoadText`, `LoadFile`, `LoadRecord` and `ThreadHistory` (and the
+/// The one-segment names `LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory` and
+/// `ThreadSummary` (and the
 /// aliases `LoadTextResolver`, ...) are the built-ins; write a path such as
 /// `self::LoadText` to use a type of your own with one of these names.
 ///
@@ -32,7 +33,8 @@
 /// | `LoadText("...")` or `LoadText(template = EXPR)` | [`LoadText::template`](crate::LoadText::template) |
 /// | `LoadText(closure)` (any positional that is not a string literal) | [`LoadText::from_fn`](crate::LoadText::from_fn) |
 /// | `LoadFile("...")` or `LoadFile(path = EXPR)` | [`LoadFile::new`](crate::LoadFile::new) |
-/// | `ThreadHistory` or `ThreadHistory(limit = 10, include_tool_calls = true, result_limit = 4000, max_tokens = 2000)` | [`ThreadHistory::new`](crate::ThreadHistory::new) then one builder call per option (`limit = None` means all) |
+/// | `ThreadHistory` or `ThreadHistory(limit = 10, window = stable, step = 5, include_tool_calls = true, result_limit = 4000, max_tokens = 2000)` | [`ThreadHistory::new`](crate::ThreadHistory::new) then one builder call per option (`limit = None` means all; `window` takes the word `stable` or `sliding`, or the same as a string, and becomes [`Window`](crate::Window); `step` needs `window = stable`; `after_summary = true`) |
+/// | `ThreadSummary` or `ThreadSummary(template = "Earlier: {{ summary }}", role = user)` | [`ThreadSummary::new`](crate::ThreadSummary::new), `.template_str("...")`, `.role(Role::User)` |
 /// | `LoadRecord(loader, template = "...", render_with = closure)` | `LoadRecord::from_loader(loader).template_str("...").render_with(closure)`: `loader` is an async closure taking the `Context` and returning `Result` of an iterator of `Serialize` records |
 /// | `LoadRecord(table = "...", order_by = ["plan", "id desc"], limit = N, template = "...")` | [`LoadRecord::table`](crate::LoadRecord::table)`("...")`, one `.order_by(OrderBy { .. })` per entry (parsed at compile time), `.limit(N)`, `.template_str("...")` |
 /// | `role = user` on any built-in but `ThreadHistory` | `.role(Role::User)` |

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache::CacheHints;
+
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -250,4 +252,9 @@ pub struct Request {
     /// The tools (always serialised, possibly `[]`).
     #[serde(default)]
     pub tools: Vec<ToolDef>,
+    /// Where the thread history ends and the conversation's cache key, set by
+    /// [`Chain::request`](crate::Chain::request) for the wire formats' cache markers; not
+    /// part of the JSON.
+    #[serde(skip)]
+    pub cache: CacheHints,
 }

@@ -2,6 +2,7 @@
 
 use base64::Engine as _;
 
+use crate::cache::CacheHints;
 use crate::error::Result;
 use crate::mail::MailMessage;
 use crate::message::{Content, Message, Part, Request, Role, ToolDef, message};
@@ -19,6 +20,7 @@ pub fn build_request(
     let request = Request {
         messages: context_messages,
         tools,
+        cache: CacheHints::default(),
     };
     request.validate()?;
     Ok(request)

@@ -262,17 +262,22 @@ async fn migrations_are_idempotent_and_reversible() {
     on_each_backend("migrations", |db, _| async move {
         db::migrate(&db).await.unwrap();
         import(&db, "tools.json").await;
+        db::store_summary(&db, "<lookup-1@example.com>", "so far", chrono::Utc::now())
+            .await
+            .unwrap()
+            .expect("a stored message");
         Migrator::down(&db, None).await.unwrap();
-        assert!(
+        let select = |table: &str| {
             db.query_all_raw(sea_orm::Statement::from_string(
                 db.get_database_backend(),
-                "SELECT * FROM messages"
+                format!("SELECT * FROM {table}"),
             ))
-            .await
-            .is_err()
-        );
+        };
+        assert!(select("messages").await.is_err());
+        assert!(select("thread_summaries").await.is_err());
         db::migrate(&db).await.unwrap();
         assert_eq!(counts(&db).await, [0, 0, 0, 0]);
+        assert_eq!(select("thread_summaries").await.unwrap().len(), 0);
     })
     .await;
 }

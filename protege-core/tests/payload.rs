@@ -32,6 +32,7 @@ fn canonical_json_of_every_message_shape() {
     let request = Request {
         messages,
         tools: vec![],
+        ..Default::default()
     };
     let text = serde_json::to_string(&request).unwrap();
     assert_eq!(
@@ -59,6 +60,7 @@ fn tools_always_serialised() {
             description: "d".into(),
             input_schema: json!({"type": "object"}),
         }],
+        ..Default::default()
     };
     assert_eq!(
         serde_json::to_string(&request).unwrap(),
@@ -84,6 +86,7 @@ fn check(messages: Vec<Message>) -> String {
     Request {
         messages,
         tools: vec![],
+        ..Default::default()
     }
     .validate()
     .map(|_| "ok".to_owned())
@@ -129,6 +132,7 @@ fn tool_message_after_a_user_turn() {
             message(Role::Tool, "x").with_tool_call_id("c"),
         ],
         tools: vec![],
+        ..Default::default()
     }
     .violations();
     assert_eq!(

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{expected, import, on_each_backend, reply_ctx, resolve_json};
 use protege_core::db;
 use protege_core::{
-    AppConfig, Context, DynChain, LoadText, PersonaInfo, Resolver, Responsibility, ThreadHistory,
-    Trigger, build_request, user_turn,
+    AppConfig, CacheHints, Chain, Context, Conversation, DynChain, LoadText, PersonaInfo, Resolver,
+    Responsibility, Role, ThreadHistory, ThreadSummary, Trigger, Window, build_request, cache_key,
+    user_turn,
 };
 use sea_orm::DatabaseConnection;
 use serde_json::{Value, json};
@@ -26,7 +27,7 @@ async fn support_request(
     let chain = DynChain::new()
         .with(LoadText::template("{{ persona.instructions }}"))
         .with(history);
-    let messages = protege_core::Chain::resolve(&chain, &ctx).await.unwrap();
+    let messages = Chain::resolve(&chain, &ctx).await.unwrap();
     let tools = serde_json::from_value(tools).unwrap();
     let request = build_request(Some(user_turn(ctx.message().unwrap())), tools, messages)
         .expect("a well-formed request");
@@ -487,7 +488,16 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
         };
         import_threads(&conn, json!([thread("s", 10), thread("l", 1000)])).await;
         conn.close().await.ok();
-        for h in [ThreadHistory::new(), ThreadHistory::new().limit(None)] {
+        for h in [
+            ThreadHistory::new(),
+            ThreadHistory::new().limit(None),
+            ThreadHistory::new().limit(20).window(Window::Stable),
+            ThreadHistory::new().limit(None).window(Window::Stable),
+            ThreadHistory::new()
+                .limit(20)
+                .window(Window::Stable)
+                .after_summary(true),
+        ] {
             let (small, small_len) = statements_for(&url, "<scur@x>", h.clone()).await;
             let (large, large_len) = statements_for(&url, "<lcur@x>", h.clone()).await;
             assert_eq!((small, large), (3, 3), "on {}", backend.name);
@@ -495,4 +505,293 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
         }
         backend.drop_database(name).await;
     }
+}
+
+#[tokio::test]
+async fn a_finished_request_knows_where_the_history_ends_and_its_cache_key() {
+    on_each_backend("cache_hints", |db, _| async move {
+        import_threads(&db, numbered_thread(4)).await;
+        let ctx = reply_ctx(&db, "<current@x>").await;
+        let thread_id = ctx.message().unwrap().thread_id;
+        let chain = DynChain::new()
+            .with(LoadText::template("{{ persona.instructions }}"))
+            .with(ThreadHistory::new().limit(3))
+            .with(LoadText::template("Reply briefly."));
+        let request = Chain::request(&chain, &ctx).await.unwrap();
+        // system, 3 history messages (indexes 1-3), system, the trailing user turn.
+        assert_eq!(request.messages.len(), 6);
+        assert_eq!(
+            request.cache,
+            CacheHints {
+                history_end: Some(3),
+                key: Some(cache_key(
+                    &ctx.persona().name,
+                    Conversation::Thread(thread_id)
+                )),
+            }
+        );
+        // An empty history marks nothing.
+        let chain = DynChain::new()
+            .with(LoadText::template("{{ persona.instructions }}"))
+            .with(ThreadHistory::new().limit(0));
+        let request = Chain::request(&chain, &ctx).await.unwrap();
+        assert_eq!(request.cache.history_end, None);
+    })
+    .await;
+}
+
+/// The stable window of a thread of `count` prior messages: the numbered messages from
+/// `start` on.
+async fn stable_window(db: &DatabaseConnection, count: usize, h: ThreadHistory) -> Value {
+    let marker = format!("<current-{count}@x>");
+    let mut thread = numbered_thread(count);
+    for m in thread[0]["messages"].as_array_mut().unwrap() {
+        let id = m["message_id"]
+            .as_str()
+            .unwrap()
+            .replace("@x>", &format!("-{count}@x>"));
+        m["message_id"] = json!(id);
+    }
+    import_threads(db, thread).await;
+    history(db, &marker, h).await
+}
+
+fn from(start: usize, count: usize) -> Value {
+    Value::Array((start..count).map(numbered).collect())
+}
+
+#[tokio::test]
+async fn stable_windows_jump_by_step_at_the_boundaries() {
+    on_each_backend("stable_windows", |db, _| async move {
+        // limit N = 4, step 3: the window starts at floor((count - 4) / 3) * 3.
+        let h = ThreadHistory::new().limit(4).window(Window::Stable).step(3);
+        for (count, start) in [
+            (2, 0),  // fewer than N: all
+            (4, 0),  // count = N
+            (5, 0),  // N + 1
+            (6, 0),  // N + step - 1: the widest window, N + step - 1 messages
+            (7, 3),  // N + step: the first jump
+            (9, 3),  // N + 2 step - 1
+            (10, 6), // N + 2 step: the second jump
+        ] {
+            assert_eq!(
+                stable_window(&db, count, h.clone()).await,
+                from(start, count),
+                "count {count}"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stable_windows_default_step_is_half_the_limit() {
+    on_each_backend("stable_default_step", |db, _| async move {
+        // limit 4: step 2.
+        let h = ThreadHistory::new().limit(4).window(Window::Stable);
+        for (count, start) in [(4, 0), (5, 0), (6, 2), (7, 2), (8, 4)] {
+            assert_eq!(
+                stable_window(&db, count, h.clone()).await,
+                from(start, count),
+                "count {count}"
+            );
+        }
+        // limit 1: step max(1, 0) = 1, the same as a sliding window.
+        let h = ThreadHistory::new().limit(1).window(Window::Stable);
+        assert_eq!(stable_window(&db, 3, h).await, from(2, 3));
+        // step 0 counts as 1.
+        let h = ThreadHistory::new().limit(2).window(Window::Stable).step(0);
+        assert_eq!(stable_window(&db, 11, h).await, from(9, 11));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stable_windows_without_a_limit_or_with_limit_zero() {
+    on_each_backend("stable_unlimited", |db, _| async move {
+        let all = ThreadHistory::new()
+            .limit(None)
+            .window(Window::Stable)
+            .step(5);
+        assert_eq!(stable_window(&db, 12, all).await, from(0, 12));
+        let none = ThreadHistory::new().limit(0).window(Window::Stable);
+        assert_eq!(stable_window(&db, 13, none).await, json!([]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn consecutive_replies_share_the_stable_window_prefix() {
+    on_each_backend("stable_prefix", |db, _| async move {
+        import_threads(&db, numbered_thread(40)).await;
+        // Replies to n20, n22, n24 ... of one thread: the window of limit 10, step 5 keeps
+        // its first message until the jump.
+        let h = ThreadHistory::new()
+            .limit(10)
+            .window(Window::Stable)
+            .step(5);
+        let mut firsts = Vec::new();
+        for i in (20..40).step_by(2) {
+            let window = history(&db, &format!("<n{i}@x>"), h.clone()).await;
+            firsts.push((i, window.as_array().unwrap().len(), window[0].clone()));
+        }
+        let got: Vec<(usize, usize, Value)> = firsts;
+        let want: Vec<(usize, usize, Value)> = [
+            (20, 10, 10),
+            (22, 12, 10),
+            (24, 14, 10),
+            (26, 11, 15),
+            (28, 13, 15),
+            (30, 10, 20),
+            (32, 12, 20),
+            (34, 14, 20),
+            (36, 11, 25),
+            (38, 13, 25),
+        ]
+        .into_iter()
+        .map(|(i, len, first)| (i, len, numbered(first)))
+        .collect();
+        assert_eq!(got, want);
+    })
+    .await;
+}
+
+/// Stores `content` as the summary through `message_id`, `minutes` after a fixed time.
+async fn summarise(db: &DatabaseConnection, message_id: &str, content: &str, minutes: i64) {
+    let at = chrono::DateTime::parse_from_rfc3339("2026-02-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+        + chrono::Duration::minutes(minutes);
+    let stored = db::store_summary(db, message_id, content, at)
+        .await
+        .unwrap()
+        .expect("a stored message");
+    assert_eq!(stored.through_message_id, message_id);
+}
+
+async fn summary_of(db: &DatabaseConnection, current: &str, s: ThreadSummary) -> Value {
+    let ctx = reply_ctx(db, current).await;
+    serde_json::to_value(s.resolve(&ctx).await.expect("summary")).unwrap()
+}
+
+#[tokio::test]
+async fn the_newest_summary_prior_to_the_current_message_applies() {
+    on_each_backend("summaries", |db, _| async move {
+        import_threads(&db, numbered_thread(10)).await;
+        // Another thread's summary never applies.
+        import_threads(
+            &db,
+            json!([{"subject": "Other", "messages": [msg("<other@x>", "inbound", "2026-01-01T00:30:00Z", Some("other"))]}]),
+        )
+        .await;
+        let none = ThreadSummary::new();
+        assert_eq!(summary_of(&db, "<n6@x>", none.clone()).await, Value::Null);
+        let all = ThreadHistory::new().limit(None).after_summary(true);
+        assert_eq!(
+            history(&db, "<n6@x>", all.clone()).await,
+            from(0, 6),
+            "no summary: the whole window"
+        );
+
+        summarise(&db, "<n3@x>", "through three", 0).await;
+        summarise(&db, "<n5@x>", "through five", 1).await;
+        summarise(&db, "<other@x>", "elsewhere", 2).await;
+        // Through a message after n6: stored last, ignored when answering n6.
+        summarise(&db, "<n8@x>", "through eight", 3).await;
+
+        let system = |text: &str| json!({"role": "system", "content": format!("Summary of the conversation so far:\n{text}")});
+        assert_eq!(
+            summary_of(&db, "<n6@x>", none.clone()).await,
+            system("through five")
+        );
+        assert_eq!(history(&db, "<n6@x>", all.clone()).await, json!([]));
+        // n8 itself is not prior to n8: the summary through n5 applies.
+        assert_eq!(
+            summary_of(&db, "<n8@x>", none.clone()).await,
+            system("through five")
+        );
+        assert_eq!(history(&db, "<n8@x>", all.clone()).await, from(6, 8));
+        // The current message: the summary through n8, then the window after it.
+        assert_eq!(
+            summary_of(&db, "<current@x>", none.clone()).await,
+            system("through eight")
+        );
+        assert_eq!(history(&db, "<current@x>", all.clone()).await, from(9, 10));
+        // Before any summary's through-message: none applies.
+        assert_eq!(summary_of(&db, "<n2@x>", none.clone()).await, Value::Null);
+        assert_eq!(history(&db, "<n2@x>", all).await, from(0, 2));
+        // Without `after_summary` the window ignores summaries.
+        assert_eq!(
+            history(&db, "<n6@x>", ThreadHistory::new().limit(3)).await,
+            from(3, 6)
+        );
+        // Template and role.
+        let custom = ThreadSummary::new()
+            .try_template_str("Earlier ({{ persona.name }}): {{ summary }}")
+            .unwrap()
+            .role(Role::User);
+        assert_eq!(
+            summary_of(&db, "<n6@x>", custom).await,
+            json!({"role": "user", "content": "Earlier (support): through five"})
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_limited_or_stable_window_counts_only_messages_after_the_summary() {
+    on_each_backend("summary_windows", |db, _| async move {
+        import_threads(&db, numbered_thread(30)).await;
+        summarise(&db, "<n9@x>", "first ten", 0).await;
+        // 20 prior messages after the summary (n10..n29).
+        let limited = ThreadHistory::new().limit(4).after_summary(true);
+        assert_eq!(history(&db, "<current@x>", limited).await, from(26, 30));
+        // Stable, limit 4, step 3 over count 20: start floor(16 / 3) * 3 = 15 → n25.
+        let stable = ThreadHistory::new()
+            .limit(4)
+            .window(Window::Stable)
+            .step(3)
+            .after_summary(true);
+        assert_eq!(history(&db, "<current@x>", stable).await, from(25, 30));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn storing_a_summary_needs_a_known_message_and_some_text() {
+    on_each_backend("summary_store", |db, _| async move {
+        import_threads(&db, numbered_thread(2)).await;
+        let now = chrono::Utc::now();
+        assert_eq!(
+            db::store_summary(&db, "<nope@x>", "text", now)
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            db::store_summary(&db, "<n1@x>", " \n\0", now)
+                .await
+                .unwrap_err()
+                .to_string(),
+            "the summary through `<n1@x>` is empty"
+        );
+        let stored = db::store_summary(&db, "<n1@x>", "a\0b", now)
+            .await
+            .unwrap()
+            .unwrap();
+        let thread = reply_ctx(&db, "<current@x>")
+            .await
+            .message()
+            .unwrap()
+            .thread_id;
+        assert_eq!(
+            (stored.thread_id, stored.through_message_id.as_str()),
+            (thread, "<n1@x>")
+        );
+        assert_eq!(
+            summary_of(&db, "<current@x>", ThreadSummary::new()).await,
+            json!({"role": "system", "content": "Summary of the conversation so far:\nab"})
+        );
+    })
+    .await;
 }

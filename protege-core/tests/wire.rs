@@ -4,18 +4,19 @@
 //! so `.ci/run` can check them with the providers' schemas.
 
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
-use protege_core::{ModelConfig, Part, Request, Role, ToolCall, ToolDef, message};
+use protege_core::{
+    CacheHints, CacheMode, Conversation, ModelConfig, Part, Request, Role, ToolCall, ToolDef,
+    cache_key, message,
+};
 use serde_json::json;
 
 const PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mOQkzsBAAFiAQUv5nCNAAAAAElFTkSuQmCC";
 const PDF: &str = "JVBERi0xLjQKMSAwIG9iajw8L1R5cGUvQ2F0YWxvZy9QYWdlcyAyIDAgUj4+ZW5kb2JqCnRyYWlsZXI8PC9Sb290IDEgMCBSPj4KJSVFT0YK";
 
+/// A model without cache markers: the tests below are about everything else.
 fn model(name: &str, max: Option<u32>) -> ModelSpec {
-    ModelSpec {
-        name: name.into(),
-        max_tokens: max,
-    }
+    ModelSpec::new(name).max_tokens(max).cache(CacheMode::Off)
 }
 
 fn save(test: &str, provider: &str, body: &serde_json::Value) {
@@ -57,6 +58,7 @@ fn tool_round() -> Request {
             description: "Find an order".into(),
             input_schema: json!({"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}),
         }],
+        ..Default::default()
     }
 }
 
@@ -85,6 +87,7 @@ fn openai_o_series_uses_max_completion_tokens_and_omits_empty_tools() {
     let r = Request {
         messages: vec![message(Role::User, "hi")],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         openai("o_series", &r, &model("o3-mini", Some(100))),
@@ -114,6 +117,7 @@ fn multimodal() -> Request {
             ],
         )],
         tools: vec![],
+        ..Default::default()
     }
 }
 
@@ -165,6 +169,7 @@ fn anthropic_merges_consecutive_same_role_turns() {
             message(Role::User, "last"),
         ],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         anthropic("merge", &r, &model("claude-sonnet-4-5", Some(200))),
@@ -186,6 +191,7 @@ fn anthropic_conversation_start_when_first_turn_is_not_user() {
             message(Role::User, "reply"),
         ],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         anthropic(
@@ -203,6 +209,7 @@ fn anthropic_conversation_start_when_first_turn_is_not_user() {
     let only_system = Request {
         messages: vec![message(Role::System, "Summarise.")],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         anthropic(
@@ -239,6 +246,7 @@ fn an_empty_request_opens_the_conversation_for_both_providers() {
     let empty = Request {
         messages: vec![],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         openai("empty", &empty, &model("gpt-4o", None)),
@@ -256,6 +264,7 @@ fn model_comes_from_override_or_persona_else_error() {
         provider: None,
         name: Some("claude-sonnet-4-5".into()),
         max_tokens: Some(64),
+        cache: CacheMode::Off,
     };
     assert_eq!(
         ModelSpec::resolve(Some(&persona), None).unwrap(),
@@ -276,6 +285,7 @@ fn malformed_requests_are_not_converted() {
     let bad = Request {
         messages: vec![message(Role::Tool, "x").with_tool_call_id("c")],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         to_anthropic(&bad, &model("m", None))
@@ -331,6 +341,7 @@ fn anthropic_text_rounds_keep_assistant_text_before_the_calls() {
             message(Role::Tool, "").with_tool_call_id("c1"),
         ],
         tools: vec![],
+        ..Default::default()
     };
     assert_eq!(
         anthropic(
@@ -346,4 +357,141 @@ fn anthropic_text_rounds_keep_assistant_text_before_the_calls() {
             r#"{"role":"user","content":"[tool result issue_refund] "}]}"#
         )
     );
+}
+
+/// `tool_round()` as a chain would finish it with a history that ends on the last tool
+/// result (index 4) and a conversation key.
+fn tool_round_with_history() -> Request {
+    let mut r = tool_round();
+    r.cache = CacheHints {
+        history_end: Some(4),
+        key: Some("0123456789abcdef".into()),
+    };
+    r
+}
+
+#[test]
+fn anthropic_auto_cache_marks_system_history_end_and_final_block() {
+    let cached = ModelSpec::new("claude-sonnet-4-5");
+    assert_eq!(cached.cache, CacheMode::Auto);
+    assert_eq!(
+        anthropic("cache_auto", &tool_round_with_history(), &cached),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"#,
+            r#""system":[{"type":"text","text":"You are support.\n\nBe brief.","cache_control":{"type":"ephemeral"}}],"#,
+            r#""messages":[{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"lookup_order","input":{"order":"A-1"}},"#,
+            r#"{"type":"tool_use","id":"call_2","name":"lookup_order","input":{"order":"A-2"}}]},"#,
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
+            r#"{"type":"tool_result","tool_use_id":"call_2","content":"not found","cache_control":{"type":"ephemeral"}},"#,
+            r#"{"type":"text","text":"Thanks. And A-2?","cache_control":{"type":"ephemeral"}}]}],"#,
+            r#""tools":[{"name":"lookup_order","description":"Find an order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]}"#
+        )
+    );
+    // `off`: the body of a request without hints, byte for byte.
+    let off = ModelSpec::new("claude-sonnet-4-5").cache(CacheMode::Off);
+    assert_eq!(
+        to_anthropic(&tool_round_with_history(), &off).unwrap(),
+        to_anthropic(&tool_round(), &model("claude-sonnet-4-5", None)).unwrap()
+    );
+}
+
+#[test]
+fn anthropic_auto_cache_without_history_or_system_marks_only_the_final_block() {
+    let r = Request {
+        messages: vec![
+            message(Role::User, "first"),
+            message(Role::Assistant, "answer"),
+            message(Role::User, "last"),
+        ],
+        ..Default::default()
+    };
+    assert_eq!(
+        anthropic("cache_final_only", &r, &ModelSpec::new("claude-sonnet-4-5")),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":["#,
+            r#"{"role":"user","content":"first"},{"role":"assistant","content":"answer"},"#,
+            r#"{"role":"user","content":[{"type":"text","text":"last","cache_control":{"type":"ephemeral"}}]}]}"#
+        )
+    );
+    // A history that ends on the final message gets one breakpoint there, not two.
+    let mut r = r;
+    r.cache.history_end = Some(2);
+    assert_eq!(
+        anthropic(
+            "cache_history_is_final",
+            &r,
+            &ModelSpec::new("claude-sonnet-4-5")
+        ),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":["#,
+            r#"{"role":"user","content":"first"},{"role":"assistant","content":"answer"},"#,
+            r#"{"role":"user","content":[{"type":"text","text":"last","cache_control":{"type":"ephemeral"}}]}]}"#
+        )
+    );
+}
+
+#[test]
+fn anthropic_auto_cache_marks_a_history_end_merged_into_the_final_turn() {
+    // The history ends on an unanswered inbound message; the trailing user turn is merged
+    // into the same Anthropic message, so the two breakpoints are two blocks of it.
+    let r = Request {
+        messages: vec![
+            message(Role::System, "Be brief."),
+            message(Role::User, "older question"),
+            message(Role::User, "the new mail"),
+        ],
+        cache: CacheHints {
+            history_end: Some(1),
+            key: None,
+        },
+        ..Default::default()
+    };
+    assert_eq!(
+        anthropic("cache_merged", &r, &ModelSpec::new("claude-sonnet-4-5")),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"#,
+            r#""system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"#,
+            r#""messages":[{"role":"user","content":["#,
+            r#"{"type":"text","text":"older question","cache_control":{"type":"ephemeral"}},"#,
+            r#"{"type":"text","text":"the new mail","cache_control":{"type":"ephemeral"}}]}]}"#
+        )
+    );
+}
+
+#[test]
+fn openai_auto_cache_sends_the_conversation_key() {
+    let r = Request {
+        messages: vec![message(Role::User, "hi")],
+        cache: CacheHints {
+            history_end: Some(0),
+            key: Some("0123456789abcdef".into()),
+        },
+        ..Default::default()
+    };
+    assert_eq!(
+        openai("cache_key", &r, &ModelSpec::new("gpt-4o").max_tokens(100)),
+        r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":100,"prompt_cache_key":"0123456789abcdef"}"#
+    );
+    assert_eq!(
+        openai("cache_key_off", &r, &model("gpt-4o", Some(100))),
+        r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":100}"#
+    );
+}
+
+#[test]
+fn cache_keys_are_short_stable_digests_of_persona_and_conversation() {
+    assert_eq!(
+        cache_key("support", Conversation::Thread(7)),
+        "6e9df058ffda7b90"
+    );
+    assert_eq!(
+        cache_key("support", Conversation::Thread(8)),
+        "f983aff18d717f70"
+    );
+    assert_eq!(
+        cache_key("plain", Conversation::Responsibility("r")),
+        "9d5e48c21ed4754b"
+    );
+    assert_eq!(cache_key("support", Conversation::Thread(7)).len(), 16);
 }

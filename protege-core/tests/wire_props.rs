@@ -237,10 +237,10 @@ proptest! {
         let Some(request) = request(&pieces, with_tools, final_user) else {
             return Ok(());
         };
-        let model = ModelSpec { name: "claude-sonnet-4-5".into(), max_tokens: None };
+        let model = ModelSpec::new("claude-sonnet-4-5");
         let anthropic = to_anthropic(&request, &model).unwrap();
         prop_assert_eq!(check_anthropic(&anthropic, with_tools), Ok(()), "{}", anthropic);
-        let model = ModelSpec { name: "gpt-4o".into(), max_tokens: None };
+        let model = ModelSpec::new("gpt-4o");
         let openai = to_openai(&request, &model).unwrap();
         prop_assert_eq!(check_openai(&openai), Ok(()), "{}", openai);
         save("anthropic", &anthropic);

@@ -22,7 +22,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::TextTemplate(ty, source) => quote_spanned!(span=> #krate::#ty::template(#source)),
         Ctor::TextFn(ty, closure) => quote_spanned!(span=> #krate::#ty::from_fn(#closure)),
         Ctor::File(ty, path) => quote_spanned!(span=> #krate::#ty::new(#path)),
-        Ctor::History(ty) => quote_spanned!(span=> #krate::#ty::new()),
+        Ctor::History(ty) | Ctor::Summary(ty) => quote_spanned!(span=> #krate::#ty::new()),
         Ctor::RecordLoader(ty, loader) => quote_spanned!(span=> #krate::#ty::from_loader(#loader)),
         Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
         Ctor::UserValue(path) => quote!(#path),
@@ -32,6 +32,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         let arg = match arg {
             CallArg::Expr(e) => quote!(#e),
             CallArg::Role(variant) => quote!(#krate::Role::#variant),
+            CallArg::Window(variant) => quote!(#krate::Window::#variant),
             CallArg::Order { column, desc } => quote! {
                 #krate::resolvers::OrderBy {
                     column: ::std::string::String::from(#column),
@@ -115,6 +116,74 @@ mod tests {
                  {r} (my :: Greeting) , \
                  {r} (my :: Repeat :: new (\"x\" , 2) . upper (true)) ,))"
             )
+        );
+    }
+
+    #[test]
+    fn stable_windows_take_a_word_or_a_string() {
+        let out = expand(quote! {
+            use ThreadHistory(limit = 20, window = stable, step = 5);
+            use ThreadHistory(window = "sliding");
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: ThreadHistory :: new () . window (:: protege_core :: Window :: Stable) . limit (20) . step (5)) , \
+                 {r} (:: protege_core :: ThreadHistory :: new () . window (:: protege_core :: Window :: Sliding)) ,))"
+            )
+        );
+    }
+
+    #[test]
+    fn thread_summary_and_after_summary() {
+        let out = expand(quote! {
+            use ThreadSummary;
+            use ThreadSummary(template = "Earlier: {{ summary }}", role = user);
+            use ThreadHistory(limit = 10, after_summary = true);
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: ThreadSummary :: new ()) , \
+                 {r} (:: protege_core :: ThreadSummary :: new () . template_str (\"Earlier: {{{{ summary }}}}\") . role (:: protege_core :: Role :: User)) , \
+                 {r} (:: protege_core :: ThreadHistory :: new () . limit (10) . after_summary (true)) ,))"
+            )
+        );
+        assert_eq!(
+            errors(quote! {
+                use ThreadSummary("x");
+                use LoadText("{{ summary }}");
+                use ThreadSummary(template = "{{ record.name }}");
+            }),
+            vec![
+                "`ThreadSummary` takes no positional argument; use named options such as `template = \"Earlier: {{ summary }}\"`",
+                "LoadText template line 1: `summary` exists only in the `template` of `ThreadSummary`",
+                "ThreadSummary template line 1: `record` exists only in the per-record `template` of `LoadRecord`",
+            ]
+        );
+    }
+
+    #[test]
+    fn window_mistakes() {
+        assert_eq!(
+            errors(quote! {
+                use ThreadHistory(window = stabel);
+                use ThreadHistory(limit = 10, step = 5);
+                use ThreadHistory(window = sliding, step = 2);
+                use ThreadHistory(window = stable, step = 0);
+                use ThreadHistory(window = 3);
+            }),
+            vec![
+                "unknown window `stabel`, did you mean `stable`? (windows: `sliding`, `stable`)",
+                "`step` applies to a stable window: add `window = stable`",
+                "`step` applies to a stable window: add `window = stable`",
+                "`step` must be at least 1",
+                "`window` takes `stable` or `sliding`, e.g. `window = stable`",
+            ]
         );
     }
 

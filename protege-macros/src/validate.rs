@@ -39,6 +39,8 @@ pub(crate) enum Ctor {
     File(Ident, Expr),
     /// `ThreadHistory::new()`.
     History(Ident),
+    /// `ThreadSummary::new()`.
+    Summary(Ident),
     /// `LoadRecord::from_loader(expr)`.
     RecordLoader(Ident, Expr),
     /// `LoadRecord::table(expr)`.
@@ -63,6 +65,9 @@ pub(crate) enum CallArg {
     Expr(Expr),
     /// A bare role word: the `Role` variant, spanned at the user's word.
     Role(Ident),
+    /// A window word (`stable`, `sliding` or the same as a string): the `Window` variant,
+    /// spanned at the user's word.
+    Window(Ident),
     /// One `order_by` entry, parsed at compile time.
     Order {
         /// The column, spanned at the user's literal.
@@ -79,6 +84,7 @@ enum Builtin {
     LoadFile,
     LoadRecord,
     ThreadHistory,
+    ThreadSummary,
 }
 
 impl Builtin {
@@ -88,6 +94,7 @@ impl Builtin {
             "LoadFile" | "LoadFileResolver" => Some(Self::LoadFile),
             "LoadRecord" | "LoadRecordResolver" => Some(Self::LoadRecord),
             "ThreadHistory" | "ThreadHistoryResolver" => Some(Self::ThreadHistory),
+            "ThreadSummary" | "ThreadSummaryResolver" => Some(Self::ThreadSummary),
             _ => None,
         }
     }
@@ -98,6 +105,7 @@ impl Builtin {
             Self::LoadFile => "LoadFile",
             Self::LoadRecord => "LoadRecord",
             Self::ThreadHistory => "ThreadHistory",
+            Self::ThreadSummary => "ThreadSummary",
         }
     }
 
@@ -113,7 +121,16 @@ impl Builtin {
                 "render_with",
                 "role",
             ],
-            Self::ThreadHistory => &["limit", "include_tool_calls", "result_limit", "max_tokens"],
+            Self::ThreadHistory => &[
+                "limit",
+                "window",
+                "step",
+                "after_summary",
+                "include_tool_calls",
+                "result_limit",
+                "max_tokens",
+            ],
+            Self::ThreadSummary => &["template", "role"],
         }
     }
 }
@@ -281,12 +298,17 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     return None;
                 }
                 (Some(Expr::Lit(lit)), None) if matches!(lit.lit, Lit::Str(_)) => {
-                    check_template(&Expr::Lit(lit.clone()), "LoadText template", false, errors);
+                    check_template(
+                        &Expr::Lit(lit.clone()),
+                        "LoadText template",
+                        Own::Nothing,
+                        errors,
+                    );
                     Ctor::TextTemplate(ident, Expr::Lit(lit))
                 }
                 (Some(closure), None) => Ctor::TextFn(ident, closure),
                 (None, Some(t)) => {
-                    check_template(&t.value, "LoadText template", false, errors);
+                    check_template(&t.value, "LoadText template", Own::Nothing, errors);
                     Ctor::TextTemplate(ident, t.value)
                 }
                 (None, None) => {
@@ -322,7 +344,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
             if let Some(lit) = str_literal(&path)
                 && is_template(&lit.value())
             {
-                check_template(&path, "LoadFile path", false, errors);
+                check_template(&path, "LoadFile path", Own::Nothing, errors);
             }
             Ctor::File(ident, path)
         }
@@ -334,7 +356,50 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                      such as `limit = 10`",
                 );
             }
+            if let Some(w) = take("window") {
+                let variant = window_variant(&w.value, errors);
+                let stable = variant.as_ref().is_some_and(|v| v == "Stable");
+                if let Some(variant) = variant {
+                    extra.push(Call {
+                        method: w.key,
+                        arg: CallArg::Window(variant),
+                    });
+                }
+                if !stable && let Some(step) = named.iter().find(|n| n.key == "step") {
+                    errors.push(
+                        step.key.span(),
+                        "`step` applies to a stable window: add `window = stable`",
+                    );
+                }
+            } else if let Some(step) = named.iter().find(|n| n.key == "step") {
+                errors.push(
+                    step.key.span(),
+                    "`step` applies to a stable window: add `window = stable`",
+                );
+            }
+            if let Some(step) = named.iter().find(|n| n.key == "step")
+                && let Expr::Lit(syn::ExprLit {
+                    lit: Lit::Int(int), ..
+                }) = &step.value
+                && int.base10_digits() == "0"
+            {
+                errors.push(int.span(), "`step` must be at least 1");
+            }
             Ctor::History(ident)
+        }
+        Builtin::ThreadSummary => {
+            if let Some(p) = first {
+                errors.push(
+                    p.span(),
+                    "`ThreadSummary` takes no positional argument; use named options \
+                     such as `template = \"Earlier: {{ summary }}\"`",
+                );
+            }
+            if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
+                check_template(&t.value, "ThreadSummary template", Own::Summary, errors);
+                t.key = Ident::new("template_str", t.key.span());
+            }
+            Ctor::Summary(ident)
         }
         Builtin::LoadRecord => {
             let table = take("table");
@@ -386,7 +451,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                 }
             };
             if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
-                check_template(&t.value, "LoadRecord template", true, errors);
+                check_template(&t.value, "LoadRecord template", Own::Record, errors);
                 t.key = Ident::new("template_str", t.key.span());
             }
             ctor
@@ -469,6 +534,43 @@ fn option_call(n: Named, errors: &mut Errors) -> Option<Call> {
     })
 }
 
+/// The `Window` variant of `window = stable`, `window = sliding` or the same as a string
+/// literal; anything else is an error listing the valid words.
+fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident> {
+    const WINDOWS: [(&str, &str); 2] = [("sliding", "Sliding"), ("stable", "Stable")];
+    let (written, span) = match value {
+        Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+            let word = p.path.get_ident()?;
+            (word.to_string(), word.span())
+        }
+        other => match str_literal(other) {
+            Some(lit) => (lit.value(), lit.span()),
+            None => {
+                errors.push(
+                    other.span(),
+                    "`window` takes `stable` or `sliding`, e.g. `window = stable`",
+                );
+                return None;
+            }
+        },
+    };
+    match WINDOWS.iter().find(|(w, _)| *w == written) {
+        Some((_, variant)) => Some(Ident::new(variant, span)),
+        None => {
+            let words: Vec<&str> = WINDOWS.iter().map(|(w, _)| *w).collect();
+            let valid = list(&words);
+            let message = match suggest(&written, &words) {
+                Some(s) => {
+                    format!("unknown window `{written}`, did you mean `{s}`? (windows: {valid})")
+                }
+                None => format!("unknown window `{written}` (windows: {valid})"),
+            };
+            errors.push(span, message);
+            None
+        }
+    }
+}
+
 fn str_literal(expr: &Expr) -> Option<&LitStr> {
     match expr {
         Expr::Lit(syn::ExprLit {
@@ -484,11 +586,22 @@ fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%")
 }
 
+/// The variable a template has beyond the run's own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Own {
+    /// None.
+    Nothing,
+    /// `record` (a LoadRecord template).
+    Record,
+    /// `summary` (a ThreadSummary template).
+    Summary,
+}
+
 /// Parses a string-literal template with minijinja; a syntax error points at the literal.
-/// Then checks the names it uses (`record` only where `record` is true): the chain's
+/// Then checks the names it uses (`record` or `summary` only where `own` says so): the chain's
 /// trigger and the persona's `[vars]` are not known at compile time, so `message`,
 /// `responsibility` and `persona.vars.X` are taken as they come.
-fn check_template(expr: &Expr, what: &str, record: bool, errors: &mut Errors) {
+fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Errors) {
     let Some(lit) = str_literal(expr) else {
         return;
     };
@@ -505,7 +618,8 @@ fn check_template(expr: &Expr, what: &str, record: bool, errors: &mut Errors) {
     }
     let scope = Scope {
         trigger: Trigger::Either,
-        record,
+        record: own == Own::Record,
+        summary: own == Own::Summary,
         vars: None,
     };
     let problems = protege_template_names::check(&source, &scope, |name, candidates| {

@@ -35,6 +35,8 @@ pub struct Scope<'a> {
     pub trigger: Trigger,
     /// Whether `record` exists (a LoadRecord per-record template).
     pub record: bool,
+    /// Whether `summary` exists (a ThreadSummary template).
+    pub summary: bool,
     /// The keys of the persona's `[vars]`, when known; `None` skips the `persona.vars.X` check.
     pub vars: Option<&'a [&'a str]>,
 }
@@ -405,6 +407,9 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
                                      (it is the task of a scheduled run); \
                                      test it with `{% if responsibility %}`"
                     .to_owned(),
+                "summary" => {
+                    "`summary` exists only in the `template` of `ThreadSummary`".to_owned()
+                }
                 _ => "`record` exists only in the per-record `template` of `LoadRecord`".to_owned(),
             };
             self.report(range, message);
@@ -466,6 +471,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
             "message" => self.scope.trigger != Trigger::Responsibility,
             "responsibility" => self.scope.trigger != Trigger::Message,
             "record" => self.scope.record,
+            "summary" => self.scope.summary,
             _ => true,
         }
     }
@@ -547,6 +553,7 @@ mod tests {
         let scope = Scope {
             trigger,
             record,
+            summary: false,
             vars: Some(&["company", "team"]),
         };
         check(source, &scope, suggest)
@@ -655,9 +662,22 @@ mod tests {
         let scope = Scope {
             trigger: Trigger::Either,
             record: false,
+            summary: false,
             vars: None,
         };
         assert_eq!(check("{{ persona.vars.anything }}", &scope, suggest), []);
+        let summary = Scope {
+            summary: true,
+            ..scope
+        };
+        assert_eq!(check("{{ summary }}", &summary, suggest), []);
+        assert_eq!(
+            check("{{ summary }}", &scope, suggest)
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>(),
+            ["`summary` exists only in the `template` of `ThreadSummary`"]
+        );
     }
 
     #[test]

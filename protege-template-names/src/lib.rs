@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use protege_template_names::{Scope, Trigger, check};
-//! let scope = Scope { trigger: Trigger::Message, record: false, vars: Some(&["company"]) };
+//! let scope = Scope { trigger: Trigger::Message, record: false, summary: false, vars: Some(&["company"]) };
 //! // The front end's own "did you mean"; here: the candidate with the same first three letters.
 //! let suggest = |name: &str, candidates: &[&str]| {
 //!     candidates.iter().find(|c| c.get(..3) == name.get(..3)).map(|c| c.to_string())

@@ -2,7 +2,8 @@
 //! table and the `protege` crate docs list the same.
 
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
-/// `correlation_id`, `now`, and `record` (only in a LoadRecord per-record template).
+/// `correlation_id`, `now`, `record` (only in a LoadRecord per-record template) and
+/// `summary` (only in a ThreadSummary template).
 pub const VARIABLES: &[&str] = &[
     "persona",
     "message",
@@ -10,6 +11,7 @@ pub const VARIABLES: &[&str] = &[
     "correlation_id",
     "now",
     "record",
+    "summary",
 ];
 
 /// The attributes of `persona`.
@@ -41,7 +43,7 @@ pub(crate) fn attributes(variable: &str) -> Option<&'static [&'static str]> {
         "persona" => Some(PERSONA),
         "message" => Some(MESSAGE),
         "responsibility" => Some(RESPONSIBILITY),
-        "correlation_id" | "now" => Some(&[]),
+        "correlation_id" | "now" | "summary" => Some(&[]),
         _ => None,
     }
 }

@@ -44,6 +44,13 @@ pub(crate) enum Command {
         after_help = "Examples:\n  protege resolve --persona support --message '<m1@example.com>'\n  protege resolve --persona digest --responsibility daily-digest --format openai --explain"
     )]
     Resolve(ResolveArgs),
+    /// Resolve the reply run for every inbound message of a thread and print what a
+    /// provider's prompt cache would serve of each request.
+    #[command(
+        name = "cache-report",
+        after_help = "Example:\n  protege cache-report --persona support --thread 1 --format anthropic"
+    )]
+    CacheReport(CacheReportArgs),
     /// Hot-reload the persona folder and print one JSON line per event.
     #[command(after_help = "Example:\n  protege watch --personas personas/")]
     Watch,
@@ -89,6 +96,18 @@ pub(crate) enum DbCommand {
         #[arg(long, value_name = "BYTES", default_value_t = protege_core::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
         max_attachment_bytes: u64,
     },
+    /// Store FILE's text as the running summary of a thread, through one of its messages.
+    #[command(
+        after_help = "Example:\n  protege db summary --message '<refund-2@acme.test>' --file summary.txt"
+    )]
+    Summary {
+        /// The last message the summary covers, by Message-ID.
+        #[arg(long, value_name = "MESSAGE_ID")]
+        message: String,
+        /// The file holding the summary (UTF-8 text, at most 1 MiB).
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 /// The output of `resolve`.
@@ -128,6 +147,28 @@ pub(crate) struct ResolveArgs {
     /// Print a per-resolver table (messages, characters, tokens, time) on stderr.
     #[arg(long)]
     pub(crate) explain: bool,
+}
+
+/// The wire format of a cache report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WireFormat {
+    /// OpenAI Chat Completions bodies.
+    Openai,
+    /// Anthropic Messages bodies.
+    Anthropic,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CacheReportArgs {
+    /// The persona's name.
+    #[arg(long)]
+    pub(crate) persona: String,
+    /// The thread's id (`email_threads.id`).
+    #[arg(long, value_name = "THREAD_ID")]
+    pub(crate) thread: i64,
+    /// The wire format (default: the persona's `[model] provider`).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<WireFormat>,
 }
 
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {

@@ -31,6 +31,21 @@ pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
     output::out(&format!("{summary}\n"))
 }
 
+/// `db summary`: FILE's text as the summary of a thread through a message.
+pub(crate) async fn summary(env: &Env, message: &str, file: &Path) -> CliResult {
+    let shown = format!("`{}`", file.display());
+    let bytes = protege::read_regular_file(file, &shown, protege::SUMMARY_MAX_BYTES as u64)?
+        .ok_or_else(|| Failure::invalid(format!("file not found: {shown}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Failure::invalid(format!("{shown} is not UTF-8 text")))?;
+    let engine = super::resolve::engine(env).await?;
+    let stored = engine.store_summary(message, &text).await?;
+    output::out(&format!(
+        "stored summary {} of thread {} through {}\n",
+        stored.id, stored.thread_id, stored.through_message_id
+    ))
+}
+
 pub(crate) async fn import_eml(
     env: &Env,
     paths: &[PathBuf],

@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch; each command lives in its own module.
 
 mod args;
+mod cache_report;
 mod db;
 mod demo;
 mod explain;
@@ -142,6 +143,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Db { command } => match command {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,
+            DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
             DbCommand::ImportEml {
                 paths,
                 persona,
@@ -149,6 +151,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
             } => db::import_eml(env, &paths, persona.as_deref(), max_attachment_bytes).await,
         },
         Command::Resolve(args) => resolve::run(env, &args).await,
+        Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,

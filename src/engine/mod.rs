@@ -2,8 +2,10 @@
 //! into a finished request, the same way for the command line, the HTTP service, the
 //! examples and embedding applications.
 
+mod cache_report;
 mod error;
 mod input;
+mod summary;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,8 +16,10 @@ use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{AppConfig, Context, Provider, Request, StepReport, Trigger, assemble};
 use tokio::sync::{OnceCell, broadcast};
 
+pub use cache_report::{CacheReport, CacheReportRow};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
+pub use summary::SUMMARY_MAX_BYTES;
 
 /// The result of [`Engine::resolve`].
 #[derive(Debug, Clone, PartialEq)]

@@ -9,14 +9,17 @@
 //! MySQL/MariaDB reject, and rather than a list of ids, whose length would be bounded by
 //! each backend's parameter limit.
 
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
+use sea_orm::sea_query::{
+    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, Order, Query, SelectStatement,
+    WindowStatement,
+};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
-use super::embedded;
 use super::entities::{attachment, message, tool_use};
 use super::rows::{
     ATTACHMENT_COLUMNS, MESSAGE_COLUMNS, Row, attachment_from_row, message_from_row,
 };
+use super::{embedded, summary};
 use crate::error::Result;
 use crate::mail::MailMessage;
 
@@ -40,21 +43,86 @@ pub(crate) struct PriorTurn {
     pub(crate) tool_uses: Vec<StoredToolUse>,
 }
 
-/// The bounded sub-select of the prior messages' ids: the thread's messages other than
-/// the current one sent at or before it, newest first, at most `limit`.
-fn prior_ids(current: &MailMessage, limit: Option<u64>) -> SelectStatement {
+/// The bounded sub-select of the prior messages' ids: the `limit` most recent,
+/// or with `step` (a cache-stable window) the most recent `limit + (count - limit) mod step`
+/// of the `count` prior messages, which keeps the window's first message in place until
+/// it jumps by `step`.
+fn prior_ids(
+    current: &MailMessage,
+    limit: Option<u64>,
+    step: Option<u64>,
+    after_summary: bool,
+) -> SelectStatement {
     use message::Column as M;
     let mut q = Query::select();
-    q.column((message::Entity, M::Id))
-        .from(message::Entity)
-        .and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
+    q.column((message::Entity, M::Id)).from(message::Entity);
+    prior_of(&mut q, current, after_summary);
+    q.order_by((message::Entity, M::SentAt), Order::Desc)
+        .order_by((message::Entity, M::Id), Order::Desc);
+    match (limit, step) {
+        (Some(n), Some(step)) => {
+            q.and_where(Expr::col((message::Entity, M::Id)).in_subquery(stable_ids(
+                current,
+                n,
+                step,
+                after_summary,
+            )));
+            q.limit(n.saturating_add(step - 1));
+        }
+        (Some(n), None) => {
+            q.limit(n);
+        }
+        (None, _) => {}
+    }
+    q
+}
+
+/// The conditions of a prior message of `current`: same thread, sent at or before it, not
+/// itself; with `after_summary`, sent after the through-message of the summary that
+/// applies to `current`.
+fn prior_of(q: &mut SelectStatement, current: &MailMessage, after_summary: bool) {
+    use message::Column as M;
+    q.and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
         .and_where(Expr::col((message::Entity, M::SentAt)).lte(current.sent_at))
-        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id))
+        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id));
+    if after_summary {
+        q.cond_where(summary::after_applicable(current));
+    }
+}
+
+/// The ids of a cache-stable window of `n` (step `step`, at least 1): each prior message
+/// numbered newest first (`rn`) next to their count (`cnt`), kept while
+/// `rn <= n + (cnt - n) % step`. With `cnt > n` that is the `cnt - floor((cnt - n) / step)
+/// * step` newest; with `cnt <= n` every one (the remainder of a negative dividend is not
+/// positive on every backend, and never below `cnt - n`).
+fn stable_ids(current: &MailMessage, n: u64, step: u64, after_summary: bool) -> SelectStatement {
+    use message::Column as M;
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    let step = i64::try_from(Ord::max(step, 1)).unwrap_or(i64::MAX);
+    let mut numbered = Query::select();
+    numbered
+        .column((message::Entity, M::Id))
+        .from(message::Entity);
+    prior_of(&mut numbered, current, after_summary);
+    let mut newest_first = WindowStatement::new();
+    newest_first
         .order_by((message::Entity, M::SentAt), Order::Desc)
         .order_by((message::Entity, M::Id), Order::Desc);
-    if let Some(n) = limit {
-        q.limit(n);
-    }
+    numbered
+        .expr_window_as(Func::cust("ROW_NUMBER"), newest_first, Alias::new("rn"))
+        .expr_window_as(
+            Func::count(Expr::col(Asterisk)),
+            WindowStatement::new(),
+            Alias::new("cnt"),
+        );
+    let w = Alias::new("stable");
+    let mut q = Query::select();
+    q.column((w.clone(), M::Id))
+        .from_subquery(numbered, w.clone())
+        .and_where(
+            Expr::col((w.clone(), Alias::new("rn")))
+                .lte(Expr::val(n).add(Expr::col((w, Alias::new("cnt"))).sub(n).modulo(step))),
+        );
     q
 }
 
@@ -86,9 +154,15 @@ const TOOL_USE_COLUMNS: [tool_use::Column; 9] = {
 };
 
 impl Statements {
-    fn new(current: &MailMessage, limit: Option<u64>, with_tools: bool) -> Self {
+    fn new(
+        current: &MailMessage,
+        limit: Option<u64>,
+        step: Option<u64>,
+        after_summary: bool,
+        with_tools: bool,
+    ) -> Self {
         use message::Column as M;
-        let mut messages = prior_ids(current, limit);
+        let mut messages = prior_ids(current, limit, step, after_summary);
         messages.clear_selects();
         messages.columns(MESSAGE_COLUMNS.map(|c| (message::Entity, c)));
 
@@ -104,7 +178,7 @@ impl Statements {
             .from(attachment::Entity)
             .join_subquery(
                 JoinType::InnerJoin,
-                prior_ids(current, limit),
+                prior_ids(current, limit, step, after_summary),
                 prior_alias(),
                 Expr::col((prior_alias(), M::Id)).equals((attachment::Entity, A::MessageId)),
             )
@@ -117,7 +191,7 @@ impl Statements {
                 .from(tool_use::Entity)
                 .join_subquery(
                     JoinType::InnerJoin,
-                    prior_ids(current, limit),
+                    prior_ids(current, limit, step, after_summary),
                     prior_alias(),
                     Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
                 );
@@ -206,18 +280,22 @@ impl Turns {
 }
 
 /// Reads the prior messages of `current` (oldest first) with their attachments and, when
-/// `with_tools`, their tool uses: on a SQLite file through the SQLite C library
+/// `with_tools`, their tool uses; `step` selects a cache-stable window (see `prior_ids`) and
+/// `after_summary` keeps only messages after the applicable summary's through-message: on a
+/// SQLite file through the SQLite C library
 /// ([`embedded`]), elsewhere through SeaORM; the same statements either way.
 pub(crate) async fn read(
     db: &DatabaseConnection,
     current: &MailMessage,
     limit: Option<u64>,
+    step: Option<u64>,
+    after_summary: bool,
     with_tools: bool,
 ) -> Result<Vec<PriorTurn>> {
     if limit == Some(0) {
         return Ok(Vec::new());
     }
-    let statements = Statements::new(current, limit, with_tools);
+    let statements = Statements::new(current, limit, step, after_summary, with_tools);
     let mut turns = Turns::new();
     if let Some(reader) = embedded::reader(db) {
         return reader.run(|conn| {

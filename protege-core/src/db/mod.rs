@@ -24,6 +24,7 @@ mod lock;
 mod migration;
 pub(crate) mod records;
 mod rows;
+pub(crate) mod summary;
 
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ pub use fixture::{
 };
 pub use migration::Migrator;
 pub use sea_orm::DatabaseConnection;
+pub use summary::{StoredSummary, store_summary};
 
 /// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -334,6 +336,35 @@ pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<
         }
     }
     Ok(messages)
+}
+
+/// The inbound messages of thread `thread_id`, oldest first (by `sent_at`, ties by `id`):
+/// their Message-IDs and `sent_at`. `None` when there is no such thread.
+pub async fn thread_inbound_messages(
+    db: &DatabaseConnection,
+    thread_id: i64,
+) -> Result<Option<Vec<(String, chrono::DateTime<chrono::Utc>)>>> {
+    use entities::{email_thread, message};
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    if email_thread::Entity::find_by_id(thread_id)
+        .one(db)
+        .await?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let rows = message::Entity::find()
+        .filter(message::Column::EmailThreadId.eq(thread_id))
+        .filter(message::Column::Direction.eq(crate::mail::Direction::Inbound.as_str()))
+        .order_by_asc(message::Column::SentAt)
+        .order_by_asc(message::Column::Id)
+        .all(db)
+        .await?;
+    Ok(Some(
+        rows.into_iter()
+            .map(|m| (m.message_id, m.sent_at))
+            .collect(),
+    ))
 }
 
 /// Parses a stored JSON array of addresses.

@@ -4,8 +4,10 @@ mod load_file;
 mod load_record;
 mod load_text;
 mod thread_history;
+mod thread_summary;
 
 pub use load_file::LoadFile;
 pub use load_record::{LoadRecord, LoadRecordFn, OrderBy, WhereValue};
 pub use load_text::LoadText;
-pub use thread_history::ThreadHistory;
+pub use thread_history::{ThreadHistory, Window};
+pub use thread_summary::{DEFAULT_SUMMARY_TEMPLATE, ThreadSummary};

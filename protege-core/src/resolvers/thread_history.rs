@@ -13,7 +13,7 @@ use crate::tokens::estimate_message_tokens;
 ///
 /// In a reply run with a database, it reads (in three statements, whatever the thread
 /// length) the `limit` most recent messages of the inbound message's thread sent at or
-/// before it, and renders each as a `user` (inbound) or `assistant` (outbound) turn
+/// before it (or, with [`Window::Stable`], a window that moves in jumps of `step`), and renders each as a `user` (inbound) or `assistant` (outbound) turn
 /// followed by its tool rounds. A scheduled run or a context without a database gives
 /// nothing. A message with neither body nor attachments is skipped (its tool rounds stay);
 /// a tool result longer than `result_limit` characters is cut and marked
@@ -24,15 +24,54 @@ use crate::tokens::estimate_message_tokens;
 #[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct ThreadHistory {
     limit: Option<u64>,
+    window: Window,
+    step: Option<u64>,
+    after_summary: bool,
     include_tool_calls: bool,
     result_limit: usize,
     max_tokens: Option<usize>,
+}
+
+/// How a limited history window moves as a thread grows (`window`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Window {
+    /// The `limit` most recent prior messages: the window's first message moves with every
+    /// new message, so consecutive requests share no history prefix.
+    #[default]
+    Sliding,
+    /// Between `limit` and `limit + step - 1` prior messages: the window starts at the prior
+    /// message of index `floor((count - limit) / step) * step` (oldest first; 0 while
+    /// `count <= limit`), so it moves only in jumps of `step` and consecutive requests
+    /// share their history prefix, which providers serve from their prompt cache.
+    Stable,
+}
+
+impl Window {
+    /// The lowercase name used in TOML and the macro.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::Sliding => "sliding",
+            Window::Stable => "stable",
+        }
+    }
+
+    /// Parses the lowercase name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Window> {
+        match name {
+            "sliding" => Some(Window::Sliding),
+            "stable" => Some(Window::Stable),
+            _ => None,
+        }
+    }
 }
 
 impl Default for ThreadHistory {
     fn default() -> Self {
         Self {
             limit: Some(50),
+            window: Window::Sliding,
+            step: None,
+            after_summary: false,
             include_tool_calls: true,
             result_limit: 4000,
             max_tokens: None,
@@ -50,6 +89,35 @@ impl ThreadHistory {
     pub fn limit(mut self, limit: impl Into<Option<u64>>) -> Self {
         self.limit = limit.into();
         self
+    }
+
+    /// How the window moves as the thread grows (default [`Window::Sliding`]).
+    pub fn window(mut self, window: Window) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The jump of a [`Window::Stable`] window, in messages (default `max(1, limit / 2)`;
+    /// `0` counts as 1). A sliding window ignores it.
+    pub fn step(mut self, step: u64) -> Self {
+        self.step = Some(step);
+        self
+    }
+
+    /// Whether the window only takes prior messages sent after the through-message of the
+    /// thread's applicable summary (see [`ThreadSummary`](crate::ThreadSummary)); default
+    /// false. Without an applicable summary it changes nothing.
+    pub fn after_summary(mut self, yes: bool) -> Self {
+        self.after_summary = yes;
+        self
+    }
+
+    /// The step a stable window of `limit` messages uses.
+    fn effective_step(&self) -> Option<u64> {
+        match (self.window, self.limit) {
+            (Window::Stable, Some(n)) => Some(self.step.unwrap_or(n / 2).max(1)),
+            _ => None,
+        }
     }
 
     /// Whether tool rounds are replayed (default true).
@@ -187,7 +255,15 @@ impl Resolver for ThreadHistory {
         let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
             return Ok(Vec::new());
         };
-        let turns = history::read(db, current, self.limit, self.include_tool_calls).await?;
+        let turns = history::read(
+            db,
+            current,
+            self.limit,
+            self.effective_step(),
+            self.after_summary,
+            self.include_tool_calls,
+        )
+        .await?;
         let mut turns = self.render(turns)?;
         if let Some(budget) = self.max_tokens {
             fit_budget(&mut turns, budget);

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::{CONVERSATION_START, ModelSpec};
+use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
 
@@ -26,6 +27,11 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// earlier runs used some) gets its tool rounds as text: one `[tool call NAME] INPUT`
 /// block per call (INPUT as compact JSON) in the assistant turn and one
 /// `[tool result NAME] CONTENT` block per result in the following user turn.
+///
+/// With `cache = "auto"` (the default), `cache_control: {"type":"ephemeral"}` marks at most
+/// three breakpoints: the end of `system` (then a list of one text block), the last block
+/// of the last message `ThreadHistory` produced (see [`CacheHints`](crate::CacheHints)), and
+/// the last block of the final message. A marked block is never shortened to a string.
 pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
     let rounds_as_text = request.tools.is_empty();
@@ -34,8 +40,9 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     let mut system = Vec::new();
     // (role, blocks) of the merged turns; a turn's tool results come before its other blocks.
     let mut turns: Vec<(&'static str, Vec<Value>, usize)> = Vec::new();
-    for m in &request.messages {
-        let (role, blocks, results) = match m.role {
+    let cache = model.cache == CacheMode::Auto;
+    for (index, m) in request.messages.iter().enumerate() {
+        let (role, mut blocks, results) = match m.role {
             Role::System => {
                 let text = m.content.text();
                 if !text.trim().is_empty() {
@@ -78,6 +85,9 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
         if blocks.is_empty() {
             continue;
         }
+        if cache && request.cache.history_end == Some(index) {
+            mark(&mut blocks);
+        }
         match turns.last_mut() {
             Some((last_role, last_blocks, last_results)) if *last_role == role => {
                 if results > 0 {
@@ -104,6 +114,9 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
         let trimmed = text.trim_end().to_owned();
         *text = trimmed;
     }
+    if cache && let Some((_, blocks, _)) = turns.last_mut() {
+        mark(blocks);
+    }
 
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model.name.clone()));
@@ -112,13 +125,24 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
         Value::from(model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
     );
     if !system.is_empty() {
-        body.insert("system".into(), Value::from(system.join("\n\n")));
+        let text = system.join("\n\n");
+        let system = if cache {
+            let mut block = vec![text_block(&text)];
+            mark(&mut block);
+            Value::Array(block)
+        } else {
+            Value::from(text)
+        };
+        body.insert("system".into(), system);
     }
     let messages = turns
         .into_iter()
         .map(|(role, blocks, _)| {
             let content = match blocks.as_slice() {
-                [Value::Object(only)] if only.get("type") == Some(&Value::from("text")) => {
+                [Value::Object(only)]
+                    if only.get("type") == Some(&Value::from("text"))
+                        && !only.contains_key("cache_control") =>
+                {
                     only["text"].clone()
                 }
                 _ => Value::Array(blocks),
@@ -142,6 +166,13 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
         body.insert("tools".into(), Value::Array(tools));
     }
     Ok(Value::Object(body))
+}
+
+/// Puts a cache breakpoint on the last of `blocks`.
+fn mark(blocks: &mut [Value]) {
+    if let Some(Value::Object(last)) = blocks.last_mut() {
+        last.insert("cache_control".into(), json!({ "type": "ephemeral" }));
+    }
 }
 
 fn text_block(text: &str) -> Value {

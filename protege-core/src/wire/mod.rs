@@ -3,10 +3,13 @@
 
 mod anthropic;
 mod openai;
+mod prefix;
 
 pub use anthropic::{DEFAULT_MAX_TOKENS, to_anthropic};
 pub use openai::to_openai;
+pub use prefix::{PrefixUnit, cached_tokens, prefix_units, unit_tokens};
 
+use crate::cache::CacheMode;
 use crate::context::ModelConfig;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -20,6 +23,31 @@ pub struct ModelSpec {
     pub name: String,
     /// The output token budget (`[model] max_tokens`).
     pub max_tokens: Option<u32>,
+    /// Whether the body carries cache markers (`[model] cache`, default `auto`).
+    pub cache: CacheMode,
+}
+
+impl ModelSpec {
+    /// A model with no output budget and the default cache mode (`auto`).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            max_tokens: None,
+            cache: CacheMode::Auto,
+        }
+    }
+
+    /// Sets the output token budget.
+    pub fn max_tokens(mut self, max: impl Into<Option<u32>>) -> Self {
+        self.max_tokens = max.into();
+        self
+    }
+
+    /// Sets the cache mode.
+    pub fn cache(mut self, cache: CacheMode) -> Self {
+        self.cache = cache;
+        self
+    }
 }
 
 impl ModelSpec {
@@ -38,6 +66,7 @@ impl ModelSpec {
         Ok(ModelSpec {
             name,
             max_tokens: model.and_then(|m| m.max_tokens),
+            cache: model.map(|m| m.cache).unwrap_or_default(),
         })
     }
 }

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::ModelSpec;
+use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
 
@@ -17,7 +18,9 @@ fn is_o_series(model: &str) -> bool {
 /// budget. Images become `image_url` data URLs, documents `file` parts, tool calls carry
 /// their `arguments` as a JSON string. A request without any message (a scheduled chain
 /// that contributed nothing) gets one user message `(conversation start)`, as Anthropic
-/// bodies do, since the API rejects an empty `messages` array.
+/// bodies do, since the API rejects an empty `messages` array. With `cache = "auto"`,
+/// the request's cache key (see [`cache_key`](crate::cache_key)) is sent as
+/// `prompt_cache_key`, so consecutive requests of one conversation reach the same cache.
 pub fn to_openai(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
     let mut body = Map::new();
@@ -52,6 +55,11 @@ pub fn to_openai(request: &Request, model: &ModelSpec) -> Result<Value> {
             "max_tokens"
         };
         body.insert(key.into(), Value::from(max));
+    }
+    if model.cache == CacheMode::Auto
+        && let Some(key) = &request.cache.key
+    {
+        body.insert("prompt_cache_key".into(), Value::from(key.clone()));
     }
     Ok(Value::Object(body))
 }

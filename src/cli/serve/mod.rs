@@ -30,6 +30,8 @@ use error::ApiError;
 const RESOLVE_LIMIT: usize = 64 * 1024;
 /// The body limit of `POST /v1/mail`.
 const MAIL_LIMIT: usize = 25 * 1024 * 1024;
+/// The body limit of `POST /v1/summaries`: the summary and its JSON framing.
+const SUMMARY_LIMIT: usize = protege::SUMMARY_MAX_BYTES + 64 * 1024;
 /// How long requests in flight may take to finish after SIGTERM/SIGINT.
 const DRAIN: Duration = Duration::from_secs(30);
 /// Histogram buckets in seconds, from 100 µs to 10 s.
@@ -119,6 +121,10 @@ fn router(app: App) -> Router {
         .route(
             "/v1/mail",
             post(mail).layer(DefaultBodyLimit::max(MAIL_LIMIT)),
+        )
+        .route(
+            "/v1/summaries",
+            post(summaries).layer(DefaultBodyLimit::max(SUMMARY_LIMIT)),
         )
         .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
         .method_not_allowed_fallback(async || ApiError::method_not_allowed())
@@ -348,6 +354,37 @@ async fn mail(
             "message_id": outcome.message_id,
             "thread_id": outcome.thread_id,
             "direction": outcome.direction.as_str(),
+        }),
+    )
+}
+
+/// The body of `POST /v1/summaries`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummaryBody {
+    message_id: String,
+    content: String,
+}
+
+async fn summaries(
+    State(app): State<App>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let bytes = body(&headers, "application/json", SUMMARY_LIMIT, bytes)?;
+    let input: SummaryBody = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid summary body: {e}")))?;
+    let stored = app
+        .engine
+        .store_summary(&input.message_id, &input.content)
+        .await?;
+    json_text(
+        StatusCode::CREATED,
+        &json!({
+            "status": "stored",
+            "id": stored.id,
+            "thread_id": stored.thread_id,
+            "through_message_id": stored.through_message_id,
         }),
     )
 }

@@ -16,6 +16,8 @@ fn main() {
         use ThreadHistory();
         use ThreadHistory(limit = 10, include_tool_calls = false, result_limit = 200, max_tokens = 2000);
         use ThreadHistory(limit = None, max_tokens = None);
+        use ThreadHistory(limit = 20, window = stable, step = 5);
+        use ThreadHistory(window = "sliding");
         use LoadTextResolver("Aliases work too.");
         use ThreadHistoryResolver(limit = 0);
     };
@@ -30,6 +32,8 @@ fn main() {
             "LoadFile",
             "LoadFile",
             "LoadFile",
+            "ThreadHistory",
+            "ThreadHistory",
             "ThreadHistory",
             "ThreadHistory",
             "ThreadHistory",

@@ -1,0 +1,151 @@
+//! Running summaries: storing one, and the reads behind `ThreadSummary` and
+//! `ThreadHistory`'s `after_summary`.
+//!
+//! The summary that applies to a reply run is the newest one of the current thread (by
+//! `created_at`, ties by `id`) whose through-message is prior to the current message
+//! (same thread, sent at or before it, not itself).
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{
+    Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SubQueryStatement,
+};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+};
+
+use super::entities::{message, thread_summary};
+use crate::error::{Error, ErrorKind, Result};
+use crate::mail::MailMessage;
+
+/// A summary just stored by [`store_summary`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoredSummary {
+    /// The summary's id.
+    pub id: i64,
+    /// The thread it summarises.
+    pub thread_id: i64,
+    /// The Message-ID of the last message it covers.
+    pub through_message_id: String,
+}
+
+/// Stores `content` as the summary of the thread of the message `message_id`, through that
+/// message, at `now`. `Ok(None)` when no message has this Message-ID; NUL characters are
+/// removed (as on import), and a blank summary is an error.
+pub async fn store_summary<C: ConnectionTrait>(
+    db: &C,
+    message_id: &str,
+    content: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<StoredSummary>> {
+    let content = content.replace('\0', "");
+    if content.trim().is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("the summary through `{message_id}` is empty"),
+        ));
+    }
+    let Some(through) = message::Entity::find()
+        .filter(message::Column::MessageId.eq(message_id))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let row = thread_summary::ActiveModel {
+        id: ActiveValue::NotSet,
+        email_thread_id: ActiveValue::Set(through.email_thread_id),
+        through_message_id: ActiveValue::Set(through.id),
+        content: ActiveValue::Set(content),
+        created_at: ActiveValue::Set(now),
+    }
+    .insert(db)
+    .await?;
+    Ok(Some(StoredSummary {
+        id: row.id,
+        thread_id: through.email_thread_id,
+        through_message_id: through.message_id,
+    }))
+}
+
+fn through_alias() -> Alias {
+    Alias::new("through")
+}
+
+/// `SELECT thread_summaries.id` of the summary that applies to `current` (at most one row).
+fn applicable(current: &MailMessage) -> SelectStatement {
+    use thread_summary::Column as S;
+    let t = through_alias();
+    let mut q = Query::select();
+    q.column((thread_summary::Entity, S::Id))
+        .from(thread_summary::Entity)
+        .join_as(
+            JoinType::InnerJoin,
+            message::Entity,
+            t.clone(),
+            Expr::col((t.clone(), message::Column::Id))
+                .equals((thread_summary::Entity, S::ThroughMessageId)),
+        )
+        .and_where(Expr::col((thread_summary::Entity, S::EmailThreadId)).eq(current.thread_id))
+        .and_where(Expr::col((t.clone(), message::Column::SentAt)).lte(current.sent_at))
+        .and_where(Expr::col((t, message::Column::Id)).ne(current.id))
+        .order_by((thread_summary::Entity, S::CreatedAt), Order::Desc)
+        .order_by((thread_summary::Entity, S::Id), Order::Desc)
+        .limit(1);
+    q
+}
+
+/// The content of the summary that applies to `current`, if any (one statement).
+pub(crate) async fn latest<C: ConnectionTrait>(
+    db: &C,
+    current: &MailMessage,
+) -> Result<Option<String>> {
+    let mut q = applicable(current);
+    q.clear_selects()
+        .column((thread_summary::Entity, thread_summary::Column::Content));
+    match db.query_one(&q).await? {
+        Some(row) => Ok(Some(row.try_get_by_index(0)?)),
+        None => Ok(None),
+    }
+}
+
+/// The condition, on a `messages` row, "sent after the through-message of the summary that
+/// applies to `current`" (always true when none applies): no applicable summary's
+/// through-message comes at or after the row in (`sent_at`, `id`) order.
+pub(crate) fn after_applicable(current: &MailMessage) -> Cond {
+    use thread_summary::Column as S;
+    let t = through_alias();
+    let mut later = Query::select();
+    later
+        .expr(Expr::val(1))
+        .from(thread_summary::Entity)
+        .join_as(
+            JoinType::InnerJoin,
+            message::Entity,
+            t.clone(),
+            Expr::col((t.clone(), message::Column::Id))
+                .equals((thread_summary::Entity, S::ThroughMessageId)),
+        )
+        .and_where(
+            Expr::col((thread_summary::Entity, S::Id))
+                .eq(Expr::from(SubQueryStatement::from(applicable(current)))),
+        )
+        .cond_where(
+            Cond::any()
+                .add(
+                    Expr::col((t.clone(), message::Column::SentAt))
+                        .gt(Expr::col((message::Entity, message::Column::SentAt))),
+                )
+                .add(
+                    Cond::all()
+                        .add(
+                            Expr::col((t.clone(), message::Column::SentAt))
+                                .eq(Expr::col((message::Entity, message::Column::SentAt))),
+                        )
+                        .add(
+                            Expr::col((t, message::Column::Id))
+                                .gte(Expr::col((message::Entity, message::Column::Id))),
+                        ),
+                ),
+        );
+    Cond::all().add(Expr::not_exists(later))
+}

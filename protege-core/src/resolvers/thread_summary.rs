@@ -1,0 +1,94 @@
+//! `ThreadSummary`: the running summary of the inbound message's thread.
+
+use crate::context::Context;
+use crate::db::summary;
+use crate::error::Result;
+use crate::message::{Message, Role, message};
+use crate::resolver::Resolver;
+use crate::template::Template;
+
+/// The template of a `ThreadSummary` that sets none.
+pub const DEFAULT_SUMMARY_TEMPLATE: &str = "Summary of the conversation so far:\n{{ summary }}";
+
+/// Contributes the newest summary of the current thread whose through-message is prior to
+/// the current message, rendered by its template (variable `summary`, besides the usual
+/// ones), trimmed; nothing when there is none, when the template renders blank, in a
+/// scheduled run or without a database. Summaries are written by the application
+/// (`protege db summary`, `POST /v1/summaries`, `Engine::store_summary`).
+#[derive(Debug, Clone)]
+pub struct ThreadSummary {
+    /// The compiled template, or the error of a source that did not compile (reported when
+    /// the chain runs).
+    template: std::result::Result<Template, (crate::ErrorKind, String)>,
+    role: Role,
+}
+
+impl Default for ThreadSummary {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ThreadSummary {
+    /// The default template and role `system`.
+    pub fn new() -> Self {
+        Self {
+            template: Template::compile("ThreadSummary.template", DEFAULT_SUMMARY_TEMPLATE)
+                .map_err(|e| (e.kind(), e.detail().to_owned())),
+            role: Role::System,
+        }
+    }
+
+    /// Renders the summary with a compiled `template`.
+    pub fn template(mut self, template: Template) -> Self {
+        self.template = Ok(template);
+        self
+    }
+
+    /// Compiles `source` as the template; a syntax error is returned.
+    pub fn try_template_str(self, source: &str) -> Result<Self> {
+        Ok(self.template(Template::compile("ThreadSummary.template", source)?))
+    }
+
+    /// Compiles `source` as the template; a syntax error is reported when the chain runs
+    /// (the `resolvers!` macro checks literal templates at compile time).
+    pub fn template_str(mut self, source: &str) -> Self {
+        self.template = Template::compile("ThreadSummary.template", source)
+            .map_err(|e| (e.kind(), e.detail().to_owned()));
+        self
+    }
+
+    /// Sets the role of the contributed message (default `system`).
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+}
+
+impl Resolver for ThreadSummary {
+    type Output = Option<Message>;
+
+    async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
+            return Ok(None);
+        };
+        let Some(content) = summary::latest(db, current).await? else {
+            return Ok(None);
+        };
+        let vars = minijinja::value::merge_maps([
+            minijinja::context! { summary => content },
+            ctx.template_vars().clone(),
+        ]);
+        let template = match &self.template {
+            Ok(t) => t,
+            Err((kind, detail)) => return Err(crate::Error::new(*kind, detail.clone())),
+        };
+        let text = template.render_in(ctx, &vars)?;
+        let text = text.trim();
+        Ok((!text.is_empty()).then(|| message(self.role, text)))
+    }
+
+    fn name(&self) -> &str {
+        "ThreadSummary"
+    }
+}

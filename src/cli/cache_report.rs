@@ -1,0 +1,18 @@
+//! `cache-report`: what a provider's prompt cache would serve over a thread's reply runs.
+
+use super::args::{CacheReportArgs, WireFormat};
+use super::{CliResult, Env, Failure, output, resolve};
+
+pub(crate) async fn run(env: &Env, args: &CacheReportArgs) -> CliResult {
+    let engine = resolve::engine(env).await?;
+    let format = match args.format {
+        Some(WireFormat::Openai) => protege::Format::Openai,
+        Some(WireFormat::Anthropic) => protege::Format::Anthropic,
+        None => protege::Format::Provider,
+    };
+    let report = engine
+        .cache_report(&args.persona, args.thread, format)
+        .await
+        .map_err(Failure::from)?;
+    output::out(&format!("{report}\n"))
+}
