@@ -52,6 +52,7 @@ pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 pub use resolvers::{LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory};
 pub use template::{Template, TemplateLimits};
+pub use tokens::Tokenizer;
 
 #[doc(hidden)]
 pub use macros::__private;

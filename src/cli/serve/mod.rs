@@ -268,7 +268,7 @@ async fn resolve(
                     "resolver": s.name,
                     "messages": s.messages,
                     "chars": s.chars,
-                    "tokens": s.tokens,
+                    "tokens": s.tokens.unwrap_or_default(),
                     "ms": s.elapsed.as_secs_f64() * 1000.0,
                 })
             })
