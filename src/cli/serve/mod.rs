@@ -181,7 +181,7 @@ async fn readyz(State(app): State<App>) -> Result<Response, ApiError> {
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     db.ping()
         .await
-        .map_err(|e| ApiError::unavailable(format!("the database does not answer: {e}")))?;
+        .map_err(|e| ApiError::unavailable(protege::Error::from(e).to_string()))?;
     if app.engine.personas().is_empty() {
         return Err(ApiError::unavailable("no persona is loaded"));
     }
