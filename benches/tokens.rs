@@ -3,8 +3,8 @@
 //! estimate, the baseline. In-memory SQLite.
 //!
 //! `cargo bench --bench tokens` prints criterion's numbers and, from interleaved runs, the
-//! median of each, the ratios to the estimate and to the ThreadHistory read itself, and the
-//! one-off cost of building each encoder.
+//! median of each, the ratios to the estimate and to the ThreadHistory read itself, the
+//! time of a hostile one-piece body, and the one-off cost of building each encoder.
 
 use std::time::{Duration, Instant};
 
@@ -129,6 +129,13 @@ fn bench(c: &mut Criterion) {
         );
     }
     println!("ThreadHistory read, limit=all: {:.3} ms", ms(read));
+    let hostile = "x".repeat(1_000_000);
+    let start = Instant::now();
+    let n = Tokenizer::O200kBase.count(&hostile);
+    println!(
+        "a hostile body of 1,000,000 letters with o200k_base: {n} tokens in {:.1} ms",
+        ms(start.elapsed())
+    );
     for (tokenizer, time) in build {
         println!(
             "building the {} encoder (once per process): {:.1} ms",

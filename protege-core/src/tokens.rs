@@ -65,8 +65,8 @@ impl Tokenizer {
     pub fn count(self, text: &str) -> usize {
         match self {
             Self::Estimate => estimate_tokens(text),
-            Self::Cl100kBase => tiktoken_rs::cl100k_base_singleton().count_ordinary(text),
-            Self::O200kBase => tiktoken_rs::o200k_base_singleton().count_ordinary(text),
+            Self::Cl100kBase => count_bpe(tiktoken_rs::cl100k_base_singleton(), text),
+            Self::O200kBase => count_bpe(tiktoken_rs::o200k_base_singleton(), text),
         }
     }
 
@@ -105,6 +105,69 @@ impl Tokenizer {
             Self::O200kBase => "tokens are counted with o200k_base, plus 4 per message",
         }
     }
+}
+
+/// The longest run of letters, of whitespace or of other characters that is counted as
+/// it is. The BPE merges of one piece of text take time quadratic in its length, so a
+/// longer run (a hostile body of a million letters) is counted in slices of this many
+/// characters: exact for text without such a run (natural text in any language), within a
+/// token or two per slice otherwise, and linear time either way.
+const LONG_RUN: usize = 1024;
+
+/// The class of a character for [`LONG_RUN`]: whitespace, letters, anything else.
+fn class(c: char) -> u8 {
+    if c.is_whitespace() {
+        0
+    } else if c.is_alphabetic() {
+        1
+    } else {
+        2
+    }
+}
+
+/// The tokens of `text` with an OpenAI encoding, special-token text counted as ordinary
+/// text; runs over [`LONG_RUN`] characters of one class are counted slice by slice.
+fn count_bpe(bpe: &tiktoken_rs::CoreBPE, text: &str) -> usize {
+    let mut total = 0;
+    // The text before this byte is counted.
+    let mut counted = 0;
+    for (start, end) in long_runs(text) {
+        total += bpe.count_ordinary(&text[counted..start]);
+        let run = &text[start..end];
+        let cuts: Vec<usize> = run
+            .char_indices()
+            .step_by(LONG_RUN)
+            .map(|(i, _)| i)
+            .chain([run.len()])
+            .collect();
+        total += cuts
+            .windows(2)
+            .map(|w| bpe.count_ordinary(&run[w[0]..w[1]]))
+            .sum::<usize>();
+        counted = end;
+    }
+    total + bpe.count_ordinary(&text[counted..])
+}
+
+/// The byte ranges of the runs of one [`class`] longer than [`LONG_RUN`] characters.
+fn long_runs(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    // The current run: its first byte, its length in characters and its class.
+    let mut run = (0, 0, None);
+    for (i, c) in text.char_indices() {
+        let class = Some(class(c));
+        if class != run.2 {
+            if run.1 > LONG_RUN {
+                out.push((run.0, i));
+            }
+            run = (i, 0, class);
+        }
+        run.1 += 1;
+    }
+    if run.1 > LONG_RUN {
+        out.push((run.0, text.len()));
+    }
+    out
 }
 
 /// The tokens of a message's role and framing, on top of its text. OpenAI documents three

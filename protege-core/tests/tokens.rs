@@ -131,3 +131,29 @@ fn the_explain_sentence_names_the_tokenizer() {
         "tokens are counted with cl100k_base, plus 4 per message"
     );
 }
+
+#[test]
+fn hostile_runs_count_in_linear_time() {
+    // One piece of a million letters would take minutes of quadratic BPE merges; runs over
+    // 1,024 characters are counted slice by slice.
+    let letters = "x".repeat(1_000_000);
+    let spaces = format!("a{}b", " ".repeat(1_000_000));
+    let dashes = "-".repeat(1_000_000);
+    let start = std::time::Instant::now();
+    let counts = [
+        Tokenizer::O200kBase.count(&letters),
+        Tokenizer::Cl100kBase.count(&letters),
+        Tokenizer::O200kBase.count(&spaces),
+        Tokenizer::O200kBase.count(&dashes),
+    ];
+    let took = start.elapsed();
+    assert_eq!(counts, [125_000, 125_000, 7_815, 15_625]);
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+    // Natural text is never sliced: a 20,000-character body counts as a whole.
+    let body = "Thanks for getting back to me, the parcel arrived today. ".repeat(350);
+    assert_eq!(Tokenizer::O200kBase.count(&body), 12 * 350 + 1);
+    assert_eq!(
+        Tokenizer::O200kBase.count(&body),
+        tiktoken_rs::o200k_base_singleton().count_ordinary(&body)
+    );
+}
