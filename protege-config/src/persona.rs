@@ -436,7 +436,33 @@ fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibilit
 }
 
 /// Checks a standard 5-field cron expression (minute hour day-of-month month day-of-week).
+///
+/// Remembers the verdicts of the last schedules seen: a folder of personas repeats a few
+/// schedules, and parsing one costs more than the rest of its persona file.
 fn check_cron(schedule: &str) -> Result<(), String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, PoisonError};
+    static SEEN: Mutex<Option<HashMap<String, Result<(), String>>>> = Mutex::new(None);
+    const REMEMBERED: usize = 256;
+    if let Some(verdict) = SEEN
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .and_then(|seen| seen.get(schedule))
+    {
+        return verdict.clone();
+    }
+    let verdict = parse_cron(schedule);
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let seen = seen.get_or_insert_with(HashMap::new);
+    if seen.len() >= REMEMBERED {
+        seen.clear();
+    }
+    seen.insert(schedule.to_owned(), verdict.clone());
+    verdict
+}
+
+fn parse_cron(schedule: &str) -> Result<(), String> {
     let fields = schedule.split_whitespace().count();
     if fields != 5 {
         return Err(format!(

@@ -1,7 +1,7 @@
 //! The one minijinja setup of protege: semi-strict undefined, no auto-escaping, `slugify`,
 //! and a budget on every render (fuel and an output cap).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
@@ -62,14 +62,20 @@ pub fn slugify(text: &str) -> String {
 /// (printing, iterating or filtering an undefined value fails; testing it in `if` is
 /// allowed), no auto-escaping, and the `slugify` filter; its fuel is
 /// [`DEFAULT_TEMPLATE_FUEL`].
+///
+/// Built once per process and cloned: a clone shares the filters, tests and globals, so a
+/// template compiled on its own costs its parse, not a fresh set of built-ins.
 pub fn environment() -> Environment<'static> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
-    env.set_auto_escape_callback(|_| AutoEscape::None);
-    env.set_debug(true);
-    env.set_fuel(Some(DEFAULT_TEMPLATE_FUEL));
-    env.add_filter("slugify", |s: String| slugify(&s));
-    env
+    static BASE: LazyLock<Environment<'static>> = LazyLock::new(|| {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.set_debug(true);
+        env.set_fuel(Some(DEFAULT_TEMPLATE_FUEL));
+        env.add_filter("slugify", |s: String| slugify(&s));
+        env
+    });
+    BASE.clone()
 }
 
 /// A template compiled once and rendered per run; cheap to clone.

@@ -520,9 +520,12 @@ async fn statements_for(url: &str, current: &str, h: ThreadHistory) -> (usize, u
         seen.fetch_add(1, Ordering::SeqCst);
     });
     let ctx = reply_ctx(&conn, current).await;
-    let before = count.load(Ordering::SeqCst);
+    // Reads on a SQLite file run through the SQLite C library, which SeaORM's callback
+    // does not see; the engine counts those.
+    let embedded = || db::embedded_statements(&conn).unwrap_or(0) as usize;
+    let before = count.load(Ordering::SeqCst) + embedded();
     let messages = h.resolve(&ctx).await.unwrap();
-    let n = count.load(Ordering::SeqCst) - before;
+    let n = count.load(Ordering::SeqCst) + embedded() - before;
     conn.close().await.ok();
     (n, messages.len())
 }

@@ -9,14 +9,16 @@
 //! MySQL/MariaDB reject, and rather than a list of ids, whose length would be bounded by
 //! each backend's parameter limit.
 
-use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, JoinType, Order, Query, SelectStatement};
-use sea_orm::{ConnectionTrait, QueryResult};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 
+use super::embedded;
 use super::entities::{attachment, message, tool_use};
-use super::{address_list, bad_direction};
+use super::rows::{
+    ATTACHMENT_COLUMNS, MESSAGE_COLUMNS, Row, attachment_from_row, message_from_row,
+};
 use crate::error::Result;
-use crate::mail::{Attachment, Direction, MailMessage};
+use crate::mail::MailMessage;
 
 /// A stored tool use, as replayed.
 #[derive(Debug, Clone)]
@@ -59,10 +61,154 @@ fn prior_alias() -> Alias {
     Alias::new("prior")
 }
 
+/// The three statements of one history read.
+struct Statements {
+    messages: SelectStatement,
+    attachments: SelectStatement,
+    tool_uses: Option<SelectStatement>,
+}
+
+/// The columns of the tool uses statement, in the order [`Turns::tool_use`] reads them.
+const TOOL_USE_COLUMNS: [tool_use::Column; 9] = {
+    use tool_use::Column as U;
+    [
+        U::MessageId,
+        U::Id,
+        U::RunId,
+        U::TurnIndex,
+        U::Position,
+        U::ToolCallId,
+        U::Name,
+        U::Input,
+        U::Result,
+    ]
+};
+
+impl Statements {
+    fn new(current: &MailMessage, limit: Option<u64>, with_tools: bool) -> Self {
+        use message::Column as M;
+        let mut messages = prior_ids(current, limit);
+        messages.clear_selects();
+        messages.columns(MESSAGE_COLUMNS.map(|c| (message::Entity, c)));
+
+        use attachment::Column as A;
+        // The attachments without their bytes: the history only names them.
+        let mut attachments = Query::select();
+        attachments
+            .columns(
+                ATTACHMENT_COLUMNS[..5]
+                    .iter()
+                    .map(|c| (attachment::Entity, *c)),
+            )
+            .from(attachment::Entity)
+            .join_subquery(
+                JoinType::InnerJoin,
+                prior_ids(current, limit),
+                prior_alias(),
+                Expr::col((prior_alias(), M::Id)).equals((attachment::Entity, A::MessageId)),
+            )
+            .order_by((attachment::Entity, A::Id), Order::Asc);
+
+        let tool_uses = with_tools.then(|| {
+            use tool_use::Column as U;
+            let mut q = Query::select();
+            q.columns(TOOL_USE_COLUMNS.map(|c| (tool_use::Entity, c)))
+                .from(tool_use::Entity)
+                .join_subquery(
+                    JoinType::InnerJoin,
+                    prior_ids(current, limit),
+                    prior_alias(),
+                    Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
+                );
+            q
+        });
+        Self {
+            messages,
+            attachments,
+            tool_uses,
+        }
+    }
+}
+
+/// The turns being built from the rows of the three statements, whichever driver reads
+/// them.
+struct Turns {
+    turns: Vec<PriorTurn>,
+    /// `(message id, position in turns)`, sorted by id, once the messages are read.
+    index: Vec<(i64, usize)>,
+}
+
+impl Turns {
+    fn new() -> Self {
+        Self {
+            turns: Vec::new(),
+            index: Vec::new(),
+        }
+    }
+
+    /// One row of the messages statement (newest first).
+    fn message(&mut self, row: &impl Row) -> Result<()> {
+        self.turns.push(PriorTurn {
+            message: message_from_row(row)?,
+            tool_uses: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Puts the messages oldest first and indexes them for the attachments and tool uses.
+    fn messages_done(&mut self) {
+        self.turns.reverse();
+        // Ids ascend with insertion; positions of the turns by message id for the joins.
+        self.index = self
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.message.id, i))
+            .collect();
+        self.index.sort_unstable();
+    }
+
+    fn turn(&mut self, message_id: i64) -> Option<&mut PriorTurn> {
+        let at = self
+            .index
+            .binary_search_by_key(&message_id, |(id, _)| *id)
+            .ok()?;
+        self.turns.get_mut(self.index[at].1)
+    }
+
+    /// One row of the attachments statement.
+    fn attachment(&mut self, row: &impl Row) -> Result<()> {
+        let (message_id, attachment) = attachment_from_row(row, false)?;
+        if let Some(turn) = self.turn(message_id) {
+            turn.message.attachments.push(attachment);
+        }
+        Ok(())
+    }
+
+    /// One row of the tool uses statement.
+    fn tool_use(&mut self, row: &impl Row) -> Result<()> {
+        let message_id = row.int(0)?;
+        if let Some(turn) = self.turn(message_id) {
+            turn.tool_uses.push(StoredToolUse {
+                id: row.int(1)?,
+                run_id: row.text(2)?,
+                turn_index: row.int32(3)?,
+                position: row.int32(4)?,
+                tool_call_id: row.text(5)?,
+                name: row.text(6)?,
+                input: row.text(7)?,
+                result: row.opt_text(8)?,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Reads the prior messages of `current` (oldest first) with their attachments and, when
-/// `with_tools`, their tool uses.
-pub(crate) async fn read<C: ConnectionTrait>(
-    db: &C,
+/// `with_tools`, their tool uses: on a SQLite file through the SQLite C library
+/// ([`embedded`]), elsewhere through SeaORM; the same statements either way.
+pub(crate) async fn read(
+    db: &DatabaseConnection,
     current: &MailMessage,
     limit: Option<u64>,
     with_tools: bool,
@@ -70,136 +216,36 @@ pub(crate) async fn read<C: ConnectionTrait>(
     if limit == Some(0) {
         return Ok(Vec::new());
     }
-    use message::Column as M;
-    let mut q = prior_ids(current, limit);
-    q.columns([
-        (message::Entity, M::MessageId),
-        (message::Entity, M::Direction),
-        (message::Entity, M::FromAddress),
-        (message::Entity, M::ToAddresses),
-        (message::Entity, M::CcAddresses),
-        (message::Entity, M::Subject),
-        (message::Entity, M::SentAt),
-        (message::Entity, M::TextBody),
-        (message::Entity, M::HtmlBody),
-        (message::Entity, M::InReplyTo),
-    ]);
-    let rows = db.query_all(&q).await?;
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut turns = Vec::with_capacity(rows.len());
-    for row in rows.iter().rev() {
-        turns.push(PriorTurn {
-            message: message_row(row, current.thread_id)?,
-            tool_uses: Vec::new(),
+    let statements = Statements::new(current, limit, with_tools);
+    let mut turns = Turns::new();
+    if let Some(reader) = embedded::reader(db) {
+        return reader.run(|conn| {
+            conn.query(&statements.messages, |row| turns.message(row))?;
+            if turns.turns.is_empty() {
+                return Ok(Vec::new());
+            }
+            turns.messages_done();
+            conn.query(&statements.attachments, |row| turns.attachment(row))?;
+            if let Some(tool_uses) = &statements.tool_uses {
+                conn.query(tool_uses, |row| turns.tool_use(row))?;
+            }
+            Ok(turns.turns)
         });
     }
-    // Ids ascend with insertion; positions of the turns by message id for the joins.
-    let mut index: Vec<(i64, usize)> = turns
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.message.id, i))
-        .collect();
-    index.sort_unstable();
-    let position = |id: i64| {
-        index
-            .binary_search_by_key(&id, |(id, _)| *id)
-            .ok()
-            .map(|i| index[i].1)
-    };
-
-    use attachment::Column as A;
-    let mut q = Query::select();
-    q.columns([
-        (attachment::Entity, A::MessageId),
-        (attachment::Entity, A::AttachmentId),
-        (attachment::Entity, A::Filename),
-        (attachment::Entity, A::ContentType),
-        (attachment::Entity, A::ByteSize),
-    ])
-    .from(attachment::Entity)
-    .join_subquery(
-        JoinType::InnerJoin,
-        prior_ids(current, limit),
-        prior_alias(),
-        Expr::col((prior_alias(), M::Id)).equals((attachment::Entity, A::MessageId)),
-    )
-    .order_by((attachment::Entity, A::Id), Order::Asc);
-    for row in db.query_all(&q).await? {
-        let message_id: i64 = row.try_get_by_index(0)?;
-        if let Some(i) = position(message_id) {
-            turns[i].message.attachments.push(Attachment {
-                attachment_id: row.try_get_by_index(1)?,
-                filename: row.try_get_by_index(2)?,
-                content_type: row.try_get_by_index(3)?,
-                byte_size: row.try_get_by_index(4)?,
-                data: None,
-            });
+    for row in db.query_all(&statements.messages).await? {
+        turns.message(&row)?;
+    }
+    if turns.turns.is_empty() {
+        return Ok(Vec::new());
+    }
+    turns.messages_done();
+    for row in db.query_all(&statements.attachments).await? {
+        turns.attachment(&row)?;
+    }
+    if let Some(tool_uses) = &statements.tool_uses {
+        for row in db.query_all(tool_uses).await? {
+            turns.tool_use(&row)?;
         }
     }
-
-    if with_tools {
-        use tool_use::Column as U;
-        let mut q = Query::select();
-        q.columns([
-            (tool_use::Entity, U::MessageId),
-            (tool_use::Entity, U::Id),
-            (tool_use::Entity, U::RunId),
-            (tool_use::Entity, U::TurnIndex),
-            (tool_use::Entity, U::Position),
-            (tool_use::Entity, U::ToolCallId),
-            (tool_use::Entity, U::Name),
-            (tool_use::Entity, U::Input),
-            (tool_use::Entity, U::Result),
-        ])
-        .from(tool_use::Entity)
-        .join_subquery(
-            JoinType::InnerJoin,
-            prior_ids(current, limit),
-            prior_alias(),
-            Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
-        );
-        for row in db.query_all(&q).await? {
-            let message_id: i64 = row.try_get_by_index(0)?;
-            if let Some(i) = position(message_id) {
-                turns[i].tool_uses.push(StoredToolUse {
-                    id: row.try_get_by_index(1)?,
-                    run_id: row.try_get_by_index(2)?,
-                    turn_index: row.try_get_by_index(3)?,
-                    position: row.try_get_by_index(4)?,
-                    tool_call_id: row.try_get_by_index(5)?,
-                    name: row.try_get_by_index(6)?,
-                    input: row.try_get_by_index(7)?,
-                    result: row.try_get_by_index(8)?,
-                });
-            }
-        }
-    }
-    Ok(turns)
-}
-
-fn message_row(row: &QueryResult, thread_id: i64) -> Result<MailMessage> {
-    let message_id: String = row.try_get_by_index(1)?;
-    let direction: String = row.try_get_by_index(2)?;
-    let direction =
-        Direction::parse(&direction).ok_or_else(|| bad_direction(&direction, &message_id))?;
-    let to: String = row.try_get_by_index(4)?;
-    let cc: String = row.try_get_by_index(5)?;
-    let sent_at: DateTime<Utc> = row.try_get_by_index(7)?;
-    Ok(MailMessage {
-        id: row.try_get_by_index(0)?,
-        thread_id,
-        direction,
-        from: row.try_get_by_index(3)?,
-        to: address_list(&to, "to_addresses", &message_id)?,
-        cc: address_list(&cc, "cc_addresses", &message_id)?,
-        subject: row.try_get_by_index(6)?,
-        sent_at,
-        text_body: row.try_get_by_index(8)?,
-        html_body: row.try_get_by_index(9)?,
-        in_reply_to: row.try_get_by_index(10)?,
-        message_id,
-        attachments: Vec::new(),
-    })
+    Ok(turns.turns)
 }

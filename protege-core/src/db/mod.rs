@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+mod embedded;
 mod eml;
 pub mod entities;
 mod fixture;
@@ -20,14 +21,16 @@ pub(crate) mod history;
 mod lock;
 mod migration;
 pub(crate) mod records;
+mod rows;
 
 use std::time::Duration;
 
-use sea_orm::{ColumnTrait, ConnectOptions, Database, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mail::{Attachment, Direction, MailMessage};
+use crate::mail::MailMessage;
 
+pub use embedded::embedded_statements;
 pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
     ingest_eml,
@@ -202,44 +205,50 @@ pub async fn load_message(
     message_id: &str,
 ) -> Result<Option<MailMessage>> {
     use entities::{attachment, message};
-    let Some(row) = message::Entity::find()
-        .filter(message::Column::MessageId.eq(message_id))
-        .one(db)
-        .await?
-    else {
+    use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
+    let mut by_message_id = Query::select();
+    by_message_id
+        .columns(rows::MESSAGE_COLUMNS.map(|c| (message::Entity, c)))
+        .from(message::Entity)
+        .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(message_id))
+        .limit(1);
+    let attachments_of = |id: i64| {
+        let mut q = Query::select();
+        q.columns(rows::ATTACHMENT_COLUMNS.map(|c| (attachment::Entity, c)))
+            .from(attachment::Entity)
+            .and_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(id))
+            .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
+        q
+    };
+    if let Some(reader) = embedded::reader(db) {
+        return reader.run(|conn| {
+            let mut found = None;
+            conn.query(&by_message_id, |row| {
+                found = Some(rows::message_from_row(row)?);
+                Ok(())
+            })?;
+            let Some(mut message) = found else {
+                return Ok(None);
+            };
+            conn.query(&attachments_of(message.id), |row| {
+                message
+                    .attachments
+                    .push(rows::attachment_from_row(row, true)?.1);
+                Ok(())
+            })?;
+            Ok(Some(message))
+        });
+    }
+    let Some(row) = db.query_one(&by_message_id).await? else {
         return Ok(None);
     };
-    let attachments = attachment::Entity::find()
-        .filter(attachment::Column::MessageId.eq(row.id))
-        .order_by_asc(attachment::Column::Id)
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|a| Attachment {
-            attachment_id: a.attachment_id,
-            filename: a.filename,
-            content_type: a.content_type,
-            byte_size: a.byte_size,
-            data: a.data,
-        })
-        .collect();
-    let direction = Direction::parse(&row.direction)
-        .ok_or_else(|| bad_direction(&row.direction, &row.message_id))?;
-    Ok(Some(MailMessage {
-        id: row.id,
-        thread_id: row.email_thread_id,
-        to: address_list(&row.to_addresses, "to_addresses", &row.message_id)?,
-        cc: address_list(&row.cc_addresses, "cc_addresses", &row.message_id)?,
-        message_id: row.message_id,
-        direction,
-        from: row.from_address,
-        subject: row.subject,
-        sent_at: row.sent_at,
-        text_body: row.text_body,
-        html_body: row.html_body,
-        in_reply_to: row.in_reply_to,
-        attachments,
-    }))
+    let mut message = rows::message_from_row(&row)?;
+    for row in db.query_all(&attachments_of(message.id)).await? {
+        message
+            .attachments
+            .push(rows::attachment_from_row(&row, true)?.1);
+    }
+    Ok(Some(message))
 }
 
 /// Parses a stored JSON array of addresses.

@@ -1,0 +1,250 @@
+//! The hot reads on the embedded SQLite file, through the SQLite C library.
+//!
+//! SeaORM reaches SQLite through sqlx, whose driver runs every connection on a thread of
+//! its own and hands each row across a channel as an owned copy; for the reads behind
+//! `ThreadHistory` and the trigger lookup that hand-off costs more than SQLite's own work.
+//! For a SQLite *file*, those reads run the very same sea-query statements through
+//! rusqlite (the same SQLite library, linked once) on a small pool of read-only
+//! connections. In-memory databases, PostgreSQL and MySQL/MariaDB keep the SeaORM path;
+//! both paths decode rows through the same accessors ([`super::rows::Row`]), so they build
+//! the same values.
+//!
+//! The pool belongs to the database file (one per path per process) and is dropped and
+//! reopened when the path starts naming another file (the database was deleted and
+//! created again), so a reader never serves rows of a file that is gone.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use chrono::SecondsFormat;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags};
+use sea_orm::sea_query::{SelectStatement, SqliteQueryBuilder, Value};
+use sea_orm::{DatabaseConnection, DatabaseConnectionType};
+
+use super::SQLITE_BUSY_TIMEOUT;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Idle connections kept per database file.
+const MAX_IDLE: usize = 16;
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Self {
+        let reason = err.to_string();
+        Error::new(
+            ErrorKind::Database,
+            format!("database error: {}", reason.trim_end_matches('.')),
+        )
+    }
+}
+
+/// A statement's parameter as SeaORM's SQLite driver binds it.
+fn bind(value: Value) -> Result<SqlValue> {
+    use SqlValue::{Integer, Null, Real, Text};
+    Ok(match value {
+        Value::Bool(v) => v.map_or(Null, |b| Integer(i64::from(b))),
+        Value::TinyInt(v) => v.map_or(Null, |n| Integer(n.into())),
+        Value::SmallInt(v) => v.map_or(Null, |n| Integer(n.into())),
+        Value::Int(v) => v.map_or(Null, |n| Integer(n.into())),
+        Value::BigInt(v) => v.map_or(Null, Integer),
+        Value::TinyUnsigned(v) => v.map_or(Null, |n| Integer(n.into())),
+        Value::SmallUnsigned(v) => v.map_or(Null, |n| Integer(n.into())),
+        Value::Unsigned(v) => v.map_or(Null, |n| Integer(n.into())),
+        Value::BigUnsigned(v) => match v {
+            None => Null,
+            Some(n) => Integer(i64::try_from(n).map_err(|_| {
+                Error::new(
+                    ErrorKind::Database,
+                    format!("database error: the parameter {n} is too large for SQLite"),
+                )
+            })?),
+        },
+        Value::Float(v) => v.map_or(Null, |x| Real(x.into())),
+        Value::Double(v) => v.map_or(Null, Real),
+        Value::String(v) => v.map_or(Null, Text),
+        Value::Char(v) => v.map_or(Null, |c| Text(c.to_string())),
+        Value::Bytes(v) => v.map_or(Null, SqlValue::Blob),
+        Value::Json(v) => v.map_or(Null, |j| Text(j.to_string())),
+        Value::ChronoDateTimeUtc(v) => v.map_or(Null, |t| {
+            Text(t.to_rfc3339_opts(SecondsFormat::AutoSi, false))
+        }),
+        other => {
+            return Err(Error::new(
+                ErrorKind::Database,
+                format!("database error: cannot bind the parameter {other:?} on SQLite"),
+            ));
+        }
+    })
+}
+
+/// The identity of the file a path names, to notice a database deleted and created again.
+#[cfg(unix)]
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|_| (0, 0))
+}
+
+/// A pool of read-only connections to one SQLite database file.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    path: PathBuf,
+    state: Mutex<Pool>,
+    statements: AtomicU64,
+}
+
+/// A connection of the pool, lent to one read.
+pub(crate) struct Session<'a> {
+    conn: &'a Connection,
+    statements: &'a AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Pool {
+    identity: Option<(u64, u64)>,
+    idle: Vec<Connection>,
+}
+
+/// The reader for `db` when it is a SQLite database file; `None` for an in-memory
+/// database, another backend, or a file that does not exist.
+pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
+    let DatabaseConnectionType::SqlxSqlitePoolConnection(_) = &db.inner else {
+        return None;
+    };
+    let options = db.get_sqlite_connection_pool().connect_options();
+    let path = options.get_filename();
+    static READERS: OnceLock<Mutex<HashMap<PathBuf, Arc<Reader>>>> = OnceLock::new();
+    let mut readers = READERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(reader) = readers.get(path) {
+        return Some(Arc::clone(reader));
+    }
+    // An in-memory database (`file:sqlx-in-memory-N`) names no file.
+    file_identity(path)?;
+    let reader = Arc::new(Reader {
+        path: path.to_owned(),
+        state: Mutex::new(Pool::default()),
+        statements: AtomicU64::new(0),
+    });
+    readers.insert(path.to_owned(), Arc::clone(&reader));
+    Some(reader)
+}
+
+impl Reader {
+    /// Runs `read` on one of the pool's connections, on the calling task.
+    ///
+    /// Not on a blocking thread: the hand-off to another thread and back costs more than
+    /// the read itself, and under load it waits for a free core twice. A read waits for a
+    /// writer's commit (at most [`SQLITE_BUSY_TIMEOUT`]) as any SQLite reader does; in WAL
+    /// mode it never waits.
+    pub(crate) fn run<T>(&self, read: impl FnOnce(&Session<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.take()?;
+        let out = read(&Session {
+            conn: &conn,
+            statements: &self.statements,
+        });
+        if out.is_ok() {
+            self.give_back(conn);
+        }
+        out
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take(&self) -> Result<Connection> {
+        let identity = file_identity(&self.path);
+        {
+            let mut pool = self.lock();
+            if pool.identity != identity {
+                pool.idle.clear();
+                pool.identity = identity;
+            }
+            if let Some(conn) = pool.idle.pop() {
+                return Ok(conn);
+            }
+        }
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+        Ok(conn)
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut pool = self.lock();
+        if pool.idle.len() < MAX_IDLE {
+            pool.idle.push(conn);
+        }
+    }
+}
+
+impl Session<'_> {
+    /// Runs `statement`, calling `each` for every row in order.
+    pub(crate) fn query(
+        &self,
+        statement: &SelectStatement,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (sql, values) = statement.build(SqliteQueryBuilder);
+        let params = values.into_iter().map(bind).collect::<Result<Vec<_>>>()?;
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        let mut prepared = self.conn.prepare_cached(&sql)?;
+        let mut rows = prepared.query(rusqlite::params_from_iter(params))?;
+        while let Some(row) = rows.next()? {
+            each(row)?;
+        }
+        Ok(())
+    }
+}
+
+/// The number of statements run so far in this process on the SQLite file behind `db`
+/// through the SQLite C library rather than through SeaORM (whose metric callback does
+/// not see them); `None` when `db` is not a SQLite file.
+///
+/// Together with SeaORM's metric callback it gives the full count of a read's statements.
+pub fn embedded_statements(db: &DatabaseConnection) -> Option<u64> {
+    reader(db).map(|r| r.statements.load(Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_bind_like_the_sqlx_driver() {
+        let t = chrono::DateTime::parse_from_rfc3339("2026-03-02T09:14:00.5Z")
+            .unwrap()
+            .to_utc();
+        assert_eq!(
+            bind(Value::ChronoDateTimeUtc(Some(t))).unwrap(),
+            SqlValue::Text("2026-03-02T09:14:00.500+00:00".to_owned())
+        );
+        assert_eq!(bind(Value::BigInt(Some(7))).unwrap(), SqlValue::Integer(7));
+        assert_eq!(bind(Value::BigInt(None)).unwrap(), SqlValue::Null);
+        assert_eq!(
+            bind(Value::BigUnsigned(Some(u64::MAX)))
+                .unwrap_err()
+                .to_string(),
+            "database error: the parameter 18446744073709551615 is too large for SQLite"
+        );
+    }
+}
