@@ -176,6 +176,108 @@ fn explain_goes_to_stderr_and_stdout_stays_json() {
     );
 }
 
+/// The `--explain` table without its time column: one line per row, fields separated by
+/// one space.
+fn timeless(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .map(|line| {
+            let mut fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.last() == Some(&"ms") {
+                fields.truncate(fields.len() - 2);
+            }
+            fields.join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn explain_counts_openai_models_with_their_tokenizer() {
+    let (_dir, url) = demo_db();
+    let digest = [
+        "resolve",
+        "--persona",
+        "digest",
+        "--responsibility",
+        "daily-digest",
+    ];
+    let support = [
+        "resolve",
+        "--persona",
+        "support",
+        "--message",
+        "<refund-3@example.com>",
+    ];
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        // `[model] name = "gpt-4o"`.
+        (
+            digest.to_vec(),
+            vec![
+                "# resolver messages chars tokens time",
+                "1 LoadText 1 108 28",
+                "2 LoadFile 1 156 44",
+                "3 LoadRecord 1 161 57",
+                "4 LoadText 1 179 64",
+                "total 4 604 193",
+                "tokens are counted with o200k_base, plus 4 per message",
+            ],
+        ),
+        // `--model` chooses the tokenizer, whatever the format.
+        (
+            [&digest[..], &["--model", "gpt-4"]].concat(),
+            vec![
+                "# resolver messages chars tokens time",
+                "1 LoadText 1 108 28",
+                "2 LoadFile 1 156 44",
+                "3 LoadRecord 1 161 60",
+                "4 LoadText 1 179 64",
+                "total 4 604 196",
+                "tokens are counted with cl100k_base, plus 4 per message",
+            ],
+        ),
+        // `claude-sonnet-4-5`: the estimate, as before.
+        (
+            support.to_vec(),
+            vec![
+                "# resolver messages chars tokens time",
+                "1 LoadText 1 159 44",
+                "2 LoadFile 1 371 97",
+                "3 LoadFile 1 112 32",
+                "4 LoadRecord 1 129 37",
+                "5 ThreadHistory 6 779 241",
+                "6 LoadText 1 100 29",
+                "- (trailing user turn) 1 212 57",
+                "total 12 1862 537",
+                "tokens are estimated as characters / 4, rounded up, plus 4 per message",
+            ],
+        ),
+        (
+            [&support[..], &["--model", "gpt-4.1", "--format", "openai"]].concat(),
+            vec![
+                "# resolver messages chars tokens time",
+                "1 LoadText 1 159 39",
+                "2 LoadFile 1 371 90",
+                "3 LoadFile 1 112 26",
+                "4 LoadRecord 1 129 40",
+                "5 ThreadHistory 6 779 294",
+                "6 LoadText 1 100 31",
+                "- (trailing user turn) 1 212 73",
+                "total 12 1862 593",
+                "tokens are counted with o200k_base, plus 4 per message",
+            ],
+        ),
+    ];
+    for (args, want) in cases {
+        let run = protege(
+            &url,
+            &project(),
+            &[&args[..], &["--now", NOW, "--explain"]].concat(),
+        );
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert_eq!(timeless(&run.stderr), want, "{args:?}");
+    }
+}
+
 #[test]
 fn bad_inputs_give_exit_codes_and_one_sentence() {
     let (dir, url) = demo_db();

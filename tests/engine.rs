@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use chrono::{DateTime, Utc};
-use protege::{Engine, EngineErrorKind, Format, ResolveInput};
+use protege::{Engine, EngineErrorKind, Format, ResolveInput, Tokenizer};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 
@@ -124,6 +124,43 @@ async fn steps_are_the_explain_rows() {
             .map(protege::tokens::message_chars)
             .sum::<usize>()
     );
+}
+
+#[tokio::test]
+async fn tokens_are_counted_with_the_models_tokenizer_when_asked() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    let input = ResolveInput::scheduled("digest", "daily-digest").now(now());
+    let plain = engine.resolve(&input).await.unwrap();
+    // Nothing asked for tokens: nothing is counted.
+    assert_eq!(plain.tokenizer, Tokenizer::O200kBase);
+    assert!(plain.steps.iter().all(|s| s.tokens.is_none()));
+    let cases = [
+        (input.clone(), Tokenizer::O200kBase, [28, 44, 57, 64]),
+        (
+            input.clone().model("gpt-4"),
+            Tokenizer::Cl100kBase,
+            [28, 44, 60, 64],
+        ),
+        (
+            input.model("claude-haiku-4-5"),
+            Tokenizer::Estimate,
+            [31, 43, 45, 49],
+        ),
+    ];
+    for (input, tokenizer, want) in cases {
+        let out = engine.resolve(&input.explain(true)).await.unwrap();
+        assert_eq!(out.tokenizer, tokenizer);
+        let tokens: Vec<Option<usize>> = out.steps.iter().map(|s| s.tokens).collect();
+        assert_eq!(tokens, want.map(Some), "{tokenizer:?}");
+        let total: usize = out
+            .request
+            .messages
+            .iter()
+            .map(|m| tokenizer.count_message(m))
+            .sum();
+        assert_eq!(total, want.iter().sum::<usize>());
+    }
 }
 
 #[tokio::test]

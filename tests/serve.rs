@@ -49,8 +49,21 @@ struct Server {
 
 impl Server {
     fn start(root: &Path, db: &str, token: Option<&str>, extra: &[&str]) -> Server {
+        Self::start_env(root, db, token, extra, &[])
+    }
+
+    /// [`Server::start`] with extra environment variables.
+    fn start_env(
+        root: &Path,
+        db: &str,
+        token: Option<&str>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut cmd = protege(root, db);
-        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(extra);
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .envs(env.iter().copied());
         if let Some(token) = token {
             cmd.env("PROTEGE_SERVE_TOKEN", token);
         }
@@ -850,4 +863,246 @@ async fn summaries_are_stored_with_auth_and_json_errors() {
             .0,
         415
     );
+}
+
+/// A persona folder with `p`, whose reply runs read the thread history.
+fn history_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/p.toml"),
+        "addresses = [\"support@acme.test\"]\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Be brief.\"\n\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n",
+    )
+    .unwrap();
+    root
+}
+
+/// The answers of the three routes that need the database, with how long the slowest took.
+async fn database_routes(server: &Server, mail: &str) -> ([(u16, String); 3], Duration) {
+    let start = std::time::Instant::now();
+    let answers = [
+        server.get("/readyz", None).await,
+        server
+            .resolve(json!({"persona": "p", "message_id": "<up-1@example.com>", "now": NOW}))
+            .await,
+        server
+            .post("/v1/mail", "message/rfc822", mail.to_owned())
+            .await,
+    ];
+    (answers, start.elapsed())
+}
+
+/// The answer of a resolve of `<up-1@example.com>` for persona `p`.
+fn up_resolved() -> String {
+    let body = json!({"messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "From: Zoe <zoe@example.com>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Hinge\n\nThe hinge broke."},
+    ], "tools": []});
+    format!("{}\n", serde_json::to_string_pretty(&body).unwrap())
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_be_opened_answers_503_until_it_can() {
+    let root = history_root();
+    // The database's folder does not exist yet: SQLite cannot create the file.
+    let folder = root.path().join("data");
+    let url = format!("sqlite://{}", folder.join("t.db").display());
+    let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+    let mail = eml(
+        "<up-1@example.com>",
+        "Zoe <zoe@example.com>",
+        None,
+        "Hinge",
+        "The hinge broke.",
+    );
+    let down = error(
+        "unavailable",
+        &format!(
+            "cannot connect to database `{url}`: error returned from database: (code: 14) unable to open database file"
+        ),
+    );
+    let (answers, _) = database_routes(&server, &mail).await;
+    assert_eq!(
+        answers,
+        [(503, down.clone()), (503, down.clone()), (503, down)]
+    );
+
+    // The folder appears: the next request connects and migrates.
+    std::fs::create_dir(&folder).unwrap();
+    let (answers, _) = database_routes(&server, &mail).await;
+    assert_eq!(
+        answers,
+        [
+            (200, r#"{"status":"ready"}"#.to_owned()),
+            (404, error("not_found", "unknown message `<up-1@example.com>`: no message with this Message-ID in the database")),
+            (201, "{\n  \"status\": \"imported\",\n  \"message_id\": \"<up-1@example.com>\",\n  \"thread_id\": 1,\n  \"direction\": \"inbound\"\n}\n".to_owned()),
+        ]
+    );
+    let (answers, _) = database_routes(&server, &mail).await;
+    assert_eq!(answers[1], (200, up_resolved()));
+}
+
+/// A TCP relay on a fixed loopback port to a database server: cut, it closes its port and
+/// drops every relayed connection (the database "goes away"); restored, it listens on the
+/// same port again.
+struct Relay {
+    port: u16,
+    target: String,
+    tasks: Vec<tokio::task::AbortHandle>,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Relay {
+    /// A relay to `target` (`host:port`), not listening yet.
+    fn new(target: &str) -> Relay {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Relay {
+            port,
+            target: target.to_owned(),
+            tasks: Vec::new(),
+            connections: Default::default(),
+        }
+    }
+
+    async fn restore(&mut self) {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .unwrap();
+        let target = self.target.clone();
+        let connections = self.connections.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                let target = target.clone();
+                let relayed = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                connections.lock().unwrap().push(relayed.abort_handle());
+            }
+        });
+        self.tasks.push(accept.abort_handle());
+    }
+
+    fn cut(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.cut();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_goes_away_answers_503_and_comes_back() {
+    for var in ["PROTEGE_TEST_POSTGRES_URL", "PROTEGE_TEST_MYSQL_URL"] {
+        let Some(server_url) = std::env::var(var).ok().filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        outage(&server_url).await;
+    }
+}
+
+/// The database server of `server_url` seen through a [`Relay`]: down at start, up, cut
+/// while the service runs, back.
+async fn outage(server_url: &str) {
+    let name = format!("pt_outage_{}", std::process::id());
+    let url = fresh_server_db(server_url, &name).await;
+    // SCHEME://USER@HOST:PORT/NAME through the relay.
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (authority, path) = rest.split_once('/').unwrap();
+    let (user, target) = authority.rsplit_once('@').unwrap();
+    let mut relay = Relay::new(target);
+    let relayed = format!("{scheme}://{user}@127.0.0.1:{}/{path}", relay.port);
+    let root = history_root();
+    let server = Server::start_env(
+        root.path(),
+        &relayed,
+        Some(TOKEN),
+        &["--no-watch"],
+        &[("PROTEGE_CONNECT_TIMEOUT", "2")],
+    );
+    let mail = eml(
+        "<up-1@example.com>",
+        "Zoe <zoe@example.com>",
+        None,
+        "Hinge",
+        "The hinge broke.",
+    );
+
+    // Down from the start: every route that needs the database says so at once.
+    let down = error(
+        "unavailable",
+        &format!(
+            "cannot connect to database `{relayed}`: error communicating with database: Connection refused (os error 111)"
+        ),
+    );
+    let (answers, took) = database_routes(&server, &mail).await;
+    assert_eq!(
+        answers,
+        [(503, down.clone()), (503, down.clone()), (503, down)],
+        "{url}"
+    );
+    assert!(took < Duration::from_secs(2), "{url}: {took:?}");
+
+    relay.restore().await;
+    let (answers, _) = database_routes(&server, &mail).await;
+    assert_eq!(
+        answers,
+        [
+            (200, r#"{"status":"ready"}"#.to_owned()),
+            (404, error("not_found", "unknown message `<up-1@example.com>`: no message with this Message-ID in the database")),
+            (201, "{\n  \"status\": \"imported\",\n  \"message_id\": \"<up-1@example.com>\",\n  \"thread_id\": 1,\n  \"direction\": \"inbound\"\n}\n".to_owned()),
+        ],
+        "{url}"
+    );
+
+    // Gone while running: every relayed connection dropped, the port closed. The pool
+    // tries to reconnect for the connect timeout (2 s), then each route answers 503.
+    relay.cut();
+    let gone = error(
+        "unavailable",
+        "database error: failed to acquire connection from pool: Connection pool timed out",
+    );
+    let (answers, took) = database_routes(&server, &mail).await;
+    assert_eq!(
+        answers,
+        [(503, gone.clone()), (503, gone.clone()), (503, gone)],
+        "{url}"
+    );
+    assert!(took < Duration::from_secs(12), "{url}: {took:?}");
+
+    // Back: the pool reconnects by itself.
+    relay.restore().await;
+    let (answers, _) = database_routes(&server, &mail).await;
+    assert_eq!(
+        answers,
+        [
+            (200, r#"{"status":"ready"}"#.to_owned()),
+            (200, up_resolved()),
+            (200, "{\n  \"status\": \"duplicate\",\n  \"message_id\": \"<up-1@example.com>\",\n  \"thread_id\": 1,\n  \"direction\": \"inbound\"\n}\n".to_owned()),
+        ],
+        "{url}"
+    );
+    drop(server);
+    relay.cut();
+    use sea_orm::ConnectionTrait as _;
+    let admin = sea_orm::Database::connect(server_url).await.unwrap();
+    let _ = admin
+        .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+        .await;
 }

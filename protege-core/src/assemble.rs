@@ -9,7 +9,7 @@ use crate::context::{Context, Trigger};
 use crate::error::Result;
 use crate::message::{Content, Message, Request, Role, message};
 use crate::request::{build_request, user_turn};
-use crate::tokens::{estimate_message_tokens, message_chars};
+use crate::tokens::{Tokenizer, message_chars};
 
 /// What one resolver contributed to a finished request: the rows of `--explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,8 +22,10 @@ pub struct StepReport {
     pub messages: usize,
     /// Their characters (Unicode scalar values).
     pub chars: usize,
-    /// Their estimated tokens (see [`crate::tokens`]).
-    pub tokens: usize,
+    /// Their tokens, counted with [`Assembled::tokenizer`]; `None` until
+    /// [`Assembled::count_tokens`] counts them (a real tokenizer costs time, so nothing is
+    /// counted unless asked).
+    pub tokens: Option<usize>,
     /// How long it ran (zero for the trailing user turn).
     pub elapsed: Duration,
 }
@@ -35,7 +37,7 @@ impl StepReport {
             position,
             messages: messages.len(),
             chars: messages.iter().map(message_chars).sum(),
-            tokens: messages.iter().map(estimate_message_tokens).sum(),
+            tokens: None,
             elapsed,
         }
     }
@@ -51,6 +53,29 @@ pub struct Assembled {
     pub steps: Vec<StepReport>,
     /// The wall time of the whole chain (its resolvers run concurrently).
     pub elapsed: Duration,
+    /// How the run counts tokens ([`Context::tokenizer`]).
+    pub tokenizer: Tokenizer,
+}
+
+impl Assembled {
+    /// Counts the tokens of every step with [`Assembled::tokenizer`] (the `tokens` column
+    /// of `--explain`); a step already counted is not counted again.
+    pub fn count_tokens(&mut self) {
+        let messages = &self.request.messages;
+        let mut start = 0;
+        for step in &mut self.steps {
+            let end = (start + step.messages).min(messages.len());
+            if step.tokens.is_none() {
+                step.tokens = Some(
+                    messages[start..end]
+                        .iter()
+                        .map(|m| self.tokenizer.count_message(m))
+                        .sum(),
+                );
+            }
+            start = end;
+        }
+    }
 }
 
 /// The name of the resolver whose last message is a cache breakpoint.
@@ -60,7 +85,7 @@ const HISTORY: &str = "ThreadHistory";
 /// turn of a reply run (the inbound message's rendering, with its attachments as parts),
 /// then the tools of the context's persona, checked with [`Request::validate`]. The
 /// request's [`CacheHints`] name the last message `ThreadHistory` produced and the
-/// conversation's [`cache_key`].
+/// conversation's [`cache_key`]. Token counts are left to [`Assembled::count_tokens`].
 pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Assembled> {
     let start = Instant::now();
     let run = chain.run(ctx).await?;
@@ -103,5 +128,6 @@ pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Ass
         request,
         steps,
         elapsed,
+        tokenizer: ctx.tokenizer(),
     })
 }

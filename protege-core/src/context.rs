@@ -11,6 +11,7 @@ use crate::cache::CacheMode;
 use crate::mail::{MailMessage, rfc3339_z};
 use crate::message::ToolDef;
 use crate::template::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
+use crate::tokens::Tokenizer;
 
 /// Which provider a persona's model belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,6 +168,7 @@ struct Inner {
     now: DateTime<Utc>,
     db: Option<DatabaseConnection>,
     trigger: Trigger,
+    tokenizer: Tokenizer,
     vars: OnceLock<minijinja::Value>,
 }
 
@@ -179,6 +181,7 @@ impl std::fmt::Debug for Context {
             .field("now", &self.0.now)
             .field("db", &self.0.db.is_some())
             .field("trigger", &self.0.trigger)
+            .field("tokenizer", &self.0.tokenizer)
             .finish()
     }
 }
@@ -193,6 +196,7 @@ pub struct ContextBuilder {
     now: Option<DateTime<Utc>>,
     db: Option<DatabaseConnection>,
     trigger: Trigger,
+    tokenizer: Option<Tokenizer>,
 }
 
 impl ContextBuilder {
@@ -214,8 +218,20 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets how the run counts tokens (`ThreadHistory`'s `max_tokens`); defaults to the
+    /// tokenizer of the persona's `[model] name` ([`Tokenizer::for_model`]).
+    pub fn tokenizer(mut self, tokenizer: Tokenizer) -> Self {
+        self.tokenizer = Some(tokenizer);
+        self
+    }
+
     /// Finishes the context.
     pub fn build(self) -> Context {
+        let tokenizer = self.tokenizer.unwrap_or_else(|| {
+            Tokenizer::for_optional_model(
+                self.persona.model.as_ref().and_then(|m| m.name.as_deref()),
+            )
+        });
         Context(Arc::new(Inner {
             persona: self.persona,
             config: self.config,
@@ -223,6 +239,7 @@ impl ContextBuilder {
             now: self.now.unwrap_or_else(Utc::now),
             db: self.db,
             trigger: self.trigger,
+            tokenizer,
             vars: OnceLock::new(),
         }))
     }
@@ -242,6 +259,7 @@ impl Context {
             now: None,
             db: None,
             trigger,
+            tokenizer: None,
         }
     }
 
@@ -273,6 +291,11 @@ impl Context {
     /// What triggered the run.
     pub fn trigger(&self) -> &Trigger {
         &self.0.trigger
+    }
+
+    /// How the run counts tokens: the tokenizer of its model.
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.0.tokenizer
     }
 
     /// The inbound message of a reply run; `None` in a scheduled run.

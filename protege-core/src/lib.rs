@@ -61,6 +61,7 @@ pub use resolvers::{
     LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory, ThreadSummary, Window,
 };
 pub use template::{Template, TemplateLimits};
+pub use tokens::Tokenizer;
 
 #[doc(hidden)]
 pub use macros::__private;

@@ -9,8 +9,8 @@ use common::{expected, import, on_each_backend, reply_ctx, resolve_json};
 use protege_core::db;
 use protege_core::{
     AppConfig, CacheHints, Chain, Context, Conversation, DynChain, LoadText, PersonaInfo, Resolver,
-    Responsibility, Role, ThreadHistory, ThreadSummary, Trigger, Window, build_request, cache_key,
-    user_turn,
+    Responsibility, Role, ThreadHistory, ThreadSummary, Tokenizer, Trigger, Window, build_request,
+    cache_key, user_turn,
 };
 use sea_orm::DatabaseConnection;
 use serde_json::{Value, json};
@@ -368,6 +368,81 @@ async fn max_tokens_drops_whole_turns_oldest_first() {
         )
         .await;
         assert_eq!(none, json!([]));
+    })
+    .await;
+}
+
+/// A reply-run context for `message_id` whose persona's model is `model`.
+async fn model_ctx(db: &DatabaseConnection, message_id: &str, model: &str) -> Context {
+    let m = db::load_message(db, message_id).await.unwrap().unwrap();
+    let mut persona = common::support_persona();
+    persona.model = Some(protege_core::ModelConfig {
+        name: Some(model.into()),
+        ..Default::default()
+    });
+    Context::builder(persona, AppConfig::new("."), Trigger::Message(m.into()))
+        .db(db.clone())
+        .build()
+}
+
+#[tokio::test]
+async fn max_tokens_counts_with_the_models_tokenizer() {
+    on_each_backend("max_tokens_tokenizer", |db, _| async move {
+        // Japanese text costs more real tokens than the estimate, so the same budget keeps
+        // fewer turns with the model's tokenizer.
+        import_threads(
+            &db,
+            json!([{ "subject": "Hi", "messages": [
+                msg("<a@x>", "inbound", "2026-01-01T09:00:00Z", Some("注文を確認しました")),
+                msg("<b@x>", "outbound", "2026-01-01T09:30:00Z", Some("ご注文を確認しました。")),
+                msg("<c@x>", "inbound", "2026-01-01T09:45:00Z", Some("確認ありがとうございます")),
+                msg("<cur@x>", "inbound", "2026-01-01T10:00:00Z", Some("now")),
+            ]}]),
+        )
+        .await;
+        let ctx = model_ctx(&db, "<cur@x>", "gpt-4o").await;
+        assert_eq!(ctx.tokenizer(), Tokenizer::O200kBase);
+        let all = ThreadHistory::new().resolve(&ctx).await.unwrap();
+        let count =
+            |t: Tokenizer| -> Vec<usize> { all.iter().map(|m| t.count_message(m)).collect() };
+        // Each turn: 4 + the rendering (five header lines, a blank line, the body).
+        assert_eq!(count(Tokenizer::O200kBase), [50, 50, 48]);
+        assert_eq!(count(Tokenizer::Cl100kBase), [55, 55, 52]);
+        assert_eq!(count(Tokenizer::Estimate), [34, 32, 34]);
+        let bodies = |messages: &[protege_core::Message]| -> Vec<String> {
+            messages
+                .iter()
+                .map(|m| m.content.text().rsplit("\n\n").next().unwrap().to_owned())
+                .collect()
+        };
+        let (a, b, c) = (
+            "注文を確認しました",
+            "ご注文を確認しました。",
+            "確認ありがとうございます",
+        );
+        let cases = [
+            // (model, budget, bodies kept)
+            ("gpt-4o", 50 + 48, vec![b, c]),
+            ("gpt-4o", 50 + 48 - 1, vec![c]),
+            ("gpt-4o", 50 + 50 + 48, vec![a, b, c]),
+            ("gpt-4o", 47, vec![]),
+            ("gpt-4", 55 + 52, vec![b, c]),
+            ("gpt-4", 55 + 52 - 1, vec![c]),
+            // One budget, three models: the estimate keeps every turn, o200k_base two,
+            // cl100k_base one.
+            ("claude-sonnet-4-5", 100, vec![a, b, c]),
+            ("o4-mini", 100, vec![b, c]),
+            ("gpt-3.5-turbo", 100, vec![c]),
+        ];
+        for (model, budget, want) in cases {
+            let ctx = model_ctx(&db, "<cur@x>", model).await;
+            let got = ThreadHistory::new()
+                .max_tokens(budget)
+                .resolve(&ctx)
+                .await
+                .unwrap();
+            assert_eq!(bodies(&got), want, "{model} {budget}");
+        }
     })
     .await;
 }

@@ -42,7 +42,8 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         .connection(conn)
         .build()
         .await?;
-    let out = resolve::resolve(&engine, &ResolveInput::reply(PERSONA, newest.message_id)).await?;
+    let input = ResolveInput::reply(PERSONA, newest.message_id).explain(true);
+    let out = resolve::resolve(&engine, &input).await?;
     output::err(&format!("{}\n", explain::table(&out)))?;
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;

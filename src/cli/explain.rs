@@ -30,11 +30,12 @@ pub(crate) fn table(out: &Resolution) -> String {
             name: s.name.clone(),
             messages: s.messages,
             chars: s.chars,
-            tokens: s.tokens,
+            tokens: s.tokens.unwrap_or_default(),
             time: (s.position != 0).then_some(s.elapsed),
         })
         .collect();
     let chain_time = out.elapsed;
+    let tokenizer = out.tokenizer;
     let total = Row {
         position: String::new(),
         name: "total".into(),
@@ -67,6 +68,7 @@ pub(crate) fn table(out: &Resolution) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out.push_str("tokens are estimated as characters / 4, rounded up, plus 4 per message\n");
+    out.push_str(tokenizer.describe());
+    out.push('\n');
     out
 }

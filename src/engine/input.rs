@@ -48,14 +48,16 @@ pub struct ResolveInput {
     /// The output format (default `messages`).
     #[serde(default, skip_serializing_if = "is_default_format")]
     pub format: Format,
-    /// The model of a wire format, overriding the persona's `[model] name`.
+    /// The model of a wire format, overriding the persona's `[model] name`; it also
+    /// chooses the tokenizer of the run, whatever the format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The time of the run (default: now), for reproducible output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub now: Option<DateTime<Utc>>,
-    /// Whether the caller wants the per-resolver rows (the HTTP service adds them to its
-    /// answer; [`Resolution::steps`](crate::Resolution::steps) always has them).
+    /// Whether the caller wants the per-resolver rows with their token counts (the HTTP
+    /// service adds them to its answer; [`Resolution::steps`](crate::Resolution::steps)
+    /// always has the rows, and counts their tokens only when this is true).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub explain: bool,
 }
@@ -105,7 +107,8 @@ impl ResolveInput {
         self
     }
 
-    /// Asks for the per-resolver rows in the HTTP answer.
+    /// Asks for the token counts of the per-resolver rows (and for the rows in the HTTP
+    /// answer).
     pub fn explain(mut self, explain: bool) -> Self {
         self.explain = explain;
         self

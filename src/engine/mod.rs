@@ -13,7 +13,9 @@ use std::sync::Arc;
 use protege_config::{Diagnostic, Event, Persona, PersonaSet, Registry, Watch};
 use protege_core::db::{self, DatabaseConnection};
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
-use protege_core::{AppConfig, Context, Provider, Request, StepReport, Trigger, assemble};
+use protege_core::{
+    AppConfig, Context, Provider, Request, StepReport, Tokenizer, Trigger, assemble,
+};
 use tokio::sync::{OnceCell, broadcast};
 
 pub use cache_report::{CacheReport, CacheReportRow};
@@ -29,10 +31,14 @@ pub struct Resolution {
     /// The output in the requested format: exactly what `protege resolve` prints.
     pub body: serde_json::Value,
     /// One row per resolver (then one for the trailing user turn of a reply run): the
-    /// rows of `--explain`.
+    /// rows of `--explain`. Their `tokens` are counted only when the input asks for
+    /// [`ResolveInput::explain`].
     pub steps: Vec<StepReport>,
     /// The wall time of the whole chain.
     pub elapsed: std::time::Duration,
+    /// How tokens are counted for this run: the tokenizer of the input's `model`, else of
+    /// the persona's `[model] name` (the estimate for a model that is not OpenAI's).
+    pub tokenizer: Tokenizer,
 }
 
 /// Builds an [`Engine`]: where the app lives, its personas and its database.
@@ -294,8 +300,13 @@ impl Engine {
             }
         };
         let is_reply = matches!(trigger, Trigger::Message(_));
-        let mut builder =
-            Context::builder(info.clone(), self.inner.config.clone(), trigger).db(conn.clone());
+        let model_name = input
+            .model
+            .as_deref()
+            .or_else(|| info.model.as_ref().and_then(|m| m.name.as_deref()));
+        let mut builder = Context::builder(info.clone(), self.inner.config.clone(), trigger)
+            .db(conn.clone())
+            .tokenizer(Tokenizer::for_optional_model(model_name));
         if let Some(now) = input.now {
             builder = builder.now(now);
         }
@@ -305,11 +316,14 @@ impl Engine {
         } else {
             persona.responsibility_chain()
         };
-        let assembled = assemble(chain, &ctx).await.map_err(|e| {
+        let mut assembled = assemble(chain, &ctx).await.map_err(|e| {
             let path = persona.path();
             let shown = path.strip_prefix(self.root()).unwrap_or(path);
             EngineError::from(e).in_persona(&info.name, shown)
         })?;
+        if input.explain {
+            assembled.count_tokens();
+        }
         let body = match (format, model) {
             (Format::Openai, Some(m)) => to_openai(&assembled.request, &m)?,
             (Format::Anthropic, Some(m)) => to_anthropic(&assembled.request, &m)?,
@@ -325,6 +339,7 @@ impl Engine {
             body,
             steps: assembled.steps,
             elapsed: assembled.elapsed,
+            tokenizer: assembled.tokenizer,
         })
     }
 

@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::mail::Direction;
 use crate::message::{Message, Role, ToolCall, message};
 use crate::resolver::Resolver;
-use crate::tokens::estimate_message_tokens;
+use crate::tokens::Tokenizer;
 
 /// Contributes the prior messages of the thread, oldest first, each followed by its tool
 /// rounds.
@@ -132,7 +132,8 @@ impl ThreadHistory {
         self
     }
 
-    /// An optional token budget: whole turns are dropped oldest first until it fits.
+    /// An optional token budget: whole turns are dropped oldest first until it fits,
+    /// counted with the run's tokenizer ([`Context::tokenizer`]).
     pub fn max_tokens(mut self, tokens: impl Into<Option<usize>>) -> Self {
         self.max_tokens = tokens.into();
         self
@@ -233,18 +234,23 @@ fn truncate(text: &str, limit: usize) -> String {
     }
 }
 
-/// Drops whole turns, oldest first, until the estimated tokens fit `budget`.
-fn fit_budget(turns: &mut Vec<Vec<Message>>, budget: usize) {
-    let costs: Vec<usize> = turns
-        .iter()
-        .map(|t| t.iter().map(estimate_message_tokens).sum())
-        .collect();
-    let mut total: usize = costs.iter().sum();
-    let mut drop = 0;
-    while total > budget && drop < costs.len() {
-        total -= costs[drop];
-        drop += 1;
+/// Drops whole turns, oldest first, until their tokens fit `budget`: keeps the longest
+/// run of newest turns that fits, counting from the newest so that turns which cannot fit
+/// are never counted.
+fn fit_budget(turns: &mut Vec<Vec<Message>>, budget: usize, tokenizer: Tokenizer) {
+    let mut total = 0;
+    let mut keep = 0;
+    for turn in turns.iter().rev() {
+        total += turn
+            .iter()
+            .map(|m| tokenizer.count_message(m))
+            .sum::<usize>();
+        if total > budget {
+            break;
+        }
+        keep += 1;
     }
+    let drop = turns.len() - keep;
     turns.drain(..drop);
 }
 
@@ -266,7 +272,7 @@ impl Resolver for ThreadHistory {
         .await?;
         let mut turns = self.render(turns)?;
         if let Some(budget) = self.max_tokens {
-            fit_budget(&mut turns, budget);
+            fit_budget(&mut turns, budget, ctx.tokenizer());
         }
         Ok(turns.into_iter().flatten().collect())
     }

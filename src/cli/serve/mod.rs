@@ -187,7 +187,7 @@ async fn readyz(State(app): State<App>) -> Result<Response, ApiError> {
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     db.ping()
         .await
-        .map_err(|e| ApiError::unavailable(format!("the database does not answer: {e}")))?;
+        .map_err(|e| ApiError::unavailable(protege::Error::from(e).to_string()))?;
     if app.engine.personas().is_empty() {
         return Err(ApiError::unavailable("no persona is loaded"));
     }
@@ -274,7 +274,7 @@ async fn resolve(
                     "resolver": s.name,
                     "messages": s.messages,
                     "chars": s.chars,
-                    "tokens": s.tokens,
+                    "tokens": s.tokens.unwrap_or_default(),
                     "ms": s.elapsed.as_secs_f64() * 1000.0,
                 })
             })
