@@ -43,6 +43,7 @@
 //! | `correlation_id` | the caller's correlation id (absent when unset) | `{% if correlation_id %}[{{ correlation_id }}]{% endif %}` |
 //! | `now` | the run's time, RFC 3339 UTC with `Z` | `run at {{ now }}` → `run at 2026-01-05T10:05:00Z` |
 //! | `record` | the row, as a map (LoadRecord per-record `template` only) | `{{ record.name }} ({{ record.plan }})` |
+//! | `summary` | the text of the thread's running summary (ThreadSummary `template` only) | `Summary of the conversation so far:\n{{ summary }}` |
 //!
 //! Besides minijinja's own filters there is `slugify`: lowercase ASCII letters and digits,
 //! every other run of characters one `-` (`"Support Team!"` → `support-team`).
