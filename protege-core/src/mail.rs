@@ -154,7 +154,7 @@ impl MailMessage {
         let _ = write!(
             out,
             "\nDate: {}\nSubject: {}",
-            self.sent_at.format("%a, %-d %b %Y %H:%M:%S +0000"),
+            self.sent_at.format_with_items(rfc2822_utc().iter()),
             one_line(&self.subject)
         );
         if !body.is_empty() {
@@ -176,6 +176,17 @@ impl MailMessage {
         }
         out
     }
+}
+
+/// The `Date:` header format, RFC 2822 in UTC with the day not zero-padded, parsed once.
+fn rfc2822_utc() -> &'static [chrono::format::Item<'static>] {
+    static ITEMS: std::sync::LazyLock<Vec<chrono::format::Item<'static>>> =
+        std::sync::LazyLock::new(|| {
+            chrono::format::StrftimeItems::new("%a, %-d %b %Y %H:%M:%S +0000")
+                .parse_to_owned()
+                .unwrap_or_default()
+        });
+    &ITEMS
 }
 
 fn push_list(out: &mut String, label: &str, items: &[String]) {
