@@ -31,8 +31,16 @@ use crate::error::{Error, ErrorKind, Result};
 const MAX_IDLE: usize = 16;
 
 impl From<rusqlite::Error> for Error {
+    /// Worded as SeaORM's SQLite driver words the same failure, so both read paths give
+    /// the same message.
     fn from(err: rusqlite::Error) -> Self {
-        let reason = err.to_string();
+        let reason = match &err {
+            rusqlite::Error::SqliteFailure(e, Some(message)) => format!(
+                "error returned from database: (code: {}) {message}",
+                e.extended_code
+            ),
+            other => other.to_string(),
+        };
         Error::new(
             ErrorKind::Database,
             format!("database error: {}", reason.trim_end_matches('.')),

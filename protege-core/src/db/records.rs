@@ -12,7 +12,7 @@ use base64::Engine as _;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};
 use sea_orm::sqlx::mysql::MySql;
 use sea_orm::sqlx::{Column, Row, Type, TypeInfo, ValueRef};
-use sea_orm::{ConnectionTrait, QueryResult};
+use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
 use serde_json::{Map, Number, Value};
 
 use super::db_reason;
@@ -29,8 +29,11 @@ pub(crate) enum Bound {
 }
 
 /// Runs `SELECT * FROM table WHERE ... ORDER BY ... LIMIT n` and returns the rows.
-pub(crate) async fn select<C: ConnectionTrait>(
-    db: &C,
+///
+/// On a SQLite file the statement runs through the SQLite C library (like the history
+/// reads); each value is rendered from its storage class, as SeaORM's SQLite driver does.
+pub(crate) async fn select(
+    db: &DatabaseConnection,
     table: &str,
     filters: &[(String, Bound)],
     order_by: &[(String, bool)],
@@ -56,6 +59,27 @@ pub(crate) async fn select<C: ConnectionTrait>(
     }
     if let Some(n) = limit {
         q.limit(n);
+    }
+    if let Some(reader) = super::embedded::reader(db) {
+        let cannot = |e: Error| {
+            Error::new(
+                ErrorKind::Database,
+                format!(
+                    "cannot read table `{table}`: {}",
+                    e.detail().trim_start_matches("database error: ")
+                ),
+            )
+        };
+        return reader
+            .run(|conn| {
+                let mut out = Vec::new();
+                conn.query(&q, |row| {
+                    out.push(sqlite_storage_row(row, table)?);
+                    Ok(())
+                })?;
+                Ok(out)
+            })
+            .map_err(cannot);
     }
     let rows = db.query_all(&q).await.map_err(|e| {
         Error::new(
@@ -126,6 +150,30 @@ fn sqlite_row(row: &sea_orm::sqlx::sqlite::SqliteRow, table: &str) -> Result<Map
                 "BLOB" => blob(&row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?),
                 _ => Value::String(row.try_get_unchecked::<String, _>(i).map_err(err)?),
             }
+        };
+        out.insert(name.to_owned(), value);
+    }
+    Ok(out)
+}
+
+/// A row read through the SQLite C library, rendered from each value's storage class.
+fn sqlite_storage_row(row: &rusqlite::Row<'_>, table: &str) -> Result<Map<String, Value>> {
+    use rusqlite::types::ValueRef;
+    let statement = row.as_ref();
+    let mut out = Map::with_capacity(statement.column_count());
+    for i in 0..statement.column_count() {
+        let name = statement.column_name(i)?;
+        let err = |e: rusqlite::Error| decode_error(table, name, e);
+        let value = match row.get_ref(i).map_err(err)? {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(n) => Value::from(n),
+            ValueRef::Real(x) => float(x),
+            ValueRef::Blob(bytes) => blob(bytes),
+            ValueRef::Text(text) => Value::String(
+                std::str::from_utf8(text)
+                    .map_err(|e| decode_error(table, name, e))?
+                    .to_owned(),
+            ),
         };
         out.insert(name.to_owned(), value);
     }
