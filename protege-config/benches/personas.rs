@@ -1,8 +1,8 @@
 //! Loading a folder of 1,000 personas against parsing the same files into `toml::Value`
 //! only, and the hot-reload latency from a file write to the swapped-in persona.
 //!
-//! `cargo bench -p protege-config --bench personas` prints the load ratio and the reload
-//! p50/p99 after criterion's own report.
+//! `cargo bench -p protege-config --bench personas` prints the load ratio (medians of
+//! interleaved runs) and the reload p50/p99 after criterion's own report.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -111,25 +111,17 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn report() {
     let tmp = folder();
-    let runs = 15;
-    let ours = median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(load(tmp.path()));
-                t.elapsed()
-            })
-            .collect(),
-    );
-    let baseline = median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(parse_only(tmp.path()));
-                t.elapsed()
-            })
-            .collect(),
-    );
+    // Interleaved, so that load from other processes on the machine hits both alike.
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    for _ in 0..31 {
+        let t = Instant::now();
+        std::hint::black_box(load(tmp.path()));
+        ours.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(parse_only(tmp.path()));
+        baseline.push(t.elapsed());
+    }
+    let (ours, baseline) = (median(ours), median(baseline));
     println!(
         "load {FILES} personas: {:.1} ms, toml::Value only: {:.1} ms, ratio {:.2}x",
         ours.as_secs_f64() * 1e3,

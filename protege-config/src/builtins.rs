@@ -80,26 +80,50 @@ impl<'a, 'i> Options<'a, 'i, '_> {
 
     fn template(&mut self, key: &str, required: bool) -> Option<Template> {
         let (text, value) = self.string(key, required)?;
-        let template = compile(
-            self.sink,
-            &format!("{}.{key}", self.location),
-            &text,
-            &value,
-            key,
-        )?;
         let record = self.name == "LoadRecord" && key == "template";
-        self.names(&text, &value, record).then_some(template)
+        let name = format!("{}.{key}", self.location);
+        self.checked_template(&name, &text, &value, key, record)
+    }
+
+    /// Compiles a template written in a TOML string and checks the names it uses
+    /// (`record` only where `record` is true), from one parse.
+    fn checked_template(
+        &mut self,
+        name: &str,
+        text: &str,
+        value: &Value<'_>,
+        key: &str,
+        record: bool,
+    ) -> Option<Template> {
+        let scope = self.scope(record);
+        let compiled = Template::compile_inspecting(name, text, |tree| {
+            crate::names::problems(tree, text, &scope)
+        });
+        match compiled {
+            Ok((template, problems)) => {
+                crate::names::report(self.sink, text, value, problems).then_some(template)
+            }
+            Err(e) => {
+                report_template_error(self.sink, &e, value, key);
+                None
+            }
+        }
     }
 
     /// Checks the names a compiled template uses (`record` only where `record` is true).
     fn names(&mut self, text: &str, value: &Value<'_>, record: bool) -> bool {
-        let scope = Scope {
+        let scope = self.scope(record);
+        crate::names::check(self.sink, text, value, &scope)
+    }
+
+    /// What a template of this resolver sees when it renders.
+    fn scope(&self, record: bool) -> Scope<'a> {
+        Scope {
             trigger: self.trigger,
             record,
             summary: self.name == "ThreadSummary",
             vars: self.vars,
-        };
-        crate::names::check(self.sink, text, value, &scope)
+        }
     }
 }
 
@@ -120,23 +144,6 @@ fn parse_role(sink: &mut Sink<'_>, text: &str, value: &Value<'_>) -> Option<Role
                 format!("unknown role `{text}`{hint}")
             };
             sink.error(value.span(), message);
-            None
-        }
-    }
-}
-
-/// Compiles a template written in a TOML string; a syntax error points at its line.
-pub(crate) fn compile(
-    sink: &mut Sink<'_>,
-    name: &str,
-    text: &str,
-    value: &Value<'_>,
-    key: &str,
-) -> Option<Template> {
-    match Template::compile(name, text) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            report_template_error(sink, &e, value, key);
             None
         }
     }
@@ -242,8 +249,7 @@ pub(crate) fn load_record(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
                     let cond = match v.get_ref() {
                         DeValue::String(s) => {
                             let name = format!("{}.where.{column}", o.location);
-                            compile(o.sink, &name, s, v, &format!("where.{column}"))
-                                .filter(|_| o.names(s, v, false))
+                            o.checked_template(&name, s, v, &format!("where.{column}"), false)
                                 .map(WhereValue::Template)
                         }
                         DeValue::Integer(_) | DeValue::Float(_) | DeValue::Boolean(_) => {

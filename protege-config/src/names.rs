@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use protege_template_names::{Scope, check as check_names};
+use protege_template_names::{Problem, Scope, check as check_names, check_tree};
 
 use crate::diagnostic::did_you_mean;
 use crate::reader::{Sink, Value};
@@ -12,9 +12,31 @@ use crate::template_span::{line_span, string_body};
 /// Reports every name `text` (the decoded TOML string `value`) uses that it will not have
 /// in `scope`; true when there is none.
 pub(crate) fn check(sink: &mut Sink<'_>, text: &str, value: &Value<'_>, scope: &Scope<'_>) -> bool {
-    let problems = check_names(text, scope, |name, candidates| {
-        did_you_mean(name, candidates.iter().copied()).map(str::to_owned)
-    });
+    let problems = check_names(text, scope, suggest);
+    report(sink, text, value, problems)
+}
+
+/// The problems of the names in `tree`, the syntax tree of `text`, in `scope`.
+pub(crate) fn problems(
+    tree: &minijinja::machinery::ast::Stmt<'_>,
+    text: &str,
+    scope: &Scope<'_>,
+) -> Vec<Problem> {
+    check_tree(tree, text, scope, suggest)
+}
+
+fn suggest(name: &str, candidates: &[&str]) -> Option<String> {
+    did_you_mean(name, candidates.iter().copied()).map(str::to_owned)
+}
+
+/// Reports `problems` found in `text` (the decoded TOML string `value`); true when there
+/// is none.
+pub(crate) fn report(
+    sink: &mut Sink<'_>,
+    text: &str,
+    value: &Value<'_>,
+    problems: Vec<Problem>,
+) -> bool {
     if problems.is_empty() {
         return true;
     }

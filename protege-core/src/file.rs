@@ -13,9 +13,9 @@ pub const LOAD_FILE_MAX_BYTES: u64 = 8 << 20;
 /// exist (a dangling symlink included).
 ///
 /// `shown` names the file in errors, as the caller wants it quoted (e.g. `` `a.md` ``).
-/// A directory, FIFO, socket or device is an error, never a blocking read: the type is
-/// checked (following symlinks) before opening, and again on the opened file in case the
-/// path was swapped in between. A file over `cap` is an error naming the cap, whether its
+/// A directory, FIFO, socket or device is an error, never a blocking read: the file is
+/// opened without blocking and its type checked (symlinks followed) before anything is
+/// read. A file over `cap` is an error naming the cap, whether its
 /// size shows in its metadata or only while reading (a growing file).
 pub fn read_regular_file(path: &Path, shown: &str, cap: u64) -> Result<Option<Vec<u8>>> {
     let io_error = |e: std::io::Error| {
@@ -24,15 +24,17 @@ pub fn read_regular_file(path: &Path, shown: &str, cap: u64) -> Result<Option<Ve
             format!("cannot read {shown}: {}", io_reason(&e)),
         )
     };
-    match std::fs::metadata(path) {
-        Ok(meta) => check(&meta, shown, cap)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_error(e)),
-    }
-    let file = match File::open(path) {
+    let file = match open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_error(e)),
+        Err(e) => {
+            // A socket, say, cannot be opened at all: name what the path is when it can
+            // be told, as for a directory or FIFO.
+            if let Ok(meta) = std::fs::metadata(path) {
+                check(&meta, shown, cap)?;
+            }
+            return Err(io_error(e));
+        }
     };
     let meta = file.metadata().map_err(io_error)?;
     check(&meta, shown, cap)?;
@@ -44,6 +46,30 @@ pub fn read_regular_file(path: &Path, shown: &str, cap: u64) -> Result<Option<Ve
         return Err(too_large(shown, cap));
     }
     Ok(Some(bytes))
+}
+
+/// Opens `path` for reading without ever blocking on it.
+///
+/// On Unix the open itself cannot block (`O_NONBLOCK`: a FIFO without a writer opens at
+/// once; `O_NOCTTY`: a terminal never becomes the controlling one), and the caller checks
+/// the type on the opened file before reading. Elsewhere the type is checked by path
+/// first.
+fn open(path: &Path) -> std::io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+    }
+    #[cfg(not(unix))]
+    {
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        File::open(path)
+    }
 }
 
 fn check(meta: &Metadata, shown: &str, cap: u64) -> Result<()> {

@@ -1,7 +1,7 @@
 //! The one minijinja setup of protege: semi-strict undefined, no auto-escaping, `slugify`,
 //! and a budget on every render (fuel and an output cap).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
@@ -78,17 +78,28 @@ pub fn environment() -> Environment<'static> {
     BASE.clone()
 }
 
-/// A template compiled once and rendered per run; cheap to clone.
+/// A template checked once and rendered per run; cheap to clone.
+///
+/// [`Template::compile`] parses the source, so a syntax error is an error there, when the
+/// persona loads. The bytecode is generated from the source at the first render and kept:
+/// minijinja's code generator reserves a few kilobytes per template, which a folder of a
+/// thousand personas would otherwise hold (and pay to allocate and free on every load and
+/// reload) for templates that may never run in this process. Generating it cannot fail
+/// once the source has parsed.
 #[derive(Clone)]
 pub struct Template {
-    env: Arc<Environment<'static>>,
-    name: Arc<str>,
-    source: Arc<str>,
+    inner: Arc<Compiled>,
+}
+
+struct Compiled {
+    name: String,
+    source: String,
+    env: OnceLock<Environment<'static>>,
 }
 
 impl std::fmt::Debug for Template {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Template").field(&self.name).finish()
+        f.debug_tuple("Template").field(&self.inner.name).finish()
     }
 }
 
@@ -96,26 +107,55 @@ impl Template {
     /// Compiles `source` under `name` (the name appears in errors). A syntax error names
     /// the template and the line.
     pub fn compile(name: impl Into<String>, source: impl Into<String>) -> Result<Template> {
+        Self::compile_inspecting(name, source, |_| ()).map(|(template, ())| template)
+    }
+
+    /// [`Template::compile`], handing the syntax tree to `inspect` on the way (minijinja's
+    /// unstable `machinery` AST): a caller that walks the tree, such as a check of the names
+    /// the template uses, needs no second parse.
+    pub fn compile_inspecting<T>(
+        name: impl Into<String>,
+        source: impl Into<String>,
+        inspect: impl FnOnce(&minijinja::machinery::ast::Stmt<'_>) -> T,
+    ) -> Result<(Template, T)> {
         let name: String = name.into();
         let source: String = source.into();
-        let mut env = environment();
-        env.add_template_owned(name.clone(), source.clone())
-            .map_err(|e| template_error(&name, &e))?;
-        Ok(Template {
-            env: Arc::new(env),
-            name: name.into(),
-            source: source.into(),
-        })
+        // The same parse (function, syntax and file name) as minijinja's own compile, so
+        // the error is the one compiling would give.
+        let inspected = match minijinja::machinery::parse(&source, &name, Default::default()) {
+            Ok(tree) => inspect(&tree),
+            Err(e) => return Err(template_error(&name, &e)),
+        };
+        let template = Template {
+            inner: Arc::new(Compiled {
+                name,
+                source,
+                env: OnceLock::new(),
+            }),
+        };
+        Ok((template, inspected))
     }
 
     /// The name given at compile time.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
     }
 
     /// The template source.
     pub fn source(&self) -> &str {
-        &self.source
+        &self.inner.source
+    }
+
+    /// The environment holding this template's bytecode, generated at the first call.
+    fn env(&self) -> Result<&Environment<'static>> {
+        if let Some(env) = self.inner.env.get() {
+            return Ok(env);
+        }
+        let mut env = environment();
+        env.add_template_owned(self.inner.name.clone(), self.inner.source.clone())
+            .map_err(|e| template_error(&self.inner.name, &e))?;
+        // Two first renders at once both generate; the first stored wins, which is the same.
+        Ok(self.inner.env.get_or_init(|| env))
     }
 
     /// Renders with `vars` under the default [`TemplateLimits`]; an undefined variable
@@ -143,18 +183,19 @@ impl Template {
     ) -> Result<String> {
         // The compiled environment carries the default fuel; another budget needs a copy
         // (cheap: templates, filters and globals are shared).
+        let compiled = self.env()?;
         let other;
-        let env = if self.env.fuel() == Some(limits.fuel) {
-            &*self.env
+        let env = if compiled.fuel() == Some(limits.fuel) {
+            compiled
         } else {
-            let mut env = (*self.env).clone();
+            let mut env = compiled.clone();
             env.set_fuel(Some(limits.fuel));
             other = env;
             &other
         };
         let tmpl = env
-            .get_template(&self.name)
-            .map_err(|e| template_error(&self.name, &e))?;
+            .get_template(&self.inner.name)
+            .map_err(|e| template_error(&self.inner.name, &e))?;
         let mut out = CappedOutput {
             bytes: Vec::new(),
             cap: limits.output_bytes,
@@ -162,8 +203,8 @@ impl Template {
         };
         let rendered = tmpl.render_captured_to(vars, &mut out).map(drop);
         let who = match persona {
-            Some(p) => format!("template `{}` of persona `{p}`", self.name),
-            None => format!("template `{}`", self.name),
+            Some(p) => format!("template `{}` of persona `{p}`", self.inner.name),
+            None => format!("template `{}`", self.inner.name),
         };
         if out.over {
             return Err(Error::new(
@@ -188,7 +229,7 @@ impl Template {
                     limits.fuel
                 ),
             )),
-            Err(e) => Err(template_error(&self.name, &e)),
+            Err(e) => Err(template_error(&self.inner.name, &e)),
         }
     }
 }

@@ -66,6 +66,17 @@ pub fn check(
     let Ok(tree) = parse(source, "<template>", SyntaxConfig::default()) else {
         return Vec::new();
     };
+    check_tree(&tree, source, scope, suggest)
+}
+
+/// [`check`] on the syntax tree of `source` parsed already (by minijinja's
+/// `machinery::parse`), so a caller that parses the template anyway parses it once.
+pub fn check_tree(
+    tree: &Stmt<'_>,
+    source: &str,
+    scope: &Scope<'_>,
+    suggest: impl Fn(&str, &[&str]) -> Option<String>,
+) -> Vec<Problem> {
     let mut walker = Walker {
         source,
         scope,
@@ -75,7 +86,7 @@ pub fn check(
         testing: 0,
         problems: Vec::new(),
     };
-    walker.stmt(&tree);
+    walker.stmt(tree);
     let mut problems = walker.problems;
     problems.sort_by_key(|p| p.range.start);
     problems

@@ -21,5 +21,5 @@
 mod check;
 mod variables;
 
-pub use check::{Problem, Scope, Trigger, check};
+pub use check::{Problem, Scope, Trigger, check, check_tree};
 pub use variables::{GLOBALS, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
