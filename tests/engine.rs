@@ -289,6 +289,46 @@ async fn a_watching_engine_picks_up_an_edit() {
     assert_eq!(text(engine.resolve(&input).await.unwrap()), "after");
 }
 
+/// The problems of invalid persona files are an error for `?` in an `anyhow` function, and
+/// `anyhow` prints each of them once, one per line.
+#[tokio::test]
+async fn the_engines_diagnostics_work_with_anyhow() {
+    async fn load(root: &std::path::Path) -> anyhow::Result<Engine> {
+        let engine = Engine::builder()
+            .root(root)
+            .database("sqlite::memory:")
+            .build()
+            .await?;
+        if !engine.diagnostics().is_empty() {
+            return Err(engine.diagnostics().clone().into());
+        }
+        Ok(engine)
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/a.toml"),
+        "[[message_resolvers]]\nuse = \"LoadTxt\"\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("personas/b.toml"), "name = 1\n").unwrap();
+    let err = load(root.path()).await.unwrap_err();
+    let a = root.path().join("personas/a.toml");
+    let b = root.path().join("personas/b.toml");
+    assert_eq!(
+        format!("{err:#}"),
+        format!(
+            "{}:2:7: error: unknown resolver `LoadTxt`, did you mean `LoadText`?\n\
+             {}:1:8: error: `name` must be a string, found an integer",
+            a.display(),
+            b.display()
+        )
+    );
+    std::fs::remove_file(&a).unwrap();
+    std::fs::remove_file(&b).unwrap();
+    assert!(load(root.path()).await.unwrap().personas().is_empty());
+}
+
 #[tokio::test]
 async fn a_run_time_template_error_names_the_persona_its_file_and_the_resolver() {
     let (_dir, url) = demo_db();

@@ -129,6 +129,102 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
     out
 }
 
+/// Every problem found in one or more persona files, in order: what
+/// [`Persona::parse`](crate::Persona::parse) fails with, what
+/// [`PersonaSet::load`](crate::PersonaSet::load) returns for the files that did not load.
+///
+/// It derefs to a slice of [`Diagnostic`]s. As an error it works with `?` in a function
+/// returning `anyhow::Result` or `Box<dyn Error>`: `Display` prints one headline
+/// (`path:line:col: error: message`) per problem, one per line; [`render`] adds the quoted
+/// source lines, as `check` prints them.
+///
+/// ```
+/// use protege::config::{Persona, Registry};
+/// fn load(source: &str) -> Result<Persona, Box<dyn std::error::Error>> {
+///     Ok(Persona::parse("personas/p.toml".as_ref(), source, &Registry::new())?)
+/// }
+/// let err = load("instructons = \"hi\"\n[[message_resolvers]]\nuse = \"ThreadHistroy\"\n")
+///     .unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "personas/p.toml:1:1: error: unknown key `instructons`, did you mean `instructions`?\n\
+///      personas/p.toml:3:7: error: unknown resolver `ThreadHistroy`, did you mean `ThreadHistory`?"
+/// );
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics(Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// The diagnostics as a vector.
+    pub fn into_vec(self) -> Vec<Diagnostic> {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Diagnostics {
+    type Target = [Diagnostic];
+
+    fn deref(&self) -> &[Diagnostic] {
+        &self.0
+    }
+}
+
+impl From<Vec<Diagnostic>> for Diagnostics {
+    fn from(diagnostics: Vec<Diagnostic>) -> Self {
+        Self(diagnostics)
+    }
+}
+
+impl From<Diagnostics> for Vec<Diagnostic> {
+    fn from(diagnostics: Diagnostics) -> Self {
+        diagnostics.0
+    }
+}
+
+impl FromIterator<Diagnostic> for Diagnostics {
+    fn from_iter<I: IntoIterator<Item = Diagnostic>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl Extend<Diagnostic> for Diagnostics {
+    fn extend<I: IntoIterator<Item = Diagnostic>>(&mut self, iter: I) {
+        self.0.extend(iter);
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Diagnostics {
+    type Item = &'a Diagnostic;
+    type IntoIter = std::slice::Iter<'a, Diagnostic>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            f.write_str(&d.headline())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
 /// How a character is shown in a quote: itself, or `\u{..}` for a control character
 /// (TAB excepted, it is indentation) or a bidirectional formatting character.
 fn shown(c: char) -> Option<String> {

@@ -25,7 +25,7 @@ mod set;
 mod template_span;
 mod watch;
 
-pub use diagnostic::{Diagnostic, render};
+pub use diagnostic::{Diagnostic, Diagnostics, render};
 pub use error::{Error, ErrorKind, Result};
 pub use persona::{PERSONA_FILE_MAX_BYTES, Persona};
 pub use registry::Registry;

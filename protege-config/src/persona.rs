@@ -10,7 +10,7 @@ use protege_template_names::Trigger;
 use toml::de::{DeTable, DeValue};
 
 use crate::builtins::{Options, unknown_keys};
-use crate::diagnostic::{Diagnostic, suggestion};
+use crate::diagnostic::{Diagnostic, Diagnostics, suggestion};
 use crate::reader::{self, Sink, Value, get};
 use crate::registry::Registry;
 
@@ -71,11 +71,7 @@ impl Persona {
 
     /// Parses and validates `source` (the contents of `path`), collecting every problem.
     /// `path` is only used for the default name (the file stem) and in diagnostics.
-    pub fn parse(
-        path: &Path,
-        source: &str,
-        registry: &Registry,
-    ) -> Result<Persona, Vec<Diagnostic>> {
+    pub fn parse(path: &Path, source: &str, registry: &Registry) -> Result<Persona, Diagnostics> {
         let mut sink = Sink::new(path, source);
         let (doc, errors) = DeTable::parse_recoverable(source);
         if !errors.is_empty() {
@@ -86,7 +82,7 @@ impl Persona {
                     format!("invalid TOML: {}", lowercase_first(e.message())),
                 );
             }
-            return Err(sink.diagnostics);
+            return Err(sink.diagnostics.into());
         }
         let persona = read(&mut sink, doc.get_ref(), registry);
         match persona {
@@ -94,7 +90,7 @@ impl Persona {
             _ => {
                 let mut diagnostics = sink.diagnostics;
                 diagnostics.sort_by_key(|d| (d.line(), d.column()));
-                Err(diagnostics)
+                Err(diagnostics.into())
             }
         }
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::persona::Persona;
 use crate::registry::Registry;
@@ -59,7 +59,7 @@ impl PersonaSet {
     /// Loads every `*.toml` file of `dir` with the built-in resolvers. Returns the set of
     /// valid personas and the problems of the invalid files (sorted by file, then line).
     /// Only an unreadable folder is an error.
-    pub fn load(dir: impl Into<PathBuf>) -> Result<(PersonaSet, Vec<Diagnostic>)> {
+    pub fn load(dir: impl Into<PathBuf>) -> Result<(PersonaSet, Diagnostics)> {
         Self::load_with(dir, Registry::new())
     }
 
@@ -67,7 +67,7 @@ impl PersonaSet {
     pub fn load_with(
         dir: impl Into<PathBuf>,
         registry: Registry,
-    ) -> Result<(PersonaSet, Vec<Diagnostic>)> {
+    ) -> Result<(PersonaSet, Diagnostics)> {
         let dir = dir.into();
         let set = PersonaSet {
             shared: Arc::new(Shared {
@@ -77,7 +77,7 @@ impl PersonaSet {
                 write: Mutex::new(Rejections::default()),
             }),
         };
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = Diagnostics::default();
         let mut state = State::default();
         let mut rejected = Rejections::default();
         for path in set.files()? {
@@ -134,7 +134,6 @@ impl PersonaSet {
             Error::new(
                 ErrorKind::Io,
                 format!("cannot read the persona folder `{}`: {e}", dir.display()),
-                e,
             )
         })?;
         let mut files: Vec<PathBuf> = entries
@@ -212,7 +211,7 @@ impl PersonaSet {
             Err(diagnostic) => {
                 return vec![Event::Rejected {
                     path: path.to_owned(),
-                    diagnostics: vec![diagnostic],
+                    diagnostics: vec![diagnostic].into(),
                 }];
             }
         };
@@ -224,10 +223,7 @@ impl PersonaSet {
         rejected.duplicates.remove(path);
         let parsed = if source.trim().is_empty() {
             // Also what a half-written save looks like: never replace a persona with it.
-            Err(vec![Diagnostic::whole_file(
-                path,
-                "the persona file is empty",
-            )])
+            Err(vec![Diagnostic::whole_file(path, "the persona file is empty")].into())
         } else {
             Persona::parse(path, &source, &self.shared.registry)
         };
@@ -259,7 +255,7 @@ impl PersonaSet {
             rejected.duplicates.insert(path.to_owned(), name);
             return vec![Event::Rejected {
                 path: path.to_owned(),
-                diagnostics: vec![diagnostic],
+                diagnostics: vec![diagnostic].into(),
             }];
         }
         rejected.sources.remove(path);

@@ -9,7 +9,7 @@ use notify::RecursiveMode;
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 use tokio::sync::mpsc;
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::Diagnostics;
 use crate::error::{Error, ErrorKind, Result};
 use crate::set::{PersonaSet, is_persona_file};
 
@@ -50,7 +50,7 @@ pub enum Event {
         /// The file.
         path: PathBuf,
         /// Every problem of the file.
-        diagnostics: Vec<Diagnostic>,
+        diagnostics: Diagnostics,
     },
 }
 
@@ -84,13 +84,7 @@ impl Event {
     /// For a rejection: the headlines of its diagnostics, one per line.
     pub fn error_text(&self) -> Option<String> {
         match self {
-            Event::Rejected { diagnostics, .. } => Some(
-                diagnostics
-                    .iter()
-                    .map(Diagnostic::headline)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
+            Event::Rejected { diagnostics, .. } => Some(diagnostics.to_string()),
             _ => None,
         }
     }
@@ -192,9 +186,9 @@ impl PersonaSet {
             format!("cannot watch the persona folder `{}`: {e}", dir.display())
         };
         let folder =
-            std::path::absolute(&dir).map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+            std::path::absolute(&dir).map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         let canonical =
-            std::fs::canonicalize(&dir).map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+            std::fs::canonicalize(&dir).map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         for persona in self.personas() {
             let _ = tx.send(Event::Loaded {
                 persona: persona.info.name.clone(),
@@ -245,10 +239,10 @@ impl PersonaSet {
             }
         };
         let mut debouncer = new_debouncer(debounce, None, handler)
-            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         debouncer
             .watch(&folder, RecursiveMode::NonRecursive)
-            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         if let Some(parent) = folder.parent() {
             // Without it the folder's return goes unseen; the folder itself is still watched.
             let _ = debouncer.watch(parent, RecursiveMode::NonRecursive);
@@ -258,7 +252,7 @@ impl PersonaSet {
         std::thread::Builder::new()
             .name("protege-watch".into())
             .spawn(move || supervise(debouncer, orders, &folder, &set, &sender))
-            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e), e))?;
+            .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         // Changes made between loading and watching: catch up now that events are recorded.
         for event in self.reconcile(&with_every_file(self, Vec::new())) {
             let _ = tx.send(event);

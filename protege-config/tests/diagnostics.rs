@@ -91,6 +91,40 @@ fn duplicate_names_across_files_name_both_files() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Diagnostics are an error: `?` turns them into a `Box<dyn Error>` whose text is one
+/// headline per problem, and no problem is printed twice.
+#[test]
+fn diagnostics_work_with_the_question_mark_operator() {
+    fn parse(source: &str) -> std::result::Result<Persona, Box<dyn std::error::Error>> {
+        Ok(Persona::parse(
+            Path::new("personas/support.toml"),
+            source,
+            &registry(),
+        )?)
+    }
+    fn load(dir: &Path) -> std::result::Result<PersonaSet, Box<dyn std::error::Error>> {
+        let (set, diagnostics) = PersonaSet::load_with(dir, registry())?;
+        if !diagnostics.is_empty() {
+            return Err(diagnostics.into());
+        }
+        Ok(set)
+    }
+    let source = "name = \"support\"\ninstructons = \"typo\"\n\n[[message_resolvers]]\nuse = \"ThreadHistroy\"\n";
+    let err = parse(source).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "personas/support.toml:2:1: error: unknown key `instructons`, did you mean `instructions`?\n\
+         personas/support.toml:5:7: error: unknown resolver `ThreadHistroy`, did you mean `ThreadHistory`?"
+    );
+    assert!(err.source().is_none());
+    let err = load(Path::new("tests/fixtures/dup")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tests/fixtures/dup/b.toml:2:8: error: duplicate persona name `support`: also defined in `tests/fixtures/dup/a.toml`"
+    );
+    assert_eq!(load(Path::new("tests/fixtures/ok")).unwrap().len(), 9);
+}
+
 #[test]
 fn good_personas_load_cleanly() {
     let (set, diagnostics) =

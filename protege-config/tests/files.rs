@@ -69,3 +69,20 @@ fn a_persona_file_over_1_mib_is_reported_and_1_mib_loads() {
         )
     );
 }
+
+#[test]
+fn an_unreadable_folder_is_one_error_that_states_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("personas");
+    std::fs::write(&file, PERSONA).unwrap();
+    let err = PersonaSet::load(&file).unwrap_err();
+    assert_eq!(err.kind(), protege_config::ErrorKind::Io);
+    assert_eq!(
+        err.clone().to_string(),
+        format!(
+            "cannot read the persona folder `{}`: Not a directory (os error 20)",
+            file.display()
+        )
+    );
+    assert!(std::error::Error::source(&err).is_none());
+}

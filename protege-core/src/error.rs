@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// What went wrong, broadly; the [`Error`] carries the detail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,17 +43,53 @@ pub enum ErrorKind {
 /// The error of every fallible operation in `protege-core`.
 ///
 /// Its `Display` is one lowercase sentence that names what failed and where, so it can
-/// be shown to a user as is.
-#[derive(Debug)]
+/// be shown to a user as is. A cause that sentence already states (an I/O or driver
+/// error, a failing resolver's own error) is not also its
+/// [`source`](std::error::Error::source), so a printer of error chains (`anyhow`'s `{:#}`)
+/// shows it once; a cause attached with [`with_source`](Error::with_source) is the source.
+/// A clone shares the causes of the original.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{detail}")]
 pub struct Error {
     kind: ErrorKind,
     detail: Cow<'static, str>,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    #[source]
+    source: Option<Cause>,
     line: Option<usize>,
+    /// The error of the failed resolver, which the detail quotes.
+    resolver: Option<Arc<Error>>,
+    /// The database's error, which the detail quotes.
+    database: Option<Arc<sea_orm::DbErr>>,
+    /// Where the database's reason starts in the detail.
+    reason_at: Option<usize>,
+}
+
+/// A cause attached with [`Error::with_source`], shared by the clones of the error.
+///
+/// Deliberately not an `Error` itself: `source()` then returns the caller's error, which
+/// `downcast_ref` finds, rather than an `Arc` around it.
+#[derive(Clone)]
+struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Deref for Cause {
+    type Target = dyn std::error::Error + Send + Sync + 'static;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
 }
 
 /// `Result` with [`Error`] as its error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The start of the detail of an error raised by the database itself.
+const DATABASE_ERROR: &str = "database error: ";
 
 impl Error {
     /// Creates an error of `kind` with a human-readable detail.
@@ -61,6 +99,9 @@ impl Error {
             detail: detail.into(),
             source: None,
             line: None,
+            resolver: None,
+            database: None,
+            reason_at: None,
         }
     }
 
@@ -69,9 +110,35 @@ impl Error {
         Self::new(ErrorKind::Custom, detail.to_string())
     }
 
-    /// Attaches the underlying cause.
+    /// Attaches the underlying cause, which [`source`](std::error::Error::source) returns.
+    ///
+    /// The detail should then say what failed without repeating the cause's text
+    /// (`cannot load the orders`, not `cannot load the orders: permission denied`), or
+    /// a printer of error chains shows it twice.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
+        self.source = Some(Cause(Arc::new(source)));
+        self
+    }
+
+    /// An error the database raised: `database error: REASON`, of kind
+    /// [`Database`](ErrorKind::Database).
+    pub(crate) fn database(reason: &str) -> Self {
+        let mut error = Self::new(ErrorKind::Database, format!("{DATABASE_ERROR}{reason}"));
+        error.reason_at = Some(DATABASE_ERROR.len());
+        error
+    }
+
+    /// Keeps the database's error behind this one (its text is in the detail).
+    pub(crate) fn with_db_err(mut self, err: sea_orm::DbErr) -> Self {
+        self.database = Some(Arc::new(err));
+        self
+    }
+
+    /// The same error with another detail, for context such as the file being imported;
+    /// kind, causes and line are kept.
+    pub(crate) fn with_detail(mut self, detail: impl Into<Cow<'static, str>>) -> Self {
+        self.detail = detail.into();
+        self.reason_at = None;
         self
     }
 
@@ -94,45 +161,151 @@ impl Error {
         &self.detail
     }
 
+    /// The SeaORM error behind a database error (for structured checks such as
+    /// [`DbErr::sql_err`](sea_orm::DbErr::sql_err)); its reason is already in the detail.
+    pub fn db_err(&self) -> Option<&sea_orm::DbErr> {
+        self.database.as_deref()
+    }
+
+    /// For an error built as `database error: REASON`: the reason.
+    pub(crate) fn database_reason(&self) -> Option<&str> {
+        self.reason_at.and_then(|at| self.detail.get(at..))
+    }
+
     /// Wraps the error of the resolver at 1-based `position` named `name`.
+    ///
+    /// The new detail quotes this error's, so its source is this error's source.
     pub(crate) fn in_resolver(self, name: &str, position: usize) -> Self {
         Self {
             kind: ErrorKind::Resolver,
             detail: format!("resolver {position} `{name}` failed: {}", self.detail).into(),
+            source: self.source.clone(),
             line: None,
-            source: Some(Box::new(self)),
+            database: self.database.clone(),
+            reason_at: None,
+            resolver: Some(Arc::new(self)),
         }
     }
 
     /// The error a resolver failed with, when this error wraps one.
     pub fn resolver_cause(&self) -> Option<&Error> {
-        if self.kind != ErrorKind::Resolver {
-            return None;
-        }
-        self.source
-            .as_deref()
-            .and_then(|s| s.downcast_ref::<Error>())
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.detail)
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_deref().map(|s| s as _)
+        self.resolver.as_deref()
     }
 }
 
 impl From<sea_orm::DbErr> for Error {
     fn from(err: sea_orm::DbErr) -> Self {
-        Error::new(
-            ErrorKind::Database,
-            format!("database error: {}", crate::db::db_reason(&err)),
+        Error::database(&crate::db::db_reason(&err)).with_db_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AppConfig, Chain, Context, DynChain, LoadRecord, LoadText, PersonaInfo};
+    use crate::{Responsibility, Trigger};
+
+    /// The error as `anyhow` prints a chain (`{:#}`: every cause, joined by `: `), after
+    /// checking that `cause` appears in it exactly once.
+    fn printed(err: Error, cause: &str) -> String {
+        let text = format!("{:#}", anyhow::Error::from(err));
+        assert_eq!(text.matches(cause).count(), 1, "{cause:?} in {text:?}");
+        text
+    }
+
+    fn ctx(root: &std::path::Path, db: Option<crate::db::DatabaseConnection>) -> Context {
+        let trigger = Trigger::Responsibility(Responsibility {
+            name: "digest".into(),
+            schedule: "0 8 * * *".into(),
+            instructions: String::new(),
+        });
+        let mut builder =
+            Context::builder(PersonaInfo::new("support"), AppConfig::new(root), trigger);
+        if let Some(db) = db {
+            builder = builder.db(db);
+        }
+        builder.build()
+    }
+
+    #[tokio::test]
+    async fn a_database_error_prints_its_reason_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let reason = "error returned from database: (code: 1) no such table: nope";
+        // In memory through SeaORM, and a SQLite file through the SQLite C library.
+        let file = format!("sqlite://{}", dir.path().join("p.db").display());
+        for url in ["sqlite::memory:", file.as_str()] {
+            let db = crate::db::open(url).await.unwrap();
+            let chain = DynChain::new().with(LoadRecord::table("nope"));
+            let err = chain.resolve(&ctx(dir.path(), Some(db))).await.unwrap_err();
+            assert_eq!(
+                printed(err.clone(), reason),
+                format!("resolver 1 `LoadRecord` failed: cannot read table `nope`: {reason}"),
+                "{url}"
+            );
+            assert_eq!(printed(err.clone(), reason), err.to_string());
+        }
+        let err = crate::db::connect_within(
+            "sqlite:///nonexistent/protege/p.db?mode=ro",
+            std::time::Duration::from_secs(5),
         )
-        .with_source(err)
+        .await
+        .unwrap_err();
+        let reason = "error returned from database: (code: 14) unable to open database file";
+        assert_eq!(
+            printed(err.clone(), reason),
+            format!(
+                "cannot connect to database `sqlite:///nonexistent/protege/p.db?mode=ro`: {reason}"
+            )
+        );
+        assert!(err.db_err().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_file_error_prints_its_reason_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open("sqlite::memory:").await.unwrap();
+        let err = crate::db::import_fixture_file(&db, dir.path())
+            .await
+            .unwrap_err();
+        let reason = "Is a directory (os error 21)";
+        assert_eq!(
+            printed(err, reason),
+            format!("cannot read fixture `{}`: {reason}", dir.path().display())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_template_error_prints_its_reason_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let chain = DynChain::new().with(LoadText::template("Hi {{ persona.nmae }}"));
+        let err = chain.resolve(&ctx(dir.path(), None)).await.unwrap_err();
+        let reason = "`persona.nmae` is undefined";
+        assert_eq!(
+            printed(err.clone(), reason),
+            format!("resolver 1 `LoadText` failed: template `LoadText` line 1: {reason}")
+        );
+        assert_eq!(err.resolver_cause().unwrap().template_line(), Some(1));
+    }
+
+    #[test]
+    fn an_attached_source_is_printed_after_the_detail_and_can_be_downcast() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let err = Error::custom("cannot load the orders")
+            .with_source(io)
+            .in_resolver("Orders", 2);
+        let copy = err.clone();
+        assert_eq!(
+            printed(copy, "permission denied"),
+            "resolver 2 `Orders` failed: cannot load the orders: permission denied"
+        );
+        let source = std::error::Error::source(&err).unwrap();
+        assert_eq!(
+            source.downcast_ref::<std::io::Error>().unwrap().kind(),
+            std::io::ErrorKind::PermissionDenied
+        );
+        assert_eq!(
+            err.resolver_cause().unwrap().to_string(),
+            "cannot load the orders"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use protege::config::{Diagnostic, Persona, PersonaSet, render};
+use protege::config::{Diagnostics, Persona, PersonaSet, render};
 
 use super::{CliResult, Env, Failure, output};
 
@@ -13,7 +13,7 @@ impl From<protege::config::Error> for Failure {
 }
 
 /// Loads the persona folder: the valid personas and the problems of the invalid files.
-pub(crate) fn load(env: &Env) -> CliResult<(PersonaSet, Vec<Diagnostic>)> {
+pub(crate) fn load(env: &Env) -> CliResult<(PersonaSet, Diagnostics)> {
     if !env.personas.is_dir() {
         let problem = if env.personas.exists() {
             "is not a directory"

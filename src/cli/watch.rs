@@ -18,6 +18,7 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         }
     }
     for (path, diagnostics) in by_file {
+        let diagnostics = diagnostics.into();
         if !print(&Event::Rejected { path, diagnostics })? {
             return Ok(());
         }

@@ -10,7 +10,7 @@ mod summary;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protege_config::{Diagnostic, Event, Persona, PersonaSet, Registry, Watch};
+use protege_config::{Diagnostic, Diagnostics, Event, Persona, PersonaSet, Registry, Watch};
 use protege_core::db::{self, DatabaseConnection};
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
@@ -180,7 +180,7 @@ pub struct Engine {
 struct Inner {
     config: AppConfig,
     set: PersonaSet,
-    diagnostics: Vec<Diagnostic>,
+    diagnostics: Diagnostics,
     database: String,
     db: OnceCell<DatabaseConnection>,
     events: Option<broadcast::Sender<Event>>,
@@ -210,7 +210,7 @@ impl Engine {
     }
 
     /// The problems of the persona files that were invalid when the engine was built.
-    pub fn diagnostics(&self) -> &[Diagnostic] {
+    pub fn diagnostics(&self) -> &Diagnostics {
         &self.inner.diagnostics
     }
 

@@ -27,7 +27,7 @@ use sea_orm::sea_query::{
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
 use super::SQLITE_BUSY_TIMEOUT;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// Idle connections kept per database file.
 const MAX_IDLE: usize = 16;
@@ -103,10 +103,7 @@ impl From<rusqlite::Error> for Error {
             ),
             other => other.to_string(),
         };
-        Error::new(
-            ErrorKind::Database,
-            format!("database error: {}", reason.trim_end_matches('.')),
-        )
+        Error::database(reason.trim_end_matches('.'))
     }
 }
 
@@ -125,10 +122,7 @@ fn bind(value: Value) -> Result<SqlValue> {
         Value::BigUnsigned(v) => match v {
             None => Null,
             Some(n) => Integer(i64::try_from(n).map_err(|_| {
-                Error::new(
-                    ErrorKind::Database,
-                    format!("database error: the parameter {n} is too large for SQLite"),
-                )
+                Error::database(&format!("the parameter {n} is too large for SQLite"))
             })?),
         },
         Value::Float(v) => v.map_or(Null, |x| Real(x.into())),
@@ -141,10 +135,9 @@ fn bind(value: Value) -> Result<SqlValue> {
             Text(t.to_rfc3339_opts(SecondsFormat::AutoSi, false))
         }),
         other => {
-            return Err(Error::new(
-                ErrorKind::Database,
-                format!("database error: cannot bind the parameter {other:?} on SQLite"),
-            ));
+            return Err(Error::database(&format!(
+                "cannot bind the parameter {other:?} on SQLite"
+            )));
         }
     })
 }

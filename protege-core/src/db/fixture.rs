@@ -620,9 +620,8 @@ pub async fn import_fixture_file(
     path: &std::path::Path,
 ) -> Result<ImportSummary> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| {
-        Error::new(ErrorKind::Io, format!("cannot read fixture `{shown}`: {e}")).with_source(e)
-    })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot read fixture `{shown}`: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Error::new(
             ErrorKind::Fixture,
@@ -632,23 +631,22 @@ pub async fn import_fixture_file(
             ),
         )
     })?;
-    let fixture = parse_fixture(&text)
-        .map_err(|e| Error::new(ErrorKind::Fixture, format!("fixture `{shown}`: {e}")))?;
+    let fixture = parse_fixture(&text).map_err(|e| {
+        let detail = format!("fixture `{shown}`: {e}");
+        e.with_detail(detail)
+    })?;
     import_fixture(db, &fixture).await.map_err(|e| {
         if e.kind() == ErrorKind::Database {
-            let reason = match std::error::Error::source(&e)
-                .and_then(|s| s.downcast_ref::<sea_orm::DbErr>())
-            {
+            let reason = match e.db_err() {
                 Some(db_err) => super::db_reason(db_err),
                 None => e.to_string(),
             };
-            Error::new(
-                ErrorKind::Database,
-                format!("database error while importing `{shown}`: {reason}"),
-            )
-            .with_source(e)
+            e.with_detail(format!(
+                "database error while importing `{shown}`: {reason}"
+            ))
         } else {
-            Error::new(e.kind(), format!("fixture `{shown}`: {e}"))
+            let detail = format!("fixture `{shown}`: {e}");
+            e.with_detail(detail)
         }
     })
 }

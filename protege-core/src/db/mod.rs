@@ -124,7 +124,11 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
     // timeout, while an unreachable server should be reported at once.
     match tokio::time::timeout(timeout, probe(&url)).await {
         Err(_) => return Err(timed_out()),
-        Ok(Err(e)) => return Err(cannot(sqlx_reason(&e)).with_source(e)),
+        Ok(Err(e)) => {
+            let reason = sqlx_reason(&e);
+            let err = sea_orm::DbErr::Conn(sea_orm::RuntimeErr::SqlxError(e.into()));
+            return Err(cannot(reason).with_db_err(err));
+        }
         Ok(Ok(())) => {}
     }
     let create = url.starts_with("sqlite:") && !url.contains("mode=");
@@ -139,7 +143,7 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
         });
     match tokio::time::timeout(timeout, Database::connect(options)).await {
         Err(_) => Err(timed_out()),
-        Ok(Err(e)) => Err(cannot(db_reason(&e)).with_source(e)),
+        Ok(Err(e)) => Err(cannot(db_reason(&e)).with_db_err(e)),
         Ok(Ok(db)) => Ok(db),
     }
 }
@@ -198,7 +202,7 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
             ErrorKind::Database,
             format!("cannot migrate the database: {}", db_reason(&e)),
         )
-        .with_source(e)
+        .with_db_err(e)
     })
 }
 

@@ -62,13 +62,8 @@ pub(crate) async fn select(
     }
     if let Some(reader) = super::embedded::reader(db) {
         let cannot = |e: Error| {
-            Error::new(
-                ErrorKind::Database,
-                format!(
-                    "cannot read table `{table}`: {}",
-                    e.detail().trim_start_matches("database error: ")
-                ),
-            )
+            let reason = e.database_reason().unwrap_or(e.detail()).to_owned();
+            e.with_detail(format!("cannot read table `{table}`: {reason}"))
         };
         return reader
             .run(|conn| {
@@ -86,7 +81,7 @@ pub(crate) async fn select(
             ErrorKind::Database,
             format!("cannot read table `{table}`: {}", db_reason(&e)),
         )
-        .with_source(e)
+        .with_db_err(e)
     })?;
     rows.iter().map(|row| row_to_json(row, table)).collect()
 }

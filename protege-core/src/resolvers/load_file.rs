@@ -123,7 +123,7 @@ impl LoadFile {
                 }
                 Ok((rendered, real))
             }
-            PathSource::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
+            PathSource::Broken(e) => Err(e.clone()),
         }
     }
 }

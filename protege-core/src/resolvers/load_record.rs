@@ -39,14 +39,14 @@ enum RecordTemplate {
     #[default]
     Json,
     Compiled(Template),
-    Broken(Arc<Error>),
+    Broken(Error),
 }
 
 impl RecordTemplate {
     fn parse(source: &str) -> Self {
         match Template::compile("LoadRecord.template", source) {
             Ok(t) => RecordTemplate::Compiled(t),
-            Err(e) => RecordTemplate::Broken(Arc::new(e)),
+            Err(e) => RecordTemplate::Broken(e),
         }
     }
 
@@ -64,13 +64,13 @@ impl RecordTemplate {
                 ]);
                 Ok(t.render_in(ctx, &vars)?.trim().to_owned())
             }
-            RecordTemplate::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
+            RecordTemplate::Broken(e) => Err(e.clone()),
         }
     }
 
     fn check(&self) -> Result<()> {
         match self {
-            RecordTemplate::Broken(e) => Err(Error::new(e.kind(), e.detail().to_owned())),
+            RecordTemplate::Broken(e) => Err(e.clone()),
             _ => Ok(()),
         }
     }

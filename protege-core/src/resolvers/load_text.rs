@@ -85,7 +85,7 @@ impl LoadText {
         match &self.source {
             Source::Template(t) => t.render_in(ctx, ctx.template_vars()),
             Source::Closure(f) => f(ctx),
-            Source::Broken(e) => Err(crate::Error::new(e.kind(), e.detail().to_owned())),
+            Source::Broken(e) => Err(e.clone()),
         }
     }
 }

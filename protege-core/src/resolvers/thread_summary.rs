@@ -19,7 +19,7 @@ pub const DEFAULT_SUMMARY_TEMPLATE: &str = "Summary of the conversation so far:\
 pub struct ThreadSummary {
     /// The compiled template, or the error of a source that did not compile (reported when
     /// the chain runs).
-    template: std::result::Result<Template, (crate::ErrorKind, String)>,
+    template: Result<Template>,
     role: Role,
 }
 
@@ -33,8 +33,7 @@ impl ThreadSummary {
     /// The default template and role `system`.
     pub fn new() -> Self {
         Self {
-            template: Template::compile("ThreadSummary.template", DEFAULT_SUMMARY_TEMPLATE)
-                .map_err(|e| (e.kind(), e.detail().to_owned())),
+            template: Template::compile("ThreadSummary.template", DEFAULT_SUMMARY_TEMPLATE),
             role: Role::System,
         }
     }
@@ -53,8 +52,7 @@ impl ThreadSummary {
     /// Compiles `source` as the template; a syntax error is reported when the chain runs
     /// (the `resolvers!` macro checks literal templates at compile time).
     pub fn template_str(mut self, source: &str) -> Self {
-        self.template = Template::compile("ThreadSummary.template", source)
-            .map_err(|e| (e.kind(), e.detail().to_owned()));
+        self.template = Template::compile("ThreadSummary.template", source);
         self
     }
 
@@ -81,7 +79,7 @@ impl Resolver for ThreadSummary {
         ]);
         let template = match &self.template {
             Ok(t) => t,
-            Err((kind, detail)) => return Err(crate::Error::new(*kind, detail.clone())),
+            Err(e) => return Err(e.clone()),
         };
         let text = template.render_in(ctx, &vars)?;
         let text = text.trim();

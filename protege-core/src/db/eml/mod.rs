@@ -31,7 +31,7 @@ use sea_orm::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
 use parse::{DateSource, header_date, parse_eml};
-use store::{Stored, Threader, db_err};
+use store::{Stored, Threader};
 
 /// The default of [`EmlOptions::max_attachment_bytes`]: 25 MiB.
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 << 20;
@@ -257,7 +257,7 @@ impl Notes {
 /// when there is one.
 fn database_reason(err: &Error) -> String {
     let text =
-        match db_err(err) {
+        match err.db_err() {
             Some(
                 DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)),
             ) if matches!(**e, sea_orm::sqlx::Error::Database(_)) => match &**e {
@@ -627,7 +627,7 @@ async fn import_one(
 /// Whether `err` ended the whole batch transaction, not only the message's savepoint: a
 /// deadlock or serialization failure (SQLSTATE class 40), or a lost connection.
 fn transaction_lost(err: &Error) -> bool {
-    match db_err(err) {
+    match err.db_err() {
         Some(
             DbErr::Exec(RuntimeErr::SqlxError(e))
             | DbErr::Query(RuntimeErr::SqlxError(e))

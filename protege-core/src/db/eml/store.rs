@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
     TransactionSession, TransactionTrait, sea_query::Expr,
 };
 
@@ -238,14 +238,10 @@ async fn write<C: ConnectionTrait>(
     Ok(Some((thread, addresses)))
 }
 
-/// The database error behind `err`, if any.
-pub(super) fn db_err(err: &Error) -> Option<&DbErr> {
-    std::error::Error::source(err).and_then(|s| s.downcast_ref::<DbErr>())
-}
-
 /// Whether `err` is a unique-key violation: another writer stored the same message.
 fn is_unique_violation(err: &Error) -> bool {
-    db_err(err).is_some_and(|e| matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))))
+    err.db_err()
+        .is_some_and(|e| matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))))
 }
 
 /// When a message sent at `sent_at` is older than thread `thread`'s start, the thread
