@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! input  := [ "$crate" ";" ] item*
-//! item   := "use" PATH [ "(" args ")" ] ";"
+//! item   := "use" PATH [ "(" args ")" | "{" args "}" ] ";"
 //! args   := [ arg { "," arg } [ "," ] ]
 //! arg    := IDENT "=" EXPR        (a named option)
 //!         | EXPR                  (a positional argument)
@@ -23,20 +23,22 @@ pub(crate) struct Invocation {
     pub(crate) items: Vec<Item>,
 }
 
-/// One `use PATH;` or `use PATH(args);`.
+/// One `use PATH;`, `use PATH(args);` or `use PATH { options };`.
 pub(crate) struct Item {
     /// The `use` keyword (its span marks the whole item in errors).
     pub(crate) use_token: Token![use],
     /// The resolver: a built-in short name or a path to a user type.
     pub(crate) path: ExprPath,
-    /// The parenthesised arguments, when written.
+    /// The arguments in parentheses or braces, when written.
     pub(crate) args: Option<Args>,
 }
 
-/// The parenthesised argument list of an item.
+/// The argument list of an item, in parentheses or in braces.
 pub(crate) struct Args {
-    /// The parentheses (their span is the place to report a missing argument).
-    pub(crate) paren: token::Paren,
+    /// The delimiters' span: the place to report a missing argument.
+    pub(crate) delim_span: Span,
+    /// Braces: the options of a type deriving `Options`, by name.
+    pub(crate) braces: bool,
     /// The arguments as written.
     pub(crate) list: Vec<Arg>,
 }
@@ -117,7 +119,7 @@ impl Parse for Item {
         }
         let use_token = input.parse()?;
         let path: ExprPath = input.parse()?;
-        let args = if input.peek(token::Paren) {
+        let args = if input.peek(token::Paren) || input.peek(token::Brace) {
             Some(input.parse()?)
         } else {
             None
@@ -137,10 +139,15 @@ impl Parse for Item {
 impl Parse for Args {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let content;
-        let paren = syn::parenthesized!(content in input);
+        let (delim_span, braces) = if input.peek(token::Brace) {
+            (syn::braced!(content in input).span.join(), true)
+        } else {
+            (syn::parenthesized!(content in input).span.join(), false)
+        };
         let list = Punctuated::<Arg, Token![,]>::parse_terminated(&content)?;
         Ok(Self {
-            paren,
+            delim_span,
+            braces,
             list: list.into_iter().collect(),
         })
     }

@@ -27,6 +27,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
         Ctor::UserValue(path) => quote!(#path),
         Ctor::UserNew(path, args) => quote_spanned!(span=> #path::new(#(#args),*)),
+        Ctor::UserOptions(ty) => quote_spanned!(span=> <#ty as #krate::Options>::__builder()),
     };
     for Call { method, arg } in &planned.calls {
         let arg = match arg {
@@ -41,6 +42,16 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
             },
         };
         expr = quote!(#expr.#method(#arg));
+    }
+    if let Ctor::UserOptions(_) = planned.ctor {
+        // The `__build` call's tokens all carry the path's span, so a missing required
+        // option is reported at the resolver.
+        expr = quote_spanned! {span=>
+            {
+                let options = #expr;
+                options.__build()
+            }
+        };
     }
     quote_spanned! {span=>
         #krate::__private::resolver(#expr)
@@ -116,6 +127,43 @@ mod tests {
                  {r} (my :: Greeting) , \
                  {r} (my :: Repeat :: new (\"x\" , 2) . upper (true)) ,))"
             )
+        );
+    }
+
+    #[test]
+    fn options_in_braces_go_through_the_options_builder() {
+        let out = expand(quote! {
+            use my::OpenOrders { statuses = ["packing"], role = user };
+            use Quiet {};
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} ({{ let options = < my :: OpenOrders as :: protege_core :: Options > :: __builder () \
+                 . statuses ([\"packing\"]) . role (:: protege_core :: Role :: User) ; options . __build () }}) , \
+                 {r} ({{ let options = < Quiet as :: protege_core :: Options > :: __builder () ; options . __build () }}) ,))"
+            )
+        );
+        assert_eq!(
+            errors(quote! {
+                use my::OpenOrders { "packing", heading = "Open:" };
+                use ThreadHistory { 10 };
+                use my::OpenOrders { role = usr };
+            }),
+            [
+                "options in braces are named, as in a TOML entry: write `name = value`",
+                "options in braces are named, as in a TOML entry: write `name = value`",
+                "unknown role `usr`, did you mean `user`? (roles: `system`, `user`, `assistant`, `tool`)",
+            ]
+        );
+        // Built-ins take their options in braces too.
+        let out = expand(quote! { use ThreadHistory { limit = 10 }; });
+        assert_eq!(
+            out,
+            ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
+             (:: protege_core :: ThreadHistory :: new () . limit (10)) ,))"
         );
     }
 

@@ -5,7 +5,7 @@
 use proc_macro2::Span;
 use protege_template_names::{Scope, Trigger};
 use syn::spanned::Spanned;
-use syn::{Expr, ExprPath, Ident, Lit, LitStr};
+use syn::{Expr, ExprPath, Ident, Lit, LitStr, TypePath};
 
 use crate::ast::{Arg, Invocation, Item, Named};
 
@@ -49,6 +49,8 @@ pub(crate) enum Ctor {
     UserValue(ExprPath),
     /// A user type built with `my::Type::new(positional...)`.
     UserNew(ExprPath, Vec<Expr>),
+    /// A user type deriving `Options`, its options set by name: `my::Type { key = value }`.
+    UserOptions(TypePath),
 }
 
 /// One `.method(arg)` call, spanned at the user's option name.
@@ -236,21 +238,36 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
         .and_then(|id| Builtin::from_name(&id.to_string()).map(|b| (b, id.span())))
         .map(|(b, at)| (b, Ident::new(b.name(), at)));
     let had_parens = item.args.is_some();
-    let paren_span = item.args.as_ref().map(|a| a.paren.span.join());
+    let braces = item.args.as_ref().is_some_and(|a| a.braces);
+    let paren_span = item.args.as_ref().map(|a| a.delim_span);
     let Sorted { positional, named } = sort_args(&mut item, errors);
+    if braces {
+        // Options in braces are named, like the keys of a TOML entry.
+        for p in &positional {
+            errors.push(
+                p.span(),
+                "options in braces are named, as in a TOML entry: write `name = value`",
+            );
+        }
+    }
     let Some((builtin, ident)) = builtin else {
-        // A user type: positional arguments go to `new`, options become builder calls.
+        // A user type: in braces, options set through its `Options` builder; in
+        // parentheses, positional arguments go to `new` and options become builder calls.
         let mut calls = Vec::with_capacity(named.len());
         for n in named {
             calls.extend(option_call(n, errors));
         }
-        let ctor = if had_parens {
+        let ctor = if braces {
+            let ExprPath { qself, path, .. } = item.path;
+            Ctor::UserOptions(TypePath { qself, path })
+        } else if had_parens {
             Ctor::UserNew(item.path, positional)
         } else {
             Ctor::UserValue(item.path)
         };
         return Some(Planned { span, ctor, calls });
     };
+    let positional = if braces { Vec::new() } else { positional };
     let name = builtin.name();
     let missing_at = paren_span.unwrap_or(span);
 
