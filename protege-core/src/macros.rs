@@ -65,12 +65,11 @@
 ///
 /// Besides what rustc checks (every option is a method call spanned at the option as
 /// written, so a misspelt option or a wrong value type points at your code: for a type
-/// deriving `Options`, `no method named `statsues`` with "there is a method `statuses`
-/// with a similar name", `option `limit` of `OpenOrders` takes `u32`, not `&str`` at the
-/// value, and `` `OpenOrders` needs the option `statuses` `` at the resolver), the macro
-/// reports: an empty chain; duplicate options; a positional argument after a named one or
-/// in braces;
-/// an unknown bare role; an unknown option of a built-in (with "did you mean"); a missing
+/// deriving `Options`, ``no method named `statsues` `` with "there is a method `statuses`
+/// with a similar name" at the option, ``option `limit` of `OpenOrders` takes `u32`, not
+/// `&str` `` at the value, and `` `OpenOrders` needs the option `statuses` `` at the
+/// resolver), the macro reports: an empty chain; duplicate options; a positional argument
+/// after a named one or in braces; an unknown bare role; an unknown option of a built-in (with "did you mean"); a missing
 /// or doubled template, path or loader; more than 16 resolvers; a string-literal template
 /// (and a string-literal `LoadFile` path containing `{{` or `{%`) that minijinja cannot
 /// parse, at the literal with the template line. A type that is not a resolver is
