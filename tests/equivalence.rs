@@ -543,3 +543,70 @@ async fn a_custom_resolver_declared_once_gives_the_same_request_from_toml_and_th
     assert_eq!(from_toml.message_chain.names(), names);
     assert_eq!(by_macro.names(), names);
 }
+
+/// `LoadRecord`'s `where` written in `resolvers!` binds its values as the TOML file's do: a
+/// string is a template rendered and bound as text, a number or boolean is bound with its
+/// type.
+#[tokio::test]
+async fn load_record_where_gives_the_same_request_from_toml_and_the_macro() {
+    const WHERE_PERSONA: &str = r#"
+name = "Support Team"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "accounts"
+where = { email = "{{ message.from }}", plan = "pro", seats = 5 }
+template = "Customer: {{ record.name }} ({{ record.seats }} seats)"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "accounts"
+where = { plan = "{{ persona.name | slugify | length > 3 and 'pro' or 'free' }}", seats = 12.0 }
+order_by = "id desc"
+"#;
+    let (root, db) = fixture().await;
+    let from_toml = Persona::parse(
+        "personas/support.toml".as_ref(),
+        WHERE_PERSONA,
+        &Registry::new(),
+    )
+    .expect("valid persona");
+    let by_macro = protege::resolvers! {
+        use LoadRecord(
+            table = "accounts",
+            where = { email = "{{ message.from }}", plan = "pro", seats = 5 },
+            template = "Customer: {{ record.name }} ({{ record.seats }} seats)",
+        );
+        use LoadRecord(
+            table = "accounts",
+            where = { plan = "{{ persona.name | slugify | length > 3 and 'pro' or 'free' }}", seats = 12.0 },
+            order_by = "id desc",
+        );
+    };
+    let inbound = Arc::new(
+        db::load_message(&db, "<m3@example.com>")
+            .await
+            .unwrap()
+            .expect("imported"),
+    );
+    let ctx = context(
+        from_toml.info.clone(),
+        &root,
+        &db,
+        Trigger::Message(inbound),
+    );
+    let toml_json = request_json(&from_toml.message_chain, &ctx).await;
+    let macro_json = request_json(&by_macro, &ctx).await;
+    assert_eq!(macro_json, toml_json);
+    assert_eq!(
+        toml_json,
+        [
+            r#"{"messages":["#,
+            r#"{"role":"system","content":"Customer: Alice Liddell (5 seats)"},"#,
+            r#"{"role":"system","content":"{\n  \"id\": 3,\n  \"email\": \"carol@example.com\",\n  \"name\": \"Carol Jones\",\n  \"plan\": \"pro\",\n  \"seats\": 12\n}"},"#,
+            r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Mon, 5 Jan 2026 10:00:00 +0000\nSubject: Re: Refund for order A-1\n\nThanks! When will it arrive?"}],"#,
+            r#""tools":[]}"#,
+        ]
+        .concat()
+    );
+}

@@ -37,11 +37,11 @@
 /// | `ThreadHistory` or `ThreadHistory(limit = 10, window = stable, step = 5, include_tool_calls = true, result_limit = 4000, max_tokens = 2000)` | [`ThreadHistory::new`](crate::ThreadHistory::new) then one builder call per option (`limit = None` means all; `window` takes the word `stable` or `sliding`, or the same as a string, and becomes [`Window`](crate::Window); `step` needs `window = stable`; `after_summary = true`) |
 /// | `ThreadSummary` or `ThreadSummary(template = "Earlier: {{ summary }}", role = user)` | [`ThreadSummary::new`](crate::ThreadSummary::new), `.template_str("...")`, `.role(Role::User)` |
 /// | `LoadRecord(loader, template = "...", render_with = closure)` | `LoadRecord::from_loader(loader).template_str("...").render_with(closure)`: `loader` is an async closure taking the `Context` and returning `Result` of an iterator of `Serialize` records |
-/// | `LoadRecord(table = "...", order_by = ["plan", "id desc"], limit = N, template = "...")` | [`LoadRecord::table`](crate::LoadRecord::table)`("...")`, one `.order_by(OrderBy { .. })` per entry (parsed at compile time), `.limit(N)`, `.template_str("...")` |
+/// | `LoadRecord(table = "...", where = { email = "{{ message.from }}", seats = 5 }, order_by = ["plan", "id desc"], limit = N, template = "...")` | [`LoadRecord::table`](crate::LoadRecord::table)`("...")`, per `where` column [`filter_str`](crate::LoadRecord::filter_str) for a string literal (a template, checked at compile time, bound as text) or [`filter_value`](crate::LoadRecord::filter_value) for an integer, float or boolean literal (bound with its type), one `.order_by(OrderBy { .. })` per entry (parsed at compile time), `.limit(N)`, `.template_str("...")` |
 /// | `role = user` on any built-in but `ThreadHistory` | `.role(Role::User)` |
 ///
-/// `LoadRecord`'s `where` conditions have no macro option: filter in a loader closure, or
-/// build [`LoadRecord::table`](crate::LoadRecord::table)`(..).filter(..)` by hand.
+/// The option names, their defaults and an example of each in TOML and in `resolvers!` are
+/// in the README's table of built-in options: one table declares them for both front ends.
 ///
 /// # Resolvers of your own
 ///

@@ -5,6 +5,7 @@
 //! item   := "use" PATH [ "(" args ")" | "{" args "}" ] ";"
 //! args   := [ arg { "," arg } [ "," ] ]
 //! arg    := IDENT "=" EXPR        (a named option)
+//!         | "where" "=" "{" [ IDENT "=" EXPR { "," IDENT "=" EXPR } [ "," ] ] "}"
 //!         | EXPR                  (a positional argument)
 //! ```
 
@@ -155,6 +156,21 @@ impl Parse for Args {
 
 impl Parse for Arg {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(Token![where]) && input.peek2(Token![=]) {
+            // `where = { column = value, ... }`: the table is kept as written and read by
+            // the check of `LoadRecord`.
+            let keyword: Token![where] = input.parse()?;
+            input.parse::<Token![=]>()?;
+            let value = if input.peek(token::Brace) {
+                Expr::Verbatim(input.parse::<TokenTree>()?.into_token_stream())
+            } else {
+                input.parse()?
+            };
+            return Ok(Self::Named(Named {
+                key: Ident::new("where", keyword.span),
+                value,
+            }));
+        }
         let named = input.peek(Ident)
             && input.peek2(Token![=])
             && !input.peek2(Token![==])

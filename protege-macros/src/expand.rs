@@ -34,6 +34,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
             CallArg::Expr(e) => quote!(#e),
             CallArg::Role(variant) => quote!(#krate::Role::#variant),
             CallArg::Window(variant) => quote!(#krate::Window::#variant),
+            CallArg::Filter { column, value } => quote!(#column, #value),
             CallArg::Order { column, desc } => quote! {
                 #krate::resolvers::OrderBy {
                     column: ::std::string::String::from(#column),
@@ -102,6 +103,22 @@ mod tests {
              . order_by (:: protege_core :: resolvers :: OrderBy { column : :: std :: string :: String :: from (\"plan\") , desc : false , }) \
              . order_by (:: protege_core :: resolvers :: OrderBy { column : :: std :: string :: String :: from (\"id\") , desc : true , }) \
              . limit (2) . template_str (\"{{ record.name }}\")) ,))"
+        );
+    }
+
+    #[test]
+    fn load_record_where_binds_templates_as_text_and_literals_with_their_type() {
+        let out = expand(quote! {
+            use LoadRecord(table = "accounts", where = { email = "{{ message.from }}", seats = 5, active = true, ratio = -0.5 });
+        });
+        assert_eq!(
+            out,
+            ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
+             (:: protege_core :: LoadRecord :: table (\"accounts\") \
+             . filter_str (\"email\" , \"{{ message.from }}\") \
+             . filter_value (\"seats\" , { let value : i64 = 5 ; value }) \
+             . filter_value (\"active\" , true) \
+             . filter_value (\"ratio\" , { let value : f64 = - 0.5 ; value })) ,))"
         );
     }
 
