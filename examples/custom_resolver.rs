@@ -1,9 +1,12 @@
-//! A resolver of your own, used from a TOML persona: `OpenOrders` reads the sender's open
-//! orders from the application's `orders` table. Registered by name in a `Registry`, it is
-//! one more `use = "OpenOrders"` entry of a persona file, whose other keys serde
-//! deserialises into the type (a misspelt or mistyped option is a `path:line:col` error
-//! when the persona loads, like the built-ins'). Prints the request of a reply run as
-//! protege's canonical JSON.
+//! A resolver of your own, declared once and used from a TOML persona and from Rust:
+//! `OpenOrders` reads the sender's open orders from the application's `orders` table.
+//! Registered by name in a `Registry`, it is one more `use = "OpenOrders"` entry of a
+//! persona file, whose other keys serde deserialises into the type (a misspelt or mistyped
+//! option is a `path:line:col` error when the persona loads, like the built-ins'). Deriving
+//! `protege::Options` next to `Deserialize` lets `resolvers!` set the same options by the
+//! same names, `use OpenOrders { statuses = [...] };` (a misspelt or mistyped option is a
+//! compile error there). Prints the request of a reply run as protege's canonical JSON,
+//! after checking that the chain written in Rust gives the same request.
 //!
 //! Run with `cargo run --example custom_resolver`.
 
@@ -12,11 +15,15 @@ use std::path::Path;
 use protege::config::Registry;
 use protege::db::sea_orm::ConnectionTrait;
 use protege::db::sea_orm::sea_query::{Alias, Expr, ExprTrait, Order, Query};
-use protege::{Context, Engine, Message, ResolveInput, Resolver, Result, Role, message};
+use protege::{
+    AppConfig, Chain, Context, Engine, Message, ResolveInput, Resolver, Result, Role, Trigger,
+    message, resolvers,
+};
 use serde::Deserialize;
 
-/// The sender's orders whose status is one of `statuses`, as one system message.
-#[derive(Debug, Deserialize)]
+/// The sender's orders whose status is one of `statuses`, as one system message. Its
+/// options are serde's: the TOML keys, and the names `resolvers!` takes in braces.
+#[derive(Debug, Deserialize, protege::Options)]
 #[serde(deny_unknown_fields)]
 struct OpenOrders {
     /// The statuses that count as open.
@@ -120,8 +127,34 @@ pub(crate) async fn run(root: &Path) -> anyhow::Result<String> {
     protege::db::import_fixture_str(db, MAIL).await?;
     db.execute_unprepared(ORDERS).await?;
 
-    let input =
-        ResolveInput::reply("shop", "<q1@example.com>").now("2026-01-05T09:05:00Z".parse()?);
+    let now = "2026-01-05T09:05:00Z".parse()?;
+    let input = ResolveInput::reply("shop", "<q1@example.com>").now(now);
     let out = engine.resolve(&input).await?;
+
+    // The same chain in Rust: the persona file's entries, key for key, checked at compile
+    // time; `heading` keeps its serde default here too.
+    let chain = resolvers! {
+        use LoadText(template = "{{ persona.instructions }}");
+        use OpenOrders { statuses = ["packing", "shipped"] };
+        use LoadText(template = "Reply to {{ message.from_display }}.");
+    };
+    let persona = engine
+        .persona("shop")
+        .ok_or_else(|| anyhow::anyhow!("no persona `shop`"))?;
+    let inbound = protege::db::load_message(db, "<q1@example.com>")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no message `<q1@example.com>`"))?;
+    let ctx = Context::builder(
+        persona.info.clone(),
+        AppConfig::new(root),
+        Trigger::Message(inbound.into()),
+    )
+    .now(now)
+    .db(db.clone())
+    .build();
+    anyhow::ensure!(
+        chain.request(&ctx).await? == out.request,
+        "the chain written in Rust gives another request than the persona file"
+    );
     Ok(serde_json::to_string_pretty(&out.body)?)
 }

@@ -1,6 +1,7 @@
 //! The documentation a user reads keeps up with the code: the template variables table of
 //! the README and the one of the crate docs are the same, and they list every variable and
-//! attribute a template may use, with an example each.
+//! attribute a template may use, with an example each; the README's table of built-in
+//! options is the shared table's rendering.
 
 use std::path::PathBuf;
 
@@ -70,4 +71,14 @@ fn every_template_variable_is_documented_with_an_example() {
             );
         }
     }
+}
+
+#[test]
+fn the_readme_lists_the_builtin_options_of_the_shared_table() {
+    let readme = read("README.md");
+    let table = protege_schema::markdown_table();
+    assert!(
+        readme.contains(&table),
+        "the README's table of built-in options differs from the shared table; it is:\n{table}"
+    );
 }

@@ -428,3 +428,185 @@ async fn a_sender_without_an_account_gets_no_customer_line_in_any_form() {
         (4, "LoadRecord", 0)
     );
 }
+
+/// A resolver of the application's own, declared once: serde reads its options from a TOML
+/// entry, and `resolvers!` sets the same options by the same names (`protege::Options`),
+/// with the same defaults for the options left out.
+#[derive(Debug, serde::Deserialize, protege::Options)]
+#[serde(deny_unknown_fields)]
+struct PlanMembers {
+    /// The plan whose accounts are listed.
+    plan: String,
+    /// The line above the list.
+    #[serde(default = "default_members_heading")]
+    heading: String,
+    /// Only accounts with at least this many seats.
+    #[serde(rename = "min_seats", alias = "at_least")]
+    min: Option<i64>,
+    /// Who speaks the message (default `system`).
+    #[serde(default)]
+    role: Option<Role>,
+}
+
+fn default_members_heading() -> String {
+    "Members:".to_owned()
+}
+
+impl protege::Resolver for PlanMembers {
+    type Output = Option<protege::Message>;
+
+    async fn resolve(&self, ctx: &Context) -> protege::Result<Option<protege::Message>> {
+        let Some(db) = ctx.db() else {
+            return Ok(None);
+        };
+        let mut query =
+            account::Entity::find().filter(account::Column::Plan.eq(self.plan.as_str()));
+        if let Some(min) = self.min {
+            query = query.filter(account::Column::Seats.gte(min));
+        }
+        let rows = query.order_by_asc(account::Column::Id).all(db).await?;
+        let lines = rows
+            .iter()
+            .map(|a| format!("- {} ({} seats)", a.name, a.seats));
+        let text = std::iter::once(self.heading.clone())
+            .chain(lines)
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(Some(protege::message(
+            self.role.unwrap_or(Role::System),
+            text,
+        )))
+    }
+}
+
+const MEMBERS_PERSONA: &str = r#"
+name = "Support Team"
+
+[[message_resolvers]]
+use = "PlanMembers"
+plan = "pro"
+
+[[message_resolvers]]
+use = "LoadText"
+template = "Between the two lists."
+
+[[message_resolvers]]
+use = "PlanMembers"
+plan = "pro"
+heading = "Large pro accounts:"
+at_least = 10
+role = "user"
+"#;
+
+#[tokio::test]
+async fn a_custom_resolver_declared_once_gives_the_same_request_from_toml_and_the_macro() {
+    let (root, db) = fixture().await;
+    let mut registry = Registry::new();
+    registry.register::<PlanMembers>("PlanMembers");
+    let from_toml = Persona::parse("personas/support.toml".as_ref(), MEMBERS_PERSONA, &registry)
+        .expect("valid persona");
+    // The TOML entries, key for key (`at_least` is an alias of `min_seats`).
+    let by_macro = protege::resolvers! {
+        use PlanMembers { plan = "pro" };
+        use LoadText(template = "Between the two lists.");
+        use PlanMembers { plan = "pro", heading = "Large pro accounts:", at_least = 10, role = user };
+    };
+    assert_eq!(
+        <PlanMembers as protege::Options>::NAMES,
+        ["plan", "heading", "min_seats", "role"]
+    );
+
+    let inbound = Arc::new(
+        db::load_message(&db, "<m3@example.com>")
+            .await
+            .unwrap()
+            .expect("imported"),
+    );
+    let ctx =
+        |persona: Arc<PersonaInfo>| context(persona, &root, &db, Trigger::Message(inbound.clone()));
+    let toml_json = request_json(&from_toml.message_chain, &ctx(from_toml.info.clone())).await;
+    let macro_json = request_json(&by_macro, &ctx(from_toml.info.clone())).await;
+    assert_eq!(macro_json, toml_json);
+    assert_eq!(
+        toml_json,
+        [
+            r#"{"messages":["#,
+            r#"{"role":"system","content":"Members:\n- Alice Liddell (5 seats)\n- Carol Jones (12 seats)"},"#,
+            r#"{"role":"system","content":"Between the two lists."},"#,
+            r#"{"role":"user","content":"Large pro accounts:\n- Carol Jones (12 seats)"},"#,
+            r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Mon, 5 Jan 2026 10:00:00 +0000\nSubject: Re: Refund for order A-1\n\nThanks! When will it arrive?"}],"#,
+            r#""tools":[]}"#,
+        ]
+        .concat()
+    );
+    let names = ["PlanMembers", "LoadText", "PlanMembers"];
+    assert_eq!(from_toml.message_chain.names(), names);
+    assert_eq!(by_macro.names(), names);
+}
+
+/// `LoadRecord`'s `where` written in `resolvers!` binds its values as the TOML file's do: a
+/// string is a template rendered and bound as text, a number or boolean is bound with its
+/// type.
+#[tokio::test]
+async fn load_record_where_gives_the_same_request_from_toml_and_the_macro() {
+    const WHERE_PERSONA: &str = r#"
+name = "Support Team"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "accounts"
+where = { email = "{{ message.from }}", plan = "pro", seats = 5 }
+template = "Customer: {{ record.name }} ({{ record.seats }} seats)"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "accounts"
+where = { plan = "{{ persona.name | slugify | length > 3 and 'pro' or 'free' }}", seats = 12.0 }
+order_by = "id desc"
+"#;
+    let (root, db) = fixture().await;
+    let from_toml = Persona::parse(
+        "personas/support.toml".as_ref(),
+        WHERE_PERSONA,
+        &Registry::new(),
+    )
+    .expect("valid persona");
+    let by_macro = protege::resolvers! {
+        use LoadRecord(
+            table = "accounts",
+            where = { email = "{{ message.from }}", plan = "pro", seats = 5 },
+            template = "Customer: {{ record.name }} ({{ record.seats }} seats)",
+        );
+        use LoadRecord(
+            table = "accounts",
+            where = { plan = "{{ persona.name | slugify | length > 3 and 'pro' or 'free' }}", seats = 12.0 },
+            order_by = "id desc",
+        );
+    };
+    let inbound = Arc::new(
+        db::load_message(&db, "<m3@example.com>")
+            .await
+            .unwrap()
+            .expect("imported"),
+    );
+    let ctx = context(
+        from_toml.info.clone(),
+        &root,
+        &db,
+        Trigger::Message(inbound),
+    );
+    let toml_json = request_json(&from_toml.message_chain, &ctx).await;
+    let macro_json = request_json(&by_macro, &ctx).await;
+    assert_eq!(macro_json, toml_json);
+    assert_eq!(
+        toml_json,
+        [
+            r#"{"messages":["#,
+            r#"{"role":"system","content":"Customer: Alice Liddell (5 seats)"},"#,
+            r#"{"role":"system","content":"{\n  \"id\": 3,\n  \"email\": \"carol@example.com\",\n  \"name\": \"Carol Jones\",\n  \"plan\": \"pro\",\n  \"seats\": 12\n}"},"#,
+            r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Mon, 5 Jan 2026 10:00:00 +0000\nSubject: Re: Refund for order A-1\n\nThanks! When will it arrive?"}],"#,
+            r#""tools":[]}"#,
+        ]
+        .concat()
+    );
+}

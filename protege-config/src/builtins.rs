@@ -1,4 +1,10 @@
-//! The built-in resolvers' TOML options: `LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`.
+//! The built-in resolvers' TOML options: `LoadText`, `LoadFile`, `LoadRecord`,
+//! `ThreadHistory`, `ThreadSummary`.
+//!
+//! Which keys an entry may have, which are required and how each value is read come from
+//! the shared table of `protege-schema` (the same one the `resolvers!` macro checks
+//! against): [`Options::read_entry`] reads every given option by its kind, and each
+//! factory below only builds the resolver from the values read.
 
 use std::ops::Range;
 
@@ -7,10 +13,13 @@ use protege_core::{
     BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory, ThreadSummary,
     Window,
 };
+use protege_schema::{
+    Builtin, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec, ROLES, THREAD_HISTORY,
+    THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
+};
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
-use crate::diagnostic::suggestion;
 use crate::reader::{self, Sink, Value, check_keys, get, type_name};
 
 /// What a resolver factory sees: the entry's table and where to report problems.
@@ -32,10 +41,84 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) vars: Option<&'a [&'a str]>,
 }
 
+/// A value read from an entry, by the kind of its option.
+enum Read {
+    /// A compiled template whose names were checked.
+    Template(Template),
+    /// A `LoadFile` for the path, its names checked.
+    Path(LoadFile),
+    /// A role.
+    Role(Role),
+    /// A table name.
+    Table(String),
+    /// `where` conditions.
+    Where(Vec<(String, WhereValue)>),
+    /// `order_by` entries.
+    OrderBy(Vec<OrderBy>),
+    /// A non-negative integer.
+    Count(u64),
+    /// A non-negative integer, or `None` for "all".
+    CountOrAll(Option<u64>),
+    /// A positive integer.
+    Step(u64),
+    /// A window.
+    Window(Window),
+    /// A boolean.
+    Flag(bool),
+}
+
+/// The options of one entry, read: each given option with its value, `None` where the value
+/// was wrong (and reported).
+struct Entry {
+    values: Vec<(&'static str, Option<Read>)>,
+    /// No problem was reported for the entry.
+    ok: bool,
+}
+
+impl Entry {
+    /// The value of option `name`, when given and valid.
+    fn get(&self, name: &str) -> Option<&Read> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, r)| r.as_ref())
+    }
+
+    /// Takes the value of option `name`, when given and valid.
+    fn take(&mut self, name: &str) -> Option<Read> {
+        self.values
+            .iter_mut()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, r)| r.take())
+    }
+
+    /// Whether option `name` was given with a wrong value.
+    fn failed(&self, name: &str) -> bool {
+        self.values.iter().any(|(n, r)| *n == name && r.is_none())
+    }
+
+    fn role(&self) -> Option<Role> {
+        match self.get("role") {
+            Some(Read::Role(role)) => Some(*role),
+            _ => None,
+        }
+    }
+
+    fn template(&self) -> Option<Template> {
+        match self.get("template") {
+            Some(Read::Template(t)) => Some(t.clone()),
+            _ => None,
+        }
+    }
+}
+
 impl<'a, 'i> Options<'a, 'i, '_> {
-    fn check_keys(&mut self, allowed: &[&str]) {
+    /// Reads the entry against the shared table: unknown keys (with a suggestion), missing
+    /// required options, then every given option by its kind, in the table's order.
+    fn read_entry(&mut self, spec: &'static Builtin) -> Entry {
+        let errors_before = self.sink.diagnostics.len();
         let name = self.name;
-        let options: Vec<&str> = allowed.iter().copied().filter(|k| *k != "use").collect();
+        let options: Vec<&str> = spec.toml_names().collect();
         for (key, _) in self.table.iter() {
             let key_name: &str = key.get_ref();
             if key_name != "use" && !options.contains(&key_name) {
@@ -46,43 +129,168 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 );
             }
         }
-    }
-
-    fn required(&mut self, key: &str) -> Option<&'a Value<'i>> {
-        let value = get(self.table, key);
-        if value.is_none() && !reader::misspelt(self.table, key) {
-            let name = self.name;
-            self.sink.error(
-                self.span.clone(),
-                format!("`{name}` needs the option `{key}`"),
-            );
+        let mut values = Vec::new();
+        for option in spec.options.iter().filter(|o| o.toml.is_some()) {
+            match get(self.table, option.name) {
+                Some(value) => {
+                    let read = self.read(option, value);
+                    values.push((option.name, read));
+                }
+                // A near miss of the name was reported as unknown with a suggestion;
+                // "missing" would repeat it.
+                None if option.default == protege_schema::Default::Required
+                    && !reader::misspelt(self.table, option.name) =>
+                {
+                    self.sink.error(
+                        self.span.clone(),
+                        format!("`{name}` needs the option `{}`", option.name),
+                    );
+                }
+                None => {}
+            }
         }
-        value
+        Entry {
+            values,
+            ok: self.sink.diagnostics.len() == errors_before,
+        }
     }
 
-    fn string(&mut self, key: &str, required: bool) -> Option<(String, Value<'static>)> {
-        let value = if required {
-            self.required(key)?
-        } else {
-            get(self.table, key)?
-        };
-        let text = reader::string(self.sink, value, &format!("`{key}`"))?;
+    /// Reads one given option by its kind; `None` after reporting a wrong value.
+    fn read(&mut self, option: &OptionSpec, value: &'a Value<'i>) -> Option<Read> {
+        let key = option.name;
+        let what = format!("`{key}`");
+        match option.kind {
+            Kind::Template => {
+                let (text, value) = self.string(value, &what)?;
+                let name = format!("{}.{key}", self.location);
+                let record = self.name == "LoadRecord";
+                self.checked_template(&name, &text, &value, key, record)
+                    .map(Read::Template)
+            }
+            Kind::Path => {
+                let (text, value) = self.string(value, &what)?;
+                if text.trim().is_empty() {
+                    self.sink.error(value.span(), "`path` must not be empty");
+                    return None;
+                }
+                let file = match LoadFile::try_named(&text, &format!("{}.{key}", self.location)) {
+                    Ok(file) => file,
+                    Err(e) => {
+                        report_template_error(self.sink, &e, &value, key);
+                        return None;
+                    }
+                };
+                let checked =
+                    !protege_core::template::is_template(&text) || self.names(&text, &value, false);
+                checked.then_some(Read::Path(file))
+            }
+            Kind::Role => {
+                let (text, value) = self.string(value, &what)?;
+                parse_role(self.sink, &text, &value).map(Read::Role)
+            }
+            Kind::Table => {
+                let (name, value) = self.string(value, &what)?;
+                check_identifier(self.sink, value.span(), "table name", &name)
+                    .then_some(Read::Table(name))
+            }
+            Kind::Where => self.conditions(value).map(Read::Where),
+            Kind::OrderBy => {
+                let items: Vec<&Value<'_>> = match value.get_ref() {
+                    DeValue::String(_) => vec![value],
+                    DeValue::Array(a) => a.iter().collect(),
+                    other => {
+                        self.sink.error(
+                            value.span(),
+                            format!(
+                                "`{key}` must be a string or an array of strings, found {}",
+                                type_name(other)
+                            ),
+                        );
+                        return None;
+                    }
+                };
+                let mut entries = Vec::with_capacity(items.len());
+                let mut ok = true;
+                for item in items {
+                    match order_by(self.sink, item) {
+                        Some(entry) => entries.push(entry),
+                        None => ok = false,
+                    }
+                }
+                ok.then_some(Read::OrderBy(entries))
+            }
+            Kind::Count => reader::unsigned(self.sink, value, &what).map(Read::Count),
+            Kind::CountOrAll => self.count_or_all(value, key).map(Read::CountOrAll),
+            Kind::Step => match reader::unsigned(self.sink, value, &what)? {
+                0 => {
+                    self.sink.error(
+                        value.span(),
+                        format!("{what} must be at least 1, found `0`"),
+                    );
+                    None
+                }
+                n => Some(Read::Step(n)),
+            },
+            Kind::Window => {
+                let text = reader::string(self.sink, value, &what)?;
+                match Window::parse(&text) {
+                    Some(w) => Some(Read::Window(w)),
+                    None => {
+                        let hint = suggestion(&text, WINDOWS);
+                        let message = if hint.is_empty() {
+                            format!("unknown window `{text}`, expected `sliding` or `stable`")
+                        } else {
+                            format!("unknown window `{text}`{hint}")
+                        };
+                        self.sink.error(value.span(), message);
+                        None
+                    }
+                }
+            }
+            Kind::Flag => reader::boolean(self.sink, value, &what).map(Read::Flag),
+            // A closure has no TOML form; `read_entry` reads TOML options only.
+            Kind::Closure => None,
+        }
+    }
+
+    /// A string value, with the value itself re-made for the template helpers.
+    fn string(&mut self, value: &Value<'_>, what: &str) -> Option<(String, Value<'static>)> {
+        let text = reader::string(self.sink, value, what)?;
         Some((
             text.clone(),
             toml::Spanned::new(value.span(), DeValue::String(text.into())),
         ))
     }
 
-    fn role(&mut self) -> Option<Role> {
-        let (text, value) = self.string("role", false)?;
-        parse_role(self.sink, &text, &value)
-    }
-
-    fn template(&mut self, key: &str, required: bool) -> Option<Template> {
-        let (text, value) = self.string(key, required)?;
-        let record = self.name == "LoadRecord" && key == "template";
-        let name = format!("{}.{key}", self.location);
-        self.checked_template(&name, &text, &value, key, record)
+    /// `limit = N` or `limit = false`.
+    fn count_or_all(&mut self, value: &Value<'_>, key: &str) -> Option<Option<u64>> {
+        match value.get_ref() {
+            DeValue::Boolean(false) => Some(None),
+            DeValue::Integer(_) => match reader::int_of(value.get_ref()) {
+                Some(n) if n >= 0 => Some(Some(n as u64)),
+                _ => {
+                    self.sink.error(
+                        value.span(),
+                        format!(
+                            "`{key}` must be a non-negative integer or `false`, found `{}`",
+                            &self.sink.source[value.span()]
+                        ),
+                    );
+                    None
+                }
+            },
+            other => {
+                let found = match other {
+                    DeValue::Boolean(true) => "`true`".to_owned(),
+                    other => type_name(other).to_owned(),
+                };
+                self.sink.error(
+                    value.span(),
+                    format!("`{key}` must be a non-negative integer or `false`, found {found}"),
+                );
+                None
+            }
+        }
     }
 
     /// Compiles a template written in a TOML string and checks the names it uses
@@ -110,6 +318,47 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         }
     }
 
+    /// `where = { column = value, ... }`: a string is a template bound as text, a number or
+    /// boolean is bound with its type.
+    fn conditions(&mut self, value: &Value<'_>) -> Option<Vec<(String, WhereValue)>> {
+        let conditions = reader::table(self.sink, value, "`where`")?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (column, v) in conditions.iter() {
+            let column: &str = column.get_ref();
+            if !check_identifier(self.sink, v.span(), "column name", column) {
+                ok = false;
+                continue;
+            }
+            let cond = match v.get_ref() {
+                DeValue::String(s) => {
+                    let name = format!("{}.where.{column}", self.location);
+                    self.checked_template(&name, s, v, &format!("where.{column}"), false)
+                        .map(WhereValue::Template)
+                }
+                DeValue::Integer(_) | DeValue::Float(_) | DeValue::Boolean(_) => {
+                    reader::to_json(self.sink, v, &format!("`where.{column}`"))
+                        .map(WhereValue::Value)
+                }
+                other => {
+                    self.sink.error(
+                        v.span(),
+                        format!(
+                            "`where.{column}` must be a string, integer, float or boolean, found {}",
+                            type_name(other)
+                        ),
+                    );
+                    None
+                }
+            };
+            match cond {
+                Some(c) => out.push((column.to_owned(), c)),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
     /// Checks the names a compiled template uses (`record` only where `record` is true).
     fn names(&mut self, text: &str, value: &Value<'_>, record: bool) -> bool {
         let scope = self.scope(record);
@@ -128,7 +377,6 @@ impl<'a, 'i> Options<'a, 'i, '_> {
 }
 
 fn parse_role(sink: &mut Sink<'_>, text: &str, value: &Value<'_>) -> Option<Role> {
-    const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
     match text {
         "system" => Some(Role::System),
         "user" => Some(Role::User),
@@ -169,13 +417,6 @@ pub(crate) fn report_template_error(
     sink.error(span, format!("invalid template in `{key}`: {what}"));
 }
 
-/// Whether `name` is a plain SQL identifier: ASCII letters, digits, `_`, not starting with a digit.
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 fn check_identifier(sink: &mut Sink<'_>, span: Range<usize>, what: &str, name: &str) -> bool {
     if is_identifier(name) {
         return true;
@@ -187,138 +428,6 @@ fn check_identifier(sink: &mut Sink<'_>, span: Range<usize>, what: &str, name: &
         ),
     );
     false
-}
-
-/// `LoadText`: `template`, `role`.
-pub(crate) fn load_text(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    o.check_keys(&["use", "template", "role"]);
-    let template = o.template("template", true);
-    let role = o.role();
-    let mut r = LoadText::new(template?);
-    if let Some(role) = role {
-        r = r.role(role);
-    }
-    Some(BoxResolver::new(r))
-}
-
-/// `LoadFile`: `path`, `role`.
-pub(crate) fn load_file(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    o.check_keys(&["use", "path", "role"]);
-    let path = o.string("path", true);
-    let role = o.role();
-    let (text, value) = path?;
-    if text.trim().is_empty() {
-        o.sink.error(value.span(), "`path` must not be empty");
-        return None;
-    }
-    let r = match LoadFile::try_named(&text, &format!("{}.path", o.location)) {
-        Ok(r) => r,
-        Err(e) => {
-            report_template_error(o.sink, &e, &value, "path");
-            return None;
-        }
-    };
-    if protege_core::template::is_template(&text) && !o.names(&text, &value, false) {
-        return None;
-    }
-    Some(BoxResolver::new(match role {
-        Some(role) => r.role(role),
-        None => r,
-    }))
-}
-
-/// `LoadRecord`: `table`, `where`, `order_by`, `limit`, `template`, `role`.
-pub(crate) fn load_record(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    o.check_keys(&[
-        "use", "table", "where", "order_by", "limit", "template", "role",
-    ]);
-    let mut ok = true;
-    let table = o.string("table", true).and_then(|(name, value)| {
-        check_identifier(o.sink, value.span(), "table name", &name).then_some(name)
-    });
-    let mut record = table.map(LoadRecord::table);
-    if let Some(value) = get(o.table, "where") {
-        match reader::table(o.sink, value, "`where`") {
-            Some(conditions) => {
-                for (column, v) in conditions.iter() {
-                    let column: &str = column.get_ref();
-                    if !check_identifier(o.sink, v.span(), "column name", column) {
-                        ok = false;
-                        continue;
-                    }
-                    let cond = match v.get_ref() {
-                        DeValue::String(s) => {
-                            let name = format!("{}.where.{column}", o.location);
-                            o.checked_template(&name, s, v, &format!("where.{column}"), false)
-                                .map(WhereValue::Template)
-                        }
-                        DeValue::Integer(_) | DeValue::Float(_) | DeValue::Boolean(_) => {
-                            reader::to_json(o.sink, v, &format!("`where.{column}`"))
-                                .map(WhereValue::Value)
-                        }
-                        other => {
-                            o.sink.error(
-                                v.span(),
-                                format!(
-                                    "`where.{column}` must be a string, integer, float or boolean, found {}",
-                                    type_name(other)
-                                ),
-                            );
-                            None
-                        }
-                    };
-                    match cond {
-                        Some(c) => record = record.map(|r| r.filter(column, c)),
-                        None => ok = false,
-                    }
-                }
-            }
-            None => ok = false,
-        }
-    }
-    if let Some(value) = get(o.table, "order_by") {
-        let items: Vec<&Value<'_>> = match value.get_ref() {
-            DeValue::String(_) => vec![value],
-            DeValue::Array(a) => a.iter().collect(),
-            other => {
-                o.sink.error(
-                    value.span(),
-                    format!(
-                        "`order_by` must be a string or an array of strings, found {}",
-                        type_name(other)
-                    ),
-                );
-                ok = false;
-                Vec::new()
-            }
-        };
-        for item in items {
-            match order_by(o.sink, item) {
-                Some(ob) => record = record.map(|r| r.order_by(ob)),
-                None => ok = false,
-            }
-        }
-    }
-    if let Some(value) = get(o.table, "limit") {
-        match reader::unsigned(o.sink, value, "`limit`") {
-            Some(n) => record = record.map(|r| r.limit(n)),
-            None => ok = false,
-        }
-    }
-    if get(o.table, "template").is_some() {
-        match o.template("template", false) {
-            Some(t) => record = record.map(|r| r.template(t)),
-            None => ok = false,
-        }
-    }
-    if get(o.table, "role").is_some() {
-        match o.role() {
-            Some(role) => record = record.map(|r| r.role(role)),
-            None => ok = false,
-        }
-    }
-    let record = record?;
-    ok.then(|| BoxResolver::new(record))
 }
 
 fn order_by(sink: &mut Sink<'_>, item: &Value<'_>) -> Option<OrderBy> {
@@ -342,135 +451,108 @@ fn order_by(sink: &mut Sink<'_>, item: &Value<'_>) -> Option<OrderBy> {
     })
 }
 
+/// `LoadText`: `template`, `role`.
+pub(crate) fn load_text(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    let entry = o.read_entry(&LOAD_TEXT);
+    let mut r = LoadText::new(entry.template()?);
+    if let Some(role) = entry.role() {
+        r = r.role(role);
+    }
+    Some(BoxResolver::new(r))
+}
+
+/// `LoadFile`: `path`, `role`.
+pub(crate) fn load_file(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    let mut entry = o.read_entry(&LOAD_FILE);
+    let Some(Read::Path(file)) = entry.take("path") else {
+        return None;
+    };
+    Some(BoxResolver::new(match entry.role() {
+        Some(role) => file.role(role),
+        None => file,
+    }))
+}
+
+/// `LoadRecord`: `table`, `where`, `order_by`, `limit`, `template`, `role`.
+pub(crate) fn load_record(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    let entry = o.read_entry(&LOAD_RECORD);
+    let Some(Read::Table(table)) = entry.get("table") else {
+        return None;
+    };
+    let mut record = LoadRecord::table(table.clone());
+    for (name, read) in &entry.values {
+        let Some(read) = read else {
+            continue;
+        };
+        record = match (*name, read) {
+            ("where", Read::Where(conditions)) => conditions
+                .iter()
+                .fold(record, |r, (column, value)| r.filter(column, value.clone())),
+            ("order_by", Read::OrderBy(entries)) => entries
+                .iter()
+                .fold(record, |r, entry| r.order_by(entry.clone())),
+            ("limit", Read::Count(n)) => record.limit(*n),
+            ("template", Read::Template(t)) => record.template(t.clone()),
+            ("role", Read::Role(role)) => record.role(*role),
+            _ => record,
+        };
+    }
+    entry.ok.then(|| BoxResolver::new(record))
+}
+
 /// `ThreadSummary`: `template` (variable `summary`), `role`.
 pub(crate) fn thread_summary(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    o.check_keys(&["use", "template", "role"]);
-    let mut ok = true;
+    let entry = o.read_entry(&THREAD_SUMMARY);
     let mut r = ThreadSummary::new();
-    if get(o.table, "template").is_some() {
-        match o.template("template", false) {
-            Some(t) => r = r.template(t),
-            None => ok = false,
-        }
+    if let Some(t) = entry.template() {
+        r = r.template(t);
     }
-    if get(o.table, "role").is_some() {
-        match o.role() {
-            Some(role) => r = r.role(role),
-            None => ok = false,
-        }
+    if let Some(role) = entry.role() {
+        r = r.role(role);
     }
-    ok.then(|| BoxResolver::new(r))
+    entry.ok.then(|| BoxResolver::new(r))
 }
 
 /// `ThreadHistory`: `limit`, `window`, `step`, `after_summary`, `include_tool_calls`,
 /// `result_limit`, `max_tokens`.
 pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    o.check_keys(&[
-        "use",
-        "limit",
-        "window",
-        "step",
-        "after_summary",
-        "include_tool_calls",
-        "result_limit",
-        "max_tokens",
-    ]);
+    let mut entry = o.read_entry(&THREAD_HISTORY);
     let mut r = ThreadHistory::new();
-    let mut ok = true;
-    if let Some(value) = get(o.table, "limit") {
-        match value.get_ref() {
-            DeValue::Boolean(false) => r = r.limit(None),
-            DeValue::Integer(_) => match reader::int_of(value.get_ref()) {
-                Some(n) if n >= 0 => r = r.limit(n as u64),
-                _ => {
-                    o.sink.error(
-                        value.span(),
-                        format!(
-                            "`limit` must be a non-negative integer or `false`, found `{}`",
-                            &o.sink.source[value.span()]
-                        ),
-                    );
-                    ok = false;
-                }
-            },
-            other => {
-                let found = match other {
-                    DeValue::Boolean(true) => "`true`".to_owned(),
-                    other => type_name(other).to_owned(),
-                };
-                o.sink.error(
-                    value.span(),
-                    format!("`limit` must be a non-negative integer or `false`, found {found}"),
-                );
-                ok = false;
-            }
-        }
-    }
     let mut window = Window::Sliding;
-    if let Some(value) = get(o.table, "window") {
-        match reader::string(o.sink, value, "`window`") {
-            Some(text) => match Window::parse(&text) {
-                Some(w) => {
-                    window = w;
-                    r = r.window(w);
-                }
-                None => {
-                    let hint = suggestion(&text, ["sliding", "stable"]);
-                    let message = if hint.is_empty() {
-                        format!("unknown window `{text}`, expected `sliding` or `stable`")
-                    } else {
-                        format!("unknown window `{text}`{hint}")
-                    };
-                    o.sink.error(value.span(), message);
-                    ok = false;
-                }
-            },
-            None => ok = false,
-        }
-    }
-    if let Some(value) = get(o.table, "step") {
-        match reader::unsigned(o.sink, value, "`step`") {
-            Some(0) => {
-                o.sink
-                    .error(value.span(), "`step` must be at least 1, found `0`");
-                ok = false;
+    for (name, read) in &entry.values {
+        r = match (*name, read) {
+            ("limit", Some(Read::CountOrAll(n))) => r.limit(*n),
+            ("window", Some(Read::Window(w))) => {
+                window = *w;
+                r.window(*w)
             }
-            Some(n) if window == Window::Stable => r = r.step(n),
-            Some(_) if ok => {
+            ("after_summary", Some(Read::Flag(b))) => r.after_summary(*b),
+            ("include_tool_calls", Some(Read::Flag(b))) => r.include_tool_calls(*b),
+            ("result_limit", Some(Read::Count(n))) => {
+                r.result_limit(usize::try_from(*n).unwrap_or(usize::MAX))
+            }
+            ("max_tokens", Some(Read::Count(n))) => {
+                r.max_tokens(usize::try_from(*n).unwrap_or(usize::MAX))
+            }
+            _ => r,
+        };
+    }
+    // A step needs a stable window; said only when `limit` and `window` themselves are
+    // fine, so a misspelt window is not reported twice.
+    if let Some(Read::Step(n)) = entry.get("step") {
+        if window == Window::Stable {
+            r = r.step(*n);
+        } else if !entry.failed("limit") && !entry.failed("window") {
+            if let Some(value) = get(o.table, "step") {
                 o.sink.error(
                     value.span(),
                     "`step` applies to a stable window: add `window = \"stable\"`",
                 );
-                ok = false;
             }
-            _ => ok = false,
+            entry.ok = false;
         }
     }
-    if let Some(value) = get(o.table, "after_summary") {
-        match reader::boolean(o.sink, value, "`after_summary`") {
-            Some(b) => r = r.after_summary(b),
-            None => ok = false,
-        }
-    }
-    if let Some(value) = get(o.table, "include_tool_calls") {
-        match reader::boolean(o.sink, value, "`include_tool_calls`") {
-            Some(b) => r = r.include_tool_calls(b),
-            None => ok = false,
-        }
-    }
-    if let Some(value) = get(o.table, "result_limit") {
-        match reader::unsigned(o.sink, value, "`result_limit`") {
-            Some(n) => r = r.result_limit(usize::try_from(n).unwrap_or(usize::MAX)),
-            None => ok = false,
-        }
-    }
-    if let Some(value) = get(o.table, "max_tokens") {
-        match reader::unsigned(o.sink, value, "`max_tokens`") {
-            Some(n) => r = r.max_tokens(usize::try_from(n).unwrap_or(usize::MAX)),
-            None => ok = false,
-        }
-    }
-    ok.then(|| BoxResolver::new(r))
+    entry.ok.then(|| BoxResolver::new(r))
 }
 
 /// Reports unknown keys of a non-resolver table (used by the persona reader too).

@@ -305,30 +305,8 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// The closest of `candidates` to `name`, when it is close enough to be a likely typo.
-pub(crate) fn did_you_mean<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let lower = name.to_lowercase();
-    let mut best: Option<(usize, &'a str)> = None;
-    for c in candidates {
-        let d = strsim::damerau_levenshtein(&lower, &c.to_lowercase());
-        let limit = (c.chars().count() / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
-}
-
-/// `, did you mean `x`?` or nothing.
-pub(crate) fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    match did_you_mean(name, candidates) {
-        Some(c) => format!(", did you mean `{c}`?"),
-        None => String::new(),
-    }
-}
+/// The one "did you mean" rule of protege (`protege-schema`), shared with the macro.
+pub(crate) use protege_schema::{did_you_mean, suggestion};
 
 #[cfg(test)]
 mod tests {
@@ -407,13 +385,5 @@ mod tests {
         );
         let d = Diagnostic::new(Path::new("p.toml"), src, 5..7, "bad");
         assert!(d.to_string().ends_with("\n  |      ^^^^^^^"), "{d}");
-    }
-
-    #[test]
-    fn suggests_close_names_only() {
-        let names = ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory"];
-        assert_eq!(did_you_mean("ThreadHistroy", names), Some("ThreadHistory"));
-        assert_eq!(did_you_mean("loadtext", names), Some("LoadText"));
-        assert_eq!(did_you_mean("Banana", names), None);
     }
 }

@@ -12,6 +12,18 @@ use crate::builtins::{self, Options};
 pub(crate) type Factory =
     dyn for<'a, 'i, 's> Fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver> + Send + Sync;
 
+type BuiltinFactory = for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver>;
+
+/// The reader of each built-in of the shared table (names, aliases and options come from
+/// `protege-schema`).
+const BUILTIN_FACTORIES: [(&str, BuiltinFactory); 5] = [
+    ("LoadText", builtins::load_text),
+    ("LoadFile", builtins::load_file),
+    ("LoadRecord", builtins::load_record),
+    ("ThreadHistory", builtins::thread_history),
+    ("ThreadSummary", builtins::thread_summary),
+];
+
 struct Entry {
     name: String,
     aliases: Vec<String>,
@@ -53,24 +65,18 @@ impl Registry {
         let mut registry = Self {
             entries: Vec::new(),
         };
-        registry.add_builtin("LoadText", builtins::load_text);
-        registry.add_builtin("LoadFile", builtins::load_file);
-        registry.add_builtin("LoadRecord", builtins::load_record);
-        registry.add_builtin("ThreadHistory", builtins::thread_history);
-        registry.add_builtin("ThreadSummary", builtins::thread_summary);
+        for builtin in protege_schema::BUILTINS {
+            let Some((_, factory)) = BUILTIN_FACTORIES.iter().find(|(n, _)| *n == builtin.name)
+            else {
+                continue;
+            };
+            registry.entries.push(Arc::new(Entry {
+                name: builtin.name.to_owned(),
+                aliases: builtin.aliases.iter().map(|a| (*a).to_owned()).collect(),
+                factory: Arc::new(*factory),
+            }));
+        }
         registry
-    }
-
-    fn add_builtin(
-        &mut self,
-        name: &str,
-        factory: for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver>,
-    ) {
-        self.entries.push(Arc::new(Entry {
-            name: name.to_owned(),
-            aliases: vec![format!("{name}Resolver")],
-            factory: Arc::new(factory),
-        }));
     }
 
     /// Registers the custom resolver type `T` under `name`: a TOML entry `use = "name"`

@@ -35,6 +35,7 @@ mod html_text;
 mod macros;
 mod mail;
 mod message;
+mod options;
 mod request;
 mod resolver;
 pub mod resolvers;
@@ -55,6 +56,10 @@ pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use html_text::html_to_text;
 pub use mail::{Attachment, Direction, MailMessage, bare_address, one_line, rfc3339_z};
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
+pub use options::{OptionValue, Options};
+/// Derives [`Options`] next to `serde::Deserialize`, so `resolvers!` sets the type's options
+/// by their TOML names: see [`Options`].
+pub use protege_macros::Options;
 pub use request::{build_request, user_turn};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 pub use resolvers::{

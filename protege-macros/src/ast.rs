@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! input  := [ "$crate" ";" ] item*
-//! item   := "use" PATH [ "(" args ")" ] ";"
+//! item   := "use" PATH [ "(" args ")" | "{" args "}" ] ";"
 //! args   := [ arg { "," arg } [ "," ] ]
 //! arg    := IDENT "=" EXPR        (a named option)
+//!         | "where" "=" "{" [ IDENT "=" EXPR { "," IDENT "=" EXPR } [ "," ] ] "}"
 //!         | EXPR                  (a positional argument)
 //! ```
 
@@ -23,20 +24,22 @@ pub(crate) struct Invocation {
     pub(crate) items: Vec<Item>,
 }
 
-/// One `use PATH;` or `use PATH(args);`.
+/// One `use PATH;`, `use PATH(args);` or `use PATH { options };`.
 pub(crate) struct Item {
     /// The `use` keyword (its span marks the whole item in errors).
     pub(crate) use_token: Token![use],
     /// The resolver: a built-in short name or a path to a user type.
     pub(crate) path: ExprPath,
-    /// The parenthesised arguments, when written.
+    /// The arguments in parentheses or braces, when written.
     pub(crate) args: Option<Args>,
 }
 
-/// The parenthesised argument list of an item.
+/// The argument list of an item, in parentheses or in braces.
 pub(crate) struct Args {
-    /// The parentheses (their span is the place to report a missing argument).
-    pub(crate) paren: token::Paren,
+    /// The delimiters' span: the place to report a missing argument.
+    pub(crate) delim_span: Span,
+    /// Braces: the options of a type deriving `Options`, by name.
+    pub(crate) braces: bool,
     /// The arguments as written.
     pub(crate) list: Vec<Arg>,
 }
@@ -117,7 +120,7 @@ impl Parse for Item {
         }
         let use_token = input.parse()?;
         let path: ExprPath = input.parse()?;
-        let args = if input.peek(token::Paren) {
+        let args = if input.peek(token::Paren) || input.peek(token::Brace) {
             Some(input.parse()?)
         } else {
             None
@@ -137,10 +140,15 @@ impl Parse for Item {
 impl Parse for Args {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let content;
-        let paren = syn::parenthesized!(content in input);
+        let (delim_span, braces) = if input.peek(token::Brace) {
+            (syn::braced!(content in input).span.join(), true)
+        } else {
+            (syn::parenthesized!(content in input).span.join(), false)
+        };
         let list = Punctuated::<Arg, Token![,]>::parse_terminated(&content)?;
         Ok(Self {
-            paren,
+            delim_span,
+            braces,
             list: list.into_iter().collect(),
         })
     }
@@ -148,6 +156,21 @@ impl Parse for Args {
 
 impl Parse for Arg {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(Token![where]) && input.peek2(Token![=]) {
+            // `where = { column = value, ... }`: the table is kept as written and read by
+            // the check of `LoadRecord`.
+            let keyword: Token![where] = input.parse()?;
+            input.parse::<Token![=]>()?;
+            let value = if input.peek(token::Brace) {
+                Expr::Verbatim(input.parse::<TokenTree>()?.into_token_stream())
+            } else {
+                input.parse()?
+            };
+            return Ok(Self::Named(Named {
+                key: Ident::new("where", keyword.span),
+                value,
+            }));
+        }
         let named = input.peek(Ident)
             && input.peek2(Token![=])
             && !input.peek2(Token![==])

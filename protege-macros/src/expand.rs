@@ -27,12 +27,14 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
         Ctor::UserValue(path) => quote!(#path),
         Ctor::UserNew(path, args) => quote_spanned!(span=> #path::new(#(#args),*)),
+        Ctor::UserOptions(ty) => quote_spanned!(span=> <#ty as #krate::Options>::__builder()),
     };
     for Call { method, arg } in &planned.calls {
         let arg = match arg {
             CallArg::Expr(e) => quote!(#e),
             CallArg::Role(variant) => quote!(#krate::Role::#variant),
             CallArg::Window(variant) => quote!(#krate::Window::#variant),
+            CallArg::Filter { column, value } => quote!(#column, #value),
             CallArg::Order { column, desc } => quote! {
                 #krate::resolvers::OrderBy {
                     column: ::std::string::String::from(#column),
@@ -41,6 +43,16 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
             },
         };
         expr = quote!(#expr.#method(#arg));
+    }
+    if let Ctor::UserOptions(_) = planned.ctor {
+        // The `__build` call's tokens all carry the path's span, so a missing required
+        // option is reported at the resolver.
+        expr = quote_spanned! {span=>
+            {
+                let options = #expr;
+                options.__build()
+            }
+        };
     }
     quote_spanned! {span=>
         #krate::__private::resolver(#expr)
@@ -95,6 +107,22 @@ mod tests {
     }
 
     #[test]
+    fn load_record_where_binds_templates_as_text_and_literals_with_their_type() {
+        let out = expand(quote! {
+            use LoadRecord(table = "accounts", where = { email = "{{ message.from }}", seats = 5, active = true, ratio = -0.5 });
+        });
+        assert_eq!(
+            out,
+            ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
+             (:: protege_core :: LoadRecord :: table (\"accounts\") \
+             . filter_str (\"email\" , \"{{ message.from }}\") \
+             . filter_value (\"seats\" , { let value : i64 = 5 ; value }) \
+             . filter_value (\"active\" , true) \
+             . filter_value (\"ratio\" , { let value : f64 = - 0.5 ; value })) ,))"
+        );
+    }
+
+    #[test]
     fn built_ins_and_user_types() {
         let out = expand(quote! {
             use LoadText("Hi {{ persona.name }}", role = assistant);
@@ -116,6 +144,43 @@ mod tests {
                  {r} (my :: Greeting) , \
                  {r} (my :: Repeat :: new (\"x\" , 2) . upper (true)) ,))"
             )
+        );
+    }
+
+    #[test]
+    fn options_in_braces_go_through_the_options_builder() {
+        let out = expand(quote! {
+            use my::OpenOrders { statuses = ["packing"], role = user };
+            use Quiet {};
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} ({{ let options = < my :: OpenOrders as :: protege_core :: Options > :: __builder () \
+                 . statuses ([\"packing\"]) . role (:: protege_core :: Role :: User) ; options . __build () }}) , \
+                 {r} ({{ let options = < Quiet as :: protege_core :: Options > :: __builder () ; options . __build () }}) ,))"
+            )
+        );
+        assert_eq!(
+            errors(quote! {
+                use my::OpenOrders { "packing", heading = "Open:" };
+                use ThreadHistory { 10 };
+                use my::OpenOrders { role = usr };
+            }),
+            [
+                "options in braces are named, as in a TOML entry: write `name = value`",
+                "options in braces are named, as in a TOML entry: write `name = value`",
+                "unknown role `usr`, did you mean `user`? (roles: `system`, `user`, `assistant`, `tool`)",
+            ]
+        );
+        // Built-ins take their options in braces too.
+        let out = expand(quote! { use ThreadHistory { limit = 10 }; });
+        assert_eq!(
+            out,
+            ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
+             (:: protege_core :: ThreadHistory :: new () . limit (10)) ,))"
         );
     }
 

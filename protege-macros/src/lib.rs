@@ -2,10 +2,12 @@
 //! compile time and expanded to a statically typed `StaticChain`.
 //!
 //! Use it through `protege::resolvers!`, which documents the grammar; this crate holds
-//! the implementation: parse (`ast`), check (`validate`), generate (`expand`).
+//! the implementation: parse (`ast`), check (`validate`), generate (`expand`). The
+//! `Options` derive (`options`) gives a struct the options `resolvers!` sets in braces.
 
 mod ast;
 mod expand;
+mod options;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -25,4 +27,13 @@ pub fn resolvers(input: TokenStream) -> TokenStream {
             quote::quote!({ #errors }).into()
         }
     }
+}
+
+/// Derives `protege::Options` for a struct that derives `serde::Deserialize`: the option
+/// names, defaults and types serde gives a TOML entry, set by name in `resolvers!`
+/// (`use OpenOrders { statuses = ["packing"] };`). See `protege::Options`.
+#[proc_macro_derive(Options, attributes(serde, protege))]
+pub fn derive_options(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    options::derive(input).into()
 }

@@ -2,10 +2,17 @@
 //! not see (unknown or duplicate options, argument order, bare roles, template syntax, the
 //! names templates use), collecting every problem as one combined `syn::Error`.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
+use protege_schema::{
+    Applies, Builtin, Kind, ROLES, WINDOWS, builtin, did_you_mean, is_identifier,
+};
 use protege_template_names::{Scope, Trigger};
+use quote::quote;
+use syn::ext::IdentExt;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprPath, Ident, Lit, LitStr};
+use syn::{Expr, ExprPath, Ident, Lit, LitStr, Token, TypePath};
 
 use crate::ast::{Arg, Invocation, Item, Named};
 
@@ -49,6 +56,8 @@ pub(crate) enum Ctor {
     UserValue(ExprPath),
     /// A user type built with `my::Type::new(positional...)`.
     UserNew(ExprPath, Vec<Expr>),
+    /// A user type deriving `Options`, its options set by name: `my::Type { key = value }`.
+    UserOptions(TypePath),
 }
 
 /// One `.method(arg)` call, spanned at the user's option name.
@@ -75,72 +84,14 @@ pub(crate) enum CallArg {
         /// Descending when true.
         desc: bool,
     },
+    /// One `where` condition: the column and the value expression.
+    Filter {
+        /// The column, spanned at the user's key.
+        column: LitStr,
+        /// A template literal (`filter_str`) or a typed value (`filter_value`).
+        value: TokenStream,
+    },
 }
-
-/// The built-in resolvers, by the short name the macro and TOML use.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Builtin {
-    LoadText,
-    LoadFile,
-    LoadRecord,
-    ThreadHistory,
-    ThreadSummary,
-}
-
-impl Builtin {
-    fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "LoadText" | "LoadTextResolver" => Some(Self::LoadText),
-            "LoadFile" | "LoadFileResolver" => Some(Self::LoadFile),
-            "LoadRecord" | "LoadRecordResolver" => Some(Self::LoadRecord),
-            "ThreadHistory" | "ThreadHistoryResolver" => Some(Self::ThreadHistory),
-            "ThreadSummary" | "ThreadSummaryResolver" => Some(Self::ThreadSummary),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::LoadText => "LoadText",
-            Self::LoadFile => "LoadFile",
-            Self::LoadRecord => "LoadRecord",
-            Self::ThreadHistory => "ThreadHistory",
-            Self::ThreadSummary => "ThreadSummary",
-        }
-    }
-
-    fn options(self) -> &'static [&'static str] {
-        match self {
-            Self::LoadText => &["template", "role"],
-            Self::LoadFile => &["path", "role"],
-            Self::LoadRecord => &[
-                "table",
-                "template",
-                "limit",
-                "order_by",
-                "render_with",
-                "role",
-            ],
-            Self::ThreadHistory => &[
-                "limit",
-                "window",
-                "step",
-                "after_summary",
-                "include_tool_calls",
-                "result_limit",
-                "max_tokens",
-            ],
-            Self::ThreadSummary => &["template", "role"],
-        }
-    }
-}
-
-const ROLES: [(&str, &str); 4] = [
-    ("system", "System"),
-    ("user", "User"),
-    ("assistant", "Assistant"),
-    ("tool", "Tool"),
-];
 
 /// Several errors reported together.
 #[derive(Default)]
@@ -233,37 +184,65 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
     let span = item.path_span();
     let builtin = item
         .short_name()
-        .and_then(|id| Builtin::from_name(&id.to_string()).map(|b| (b, id.span())))
-        .map(|(b, at)| (b, Ident::new(b.name(), at)));
+        .and_then(|id| builtin(&id.to_string()).map(|b| (b, id.span())))
+        .map(|(b, at)| (b, Ident::new(b.name, at)));
     let had_parens = item.args.is_some();
-    let paren_span = item.args.as_ref().map(|a| a.paren.span.join());
+    let braces = item.args.as_ref().is_some_and(|a| a.braces);
+    let paren_span = item.args.as_ref().map(|a| a.delim_span);
     let Sorted { positional, named } = sort_args(&mut item, errors);
-    let Some((builtin, ident)) = builtin else {
-        // A user type: positional arguments go to `new`, options become builder calls.
-        let mut calls = Vec::with_capacity(named.len());
-        for n in named {
-            calls.extend(option_call(n, errors));
+    if braces {
+        // Options in braces are named, like the keys of a TOML entry.
+        for p in &positional {
+            errors.push(
+                p.span(),
+                "options in braces are named, as in a TOML entry: write `name = value`",
+            );
         }
-        let ctor = if had_parens {
+    }
+    let Some((builtin, ident)) = builtin else {
+        // A user type: in braces, options set through its `Options` builder; in
+        // parentheses, positional arguments go to `new` and options become builder calls.
+        let mut calls = Vec::with_capacity(named.len());
+        for mut n in named {
+            if n.key == "where" {
+                if let Expr::Verbatim(table) = &n.value {
+                    errors.push(
+                        table.span(),
+                        "a `{ column = value }` table is the value of `LoadRecord`'s `where` only",
+                    );
+                    continue;
+                }
+                // An option named `where` is the method `r#where`.
+                n.key = Ident::new_raw("where", n.key.span());
+            }
+            let role = n.key == "role";
+            calls.extend(option_call(n, role, errors));
+        }
+        let ctor = if braces {
+            let ExprPath { qself, path, .. } = item.path;
+            Ctor::UserOptions(TypePath { qself, path })
+        } else if had_parens {
             Ctor::UserNew(item.path, positional)
         } else {
             Ctor::UserValue(item.path)
         };
         return Some(Planned { span, ctor, calls });
     };
-    let name = builtin.name();
+    let positional = if braces { Vec::new() } else { positional };
+    let name = builtin.name;
     let missing_at = paren_span.unwrap_or(span);
 
-    // Unknown options, with a suggestion.
+    // Unknown options, with a suggestion: the names of the shared table.
+    let options: Vec<&str> = builtin.rust_names().collect();
     let mut known = Vec::with_capacity(named.len());
     for n in named {
         let key = n.key.to_string();
-        if builtin.options().contains(&key.as_str()) {
+        if options.contains(&key.as_str()) {
             known.push(n);
             continue;
         }
-        let valid = list(builtin.options());
-        let message = match suggest(&key, builtin.options()) {
+        let valid = list(&options);
+        let message = match did_you_mean(&key, options.iter().copied()) {
             Some(s) => format!(
                 "unknown option `{key}` for `{name}`, did you mean `{s}`? (valid options: {valid})"
             ),
@@ -286,8 +265,8 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
         );
     }
 
-    let ctor = match builtin {
-        Builtin::LoadText => {
+    let ctor = match name {
+        "LoadText" => {
             let template = take("template");
             match (first, template) {
                 (Some(_), Some(t)) => {
@@ -321,7 +300,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                 }
             }
         }
-        Builtin::LoadFile => {
+        "LoadFile" => {
             let path = take("path");
             let path = match (first, path) {
                 (Some(_), Some(p)) => {
@@ -348,7 +327,7 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
             }
             Ctor::File(ident, path)
         }
-        Builtin::ThreadHistory => {
+        "ThreadHistory" => {
             if let Some(p) = first {
                 errors.push(
                     p.span(),
@@ -377,17 +356,9 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     "`step` applies to a stable window: add `window = stable`",
                 );
             }
-            if let Some(step) = named.iter().find(|n| n.key == "step")
-                && let Expr::Lit(syn::ExprLit {
-                    lit: Lit::Int(int), ..
-                }) = &step.value
-                && int.base10_digits() == "0"
-            {
-                errors.push(int.span(), "`step` must be at least 1");
-            }
             Ctor::History(ident)
         }
-        Builtin::ThreadSummary => {
+        "ThreadSummary" => {
             if let Some(p) = first {
                 errors.push(
                     p.span(),
@@ -395,16 +366,13 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                      such as `template = \"Earlier: {{ summary }}\"`",
                 );
             }
-            if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
-                check_template(&t.value, "ThreadSummary template", Own::Summary, errors);
-                t.key = Ident::new("template_str", t.key.span());
-            }
             Ctor::Summary(ident)
         }
-        Builtin::LoadRecord => {
+        "LoadRecord" => {
             let table = take("table");
             let order_by = take("order_by");
-            let ctor = match (first, table) {
+            let conditions = take("where");
+            match (first, table) {
                 (Some(_), Some(t)) => {
                     errors.push(
                         t.key.span(),
@@ -413,11 +381,12 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     return None;
                 }
                 (Some(loader), None) => {
-                    let table_only = named
+                    let given = named
                         .iter()
                         .map(|n| &n.key)
-                        .chain(order_by.as_ref().map(|o| &o.key));
-                    for key in table_only.filter(|k| *k == "limit" || *k == "order_by") {
+                        .chain(order_by.as_ref().map(|o| &o.key))
+                        .chain(conditions.as_ref().map(|c| &c.key));
+                    for key in given.filter(|k| applies(builtin, k) == Applies::Table) {
                         errors.push(
                             key.span(),
                             format!(
@@ -429,12 +398,21 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     Ctor::RecordLoader(ident, loader)
                 }
                 (None, Some(t)) => {
-                    if let Some(r) = named.iter().find(|n| n.key == "render_with") {
+                    for n in named
+                        .iter()
+                        .filter(|n| applies(builtin, &n.key) == Applies::Loader)
+                    {
+                        let key = &n.key;
                         errors.push(
-                            r.key.span(),
-                            "`render_with` applies to `LoadRecord(loader)`; \
-                             a table's records are rendered by `template`",
+                            key.span(),
+                            format!(
+                                "`{key}` applies to `LoadRecord(loader)`; \
+                                 a table's records are rendered by `template`"
+                            ),
                         );
+                    }
+                    if let Some(c) = conditions {
+                        where_calls(c, &mut extra, errors);
                     }
                     if let Some(o) = order_by {
                         order_calls(o, &mut extra, errors);
@@ -449,19 +427,166 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
                     );
                     return None;
                 }
-            };
-            if let Some(t) = named.iter_mut().find(|n| n.key == "template") {
-                check_template(&t.value, "LoadRecord template", Own::Record, errors);
-                t.key = Ident::new("template_str", t.key.span());
             }
-            ctor
+        }
+        other => {
+            errors.push(span, format!("`{other}` has no form in `resolvers!`"));
+            return None;
         }
     };
+    // The options left are read by their kind in the shared table.
+    let own = match name {
+        "LoadRecord" => Own::Record,
+        "ThreadSummary" => Own::Summary,
+        _ => Own::Nothing,
+    };
     let mut calls = extra;
-    for n in named {
-        calls.extend(option_call(n, errors));
+    for mut n in named {
+        let kind = builtin.option(&n.key.to_string()).map(|o| o.kind);
+        match kind {
+            Some(Kind::Template) => {
+                check_template(&n.value, &format!("{name} template"), own, errors);
+                n.key = Ident::new("template_str", n.key.span());
+            }
+            Some(Kind::Step) => {
+                if let Expr::Lit(syn::ExprLit {
+                    lit: Lit::Int(int), ..
+                }) = &n.value
+                    && int.base10_digits() == "0"
+                {
+                    errors.push(int.span(), "`step` must be at least 1");
+                }
+            }
+            _ => {}
+        }
+        calls.extend(option_call(n, kind == Some(Kind::Role), errors));
     }
     Some(Planned { span, ctor, calls })
+}
+
+/// The form of `LoadRecord` an option belongs to, from the shared table.
+fn applies(builtin: &Builtin, key: &Ident) -> Applies {
+    builtin
+        .option(&key.to_string())
+        .map_or(Applies::Always, |o| o.applies)
+}
+
+/// `where = { column = value, ... }`: one condition per column, bound as TOML binds it — a
+/// string literal is a template rendered and bound as text (`filter_str`), an integer,
+/// float or boolean literal is bound with its type (`filter_value`).
+fn where_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
+    let Expr::Verbatim(table) = &option.value else {
+        errors.push(
+            option.value.span(),
+            "`where` takes a table of conditions, e.g. \
+             `where = { email = \"{{ message.from }}\", active = true }`",
+        );
+        return;
+    };
+    let parser = |input: syn::parse::ParseStream<'_>| {
+        let content;
+        syn::braced!(content in input);
+        Punctuated::<Condition, Token![,]>::parse_terminated(&content)
+    };
+    let conditions = match parser.parse2(table.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            errors.push(e.span(), e);
+            return;
+        }
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for Condition { column, value } in conditions {
+        let name = column.unraw().to_string();
+        if !is_identifier(&name) {
+            errors.push(
+                column.span(),
+                format!(
+                    "invalid column name `{name}`: use ASCII letters, digits and `_`, not starting with a digit"
+                ),
+            );
+            continue;
+        }
+        if seen.contains(&name) {
+            errors.push(
+                column.span(),
+                format!("duplicate column `{name}` in `where`"),
+            );
+            continue;
+        }
+        seen.push(name.clone());
+        let (method, value) = match literal(&value) {
+            Some(Lit::Str(_)) => {
+                check_template(
+                    &value,
+                    &format!("LoadRecord where.{name}"),
+                    Own::Nothing,
+                    errors,
+                );
+                ("filter_str", quote!(#value))
+            }
+            Some(Lit::Int(_)) => ("filter_value", quote!({ let value: i64 = #value; value })),
+            Some(Lit::Float(_)) => ("filter_value", quote!({ let value: f64 = #value; value })),
+            Some(Lit::Bool(_)) => ("filter_value", quote!(#value)),
+            _ => {
+                errors.push(
+                    value.span(),
+                    format!(
+                        "`where.{name}` takes a string literal (a template), an integer, a float \
+                         or a boolean, as in TOML"
+                    ),
+                );
+                continue;
+            }
+        };
+        calls.push(Call {
+            method: Ident::new(method, column.span()),
+            arg: CallArg::Filter {
+                column: LitStr::new(&name, column.span()),
+                value,
+            },
+        });
+    }
+}
+
+/// One `column = value` of `where`.
+struct Condition {
+    column: Ident,
+    value: Expr,
+}
+
+impl syn::parse::Parse for Condition {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let column = Ident::parse_any(input).map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "a `where` condition is `column = value`, the column an identifier",
+            )
+        })?;
+        input.parse::<Token![=]>()?;
+        Ok(Self {
+            column,
+            value: input.parse()?,
+        })
+    }
+}
+
+/// The literal of `expr`, a negative number included (`-1`).
+fn literal(expr: &Expr) -> Option<&Lit> {
+    match expr {
+        Expr::Lit(l) => Some(&l.lit),
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => match literal(expr)? {
+            l @ (Lit::Int(_) | Lit::Float(_)) => Some(l),
+            _ => None,
+        },
+        Expr::Group(g) => literal(&g.expr),
+        Expr::Paren(p) => literal(&p.expr),
+        _ => None,
+    }
 }
 
 /// `order_by = "column [asc|desc]"` or an array of such literals: one call per entry.
@@ -503,18 +628,21 @@ fn order_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
     }
 }
 
-/// Turns `key = value` into a builder call; `role` takes a bare role word.
-fn option_call(n: Named, errors: &mut Errors) -> Option<Call> {
-    if n.key == "role"
+/// Turns `key = value` into a builder call; a role option takes a bare role word.
+fn option_call(n: Named, role: bool, errors: &mut Errors) -> Option<Call> {
+    if role
         && let Expr::Path(p) = &n.value
         && p.qself.is_none()
         && let Some(word) = p.path.get_ident()
     {
         let written = word.to_string();
-        let Some((_, variant)) = ROLES.iter().find(|(w, _)| *w == written) else {
-            let words: Vec<&str> = ROLES.iter().map(|(w, _)| *w).collect();
-            let valid = list(&words);
-            let message = match suggest(&written, &words) {
+        let Some(variant) = ROLES
+            .iter()
+            .find(|w| **w == written)
+            .map(|w| capitalized(w))
+        else {
+            let valid = list(&ROLES);
+            let message = match did_you_mean(&written, ROLES) {
                 Some(s) => {
                     format!("unknown role `{written}`, did you mean `{s}`? (roles: {valid})")
                 }
@@ -525,7 +653,7 @@ fn option_call(n: Named, errors: &mut Errors) -> Option<Call> {
         };
         return Some(Call {
             method: n.key,
-            arg: CallArg::Role(Ident::new(variant, word.span())),
+            arg: CallArg::Role(Ident::new(&variant, word.span())),
         });
     }
     Some(Call {
@@ -537,7 +665,6 @@ fn option_call(n: Named, errors: &mut Errors) -> Option<Call> {
 /// The `Window` variant of `window = stable`, `window = sliding` or the same as a string
 /// literal; anything else is an error listing the valid words.
 fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident> {
-    const WINDOWS: [(&str, &str); 2] = [("sliding", "Sliding"), ("stable", "Stable")];
     let (written, span) = match value {
         Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
             let word = p.path.get_ident()?;
@@ -554,12 +681,11 @@ fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident> {
             }
         },
     };
-    match WINDOWS.iter().find(|(w, _)| *w == written) {
-        Some((_, variant)) => Some(Ident::new(variant, span)),
+    match WINDOWS.iter().find(|w| **w == written) {
+        Some(window) => Some(Ident::new(&capitalized(window), span)),
         None => {
-            let words: Vec<&str> = WINDOWS.iter().map(|(w, _)| *w).collect();
-            let valid = list(&words);
-            let message = match suggest(&written, &words) {
+            let valid = list(&WINDOWS);
+            let message = match did_you_mean(&written, WINDOWS) {
                 Some(s) => {
                     format!("unknown window `{written}`, did you mean `{s}`? (windows: {valid})")
                 }
@@ -623,21 +749,20 @@ fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Errors) {
         vars: None,
     };
     let problems = protege_template_names::check(&source, &scope, |name, candidates| {
-        suggest(name, candidates).map(str::to_owned)
+        did_you_mean(name, candidates.iter().copied()).map(str::to_owned)
     });
     for p in problems {
         errors.push(lit.span(), format!("{what} line {}: {}", p.line, p.message));
     }
 }
 
-/// The closest candidate to `word`, when it is close enough to be a likely typo.
-fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (strsim::damerau_levenshtein(word, c), *c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+/// `system` as the variant name `System`.
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
 }
 
 fn list(words: &[&str]) -> String {
@@ -646,4 +771,95 @@ fn list(words: &[&str]) -> String {
         .map(|w| format!("`{w}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use protege_schema::BUILTINS;
+
+    /// The errors of one invocation, as written.
+    fn errors(source: &str) -> Vec<String> {
+        let tokens: proc_macro2::TokenStream = source.parse().expect("tokens");
+        let invocation: crate::ast::Invocation = syn::parse2(tokens).expect("an invocation");
+        match super::check(invocation) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    /// Every option of the shared table, written as its `resolvers!` example, is accepted.
+    #[test]
+    fn every_option_of_the_shared_table_is_accepted() {
+        for builtin in BUILTINS {
+            for option in builtin.options {
+                let item = builtin.rust_item(option);
+                assert_eq!(errors(&item), Vec::<String>::new(), "{item}");
+            }
+        }
+    }
+
+    /// The names the macro accepts for each built-in are the table's, no more, no fewer:
+    /// every option name of any built-in (and two that are none) is tried on each.
+    #[test]
+    fn the_macro_accepts_exactly_the_options_of_the_shared_table() {
+        let candidates: BTreeSet<&str> = BUILTINS
+            .iter()
+            .flat_map(|b| b.rust_names())
+            .chain(["limt", "colour"])
+            .collect();
+        for builtin in BUILTINS {
+            let accepted: BTreeSet<&str> = candidates
+                .iter()
+                .copied()
+                .filter(|name| {
+                    // The table form of `LoadRecord` needs `table`; the others need nothing
+                    // that an unknown-option check depends on.
+                    let base = if builtin.name == "LoadRecord" && *name != "table" {
+                        "table = \"t\", "
+                    } else {
+                        ""
+                    };
+                    let item = format!("use {}({base}{name} = 1);", builtin.name);
+                    let unknown = format!("unknown option `{name}` for `{}`", builtin.name);
+                    !errors(&item).iter().any(|e| e.starts_with(&unknown))
+                })
+                .collect();
+            let expected: BTreeSet<&str> = builtin.rust_names().collect();
+            assert_eq!(accepted, expected, "{}", builtin.name);
+        }
+    }
+
+    #[test]
+    fn where_conditions_are_checked_like_toml_ones() {
+        assert_eq!(
+            errors(
+                "use LoadRecord(table = \"accounts\", where = { \
+                 email = \"{{ mesage.from }}\", seats = seats(), r#type = \"x\", seats = 5 });"
+            ),
+            [
+                "LoadRecord where.email line 1: unknown template variable `mesage`, did you mean `message`?",
+                "`where.seats` takes a string literal (a template), an integer, a float or a boolean, as in TOML",
+                "duplicate column `seats` in `where`",
+            ]
+        );
+        assert_eq!(
+            errors("use LoadRecord(table = \"t\", where = { \"plan\" = 1 });"),
+            ["a `where` condition is `column = value`, the column an identifier"]
+        );
+        assert_eq!(
+            errors(
+                "use LoadRecord(load, where = { plan = \"pro\" }); use LoadRecord(table = \"t\", where = \"plan\");"
+            ),
+            [
+                "`where` applies to `LoadRecord(table = ...)`; a loader closure decides itself which records it returns",
+                "`where` takes a table of conditions, e.g. `where = { email = \"{{ message.from }}\", active = true }`",
+            ]
+        );
+        assert_eq!(
+            errors("use LoadRecord(table = \"t\", where = { plan = \"pro\", plan = \"free\" });"),
+            ["duplicate column `plan` in `where`"]
+        );
+    }
 }

@@ -21,9 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use chrono::SecondsFormat;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
-use sea_orm::sea_query::{
-    QueryBuilder, QueryStatementWriter as _, SelectStatement, SqlWriter, SqliteQueryBuilder, Value,
-};
+use sea_orm::sea_query::{QueryBuilder, SelectStatement, SqlWriter, SqliteQueryBuilder, Value};
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
 use super::SQLITE_BUSY_TIMEOUT;

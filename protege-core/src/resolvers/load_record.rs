@@ -108,6 +108,8 @@ pub struct LoadRecord {
     limit: Option<u64>,
     template: RecordTemplate,
     role: Role,
+    /// The error of a `where` template that did not compile (reported when the chain runs).
+    broken_filter: Option<(ErrorKind, String)>,
 }
 
 impl LoadRecord {
@@ -120,6 +122,7 @@ impl LoadRecord {
             limit: None,
             template: RecordTemplate::Json,
             role: Role::System,
+            broken_filter: None,
         }
     }
 
@@ -156,6 +159,39 @@ impl LoadRecord {
     pub fn filter(mut self, column: impl Into<String>, value: WhereValue) -> Self {
         self.filters.push((column.into(), value));
         self
+    }
+
+    /// Adds a `column = template` condition: `source` is compiled as a template (named
+    /// `LoadRecord.where.COLUMN`), rendered per run and bound as text, as a string value of
+    /// TOML's `where`; a syntax error is reported when the chain runs.
+    ///
+    /// ```
+    /// use protege::LoadRecord;
+    /// let accounts = LoadRecord::table("accounts")
+    ///     .filter_str("email", "{{ message.from }}")
+    ///     .filter_value("active", true);
+    /// ```
+    pub fn filter_str(mut self, column: impl Into<String>, source: &str) -> Self {
+        let column = column.into();
+        match Template::compile(format!("LoadRecord.where.{column}"), source) {
+            Ok(t) => self.filters.push((column, WhereValue::Template(t))),
+            Err(e) => {
+                if self.broken_filter.is_none() {
+                    self.broken_filter = Some((e.kind(), e.detail().to_owned()));
+                }
+            }
+        }
+        self
+    }
+
+    /// Adds a `column = value` condition bound with the value's type (integer, float,
+    /// boolean or string), as a number or boolean of TOML's `where`.
+    pub fn filter_value(
+        self,
+        column: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.filter(column, WhereValue::Value(value.into()))
     }
 
     /// Adds an ordering.
@@ -226,6 +262,9 @@ impl Resolver for LoadRecord {
     type Output = Option<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        if let Some((kind, detail)) = &self.broken_filter {
+            return Err(Error::new(*kind, detail.clone()));
+        }
         self.template.check()?;
         let Some(db) = ctx.db() else {
             return Err(Error::new(

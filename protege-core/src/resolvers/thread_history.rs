@@ -68,12 +68,12 @@ impl Window {
 impl Default for ThreadHistory {
     fn default() -> Self {
         Self {
-            limit: Some(50),
+            limit: Some(protege_schema::HISTORY_LIMIT),
             window: Window::Sliding,
             step: None,
             after_summary: false,
             include_tool_calls: true,
-            result_limit: 4000,
+            result_limit: protege_schema::HISTORY_RESULT_LIMIT,
             max_tokens: None,
         }
     }
