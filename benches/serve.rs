@@ -107,37 +107,104 @@ struct Load {
     elapsed: Duration,
 }
 
+/// Where to send the requests: `host:port` and the path of an `http://` URL.
+fn target(url: &str) -> (String, String) {
+    let rest = url
+        .strip_prefix("http://")
+        .expect("--url must be an http:// URL");
+    match rest.find('/') {
+        Some(at) => (rest[..at].to_owned(), rest[at..].to_owned()),
+        None => (rest.to_owned(), "/".to_owned()),
+    }
+}
+
+/// One keep-alive HTTP/1.1 exchange on `stream`: writes `request`, reads the response head
+/// and its `Content-Length` body; true for a 2xx status.
+async fn exchange(
+    stream: &mut tokio::net::TcpStream,
+    request: &[u8],
+    buf: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    stream.write_all(request).await?;
+    buf.clear();
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = std::str::from_utf8(&buf[..head_end]).map_err(std::io::Error::other)?;
+    let ok = head.starts_with("HTTP/1.1 2");
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())
+                .flatten()
+        })
+        .ok_or_else(|| std::io::Error::other("no Content-Length"))?;
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(ok)
+}
+
+/// Drives `connections` keep-alive connections for `seconds`, each sending the next request
+/// as soon as the previous answer is read. A deliberately small client (fixed request
+/// bytes, `Content-Length` bodies only, as the server sends) so that the load generator,
+/// which shares the machine's cores with the server, takes as little of them as it can.
 async fn load(url: &str, body: &str, connections: usize, seconds: f64) -> Load {
+    let (host, path) = target(url);
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes();
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {
-        let url = url.to_owned();
-        let body = body.to_owned();
+        let host = host.clone();
+        let request = request.clone();
         tasks.push(tokio::spawn(async move {
-            // One client per connection: one keep-alive connection each.
-            let client = reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
-                .build()
-                .unwrap();
             let mut latencies = Vec::new();
             let mut errors = 0;
+            let mut buf = Vec::with_capacity(64 * 1024);
+            let mut stream = None;
             while Instant::now() < until {
                 let t = Instant::now();
-                let ok = match client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                {
-                    Ok(res) => res.status().is_success() && res.bytes().await.is_ok(),
-                    Err(_) => false,
-                };
-                if ok {
-                    latencies.push(t.elapsed());
-                } else {
-                    errors += 1;
+                if stream.is_none() {
+                    match tokio::net::TcpStream::connect(&host).await {
+                        Ok(s) => {
+                            s.set_nodelay(true).ok();
+                            stream = Some(s);
+                        }
+                        Err(_) => {
+                            errors += 1;
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    }
+                }
+                let conn = stream.as_mut().unwrap();
+                match exchange(conn, &request, &mut buf).await {
+                    Ok(true) => latencies.push(t.elapsed()),
+                    Ok(false) => errors += 1,
+                    Err(_) => {
+                        errors += 1;
+                        stream = None;
+                    }
                 }
             }
             (latencies, errors)
@@ -190,7 +257,11 @@ async fn baseline(database: &str, seconds: f64) -> f64 {
 
 fn main() {
     let options = options();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // One thread for the load generator: the server gets the rest of the machine.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let body = match &options.body {
         Some(path) => std::fs::read_to_string(path).expect("read --body"),
         None => BODY.to_owned(),
