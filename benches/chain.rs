@@ -51,6 +51,36 @@ fn closure_text(ctx: &Context) -> String {
     format!("Sign as the {} team.", ctx.persona().name)
 }
 
+/// A minijinja environment set up as protege sets up its own: semi-strict undefined, no
+/// auto-escaping, debug info, the default fuel and a `slugify` filter.
+fn environment() -> minijinja::Environment<'static> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::SemiStrict);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_debug(true);
+    env.set_fuel(Some(5_000_000));
+    env.add_filter("slugify", |s: String| slugify(&s));
+    env
+}
+
+/// Lowercase ASCII letters and digits, every other run of characters one `-`.
+fn slugify(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut dash = false;
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+    }
+    out
+}
+
 /// The same work by hand: one minijinja environment, two renders, two reads, one closure.
 struct Baseline {
     env: minijinja::Environment<'static>,
@@ -59,7 +89,7 @@ struct Baseline {
 
 impl Baseline {
     fn new(root: &Path) -> Self {
-        let mut env = protege::template::environment();
+        let mut env = environment();
         env.add_template("greeting", GREETING).unwrap();
         env.add_template("team", TEAM_PATH).unwrap();
         Self {

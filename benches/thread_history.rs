@@ -1,3 +1,5 @@
+// One file: the benchmark and its baselines (rusqlite, sqlx, Python) run interleaved and
+// are compared in one run, so they live together.
 //! ThreadHistory on the embedded SQLite against the baselines its goals are stated in:
 //!
 //! - a hand-written Rust read through the SQLite C library (rusqlite, one raw SQL query per

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use protege_core::db;
-use protege_core::{AppConfig, Context, Message, PersonaInfo, Resolver, ThreadHistory, Tokenizer};
+use protege_core::{
+    AppConfig, Content, Context, Message, Part, PersonaInfo, Resolver, ThreadHistory, Tokenizer,
+};
 
 mod common;
 
@@ -39,6 +41,21 @@ fn medians<const K: usize>(n: usize, mut runs: [&mut dyn FnMut(); K]) -> [Durati
     out
 }
 
+/// The characters (Unicode scalar values) of a message's text, each attachment part
+/// counted by the length of its base64 data.
+fn message_chars(m: &Message) -> usize {
+    match &m.content {
+        Content::Text(text) => text.chars().count(),
+        Content::Parts(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Part::Text { text } => text.chars().count(),
+                Part::Image { data, .. } | Part::Document { data, .. } => data.len(),
+            })
+            .sum(),
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -61,10 +78,7 @@ fn bench(c: &mut Criterion) {
     });
     let messages = rt.block_on(history.resolve(&ctx)).unwrap();
     assert_eq!(messages.len(), PRIOR + 501);
-    let chars: usize = messages
-        .iter()
-        .map(protege_core::tokens::message_chars)
-        .sum();
+    let chars: usize = messages.iter().map(message_chars).sum();
 
     // The one-off cost: each encoder is built from its embedded vocabulary on first use.
     let mut build = Vec::new();

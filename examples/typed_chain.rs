@@ -16,8 +16,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
-use protege::db::DatabaseConnection;
-use protege::db::sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use protege::db::sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+};
 use protege::{
     AppConfig, Chain, Context, Message, PersonaInfo, Resolver, Result, Role, ToolDef, Trigger,
     message, resolvers,

@@ -3,8 +3,9 @@
 //! as TOML files or as Rust code.
 //!
 //! This crate is the one to depend on: it re-exports the engine (`protege-core`, at the
-//! crate root) and the TOML personas (`protege-config`, as [`config`]), and ships the
-//! `protege` command line. The database layer, SeaORM, is re-exported as [`db::sea_orm`].
+//! crate root, with its [`db`] and [`wire`] modules) and the TOML personas
+//! (`protege-config`, as [`config`]), and ships the `protege` command line. The database
+//! layer, SeaORM, is re-exported as [`db::sea_orm`].
 //!
 //! # Where to start
 //!
@@ -16,7 +17,10 @@
 //!   [`config::Registry`], from TOML (`examples/custom_resolver.rs`);
 //! - [`db`]: the database — connecting, importing mail, finding a message
 //!   ([`db::load_message`]) and its thread ([`db::thread_messages`]), and SeaORM itself
-//!   ([`db::sea_orm`]) for queries of your own.
+//!   ([`db::sea_orm`]) for queries of your own;
+//! - [`wire`]: a finished [`Request`] as an OpenAI or Anthropic request body
+//!   ([`wire::to_openai`], [`wire::to_anthropic`]);
+//! - [`config`]: TOML personas on their own, with their diagnostics and hot reload.
 //!
 //! # Template variables
 //!
@@ -138,43 +142,16 @@
 //! };
 //! ```
 
-pub use protege_config as config;
-pub use protege_core as core;
-pub use protege_core::*;
-
-/// The database: connecting and migrating ([`db::open`]), importing mail
-/// ([`db::import_fixture_file`], [`db::import_eml_paths`]), finding a message by its
-/// Message-ID ([`db::load_message`]) and the messages of its thread
-/// ([`db::thread_messages`]), protege's SeaORM entities ([`db::entities`]), and SeaORM itself
-/// ([`db::sea_orm`]). SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the
-/// same code.
-pub mod db {
-    pub use protege_core::db::*;
-
-    /// SeaORM, the database layer protege is built on, re-exported so an application queries
-    /// protege's tables ([`entities`]) and its own with the same version and features, without
-    /// pinning SeaORM itself.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> protege::Result<()> {
-    /// use protege::db::entities::message;
-    /// use protege::db::sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
-    /// let conn = protege::db::open("sqlite::memory:").await?;
-    /// let inbound = message::Entity::find()
-    ///     .filter(message::Column::Direction.eq("inbound"))
-    ///     .count(&conn)
-    ///     .await?;
-    /// assert_eq!(inbound, 0);
-    /// # Ok(()) }
-    /// ```
-    // Shown as a re-export, not as a copy of SeaORM's documentation.
-    #[doc(no_inline)]
-    pub use sea_orm;
-}
-
 mod engine;
 
+// The engine of `protege-core`: payload, context, resolvers, chains, templates, the
+// database (`db`) and the wire formats (`wire`), all at their own paths.
+pub use protege_core::*;
+
+// TOML personas: the `protege-config` crate.
+pub use protege_config as config;
+
+// The front door: a persona folder and a database in, the finished request out.
 pub use engine::{
     CacheReport, CacheReportRow, Engine, EngineBuilder, EngineError, EngineErrorKind, Format,
     Resolution, ResolveInput, SUMMARY_MAX_BYTES, problem_summary,

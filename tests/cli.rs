@@ -1,3 +1,4 @@
+// Tests may stay long: one command after another, each compared with its expected output.
 //! End-to-end: the built `protege` binary against the shipped example folder.
 //!
 //! Expected outputs live in `tests/expected/`; set `PROTEGE_BLESS=1` to rewrite them after

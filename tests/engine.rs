@@ -121,7 +121,7 @@ async fn steps_are_the_explain_rows() {
         out.request
             .messages
             .iter()
-            .map(protege::tokens::message_chars)
+            .map(message_chars)
             .sum::<usize>()
     );
 }
@@ -398,4 +398,21 @@ async fn store_summary_is_the_library_call_behind_db_summary() {
             "the summary through `<track-2@acme.test>` is 1048577 bytes, over the limit of 1048576"
         )
     );
+}
+
+/// The characters (Unicode scalar values) of a message's text, each attachment part
+/// counted by the length of its base64 data.
+fn message_chars(m: &protege::Message) -> usize {
+    match &m.content {
+        protege::Content::Text(text) => text.chars().count(),
+        protege::Content::Parts(parts) => parts
+            .iter()
+            .map(|p| match p {
+                protege::Part::Text { text } => text.chars().count(),
+                protege::Part::Image { data, .. } | protege::Part::Document { data, .. } => {
+                    data.len()
+                }
+            })
+            .sum(),
+    }
 }

@@ -1,3 +1,5 @@
+// Long on purpose: each case shows the same persona three ways side by side, which splitting
+// would scatter.
 //! One persona written three ways — a TOML file, `resolvers!`, and chains built by hand
 //! from the core builders — gives byte-identical request JSON on the same data, for a
 //! reply run and for a scheduled run.
@@ -9,13 +11,13 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use protege::config::{Persona, Registry};
-use protege::db::{self, DatabaseConnection};
-use protege::resolvers::{OrderBy, WhereValue};
+use protege::db::{self, sea_orm::DatabaseConnection};
 use protege::{
     AppConfig, Chain, Context, DynChain, LoadFile, LoadRecord, LoadText, MailMessage, PersonaInfo,
     Responsibility, Role, StaticChain, Template, ThreadHistory, ThreadSummary, ToolDef, Trigger,
     Window,
 };
+use protege::{OrderBy, WhereValue};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
 /// The `accounts` table as a SeaORM entity, for the Rust loader closure.

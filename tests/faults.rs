@@ -1,3 +1,4 @@
+// Tests may stay long: one fault after another, each self-contained.
 //! Faults: several writers at once, connections that hang, output that cannot
 //! be written, fixtures that break the rules, and usage mistakes — all through the built
 //! `protege` binary. Database cases run on SQLite and on every server named by

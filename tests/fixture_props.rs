@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use protege::db::entities::{attachment, email_thread, message, tool_use};
-use protege::db::{self, DatabaseConnection};
+use protege::db::{self, sea_orm::DatabaseConnection};
 use sea_orm::{EntityTrait, QueryOrder};
 use serde_json::{Value, json};
 

@@ -391,7 +391,11 @@ const THREAD: &str = r#"{"threads":[{"subject":"Order A-1","messages":[
 
 /// An in-memory database holding [`THREAD`] and three accounts, and a reply-run context
 /// for `<t3@example.com>` over it.
-async fn db_setup() -> (tempfile::TempDir, protege::db::DatabaseConnection, Context) {
+async fn db_setup() -> (
+    tempfile::TempDir,
+    protege::db::sea_orm::DatabaseConnection,
+    Context,
+) {
     use sea_orm::ConnectionTrait;
     let root = tempfile::tempdir().unwrap();
     let db = protege::db::open("sqlite::memory:").await.unwrap();

@@ -1,3 +1,4 @@
+// Tests may stay long: one request to the running service after another, sharing its helpers.
 //! `protege serve` end to end: the real binary on a free loopback port, spoken to over HTTP.
 
 use std::io::{BufRead as _, BufReader};

@@ -8,10 +8,9 @@
 
 use std::ops::Range;
 
-use protege_core::resolvers::{OrderBy, WhereValue};
 use protege_core::{
-    BoxResolver, LoadFile, LoadRecord, LoadText, Role, Template, ThreadHistory, ThreadSummary,
-    Window,
+    BoxResolver, LoadFile, LoadRecord, LoadText, OrderBy, Role, Template, ThreadHistory,
+    ThreadSummary, WhereValue, Window,
 };
 use protege_schema::{
     Builtin, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec, ROLES, THREAD_HISTORY,
@@ -180,8 +179,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                         return None;
                     }
                 };
-                let checked =
-                    !protege_core::template::is_template(&text) || self.names(&text, &value, false);
+                let checked = !is_template(&text) || self.names(&text, &value, false);
                 checked.then_some(Read::Path(file))
             }
             Kind::Role => {
@@ -565,4 +563,9 @@ pub(crate) fn unknown_keys(
     check_keys(sink, table, allowed, |k| {
         format!("unknown key `{k}`{place}")
     });
+}
+
+/// Whether `text` is a template (contains `{{` or `{%`) rather than a literal path.
+fn is_template(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%")
 }

@@ -13,6 +13,16 @@
 //! assert_eq!(persona.name(), "billing");
 //! assert_eq!(format!("{:?}", persona.message_chain), r#"["LoadText"]"#);
 //! ```
+//!
+//! # What is where
+//!
+//! - [`Persona`]: one TOML file, parsed and checked into its chains;
+//! - [`Registry`]: the resolvers a persona may name, the built-ins and your own;
+//! - [`PersonaSet`]: a folder of personas, swapped whole on reload, and [`Watch`], which
+//!   reloads it on change and reports each reload as an [`Event`];
+//! - [`Diagnostic`] and [`Diagnostics`]: every problem of a file, pointing at its place,
+//!   rendered as `path:line:col` with the line and a caret ([`render`]);
+//! - one error type: [`Error`] with its [`ErrorKind`].
 
 mod builtins;
 mod diagnostic;
@@ -25,9 +35,16 @@ mod set;
 mod template_span;
 mod watch;
 
-pub use diagnostic::{Diagnostic, Diagnostics, render};
-pub use error::{Error, ErrorKind, Result};
+// One persona file and the resolvers it may name.
 pub use persona::{PERSONA_FILE_MAX_BYTES, Persona};
 pub use registry::Registry;
+
+// A folder of personas, reloaded while the application runs.
 pub use set::PersonaSet;
 pub use watch::{DEFAULT_DEBOUNCE, Event, Watch};
+
+// Problems in a file, pointing at their place.
+pub use diagnostic::{Diagnostic, Diagnostics, render};
+
+// Errors.
+pub use error::{Error, ErrorKind, Result};

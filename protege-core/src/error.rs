@@ -213,7 +213,7 @@ mod tests {
         text
     }
 
-    fn ctx(root: &std::path::Path, db: Option<crate::db::DatabaseConnection>) -> Context {
+    fn ctx(root: &std::path::Path, db: Option<sea_orm::DatabaseConnection>) -> Context {
         let trigger = Trigger::Responsibility(Responsibility {
             name: "digest".into(),
             schedule: "0 8 * * *".into(),

@@ -23,6 +23,23 @@
 //!     r#"{"messages":[{"role":"system","content":"You are support."}],"tools":[]}"#);
 //! # Ok(()) }
 //! ```
+//!
+//! # What is where
+//!
+//! - the payload: [`Message`], [`Content`], [`Part`], [`Request`] and the [`message`]
+//!   constructor;
+//! - a run's input: [`Context`] (built with [`Context::builder`]), the persona
+//!   ([`PersonaInfo`]), the application ([`AppConfig`]) and the [`Trigger`], a stored
+//!   [`MailMessage`] or a scheduled [`Responsibility`];
+//! - resolvers and chains: the [`Resolver`] trait, [`BoxResolver`] for chains built at run
+//!   time ([`DynChain`]), [`StaticChain`] for the ones [`resolvers!`] builds, and
+//!   [`assemble`] for a finished request with a report per resolver;
+//! - the built-in resolvers: [`LoadText`], [`LoadFile`], [`LoadRecord`], [`ThreadHistory`]
+//!   and [`ThreadSummary`];
+//! - templates ([`Template`]) and token counts ([`Tokenizer`]);
+//! - [`db`]: connecting, migrating, importing mail and reading it back;
+//! - [`wire`]: a request as an OpenAI or Anthropic request body;
+//! - one error type: [`Error`] with its [`ErrorKind`].
 
 mod assemble;
 mod cache;
@@ -38,35 +55,52 @@ mod message;
 mod options;
 mod request;
 mod resolver;
-pub mod resolvers;
-pub mod template;
-pub mod tokens;
+mod resolvers;
+mod template;
+mod tokens;
 mod validate;
 pub mod wire;
 
-pub use assemble::{Assembled, StepReport, assemble};
-pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
-pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
+// The payload: messages and the request they make.
+pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
+pub use request::{build_request, user_turn};
+
+// A run's input.
 pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,
     Responsibility, Trigger,
 };
-pub use error::{Error, ErrorKind, Result};
-pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
-pub use html_text::html_to_text;
-pub use mail::{Attachment, Direction, MailMessage, bare_address, one_line, rfc3339_z};
-pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
+pub use mail::{Attachment, Direction, MailMessage, bare_address, rfc3339_z};
+
+// Resolvers, chains and the finished request.
+pub use assemble::{Assembled, StepReport, assemble};
+pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
+pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
+
+// The built-in resolvers and their option types.
+pub use resolvers::{
+    LoadFile, LoadRecord, LoadRecordFn, LoadText, OrderBy, ThreadHistory, ThreadSummary,
+    WhereValue, Window,
+};
+
+// Options of a resolver, set by name from TOML and from `resolvers!`.
 pub use options::{OptionValue, Options};
 /// Derives [`Options`] next to `serde::Deserialize`, so `resolvers!` sets the type's options
 /// by their TOML names: see [`Options`].
 pub use protege_macros::Options;
-pub use request::{build_request, user_turn};
-pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
-pub use resolvers::{
-    LoadFile, LoadRecord, LoadRecordFn, LoadText, ThreadHistory, ThreadSummary, Window,
-};
+
+// Prompt caching: the markers of wire bodies.
+pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
+
+// Templates, token counts, files and mail text.
+pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
+pub use html_text::html_to_text;
 pub use template::{Template, TemplateLimits};
 pub use tokens::Tokenizer;
 
+// Errors.
+pub use error::{Error, ErrorKind, Result};
+
+// Paths the `resolvers!` and `Options` expansions name; not a public API.
 #[doc(hidden)]
 pub use macros::__private;

@@ -205,12 +205,7 @@ fn push_list(out: &mut String, label: &str, items: &[String]) {
 /// Applied to addresses, display names, subjects, attachment file names and content types
 /// when mail is imported, and again when a message is rendered or fills template
 /// variables, so rows stored before the rule are safe too.
-///
-/// ```
-/// # use protege::one_line;
-/// assert_eq!(one_line("Eve \r\nBcc: x\u{0}y\t "), "Eve Bcc: xy");
-/// ```
-pub fn one_line(value: &str) -> Cow<'_, str> {
+pub(crate) fn one_line(value: &str) -> Cow<'_, str> {
     let breaks = |c: char| c != '\t' && (c.is_control() || c == '\u{2028}' || c == '\u{2029}');
     if !value.contains(breaks) && value.trim().len() == value.len() {
         return Cow::Borrowed(value);
@@ -250,4 +245,14 @@ pub(crate) fn without_nul(value: &str) -> Cow<'_, str> {
 /// RFC 3339 in UTC with a `Z`, seconds precision: `2026-01-05T10:00:00Z`.
 pub fn rfc3339_z(at: &DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn one_line_joins_and_trims_a_header_value() {
+        assert_eq!(one_line("Eve \r\nBcc: x\u{0}y\t "), "Eve Bcc: xy");
+    }
 }

@@ -10,10 +10,10 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The fuel of a render unless configured otherwise: 5,000,000 (minijinja charges about
 /// one per instruction and one per 64 bytes of data it creates).
-pub const DEFAULT_TEMPLATE_FUEL: u64 = 5_000_000;
+pub(crate) const DEFAULT_TEMPLATE_FUEL: u64 = 5_000_000;
 
 /// The output cap of a render unless configured otherwise: 1 MiB of text.
-pub const DEFAULT_TEMPLATE_OUTPUT_BYTES: usize = 1 << 20;
+pub(crate) const DEFAULT_TEMPLATE_OUTPUT_BYTES: usize = 1 << 20;
 
 /// The budget of one render: exceeding either part fails the render with an error naming
 /// the template, instead of hanging or exhausting memory.
@@ -35,13 +35,13 @@ impl Default for TemplateLimits {
 }
 
 /// Whether `text` is a template (contains `{{` or `{%`) rather than a literal.
-pub fn is_template(text: &str) -> bool {
+pub(crate) fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%")
 }
 
 /// Lowercase ASCII letters and digits; every other run of characters becomes one `-`;
 /// no leading or trailing `-`. `"Support Team!"` gives `"support-team"`.
-pub fn slugify(text: &str) -> String {
+pub(crate) fn slugify(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut dash = false;
     for c in text.chars() {
@@ -65,7 +65,7 @@ pub fn slugify(text: &str) -> String {
 ///
 /// Built once per process and cloned: a clone shares the filters, tests and globals, so a
 /// template compiled on its own costs its parse, not a fresh set of built-ins.
-pub fn environment() -> Environment<'static> {
+pub(crate) fn environment() -> Environment<'static> {
     static BASE: LazyLock<Environment<'static>> = LazyLock::new(|| {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
@@ -295,4 +295,17 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
     let mut error = Error::new(ErrorKind::Template, detail);
     error.set_line(line);
     error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slugify;
+
+    #[test]
+    fn slugify_rules() {
+        assert_eq!(slugify("Support Team!"), "support-team");
+        assert_eq!(slugify("  --Hello,  World--  "), "hello-world");
+        assert_eq!(slugify("Café Lumière 2"), "caf-lumi-re-2");
+        assert_eq!(slugify("!!!"), "");
+    }
 }

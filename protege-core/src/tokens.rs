@@ -11,7 +11,7 @@ use crate::message::{Content, Message, Part};
 /// builds one.
 ///
 /// ```
-/// use protege_core::tokens::Tokenizer;
+/// use protege::Tokenizer;
 /// assert_eq!(Tokenizer::for_model("gpt-4o"), Tokenizer::O200kBase);
 /// assert_eq!(Tokenizer::for_model("gpt-4"), Tokenizer::Cl100kBase);
 /// assert_eq!(Tokenizer::for_model("claude-sonnet-4-5"), Tokenizer::Estimate);
@@ -178,17 +178,12 @@ const MESSAGE_OVERHEAD: usize = 4;
 /// Estimates the tokens of `text`: one token per four characters (Unicode scalar
 /// values), rounded up. This is the common rule of thumb for English text with OpenAI's
 /// and Anthropic's tokenizers; it needs no vocabulary and is the same for every model.
-pub fn estimate_tokens(text: &str) -> usize {
+pub(crate) fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 
-/// Estimates the tokens of a message: [`Tokenizer::count_message`] with the estimate.
-pub fn estimate_message_tokens(m: &Message) -> usize {
-    Tokenizer::Estimate.count_message(m)
-}
-
 /// The characters (Unicode scalar values) of a message's text content.
-pub fn message_chars(m: &Message) -> usize {
+pub(crate) fn message_chars(m: &Message) -> usize {
     match &m.content {
         Content::Text(text) => text.chars().count(),
         Content::Parts(parts) => parts

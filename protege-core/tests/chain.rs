@@ -317,15 +317,6 @@ async fn load_file_errors() {
 }
 
 #[test]
-fn slugify_rules() {
-    use protege_core::template::slugify;
-    assert_eq!(slugify("Support Team!"), "support-team");
-    assert_eq!(slugify("  --Hello,  World--  "), "hello-world");
-    assert_eq!(slugify("Café Lumière 2"), "caf-lumi-re-2");
-    assert_eq!(slugify("!!!"), "");
-}
-
-#[test]
 fn to_llm_text_is_exact() {
     let mut m = inbound();
     assert_eq!(

@@ -1,3 +1,4 @@
+// Tests may stay long: one import case after another, each self-contained.
 //! `import_eml_paths`: RFC 5322 and mbox files into threads, on SQLite and on the
 //! PostgreSQL / MariaDB servers named by `PROTEGE_TEST_POSTGRES_URL` /
 //! `PROTEGE_TEST_MYSQL_URL`.

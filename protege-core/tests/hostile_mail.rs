@@ -1,3 +1,4 @@
+// Tests may stay long: one hostile-mail case after another, each self-contained.
 //! Mail from strangers (`SECURITY.md`): threads belong to their participants, header values are one
 //! line, mbox separators, each message is its own unit — on every configured backend.
 

@@ -4,11 +4,11 @@ mod common;
 
 use common::{expected, import, on_each_backend, reply_ctx};
 use protege_core::db::entities::message;
-use protege_core::resolvers::{OrderBy, WhereValue};
 use protege_core::{
     AppConfig, Context, DynChain, ErrorKind, LoadRecord, LoadText, PersonaInfo, Resolver, Template,
     Trigger, build_request, user_turn,
 };
+use protege_core::{OrderBy, WhereValue};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
 };

@@ -1,3 +1,4 @@
+// Tests may stay long: one ThreadHistory case after another, each self-contained.
 //! ThreadHistory (window, skipped messages, tool rounds, truncation, budget) and the message rendering, on every configured backend.
 
 mod common;
@@ -339,7 +340,7 @@ async fn max_tokens_drops_whole_turns_oldest_first() {
         let messages: Vec<protege_core::Message> = serde_json::from_value(all.clone()).unwrap();
         let cost: Vec<usize> = messages
             .iter()
-            .map(protege_core::tokens::estimate_message_tokens)
+            .map(|m| Tokenizer::Estimate.count_message(m))
             .collect();
         let first_turn: usize = cost[..3].iter().sum();
         let second_turn = cost[3];

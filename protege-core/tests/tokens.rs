@@ -110,10 +110,6 @@ fn a_message_counts_its_text_calls_and_framing() {
             "{tokenizer:?}"
         );
     }
-    assert_eq!(
-        protege_core::tokens::estimate_message_tokens(&parts),
-        Tokenizer::Estimate.count_message(&parts)
-    );
 }
 
 #[test]

@@ -4,7 +4,22 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
-use crate::validate::{Call, CallArg, Ctor, Plan, Planned};
+use crate::ast::Invocation;
+use crate::validate::{self, Call, CallArg, Ctor, Plan, Planned};
+
+/// The whole of `resolvers!` after parsing: check the invocation, then expand its plan, or
+/// every problem found as compile errors.
+pub(crate) fn resolvers(invocation: Invocation) -> TokenStream {
+    let krate = invocation.krate.clone();
+    match validate::check(invocation) {
+        Ok(plan) => expand(&krate, &plan),
+        // A block, so several errors are several statements in expression position.
+        Err(e) => {
+            let errors = e.to_compile_error();
+            quote!({ #errors })
+        }
+    }
+}
 
 /// Expands a checked chain into `<krate>::StaticChain::new((r1, r2, ...))`.
 pub(crate) fn expand(krate: &TokenStream, plan: &Plan) -> TokenStream {
@@ -36,7 +51,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
             CallArg::Window(variant) => quote!(#krate::Window::#variant),
             CallArg::Filter { column, value } => quote!(#column, #value),
             CallArg::Order { column, desc } => quote! {
-                #krate::resolvers::OrderBy {
+                #krate::OrderBy {
                     column: ::std::string::String::from(#column),
                     desc: #desc,
                 }
@@ -100,8 +115,8 @@ mod tests {
             out,
             ":: protege_core :: StaticChain :: new ((:: protege_core :: __private :: resolver \
              (:: protege_core :: LoadRecord :: table (\"accounts\") \
-             . order_by (:: protege_core :: resolvers :: OrderBy { column : :: std :: string :: String :: from (\"plan\") , desc : false , }) \
-             . order_by (:: protege_core :: resolvers :: OrderBy { column : :: std :: string :: String :: from (\"id\") , desc : true , }) \
+             . order_by (:: protege_core :: OrderBy { column : :: std :: string :: String :: from (\"plan\") , desc : false , }) \
+             . order_by (:: protege_core :: OrderBy { column : :: std :: string :: String :: from (\"id\") , desc : true , }) \
              . limit (2) . template_str (\"{{ record.name }}\")) ,))"
         );
     }

@@ -18,15 +18,7 @@ use proc_macro::TokenStream;
 #[proc_macro]
 pub fn resolvers(input: TokenStream) -> TokenStream {
     let invocation = syn::parse_macro_input!(input as ast::Invocation);
-    let krate = invocation.krate.clone();
-    match validate::check(invocation) {
-        Ok(plan) => expand::expand(&krate, &plan).into(),
-        // A block, so several errors are several statements in expression position.
-        Err(e) => {
-            let errors = e.to_compile_error();
-            quote::quote!({ #errors }).into()
-        }
-    }
+    expand::resolvers(invocation).into()
 }
 
 /// Derives `protege::Options` for a struct that derives `serde::Deserialize`: the option

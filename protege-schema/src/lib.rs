@@ -21,10 +21,19 @@ mod builtins;
 mod docs;
 mod suggest;
 
+// The table: each built-in, its options and how each is read.
 pub use builtins::{
-    Applies, BUILTINS, Builtin, Default, HISTORY_LIMIT, HISTORY_RESULT_LIMIT, Kind, LOAD_FILE,
-    LOAD_RECORD, LOAD_TEXT, OptionSpec, Positional, ROLES, SUMMARY_TEMPLATE, THREAD_HISTORY,
-    THREAD_SUMMARY, WINDOWS, builtin, is_identifier,
+    Applies, BUILTINS, Builtin, Default, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec,
+    Positional, THREAD_HISTORY, THREAD_SUMMARY, builtin,
 };
+
+// The values the table refers to: defaults, the valid roles and windows, identifiers.
+pub use builtins::{
+    HISTORY_LIMIT, HISTORY_RESULT_LIMIT, ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
+};
+
+// The README's options table, rendered from the table.
 pub use docs::markdown_table;
+
+// The one "did you mean" rule of both front ends.
 pub use suggest::{did_you_mean, suggestion};

@@ -21,5 +21,8 @@
 mod check;
 mod variables;
 
+// The check: a template and what the run will have in, the problems out.
 pub use check::{Problem, Scope, Trigger, check, check_tree};
+
+// The variables and attributes a template may use.
 pub use variables::{GLOBALS, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_config::{Diagnostic, Diagnostics, Event, Persona, PersonaSet, Registry, Watch};
-use protege_core::db::{self, DatabaseConnection};
+use protege_core::db;
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
     AppConfig, Context, Provider, Request, StepReport, Tokenizer, Trigger, assemble,
 };
+use sea_orm::DatabaseConnection;
 use tokio::sync::{OnceCell, broadcast};
 
 pub use cache_report::{CacheReport, CacheReportRow};

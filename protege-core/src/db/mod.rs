@@ -1,6 +1,8 @@
-//! The database: SeaORM entities and migrations of the four tables (`email_threads`,
-//! `messages`, `attachments`, `tool_uses`), connecting, fixture and email import, and the
-//! reads behind `ThreadHistory`, `LoadRecord` and the reply-run trigger.
+//! The database: connecting and migrating ([`open`]), importing mail
+//! ([`import_fixture_file`], [`import_eml_paths`]), finding a message by its Message-ID
+//! ([`load_message`]) and the messages of its thread ([`thread_messages`]), protege's SeaORM
+//! entities ([`entities`]), and SeaORM itself ([`sea_orm`]). The same tables feed
+//! `ThreadHistory`, `ThreadSummary` and `LoadRecord`.
 //!
 //! SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the same code.
 //!
@@ -28,7 +30,7 @@ pub(crate) mod summary;
 
 use std::time::Duration;
 
-use sea_orm::{ConnectOptions, ConnectionTrait, Database};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::MailMessage;
@@ -43,8 +45,29 @@ pub use fixture::{
     import_fixture, import_fixture_file, import_fixture_str, parse_fixture,
 };
 pub use migration::Migrator;
-pub use sea_orm::DatabaseConnection;
 pub use summary::{StoredSummary, store_summary};
+
+/// SeaORM, the database layer protege is built on, re-exported so an application queries
+/// protege's tables ([`entities`]) and its own with the same version and features, without
+/// pinning SeaORM itself. Its [`DatabaseConnection`] is the
+/// connection every function here takes.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db::entities::message;
+/// use protege::db::sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+/// let conn = protege::db::open("sqlite::memory:").await?;
+/// let inbound = message::Entity::find()
+///     .filter(message::Column::Direction.eq("inbound"))
+///     .count(&conn)
+///     .await?;
+/// assert_eq!(inbound, 0);
+/// # Ok(()) }
+/// ```
+// Shown as a re-export, not as a copy of SeaORM's documentation.
+#[doc(no_inline)]
+pub use sea_orm;
 
 /// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

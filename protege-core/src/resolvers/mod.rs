@@ -10,4 +10,4 @@ pub use load_file::LoadFile;
 pub use load_record::{LoadRecord, LoadRecordFn, OrderBy, WhereValue};
 pub use load_text::LoadText;
 pub use thread_history::{ThreadHistory, Window};
-pub use thread_summary::{DEFAULT_SUMMARY_TEMPLATE, ThreadSummary};
+pub use thread_summary::ThreadSummary;

@@ -8,7 +8,7 @@ use crate::resolver::Resolver;
 use crate::template::Template;
 
 /// The template of a `ThreadSummary` that sets none.
-pub const DEFAULT_SUMMARY_TEMPLATE: &str = protege_schema::SUMMARY_TEMPLATE;
+pub(crate) const DEFAULT_SUMMARY_TEMPLATE: &str = protege_schema::SUMMARY_TEMPLATE;
 
 /// Contributes the newest summary of the current thread whose through-message is prior to
 /// the current message, rendered by its template (variable `summary`, besides the usual

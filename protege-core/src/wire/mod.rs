@@ -7,7 +7,7 @@ mod prefix;
 
 pub use anthropic::{DEFAULT_MAX_TOKENS, to_anthropic};
 pub use openai::to_openai;
-pub use prefix::{PrefixUnit, cached_tokens, prefix_units, unit_tokens};
+pub use prefix::{PrefixUnit, cached_tokens, prefix_units};
 
 use crate::cache::CacheMode;
 use crate::context::ModelConfig;

@@ -16,7 +16,8 @@ pub struct PrefixUnit {
     /// What must be identical for two bodies to share this unit: the role, whether it
     /// opens a message, and the unit's JSON without its `cache_control`.
     pub key: String,
-    /// The unit's tokens (see [`unit_tokens`]).
+    /// The unit's tokens: characters / 4 of its compact JSON (without `cache_control`),
+    /// rounded up.
     pub tokens: usize,
     /// Whether the unit carries a `cache_control` breakpoint (Anthropic).
     pub breakpoint: bool,
@@ -25,7 +26,7 @@ pub struct PrefixUnit {
 /// The tokens of one unit: the project's token estimate over its compact JSON (without
 /// `cache_control`). The one place the report counts tokens, so a real tokenizer can
 /// replace the estimate here.
-pub fn unit_tokens(json: &str) -> usize {
+pub(crate) fn unit_tokens(json: &str) -> usize {
     estimate_tokens(json)
 }
 

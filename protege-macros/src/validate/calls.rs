@@ -1,0 +1,323 @@
+//! Options into builder calls (`where`, `order_by`, roles, windows and the rest) and the
+//! checks of the templates they hold.
+
+use protege_schema::{Applies, Builtin, ROLES, WINDOWS, did_you_mean, is_identifier};
+use protege_template_names::{Scope, Trigger};
+use quote::quote;
+use syn::ext::IdentExt;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, Lit, LitStr, Token};
+
+use super::{Call, CallArg, Errors};
+use crate::ast::Named;
+
+/// The form of `LoadRecord` an option belongs to, from the shared table.
+pub(super) fn applies(builtin: &Builtin, key: &Ident) -> Applies {
+    builtin
+        .option(&key.to_string())
+        .map_or(Applies::Always, |o| o.applies)
+}
+
+/// `where = { column = value, ... }`: one condition per column, bound as TOML binds it — a
+/// string literal is a template rendered and bound as text (`filter_str`), an integer,
+/// float or boolean literal is bound with its type (`filter_value`).
+pub(super) fn where_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
+    let Expr::Verbatim(table) = &option.value else {
+        errors.push(
+            option.value.span(),
+            "`where` takes a table of conditions, e.g. \
+             `where = { email = \"{{ message.from }}\", active = true }`",
+        );
+        return;
+    };
+    let parser = |input: syn::parse::ParseStream<'_>| {
+        let content;
+        syn::braced!(content in input);
+        Punctuated::<Condition, Token![,]>::parse_terminated(&content)
+    };
+    let conditions = match parser.parse2(table.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            errors.push(e.span(), e);
+            return;
+        }
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for Condition { column, value } in conditions {
+        let name = column.unraw().to_string();
+        if !is_identifier(&name) {
+            errors.push(
+                column.span(),
+                format!(
+                    "invalid column name `{name}`: use ASCII letters, digits and `_`, not starting with a digit"
+                ),
+            );
+            continue;
+        }
+        if seen.contains(&name) {
+            errors.push(
+                column.span(),
+                format!("duplicate column `{name}` in `where`"),
+            );
+            continue;
+        }
+        seen.push(name.clone());
+        let (method, value) = match literal(&value) {
+            Some(Lit::Str(_)) => {
+                check_template(
+                    &value,
+                    &format!("LoadRecord where.{name}"),
+                    Own::Nothing,
+                    errors,
+                );
+                ("filter_str", quote!(#value))
+            }
+            Some(Lit::Int(_)) => ("filter_value", quote!({ let value: i64 = #value; value })),
+            Some(Lit::Float(_)) => ("filter_value", quote!({ let value: f64 = #value; value })),
+            Some(Lit::Bool(_)) => ("filter_value", quote!(#value)),
+            _ => {
+                errors.push(
+                    value.span(),
+                    format!(
+                        "`where.{name}` takes a string literal (a template), an integer, a float \
+                         or a boolean, as in TOML"
+                    ),
+                );
+                continue;
+            }
+        };
+        calls.push(Call {
+            method: Ident::new(method, column.span()),
+            arg: CallArg::Filter {
+                column: LitStr::new(&name, column.span()),
+                value,
+            },
+        });
+    }
+}
+
+/// One `column = value` of `where`.
+struct Condition {
+    column: Ident,
+    value: Expr,
+}
+
+impl syn::parse::Parse for Condition {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let column = Ident::parse_any(input).map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "a `where` condition is `column = value`, the column an identifier",
+            )
+        })?;
+        input.parse::<Token![=]>()?;
+        Ok(Self {
+            column,
+            value: input.parse()?,
+        })
+    }
+}
+
+/// The literal of `expr`, a negative number included (`-1`).
+fn literal(expr: &Expr) -> Option<&Lit> {
+    match expr {
+        Expr::Lit(l) => Some(&l.lit),
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => match literal(expr)? {
+            l @ (Lit::Int(_) | Lit::Float(_)) => Some(l),
+            _ => None,
+        },
+        Expr::Group(g) => literal(&g.expr),
+        Expr::Paren(p) => literal(&p.expr),
+        _ => None,
+    }
+}
+
+/// `order_by = "column [asc|desc]"` or an array of such literals: one call per entry.
+pub(super) fn order_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
+    let entries: Vec<&Expr> = match &option.value {
+        Expr::Array(a) => a.elems.iter().collect(),
+        other => vec![other],
+    };
+    for entry in entries {
+        let Some(lit) = str_literal(entry) else {
+            errors.push(
+                entry.span(),
+                "`order_by` takes a string literal such as `\"id desc\"` or an array of them",
+            );
+            continue;
+        };
+        let text = lit.value();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let desc = match words.as_slice() {
+            [_] => Some(false),
+            [_, dir] if dir.eq_ignore_ascii_case("asc") => Some(false),
+            [_, dir] if dir.eq_ignore_ascii_case("desc") => Some(true),
+            _ => None,
+        };
+        let Some(desc) = desc else {
+            errors.push(
+                lit.span(),
+                format!("`order_by` entry `{text}` is not `column`, `column asc` or `column desc`"),
+            );
+            continue;
+        };
+        calls.push(Call {
+            method: option.key.clone(),
+            arg: CallArg::Order {
+                column: LitStr::new(words[0], lit.span()),
+                desc,
+            },
+        });
+    }
+}
+
+/// Turns `key = value` into a builder call; a role option takes a bare role word.
+pub(super) fn option_call(n: Named, role: bool, errors: &mut Errors) -> Option<Call> {
+    if role
+        && let Expr::Path(p) = &n.value
+        && p.qself.is_none()
+        && let Some(word) = p.path.get_ident()
+    {
+        let written = word.to_string();
+        let Some(variant) = ROLES
+            .iter()
+            .find(|w| **w == written)
+            .map(|w| capitalized(w))
+        else {
+            let valid = list(&ROLES);
+            let message = match did_you_mean(&written, ROLES) {
+                Some(s) => {
+                    format!("unknown role `{written}`, did you mean `{s}`? (roles: {valid})")
+                }
+                None => format!("unknown role `{written}` (roles: {valid})"),
+            };
+            errors.push(word.span(), message);
+            return None;
+        };
+        return Some(Call {
+            method: n.key,
+            arg: CallArg::Role(Ident::new(&variant, word.span())),
+        });
+    }
+    Some(Call {
+        method: n.key,
+        arg: CallArg::Expr(n.value),
+    })
+}
+
+/// The `Window` variant of `window = stable`, `window = sliding` or the same as a string
+/// literal; anything else is an error listing the valid words.
+pub(super) fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident> {
+    let (written, span) = match value {
+        Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+            let word = p.path.get_ident()?;
+            (word.to_string(), word.span())
+        }
+        other => match str_literal(other) {
+            Some(lit) => (lit.value(), lit.span()),
+            None => {
+                errors.push(
+                    other.span(),
+                    "`window` takes `stable` or `sliding`, e.g. `window = stable`",
+                );
+                return None;
+            }
+        },
+    };
+    match WINDOWS.iter().find(|w| **w == written) {
+        Some(window) => Some(Ident::new(&capitalized(window), span)),
+        None => {
+            let valid = list(&WINDOWS);
+            let message = match did_you_mean(&written, WINDOWS) {
+                Some(s) => {
+                    format!("unknown window `{written}`, did you mean `{s}`? (windows: {valid})")
+                }
+                None => format!("unknown window `{written}` (windows: {valid})"),
+            };
+            errors.push(span, message);
+            None
+        }
+    }
+}
+
+pub(super) fn str_literal(expr: &Expr) -> Option<&LitStr> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(s),
+        Expr::Group(g) => str_literal(&g.expr),
+        Expr::Paren(p) => str_literal(&p.expr),
+        _ => None,
+    }
+}
+
+pub(super) fn is_template(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%")
+}
+
+/// The variable a template has beyond the run's own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Own {
+    /// None.
+    Nothing,
+    /// `record` (a LoadRecord template).
+    Record,
+    /// `summary` (a ThreadSummary template).
+    Summary,
+}
+
+/// Parses a string-literal template with minijinja; a syntax error points at the literal.
+/// Then checks the names it uses (`record` or `summary` only where `own` says so): the chain's
+/// trigger and the persona's `[vars]` are not known at compile time, so `message`,
+/// `responsibility` and `persona.vars.X` are taken as they come.
+pub(super) fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Errors) {
+    let Some(lit) = str_literal(expr) else {
+        return;
+    };
+    let source = lit.value();
+    let env = minijinja::Environment::new();
+    if let Err(e) = env.template_from_str(&source) {
+        let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
+        let message = match e.line() {
+            Some(line) => format!("{what} has a syntax error on line {line}{detail}"),
+            None => format!("{what} has a syntax error{detail}"),
+        };
+        errors.push(lit.span(), message);
+        return;
+    }
+    let scope = Scope {
+        trigger: Trigger::Either,
+        record: own == Own::Record,
+        summary: own == Own::Summary,
+        vars: None,
+    };
+    let problems = protege_template_names::check(&source, &scope, |name, candidates| {
+        did_you_mean(name, candidates.iter().copied()).map(str::to_owned)
+    });
+    for p in problems {
+        errors.push(lit.span(), format!("{what} line {}: {}", p.line, p.message));
+    }
+}
+
+/// `system` as the variant name `System`.
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
+pub(super) fn list(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| format!("`{w}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
