@@ -19,9 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::SecondsFormat;
+use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
-use sea_orm::sea_query::{QueryBuilder, SelectStatement, SqlWriter, SqliteQueryBuilder, Value};
+use sea_orm::sea_query::{SelectStatement, SqliteQueryBuilder, Value};
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
 use super::SQLITE_BUSY_TIMEOUT;
@@ -32,63 +33,6 @@ const MAX_IDLE: usize = 16;
 
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;
-
-/// The SQL text and parameters of a statement for this read path: sea-query's SQLite
-/// rendering, except that `LIMIT` and `OFFSET` counts are written as integer literals.
-///
-/// SQLite's planner reads a bound `LIMIT` value, so a statement with `LIMIT ?` is parsed
-/// and planned again every time it is bound, which is every run: the statement cache
-/// would save nothing, and in a resolve that re-preparation took a fifth of the CPU. A
-/// count is an integer the engine computed, never text from outside.
-#[derive(Default)]
-struct Sql {
-    text: String,
-    values: Vec<Value>,
-}
-
-impl std::fmt::Write for Sql {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.text.push_str(s);
-        Ok(())
-    }
-}
-
-impl std::fmt::Display for Sql {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl SqlWriter for Sql {
-    fn push_param<T: QueryBuilder>(&mut self, value: Value, _: &T) {
-        if self.text.ends_with(" LIMIT ") || self.text.ends_with(" OFFSET ") {
-            let count = match &value {
-                Value::BigUnsigned(Some(n)) => i64::try_from(*n).ok(),
-                Value::Unsigned(Some(n)) => Some(i64::from(*n)),
-                Value::BigInt(Some(n)) => Some(*n),
-                Value::Int(Some(n)) => Some(i64::from(*n)),
-                _ => None,
-            };
-            if let Some(n) = count {
-                self.text.push_str(&n.to_string());
-                return;
-            }
-        }
-        self.text.push('?');
-        self.values.push(value);
-    }
-
-    fn as_writer(&mut self) -> &mut dyn std::fmt::Write {
-        self as _
-    }
-}
-
-/// [`Sql`] of `statement`.
-fn sql(statement: &SelectStatement) -> Sql {
-    let mut out = Sql::default();
-    statement.build_collect_into(SqliteQueryBuilder, &mut out);
-    out
-}
 
 impl From<rusqlite::Error> for Error {
     /// Worded as SeaORM's SQLite driver words the same failure, so both read paths give
@@ -247,6 +191,12 @@ impl Reader {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+        // The query planner's stability guarantee: a plan that does not depend on the
+        // values bound. Without it SQLite plans again at every run a statement whose plan
+        // could depend on them (a bound `LIMIT`, or any indexed equality once `ANALYZE` has
+        // written `sqlite_stat4`), and the statement cache saves nothing: that re-planning
+        // took a fifth of a resolve's CPU. The plans of these reads come from their indexes.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(conn)
     }
@@ -266,10 +216,10 @@ impl Session<'_> {
         statement: &SelectStatement,
         mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
     ) -> Result<()> {
-        let Sql { text, values } = sql(statement);
+        let (sql, values) = statement.build(SqliteQueryBuilder);
         let params = values.into_iter().map(bind).collect::<Result<Vec<_>>>()?;
         self.statements.fetch_add(1, Ordering::Relaxed);
-        let mut prepared = self.conn.prepare_cached(&text)?;
+        let mut prepared = self.conn.prepare_cached(&sql)?;
         let mut rows = prepared.query(rusqlite::params_from_iter(params))?;
         while let Some(row) = rows.next()? {
             each(row)?;
@@ -310,74 +260,59 @@ mod tests {
         );
     }
 
-    /// `LIMIT`/`OFFSET` counts become literals, in sub-selects too; every other value stays
-    /// a parameter, text that merely ends in "LIMIT " included.
+    /// A cached statement runs again without being parsed and planned again, even with a
+    /// bound `LIMIT` and `sqlite_stat4` written by `ANALYZE` (each of which alone made SQLite
+    /// re-plan at every run).
     #[test]
-    fn limits_are_literals_and_values_parameters() {
-        use sea_orm::sea_query::{Alias, Expr, ExprTrait as _, Query};
-        let inner = Query::select()
-            .column(Alias::new("id"))
-            .from(Alias::new("messages"))
-            .and_where(Expr::col(Alias::new("subject")).eq("see LIMIT "))
-            .limit(50)
-            .to_owned();
-        let outer = Query::select()
-            .column(Alias::new("id"))
-            .from(Alias::new("tool_uses"))
-            .and_where(Expr::col(Alias::new("message_id")).in_subquery(inner))
-            .limit(3)
-            .offset(2)
-            .to_owned();
-        let Sql { text, values } = sql(&outer);
-        assert_eq!(
-            text,
-            r#"SELECT "id" FROM "tool_uses" WHERE "message_id" IN (SELECT "id" FROM "messages" WHERE "subject" = ? LIMIT 50) LIMIT 3 OFFSET 2"#
-        );
-        assert_eq!(values, [Value::from("see LIMIT ")]);
-        // A count SQLite cannot hold stays a parameter, and fails as before when bound.
-        let huge = Query::select()
-            .column(Alias::new("id"))
-            .from(Alias::new("messages"))
-            .limit(u64::MAX)
-            .to_owned();
-        let Sql { text, values } = sql(&huge);
-        assert_eq!(text, r#"SELECT "id" FROM "messages" LIMIT ?"#);
-        assert_eq!(values, [Value::BigUnsigned(Some(u64::MAX))]);
-    }
-
-    /// The point of the literals: a cached statement runs again without being parsed
-    /// and planned again.
-    #[test]
-    fn a_cached_statement_with_a_limit_is_not_prepared_again() {
+    fn a_cached_statement_is_not_prepared_again() {
         use rusqlite::StatementStatus;
         use sea_orm::sea_query::{Alias, Expr, ExprTrait as _, Query};
         let dir = tempfile::tempdir().unwrap();
-        let conn = Connection::open(dir.path().join("t.db")).unwrap();
-        conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER); INSERT INTO t (k) VALUES (1), (1), (2);")
+        let path = dir.path().join("t.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER);
+                 CREATE INDEX t_k ON t (k);
+                 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 500)
+                 INSERT INTO t (k) SELECT x % 7 FROM c;
+                 ANALYZE;",
+            )
             .unwrap();
-        let statements = AtomicU64::new(0);
-        let session = Session {
-            conn: &conn,
-            statements: &statements,
+        let reader = Reader {
+            path,
+            state: Mutex::new(Pool::default()),
+            statements: AtomicU64::new(0),
         };
         let query = Query::select()
             .column(Alias::new("id"))
             .from(Alias::new("t"))
-            .and_where(Expr::col(Alias::new("k")).eq(1))
-            .limit(1)
+            .and_where(Expr::col(Alias::new("k")).eq(3))
+            .limit(2)
             .to_owned();
         for _ in 0..3 {
-            let mut ids = Vec::new();
-            session
-                .query(&query, |row| {
-                    ids.push(row.get::<_, i64>(0)?);
-                    Ok(())
+            let ids = reader
+                .run(|session| {
+                    let mut ids = Vec::new();
+                    session.query(&query, |row| {
+                        ids.push(row.get::<_, i64>(0)?);
+                        Ok(())
+                    })?;
+                    Ok(ids)
                 })
                 .unwrap();
-            assert_eq!(ids, [1]);
+            assert_eq!(ids, [3, 10]);
         }
-        let prepared = conn.prepare_cached(&sql(&query).text).unwrap();
+        let conn = reader.take().unwrap();
+        let stat4: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_stat4", [], |r| r.get(0))
+            .unwrap();
+        assert!(stat4 > 0);
+        let (sql, _) = query.build(SqliteQueryBuilder);
+        assert!(sql.ends_with("LIMIT ?"), "{sql}");
+        let prepared = conn.prepare_cached(&sql).unwrap();
         assert_eq!(prepared.get_status(StatementStatus::RePrepare), 0);
-        assert_eq!(statements.load(Ordering::Relaxed), 3);
+        drop(prepared);
+        assert_eq!(reader.statements.load(Ordering::Relaxed), 3);
     }
 }
