@@ -738,20 +738,65 @@ async fn import_in<C: ConnectionTrait>(db: &C, fixture: &Fixture) -> Result<Impo
     Ok(summary)
 }
 
+/// The row of a new thread: its subject on one line.
+pub(super) fn thread_row(subject: &str, created_at: DateTime<Utc>) -> email_thread::ActiveModel {
+    email_thread::ActiveModel {
+        id: NotSet,
+        subject: Set(one_line(subject).into_owned()),
+        created_at: Set(created_at),
+    }
+}
+
 /// Inserts a thread row; returns its id.
 pub(super) async fn insert_thread<C: ConnectionTrait>(
     db: &C,
     subject: &str,
     created_at: DateTime<Utc>,
 ) -> Result<i64> {
-    Ok(email_thread::Entity::insert(email_thread::ActiveModel {
+    Ok(
+        email_thread::Entity::insert(thread_row(subject, created_at))
+            .exec(db)
+            .await?
+            .last_insert_id,
+    )
+}
+
+/// The row of `msg` in thread `thread_id`: header values on one line, NUL removed from
+/// every text.
+pub(super) fn message_row(thread_id: i64, msg: &FixtureMessage) -> message::ActiveModel {
+    let line = |v: &str| one_line(v).into_owned();
+    let text = |v: &str| without_nul(v).into_owned();
+    let json = |list: &Vec<String>| {
+        let list: Vec<String> = list.iter().map(|a| line(a)).collect();
+        serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+    };
+    message::ActiveModel {
         id: NotSet,
-        subject: Set(one_line(subject).into_owned()),
-        created_at: Set(created_at),
-    })
-    .exec(db)
-    .await?
-    .last_insert_id)
+        email_thread_id: Set(thread_id),
+        message_id: Set(text(&msg.message_id)),
+        direction: Set(msg.direction.as_str().to_owned()),
+        from_address: Set(line(&msg.from)),
+        to_addresses: Set(json(&msg.to)),
+        cc_addresses: Set(json(&msg.cc)),
+        subject: Set(line(&msg.subject)),
+        text_body: Set(msg.text_body.as_deref().map(text)),
+        html_body: Set(msg.html_body.as_deref().map(text)),
+        in_reply_to: Set(msg.in_reply_to.as_deref().map(text)),
+        sent_at: Set(msg.sent_at),
+    }
+}
+
+/// The row of attachment `att` of the message whose row id is `message_id`.
+pub(super) fn attachment_row(message_id: i64, att: &FixtureAttachment) -> attachment::ActiveModel {
+    attachment::ActiveModel {
+        id: NotSet,
+        message_id: Set(message_id),
+        attachment_id: Set(without_nul(&att.id).into_owned()),
+        filename: Set(one_line(&att.filename).into_owned()),
+        content_type: Set(one_line(&att.content_type).into_owned()),
+        byte_size: Set(att.byte_size),
+        data: Set(att.data.clone()),
+    }
 }
 
 /// Inserts a message of thread `thread_id` with its attachments and tool uses, one row at
@@ -762,31 +807,8 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
     msg: &FixtureMessage,
     summary: &mut ImportSummary,
 ) -> Result<()> {
-    // Header values on one line, NUL removed from every text.
-    let line = |v: &str| one_line(v).into_owned();
     let text = |v: &str| without_nul(v).into_owned();
-    let json = |list: &Vec<String>| {
-        let list: Vec<String> = list.iter().map(|a| line(a)).collect();
-        serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
-    };
-    let inserted = insert_or_skip(
-        db,
-        message::ActiveModel {
-            id: NotSet,
-            email_thread_id: Set(thread_id),
-            message_id: Set(text(&msg.message_id)),
-            direction: Set(msg.direction.as_str().to_owned()),
-            from_address: Set(line(&msg.from)),
-            to_addresses: Set(json(&msg.to)),
-            cc_addresses: Set(json(&msg.cc)),
-            subject: Set(line(&msg.subject)),
-            text_body: Set(msg.text_body.as_deref().map(text)),
-            html_body: Set(msg.html_body.as_deref().map(text)),
-            in_reply_to: Set(msg.in_reply_to.as_deref().map(text)),
-            sent_at: Set(msg.sent_at),
-        },
-    )
-    .await?;
+    let inserted = insert_or_skip(db, message_row(thread_id, msg)).await?;
     let Some(id) = inserted else {
         summary.already_present += 1;
         return Ok(());
@@ -795,17 +817,9 @@ pub(super) async fn insert_message<C: ConnectionTrait>(
     // One row at a time keeps insertion order (the `id` order) equal to file order on
     // every backend.
     for att in &msg.attachments {
-        attachment::Entity::insert(attachment::ActiveModel {
-            id: NotSet,
-            message_id: Set(id),
-            attachment_id: Set(text(&att.id)),
-            filename: Set(line(&att.filename)),
-            content_type: Set(line(&att.content_type)),
-            byte_size: Set(att.byte_size),
-            data: Set(att.data.clone()),
-        })
-        .exec(db)
-        .await?;
+        attachment::Entity::insert(attachment_row(id, att))
+            .exec(db)
+            .await?;
         summary.attachments += 1;
     }
     for use_ in &msg.tool_uses {
