@@ -19,7 +19,7 @@ use crate::db::fixture::{FixtureMessage, attachment_row, message_row, thread_row
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most rows one statement inserts.
-const MAX_ROWS: usize = 500;
+const MAX_ROWS: usize = 1024;
 
 /// The most bytes of text and data one statement carries (a single larger row goes alone).
 const MAX_BYTES: usize = 4 << 20;

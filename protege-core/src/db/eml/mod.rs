@@ -29,11 +29,12 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use mail_parser::MessageParser;
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
-use parse::{DateSource, header_date, parse_eml};
+use parse::{DateSource, date_parser, header_date, parse_eml};
 use store::{Incoming, Stored, Threader, db_err};
 
 /// The default of [`EmlOptions::max_attachment_bytes`]: 25 MiB.
@@ -168,42 +169,88 @@ pub async fn import_eml_paths(
 
     // First pass: where every message lies, and its date.
     let mut items: Vec<Item> = Vec::new();
+    let parser = date_parser();
     for (file, (path, seq)) in files.iter().enumerate() {
-        survey(path, *seq, file, options.now, &mut items, &mut notes);
+        survey(
+            &parser,
+            path,
+            *seq,
+            file,
+            options.now,
+            &mut items,
+            &mut notes,
+        );
     }
     items.sort_by_key(|item| (item.sent_at, item.seq));
 
-    // Second pass: parse and store in date order, a batch at a time.
+    // Second pass: parse and store in date order, a batch at a time; the next batch is
+    // read and parsed while the database stores the current one.
     let mut threader = Threader::new(&options.own_addresses);
-    let mut reader = ItemReader::default();
-    let mut batch: Vec<Pending> = Vec::new();
-    let mut batch_bytes = 0;
-    for item in &items {
-        let (path, _) = &files[item.file];
-        let source = match item.mbox {
-            Some(at) => format!("{}#{}", path.display(), at.index),
-            None => path.display().to_string(),
-        };
-        let raw = match reader.read(path, item) {
-            Ok(raw) => raw,
-            Err(e) => {
-                notes.fail(item.seq, source, format!("cannot read: {}", io_reason(&e)));
-                continue;
-            }
-        };
-        let Some(pending) = prepare(&raw, item.seq, source, options, &threader, &mut notes) else {
-            continue;
-        };
-        batch_bytes += raw.len();
-        drop(raw);
-        batch.push(pending);
-        if batch.len() >= BATCH || batch_bytes >= BATCH_BYTES {
-            store_batch(db, &mut threader, std::mem::take(&mut batch), &mut notes).await;
-            batch_bytes = 0;
-        }
+    let mut batches = Batches {
+        files: &files,
+        items: items.iter(),
+        reader: ItemReader::default(),
+        directions: Threader::new(&options.own_addresses),
+    };
+    let mut unreadable = Notes::default();
+    let mut batch = batches.next(options, &mut unreadable).await;
+    while !batch.is_empty() {
+        let ((), next) = tokio::join!(
+            store_batch(db, &mut threader, batch, &mut notes),
+            batches.next(options, &mut unreadable),
+        );
+        batch = next;
     }
-    store_batch(db, &mut threader, batch, &mut notes).await;
+    notes.failed.append(&mut unreadable.failed);
     Ok(notes.into_summary())
+}
+
+/// The messages of the second pass, read and parsed a batch at a time.
+#[derive(Debug)]
+struct Batches<'a> {
+    files: &'a [(PathBuf, Seq)],
+    /// The messages not read yet, in the order they are stored.
+    items: std::slice::Iter<'a, Item>,
+    reader: ItemReader,
+    /// The persona addresses, which give each message its direction.
+    directions: Threader,
+}
+
+impl Batches<'_> {
+    /// The next batch: [`BATCH`] messages, or fewer holding [`BATCH_BYTES`] of raw mail;
+    /// empty at the end. A message that cannot be read or parsed is recorded in `notes`.
+    ///
+    /// It yields after each message, so that the other futures of its task (the storing
+    /// of the previous batch) go on while it parses.
+    async fn next(&mut self, options: &EmlOptions, notes: &mut Notes) -> Vec<Pending> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < BATCH && bytes < BATCH_BYTES {
+            let Some(item) = self.items.next() else {
+                break;
+            };
+            let (path, _) = &self.files[item.file];
+            let source = match item.mbox {
+                Some(at) => format!("{}#{}", path.display(), at.index),
+                None => path.display().to_string(),
+            };
+            let raw = match self.reader.read(path, item) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    notes.fail(item.seq, source, format!("cannot read: {}", io_reason(&e)));
+                    continue;
+                }
+            };
+            if let Some(pending) = prepare(&raw, item.seq, source, options, &self.directions, notes)
+            {
+                bytes += raw.len();
+                batch.push(pending);
+            }
+            drop(raw);
+            tokio::task::yield_now().await;
+        }
+        batch
+    }
 }
 
 /// A file-order position: the position of the file (or failing path) among those found,
@@ -300,11 +347,11 @@ struct MboxAt {
 }
 
 /// The most messages stored in one batch (one transaction).
-const BATCH: usize = 256;
+const BATCH: usize = 1024;
 
 /// A batch is stored once its messages hold this many bytes of raw mail, even when it has
 /// fewer than [`BATCH`] messages: memory stays flat whatever the size of the messages.
-const BATCH_BYTES: usize = 16 << 20;
+const BATCH_BYTES: usize = 8 << 20;
 
 /// A parsed message waiting in the batch, with what the summary says of it.
 #[derive(Debug)]
@@ -572,6 +619,7 @@ fn first_line_is_separator<R: BufRead>(reader: &mut R) -> std::io::Result<bool> 
 
 /// The first pass over one file: adds its messages to `items`.
 fn survey(
+    parser: &MessageParser,
     path: &Path,
     seq: Seq,
     file: usize,
@@ -594,7 +642,7 @@ fn survey(
                 }
             }
             items.push(Item {
-                sent_at: header_date(&header, now),
+                sent_at: header_date(parser, &header, now),
                 seq,
                 file,
                 mbox: None,
@@ -605,7 +653,7 @@ fn survey(
         mbox::scan(reader, |entry| {
             index += 1;
             items.push(Item {
-                sent_at: header_date(&entry.header, now),
+                sent_at: header_date(parser, &entry.header, now),
                 seq: (seq.0, index),
                 file,
                 mbox: Some(MboxAt {
@@ -650,7 +698,7 @@ impl ItemReader {
             self.open = None;
             return Err(e);
         }
-        Ok(mbox::unescape(&raw))
+        Ok(mbox::unescape(raw))
     }
 }
 
