@@ -47,9 +47,9 @@ fn message(t: usize, k: usize) -> (String, DateTime<Utc>) {
     let support = "Acme Support <support@acme.test>".to_owned();
     let (from, to, cc) = match k {
         5 => (format!("stranger{t}@evil.test"), support.clone(), None),
-        3 if t % 3 == 0 => (colleague.clone(), support.clone(), None),
+        3 if t.is_multiple_of(3) => (colleague.clone(), support.clone(), None),
         k if k % 2 == 1 => (support.clone(), customer.clone(), None),
-        2 if t % 3 == 0 => (customer.clone(), support.clone(), Some(colleague.clone())),
+        2 if t.is_multiple_of(3) => (customer.clone(), support.clone(), Some(colleague.clone())),
         _ => (customer.clone(), "support@acme.test".to_owned(), None),
     };
     let mut text = format!("From: {from}\nTo: {to}\n");
@@ -76,7 +76,7 @@ fn message(t: usize, k: usize) -> (String, DateTime<Utc>) {
     let body = format!("Message {k} about order {t}.\nFrom what I see, it is late.");
     let attachments: Vec<(String, &str, String)> = match k {
         1 => vec![(format!("label-{t}.txt"), "text/plain", format!("label {t}"))],
-        2 if t % 6 == 0 => vec![
+        2 if t.is_multiple_of(6) => vec![
             (
                 format!("photo-{t}.bin"),
                 "application/octet-stream",
