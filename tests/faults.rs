@@ -223,10 +223,11 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
         }
         rt.block_on(async {
             let conn = db::connect(&fresh.url).await.unwrap();
-            // One row per migration (the mail store, then `thread_summaries`), each applied once.
+            // One row per migration (the mail store, `thread_summaries`, the In-Reply-To
+            // index), each applied once.
             assert_eq!(
                 count(&conn, "protege_migrations").await,
-                2,
+                3,
                 "{}",
                 fresh.backend
             );

@@ -69,8 +69,11 @@ fn escape_len(line: &[u8]) -> usize {
     usize::from(quotes > 0 && line[quotes..].starts_with(b"From "))
 }
 
-/// `raw` with `>From ` lines unescaped.
-pub(super) fn unescape(raw: &[u8]) -> Vec<u8> {
+/// `raw` with `>From ` lines unescaped (`raw` itself when it has none).
+pub(super) fn unescape(raw: Vec<u8>) -> Vec<u8> {
+    if !raw.split(|&b| b == b'\n').any(|line| escape_len(line) > 0) {
+        return raw;
+    }
     let mut out = Vec::with_capacity(raw.len());
     for line in raw.split_inclusive(|&b| b == b'\n') {
         out.extend_from_slice(&line[escape_len(line)..]);
@@ -156,8 +159,12 @@ mod tests {
     #[test]
     fn unescapes_one_quote_of_from_lines() {
         assert_eq!(
-            unescape(b">From a\n>>From b\n> From c\n>Fromage\nFrom d\n"),
+            unescape(b">From a\n>>From b\n> From c\n>Fromage\nFrom d\n".to_vec()),
             b"From a\n>From b\n> From c\n>Fromage\nFrom d\n".to_vec()
+        );
+        assert_eq!(
+            unescape(b"a\n> From c\n>Fromage\n".to_vec()),
+            b"a\n> From c\n>Fromage\n".to_vec()
         );
     }
 

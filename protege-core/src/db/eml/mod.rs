@@ -8,11 +8,17 @@
 //! order still ends in one thread. Memory stays flat in the size of the files: no body
 //! is held beyond the message being stored.
 //!
-//! Each message is its own unit: it is stored in its own savepoint and skipped when its
-//! Message-ID is already stored (also when another writer stores it at the same moment),
-//! so importing the same files twice changes nothing; a message the database rejects is
-//! reported and the others are imported.
+//! Messages are stored in batches of up to [`BATCH`] messages, one transaction each: the
+//! batch's lookups are a few queries and its rows a few multi-row inserts (see `store.rs`).
+//! Each message is still its own unit: when a batch cannot be stored whole (the database
+//! rejects a message, or another writer stores one of them at the same moment), it is
+//! rolled back and its messages are stored one by one, each in its own savepoint. A
+//! message is skipped when its Message-ID is already stored, so importing the same files
+//! twice changes nothing; a message the database rejects is reported and the others are
+//! imported. Batches of concurrent imports take the database's import lock one after
+//! the other (as fixture imports do), so they never wait on each other's rows.
 
+mod bulk;
 mod mbox;
 mod parse;
 mod store;
@@ -23,15 +29,13 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use sea_orm::{
-    DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr, SqliteTransactionMode,
-    TransactionOptions, TransactionTrait,
-};
+use mail_parser::MessageParser;
+use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
-use parse::{DateSource, header_date, parse_eml};
-use store::{Stored, Threader};
+use parse::{DateSource, date_parser, header_date, parse_eml};
+use store::{Incoming, Stored, Threader};
 
 /// The default of [`EmlOptions::max_attachment_bytes`]: 25 MiB.
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 << 20;
@@ -165,41 +169,88 @@ pub async fn import_eml_paths(
 
     // First pass: where every message lies, and its date.
     let mut items: Vec<Item> = Vec::new();
+    let parser = date_parser();
     for (file, (path, seq)) in files.iter().enumerate() {
-        survey(path, *seq, file, options.now, &mut items, &mut notes);
+        survey(
+            &parser,
+            path,
+            *seq,
+            file,
+            options.now,
+            &mut items,
+            &mut notes,
+        );
     }
     items.sort_by_key(|item| (item.sent_at, item.seq));
 
-    // Second pass: parse and store in date order.
+    // Second pass: parse and store in date order, a batch at a time; the next batch is
+    // read and parsed while the database stores the current one.
     let mut threader = Threader::new(&options.own_addresses);
-    let mut batch = Batch::default();
-    for item in &items {
-        let (path, _) = &files[item.file];
-        let source = match item.mbox {
-            Some(at) => format!("{}#{}", path.display(), at.index),
-            None => path.display().to_string(),
-        };
-        let raw = match read_item(path, item) {
-            Ok(raw) => raw,
-            Err(e) => {
-                notes.fail(item.seq, source, format!("cannot read: {}", io_reason(&e)));
-                continue;
-            }
-        };
-        import_one(
-            db,
-            &raw,
-            item.seq,
-            source,
-            options,
-            &mut threader,
-            &mut batch,
-            &mut notes,
-        )
-        .await;
+    let mut batches = Batches {
+        files: &files,
+        items: items.iter(),
+        reader: ItemReader::default(),
+        directions: Threader::new(&options.own_addresses),
+    };
+    let mut unreadable = Notes::default();
+    let mut batch = batches.next(options, &mut unreadable).await;
+    while !batch.is_empty() {
+        let ((), next) = tokio::join!(
+            store_batch(db, &mut threader, batch, &mut notes),
+            batches.next(options, &mut unreadable),
+        );
+        batch = next;
     }
-    batch.finish(&mut notes).await;
+    notes.failed.append(&mut unreadable.failed);
     Ok(notes.into_summary())
+}
+
+/// The messages of the second pass, read and parsed a batch at a time.
+#[derive(Debug)]
+struct Batches<'a> {
+    files: &'a [(PathBuf, Seq)],
+    /// The messages not read yet, in the order they are stored.
+    items: std::slice::Iter<'a, Item>,
+    reader: ItemReader,
+    /// The persona addresses, which give each message its direction.
+    directions: Threader,
+}
+
+impl Batches<'_> {
+    /// The next batch: [`BATCH`] messages, or fewer holding [`BATCH_BYTES`] of raw mail;
+    /// empty at the end. A message that cannot be read or parsed is recorded in `notes`.
+    ///
+    /// It yields after each message, so that the other futures of its task (the storing
+    /// of the previous batch) go on while it parses.
+    async fn next(&mut self, options: &EmlOptions, notes: &mut Notes) -> Vec<Pending> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < BATCH && bytes < BATCH_BYTES {
+            let Some(item) = self.items.next() else {
+                break;
+            };
+            let (path, _) = &self.files[item.file];
+            let source = match item.mbox {
+                Some(at) => format!("{}#{}", path.display(), at.index),
+                None => path.display().to_string(),
+            };
+            let raw = match self.reader.read(path, item) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    notes.fail(item.seq, source, format!("cannot read: {}", io_reason(&e)));
+                    continue;
+                }
+            };
+            if let Some(pending) = prepare(&raw, item.seq, source, options, &self.directions, notes)
+            {
+                bytes += raw.len();
+                batch.push(pending);
+            }
+            drop(raw);
+            tokio::task::yield_now().await;
+        }
+        batch
+    }
 }
 
 /// A file-order position: the position of the file (or failing path) among those found,
@@ -295,45 +346,133 @@ struct MboxAt {
     len: u64,
 }
 
-/// Messages committed together: each message is its own savepoint inside the batch (so
-/// a failing message leaves nothing behind), and the batch is committed every
-/// [`BATCH`] messages, which spares a disk sync per message.
+/// The most messages stored in one batch (one transaction).
+const BATCH: usize = 1024;
+
+/// A batch is stored once its messages hold this many bytes of raw mail, even when it has
+/// fewer than [`BATCH`] messages: memory stays flat whatever the size of the messages.
+const BATCH_BYTES: usize = 8 << 20;
+
+/// A parsed message waiting in the batch, with what the summary says of it.
+#[derive(Debug)]
+struct Pending {
+    seq: Seq,
+    source: String,
+    /// The warnings shown when it is imported.
+    warnings: Vec<String>,
+    incoming: Incoming,
+}
+
+/// Stores `batch` in one transaction; when that fails, rolls it back and stores its
+/// messages one by one.
+async fn store_batch(
+    db: &DatabaseConnection,
+    threader: &mut Threader,
+    batch: Vec<Pending>,
+    notes: &mut Notes,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let incoming: Vec<&Incoming> = batch.iter().map(|p| &p.incoming).collect();
+    let whole = async {
+        let txn = super::lock::begin_import(db).await?;
+        match threader.store_batch(&txn, &incoming).await {
+            Ok(Some(stored)) => {
+                txn.commit().await?;
+                Ok(Some(stored))
+            }
+            other => {
+                txn.rollback().await.ok();
+                other
+            }
+        }
+    };
+    match whole.await {
+        Ok(Some(stored)) => {
+            for (pending, stored) in batch.into_iter().zip(stored) {
+                match stored {
+                    Stored::Imported { .. } => {
+                        notes.summary.imported += 1;
+                        let seq = pending.seq;
+                        notes
+                            .warnings
+                            .extend(pending.warnings.into_iter().map(|w| (seq, w)));
+                    }
+                    Stored::Duplicate => notes.summary.duplicates += 1,
+                }
+            }
+        }
+        _ => {
+            threader.forget();
+            store_one_by_one(db, threader, batch, notes).await;
+        }
+    }
+}
+
+/// Stores the messages of `batch` one by one, each in its own savepoint of one
+/// transaction: a message the database rejects is reported and the others are stored.
+async fn store_one_by_one(
+    db: &DatabaseConnection,
+    threader: &mut Threader,
+    batch: Vec<Pending>,
+    notes: &mut Notes,
+) {
+    let mut txn = Txn::default();
+    for pending in batch {
+        let Pending {
+            seq,
+            source,
+            warnings,
+            incoming,
+        } = pending;
+        let open = match txn.get(db).await {
+            Ok(open) => open,
+            Err(err) => {
+                txn.abandon(notes, &err).await;
+                notes.fail_database(seq, source, &err);
+                continue;
+            }
+        };
+        match threader.store(open, &incoming).await {
+            Ok(Stored::Imported { .. }) => {
+                notes.summary.imported += 1;
+                notes
+                    .warnings
+                    .extend(warnings.into_iter().map(|w| (seq, w)));
+                txn.stored.push((seq, source));
+            }
+            Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
+            Err(err) => {
+                if transaction_lost(&err) {
+                    txn.abandon(notes, &err).await;
+                }
+                notes.fail_database(seq, source, &err);
+            }
+        }
+    }
+    txn.finish(notes).await;
+}
+
+/// The transaction of messages stored one by one, and the messages it holds.
 #[derive(Debug, Default)]
-struct Batch {
+struct Txn {
     txn: Option<DatabaseTransaction>,
-    /// The messages stored in the open batch: file-order position and source.
+    /// The messages stored in it: file-order position and source.
     stored: Vec<(Seq, String)>,
 }
 
-/// The messages per committed batch.
-const BATCH: usize = 256;
-
-impl Batch {
-    /// The open batch transaction, begun when needed (on SQLite as a write transaction
-    /// at once, so that concurrent writers wait for each other instead of failing).
-    async fn txn(&mut self, db: &DatabaseConnection) -> Result<&DatabaseTransaction> {
+impl Txn {
+    /// The open transaction, begun (under the import lock) when needed.
+    async fn get(&mut self, db: &DatabaseConnection) -> Result<&DatabaseTransaction> {
         let txn = match self.txn.take() {
             Some(txn) => txn,
-            None => {
-                db.begin_with_options(TransactionOptions {
-                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                    ..TransactionOptions::default()
-                })
-                .await?
-            }
+            None => super::lock::begin_import(db).await?,
         };
         Ok(self.txn.insert(txn))
     }
 
-    /// Counts a stored message; commits the batch when it is full.
-    async fn count(&mut self, seq: Seq, source: String, notes: &mut Notes) {
-        self.stored.push((seq, source));
-        if self.stored.len() >= BATCH {
-            self.finish(notes).await;
-        }
-    }
-
-    /// Commits what the batch holds; when the commit fails, each of its messages is
+    /// Commits what the transaction holds; when the commit fails, each of its messages is
     /// reported as failed.
     async fn finish(&mut self, notes: &mut Notes) {
         let stored = std::mem::take(&mut self.stored);
@@ -349,7 +488,7 @@ impl Batch {
         }
     }
 
-    /// Drops the batch after a failure of the transaction itself (its messages are
+    /// Drops the transaction after a failure of the transaction itself (its messages are
     /// reported as failed).
     async fn abandon(&mut self, notes: &mut Notes, err: &Error) {
         if let Some(txn) = self.txn.take() {
@@ -480,6 +619,7 @@ fn first_line_is_separator<R: BufRead>(reader: &mut R) -> std::io::Result<bool> 
 
 /// The first pass over one file: adds its messages to `items`.
 fn survey(
+    parser: &MessageParser,
     path: &Path,
     seq: Seq,
     file: usize,
@@ -502,7 +642,7 @@ fn survey(
                 }
             }
             items.push(Item {
-                sent_at: header_date(&header, now),
+                sent_at: header_date(parser, &header, now),
                 seq,
                 file,
                 mbox: None,
@@ -513,7 +653,7 @@ fn survey(
         mbox::scan(reader, |entry| {
             index += 1;
             items.push(Item {
-                sent_at: header_date(&entry.header, now),
+                sent_at: header_date(parser, &entry.header, now),
                 seq: (seq.0, index),
                 file,
                 mbox: Some(MboxAt {
@@ -529,21 +669,36 @@ fn survey(
     }
 }
 
-/// The raw bytes of one message found by the first pass.
-fn read_item(path: &Path, item: &Item) -> std::io::Result<Vec<u8>> {
-    let mut file = open_regular(path)?;
-    match item.mbox {
-        None => {
+/// Reads the raw bytes of the messages found by the first pass, keeping the last mbox
+/// open so that its messages are read without opening it again for each.
+#[derive(Debug, Default)]
+struct ItemReader {
+    /// The index of the open file, and the file.
+    open: Option<(usize, File)>,
+}
+
+impl ItemReader {
+    /// The raw bytes of `item`, a message of `path`.
+    fn read(&mut self, path: &Path, item: &Item) -> std::io::Result<Vec<u8>> {
+        let Some(at) = item.mbox else {
+            self.open = None;
             let mut raw = Vec::new();
-            file.read_to_end(&mut raw)?;
-            Ok(raw)
+            open_regular(path)?.read_to_end(&mut raw)?;
+            return Ok(raw);
+        };
+        let file = match &mut self.open {
+            Some((file, open)) if *file == item.file => open,
+            open => &mut open.insert((item.file, open_regular(path)?)).1,
+        };
+        let mut raw = Vec::with_capacity(usize::try_from(at.len).unwrap_or(0).min(1 << 24));
+        let read = file
+            .seek(SeekFrom::Start(at.offset))
+            .and_then(|_| file.take(at.len).read_to_end(&mut raw));
+        if let Err(e) = read {
+            self.open = None;
+            return Err(e);
         }
-        Some(at) => {
-            file.seek(SeekFrom::Start(at.offset))?;
-            let mut raw = Vec::new();
-            file.take(at.len).read_to_end(&mut raw)?;
-            Ok(mbox::unescape(&raw))
-        }
+        Ok(mbox::unescape(raw))
     }
 }
 
@@ -556,22 +711,21 @@ fn io_reason(err: &std::io::Error) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn import_one(
-    db: &DatabaseConnection,
+/// Parses one message into the batch entry that stores it, with its warnings; a message
+/// that cannot be parsed is recorded in `notes`.
+fn prepare(
     raw: &[u8],
     seq: Seq,
     source: String,
     options: &EmlOptions,
-    threader: &mut Threader,
-    batch: &mut Batch,
+    threader: &Threader,
     notes: &mut Notes,
-) {
+) -> Option<Pending> {
     let eml = match parse_eml(raw, options.now, options.max_attachment_bytes) {
         Ok(eml) => eml,
         Err(reason) => {
             notes.fail(seq, source, reason);
-            return;
+            return None;
         }
     };
     let mut warnings = Vec::new();
@@ -598,30 +752,13 @@ async fn import_one(
             options.max_attachment_bytes
         ));
     }
-    let txn = match batch.txn(db).await {
-        Ok(txn) => txn,
-        Err(err) => {
-            batch.abandon(notes, &err).await;
-            notes.fail_database(seq, source, &err);
-            return;
-        }
-    };
-    match threader.store(txn, eml, options.direction).await {
-        Ok(Stored::Imported { .. }) => {
-            notes.summary.imported += 1;
-            notes
-                .warnings
-                .extend(warnings.into_iter().map(|w| (seq, w)));
-            batch.count(seq, source, notes).await;
-        }
-        Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
-        Err(err) => {
-            if transaction_lost(&err) {
-                batch.abandon(notes, &err).await;
-            }
-            notes.fail_database(seq, source, &err);
-        }
-    }
+    let direction = threader.direction(&eml.from, options.direction);
+    Some(Pending {
+        seq,
+        source,
+        warnings,
+        incoming: Incoming::new(eml, direction),
+    })
 }
 
 /// Whether `err` ended the whole batch transaction, not only the message's savepoint: a
@@ -708,7 +845,8 @@ pub async fn ingest_eml(
         ));
     }
     let message_id = eml.message_id.clone();
-    match threader.store(db, eml, options.direction).await? {
+    let direction = threader.direction(&eml.from, options.direction);
+    match threader.store(db, &Incoming::new(eml, direction)).await? {
         Stored::Imported { thread, direction } => Ok(Ingested {
             imported: true,
             message_id,

@@ -4,7 +4,9 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
-use mail_parser::{Addr, Address, Encoding, HeaderValue, MessageParser, MimeHeaders, PartType};
+use mail_parser::{
+    Addr, Address, Encoding, HeaderName, HeaderValue, MessageParser, MimeHeaders, PartType,
+};
 use sha2::{Digest, Sha256};
 
 use crate::db::fixture::FixtureAttachment;
@@ -74,9 +76,23 @@ fn sent_at(message: &mail_parser::Message<'_>, now: DateTime<Utc>) -> (DateTime<
     }
 }
 
-/// The `sent_at` of a message from its header lines alone (the sort key of an import).
-pub(super) fn header_date(header: &[u8], now: DateTime<Utc>) -> DateTime<Utc> {
-    MessageParser::default()
+/// The parser of an import's first pass: it reads only the headers that date a message
+/// (`Date`, `Received`) and skips the others.
+pub(super) fn date_parser() -> MessageParser {
+    MessageParser::new()
+        .header_date(HeaderName::Date)
+        .header_received(HeaderName::Received)
+        .default_header_ignore()
+}
+
+/// The `sent_at` of a message from its header lines alone (the sort key of an import),
+/// read with a [`date_parser`].
+pub(super) fn header_date(
+    parser: &MessageParser,
+    header: &[u8],
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    parser
         .parse_headers(header)
         .map_or(now, |m| sent_at(&m, now).0)
 }
@@ -370,6 +386,31 @@ mod tests {
         assert_eq!(angle_id("<a@b>"), Some("<a@b>".to_owned()));
         assert_eq!(angle_id("a b"), None);
         assert_eq!(angle_id(""), None);
+    }
+
+    #[test]
+    fn the_first_pass_dates_messages_as_the_full_parse_does() {
+        let now: DateTime<Utc> = "2026-07-01T12:00:00Z".parse().unwrap();
+        let parser = date_parser();
+        for header in [
+            "From: a@b\nDate: Mon, 5 Jan 2026 10:00:00 +0100\nSubject: x\n",
+            "Subject: =?utf-8?q?caf=C3=A9?=\nReceived: from a by b; Tue, 6 Jan 2026 08:00:00 -0500\nDate: nonsense\n",
+            "To: a@b\n",
+            "Date: Mon, 5 Jan 2026 10:00:00 +0000\nDate: Tue, 6 Jan 2026 10:00:00 +0000\n",
+        ] {
+            let full = MessageParser::default()
+                .parse_headers(header.as_bytes())
+                .map_or(now, |m| sent_at(&m, now).0);
+            assert_eq!(
+                header_date(&parser, header.as_bytes(), now),
+                full,
+                "{header}"
+            );
+        }
+        assert_eq!(
+            header_date(&parser, b"Date: Mon, 5 Jan 2026 10:00:00 +0100\n", now),
+            "2026-01-05T09:00:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
     }
 
     #[test]
