@@ -17,6 +17,10 @@
 //! twice changes nothing; a message the database rejects is reported and the others are
 //! imported. Batches of concurrent imports take the database's import lock one after
 //! the other (as fixture imports do), so they never wait on each other's rows.
+//!
+//! One file over 600 lines: the import's driver (the two passes, the pipelined batches and
+//! the per-message fallback) is one flow whose steps share its state; parsing, mbox
+//! streaming, threading and bulk writes are in the modules beside it.
 
 mod bulk;
 mod mbox;
