@@ -172,15 +172,12 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     self.sink.error(value.span(), "`path` must not be empty");
                     return None;
                 }
-                let file = match LoadFile::try_named(&text, &format!("{}.{key}", self.location)) {
-                    Ok(file) => file,
-                    Err(e) => {
-                        report_template_error(self.sink, &e, &value, key);
-                        return None;
-                    }
-                };
-                let checked = !is_template(&text) || self.names(&text, &value, false);
-                checked.then_some(Read::Path(file))
+                if !is_template(&text) {
+                    return Some(Read::Path(LoadFile::new(&text)));
+                }
+                let name = format!("{}.{key}", self.location);
+                self.checked_template(&name, &text, &value, key, false)
+                    .map(|template| Read::Path(LoadFile::from_template(template)))
             }
             Kind::Role => {
                 let (text, value) = self.string(value, &what)?;
@@ -355,12 +352,6 @@ impl<'a, 'i> Options<'a, 'i, '_> {
             }
         }
         ok.then_some(out)
-    }
-
-    /// Checks the names a compiled template uses (`record` only where `record` is true).
-    fn names(&mut self, text: &str, value: &Value<'_>, record: bool) -> bool {
-        let scope = self.scope(record);
-        crate::names::check(self.sink, text, value, &scope)
     }
 
     /// What a template of this resolver sees when it renders.

@@ -1,20 +1,13 @@
 //! The names a template uses, checked when the persona loads: each problem found by
-//! `protege_template_names::check` is reported at the name inside the TOML string.
+//! `protege_template_names::check_tree` is reported at the name inside the TOML string.
 
 use std::ops::Range;
 
-use protege_template_names::{Problem, Scope, check as check_names, check_tree};
+use protege_template_names::{Problem, Scope, check_tree};
 
 use crate::diagnostic::did_you_mean;
 use crate::reader::{Sink, Value};
 use crate::template_span::{line_span, string_body};
-
-/// Reports every name `text` (the decoded TOML string `value`) uses that it will not have
-/// in `scope`; true when there is none.
-pub(crate) fn check(sink: &mut Sink<'_>, text: &str, value: &Value<'_>, scope: &Scope<'_>) -> bool {
-    let problems = check_names(text, scope, suggest);
-    report(sink, text, value, problems)
-}
 
 /// The problems of the names in `tree`, the syntax tree of `text`, in `scope`.
 pub(crate) fn problems(

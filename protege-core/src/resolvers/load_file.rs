@@ -59,6 +59,14 @@ impl LoadFile {
         })
     }
 
+    /// A file at the path `template` renders to (it must stay inside the app root).
+    pub fn from_template(template: Template) -> Self {
+        Self {
+            path: PathSource::Template(template),
+            role: Role::System,
+        }
+    }
+
     /// A file at `path`; a template syntax error is reported when the chain runs (the
     /// `resolvers!` macro checks literal paths at compile time).
     pub fn new(path: &str) -> Self {
