@@ -19,7 +19,7 @@ use protege_schema::{
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
-use crate::reader::{self, Sink, Value, check_keys, get, type_name};
+use crate::reader::{self, Quoted, Sink, Value, check_keys, get, type_name};
 
 /// What a resolver factory sees: the entry's table and where to report problems.
 pub(crate) struct Options<'a, 'i, 's> {
@@ -33,7 +33,7 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) name: &'a str,
     /// The name the entry's templates start with, e.g. `LoadRecord` in
     /// `LoadRecord.template` (the name run-time errors give, as for chains built in Rust).
-    pub(crate) location: String,
+    pub(crate) location: &'a str,
     /// The trigger of the entry's chain, for the names its templates may use.
     pub(crate) trigger: Trigger,
     /// The keys of the persona's `[vars]`; `None` when `[vars]` itself is invalid.
@@ -117,18 +117,17 @@ impl<'a, 'i> Options<'a, 'i, '_> {
     fn read_entry(&mut self, spec: &'static Builtin) -> Entry {
         let errors_before = self.sink.diagnostics.len();
         let name = self.name;
-        let options: Vec<&str> = spec.toml_names().collect();
         for (key, _) in self.table.iter() {
             let key_name: &str = key.get_ref();
-            if key_name != "use" && !options.contains(&key_name) {
-                let hint = suggestion(key_name, options.iter().copied());
+            if key_name != "use" && !spec.toml_names().any(|n| n == key_name) {
+                let hint = suggestion(key_name, spec.toml_names());
                 self.sink.error(
                     key.span(),
                     format!("unknown option `{key_name}` for `{name}`{hint}"),
                 );
             }
         }
-        let mut values = Vec::new();
+        let mut values = Vec::with_capacity(spec.options.len());
         for option in spec.options.iter().filter(|o| o.toml.is_some()) {
             match get(self.table, option.name) {
                 Some(value) => {
@@ -157,17 +156,17 @@ impl<'a, 'i> Options<'a, 'i, '_> {
     /// Reads one given option by its kind; `None` after reporting a wrong value.
     fn read(&mut self, option: &OptionSpec, value: &'a Value<'i>) -> Option<Read> {
         let key = option.name;
-        let what = format!("`{key}`");
+        let what = Quoted(key);
         match option.kind {
             Kind::Template => {
-                let (text, value) = self.string(value, &what)?;
+                let text = reader::string(self.sink, value, what)?;
                 let name = format!("{}.{key}", self.location);
                 let record = self.name == "LoadRecord";
-                self.checked_template(&name, &text, &value, key, record)
+                self.checked_template(&name, &text, value, key, record)
                     .map(Read::Template)
             }
             Kind::Path => {
-                let (text, value) = self.string(value, &what)?;
+                let text = reader::string(self.sink, value, what)?;
                 if text.trim().is_empty() {
                     self.sink.error(value.span(), "`path` must not be empty");
                     return None;
@@ -176,15 +175,15 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     return Some(Read::Path(LoadFile::new(&text)));
                 }
                 let name = format!("{}.{key}", self.location);
-                self.checked_template(&name, &text, &value, key, false)
+                self.checked_template(&name, &text, value, key, false)
                     .map(|template| Read::Path(LoadFile::from_template(template)))
             }
             Kind::Role => {
-                let (text, value) = self.string(value, &what)?;
-                parse_role(self.sink, &text, &value).map(Read::Role)
+                let text = reader::string(self.sink, value, what)?;
+                parse_role(self.sink, &text, value).map(Read::Role)
             }
             Kind::Table => {
-                let (name, value) = self.string(value, &what)?;
+                let name = reader::string(self.sink, value, what)?;
                 check_identifier(self.sink, value.span(), "table name", &name)
                     .then_some(Read::Table(name))
             }
@@ -214,9 +213,9 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 }
                 ok.then_some(Read::OrderBy(entries))
             }
-            Kind::Count => reader::unsigned(self.sink, value, &what).map(Read::Count),
+            Kind::Count => reader::unsigned(self.sink, value, what).map(Read::Count),
             Kind::CountOrAll => self.count_or_all(value, key).map(Read::CountOrAll),
-            Kind::Step => match reader::unsigned(self.sink, value, &what)? {
+            Kind::Step => match reader::unsigned(self.sink, value, what)? {
                 0 => {
                     self.sink.error(
                         value.span(),
@@ -227,7 +226,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 n => Some(Read::Step(n)),
             },
             Kind::Window => {
-                let text = reader::string(self.sink, value, &what)?;
+                let text = reader::string(self.sink, value, what)?;
                 match Window::parse(&text) {
                     Some(w) => Some(Read::Window(w)),
                     None => {
@@ -242,19 +241,10 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     }
                 }
             }
-            Kind::Flag => reader::boolean(self.sink, value, &what).map(Read::Flag),
+            Kind::Flag => reader::boolean(self.sink, value, what).map(Read::Flag),
             // A closure has no TOML form; `read_entry` reads TOML options only.
             Kind::Closure => None,
         }
-    }
-
-    /// A string value, with the value itself re-made for the template helpers.
-    fn string(&mut self, value: &Value<'_>, what: &str) -> Option<(String, Value<'static>)> {
-        let text = reader::string(self.sink, value, what)?;
-        Some((
-            text.clone(),
-            toml::Spanned::new(value.span(), DeValue::String(text.into())),
-        ))
     }
 
     /// `limit = N` or `limit = false`.

@@ -565,7 +565,7 @@ fn chain(
             table: t,
             span: entry.span(),
             name: canonical,
-            location: canonical.to_owned(),
+            location: canonical,
             trigger,
             vars,
         };

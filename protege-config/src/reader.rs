@@ -1,5 +1,6 @@
 //! Walking a parsed TOML document with spans, collecting every problem on the way.
 
+use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
@@ -32,6 +33,17 @@ impl<'s> Sink<'s> {
     pub(crate) fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
         self.diagnostics
             .push(Diagnostic::new(self.path, self.source, span, message));
+    }
+}
+
+/// A name in backquotes, as messages show it (`` `limit` ``), formatted only when a
+/// message is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quoted<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`", self.0)
     }
 }
 
@@ -83,7 +95,11 @@ pub(crate) fn get<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a Value
 }
 
 /// A string, or a type error naming `what` (e.g. "`name`").
-pub(crate) fn string(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<String> {
+pub(crate) fn string(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: impl fmt::Display + Copy,
+) -> Option<String> {
     match value.get_ref() {
         DeValue::String(s) => Some(s.to_string()),
         other => {
@@ -97,7 +113,11 @@ pub(crate) fn string(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Opti
 }
 
 /// A boolean, or a type error.
-pub(crate) fn boolean(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<bool> {
+pub(crate) fn boolean(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: impl fmt::Display + Copy,
+) -> Option<bool> {
     match value.get_ref() {
         DeValue::Boolean(b) => Some(*b),
         other => {
@@ -119,7 +139,11 @@ pub(crate) fn int_of(value: &DeValue<'_>) -> Option<i64> {
 }
 
 /// A non-negative integer, or an error.
-pub(crate) fn unsigned(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<u64> {
+pub(crate) fn unsigned(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: impl fmt::Display + Copy,
+) -> Option<u64> {
     match value.get_ref() {
         DeValue::Integer(_) => match int_of(value.get_ref()) {
             Some(n) if n >= 0 => Some(n as u64),
@@ -148,7 +172,11 @@ pub(crate) fn unsigned(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Op
 }
 
 /// A positive integer, or an error (zero, negative, too large or another type).
-pub(crate) fn positive(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Option<u64> {
+pub(crate) fn positive(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: impl fmt::Display + Copy,
+) -> Option<u64> {
     match value.get_ref() {
         DeValue::Integer(_) => match int_of(value.get_ref()) {
             Some(n) if n > 0 => Some(n as u64),
@@ -180,7 +208,7 @@ pub(crate) fn positive(sink: &mut Sink<'_>, value: &Value<'_>, what: &str) -> Op
 pub(crate) fn table<'a, 'i>(
     sink: &mut Sink<'_>,
     value: &'a Value<'i>,
-    what: &str,
+    what: impl fmt::Display + Copy,
 ) -> Option<&'a DeTable<'i>> {
     match value.get_ref() {
         DeValue::Table(t) => Some(t),
@@ -198,7 +226,7 @@ pub(crate) fn table<'a, 'i>(
 pub(crate) fn array<'a, 'i>(
     sink: &mut Sink<'_>,
     value: &'a Value<'i>,
-    what: &str,
+    what: impl fmt::Display + Copy,
 ) -> Option<&'a [Value<'i>]> {
     match value.get_ref() {
         DeValue::Array(a) => Some(&a[..]),
@@ -216,7 +244,7 @@ pub(crate) fn array<'a, 'i>(
 pub(crate) fn to_json(
     sink: &mut Sink<'_>,
     value: &Value<'_>,
-    what: &str,
+    what: impl fmt::Display + Copy,
 ) -> Option<serde_json::Value> {
     use serde_json::Value as J;
     Some(match value.get_ref() {
@@ -258,7 +286,7 @@ pub(crate) fn to_json(
 pub(crate) fn table_to_json(
     sink: &mut Sink<'_>,
     table: &DeTable<'_>,
-    what: &str,
+    what: impl fmt::Display + Copy,
 ) -> Option<serde_json::Map<String, serde_json::Value>> {
     let mut map = serde_json::Map::new();
     let mut ok = true;

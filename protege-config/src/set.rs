@@ -1,10 +1,12 @@
 //! `PersonaSet`: the personas of a folder, swapped atomically as files change.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
+use foldhash::quality::RandomState;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
@@ -27,13 +29,24 @@ pub(crate) struct Shared {
     state: ArcSwap<State>,
     /// Serialises writers (readers never wait) and remembers the rejected files.
     write: Mutex<Rejections>,
+    /// The keys of the file fingerprints, random per set so that no file can be made to
+    /// look unchanged.
+    keys: RandomState,
+}
+
+/// What a file held: its length and a 64-bit hash of its text. Enough to tell a save that
+/// changed nothing from a change without keeping every file's text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    len: usize,
+    hash: u64,
 }
 
 /// The rejected files of a set.
 #[derive(Default)]
 struct Rejections {
-    /// The source of each rejected file, so a rejection is reported once per content.
-    sources: BTreeMap<PathBuf, Arc<str>>,
+    /// What each rejected file held, so a rejection is reported once per content.
+    sources: BTreeMap<PathBuf, Fingerprint>,
     /// The files rejected only because their persona name was taken, with that name:
     /// checked again once the name is free.
     duplicates: BTreeMap<PathBuf, String>,
@@ -42,8 +55,10 @@ struct Rejections {
 #[derive(Clone, Default)]
 struct State {
     by_name: BTreeMap<String, Arc<Persona>>,
-    /// For each loaded file: the persona's name and the source it was built from.
-    by_path: BTreeMap<PathBuf, (String, Arc<str>)>,
+    /// For each loaded file: the persona's name and what the file held. Hashed:
+    /// ordering paths compares them component by component, a cost a load of many files
+    /// paid at every insert.
+    by_path: HashMap<PathBuf, (String, Fingerprint)>,
 }
 
 impl std::fmt::Debug for PersonaSet {
@@ -75,6 +90,7 @@ impl PersonaSet {
                 registry,
                 state: ArcSwap::from_pointee(State::default()),
                 write: Mutex::new(Rejections::default()),
+                keys: RandomState::default(),
             }),
         };
         let mut diagnostics = Diagnostics::default();
@@ -136,19 +152,18 @@ impl PersonaSet {
                 format!("cannot read the persona folder `{}`: {e}", dir.display()),
             )
         })?;
-        let mut files: Vec<PathBuf> = entries
+        let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
             // Whatever the entry is: reading reports a directory, FIFO or device by name.
-            .filter_map(|e| {
-                let name = e.file_name().to_str()?.to_owned();
-                is_persona_file(&name).then(|| dir.join(name))
-            })
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| is_persona_file(name))
             .collect();
-        files.sort();
-        Ok(files)
+        // Names of one folder sort as their paths do, without comparing paths.
+        names.sort_unstable();
+        Ok(names.into_iter().map(|name| dir.join(name)).collect())
     }
 
-    /// The paths of the loaded files.
+    /// The paths of the loaded files, in no particular order.
     pub(crate) fn loaded_paths(&self) -> Vec<PathBuf> {
         self.shared.state.load().by_path.keys().cloned().collect()
     }
@@ -215,8 +230,12 @@ impl PersonaSet {
                 }];
             }
         };
-        if previous.as_ref().is_some_and(|(_, s)| **s == *source)
-            || rejected.sources.get(path).is_some_and(|s| **s == *source)
+        let fingerprint = Fingerprint {
+            len: source.len(),
+            hash: self.shared.keys.hash_one(&source),
+        };
+        if previous.as_ref().is_some_and(|(_, f)| *f == fingerprint)
+            || rejected.sources.get(path) == Some(&fingerprint)
         {
             return Vec::new();
         }
@@ -230,7 +249,7 @@ impl PersonaSet {
         let persona = match parsed {
             Ok(p) => p,
             Err(diagnostics) => {
-                rejected.sources.insert(path.to_owned(), Arc::from(source));
+                rejected.sources.insert(path.to_owned(), fingerprint);
                 return vec![Event::Rejected {
                     path: path.to_owned(),
                     diagnostics,
@@ -251,7 +270,7 @@ impl PersonaSet {
                     other.path.display()
                 ),
             );
-            rejected.sources.insert(path.to_owned(), Arc::from(source));
+            rejected.sources.insert(path.to_owned(), fingerprint);
             rejected.duplicates.insert(path.to_owned(), name);
             return vec![Event::Rejected {
                 path: path.to_owned(),
@@ -273,7 +292,7 @@ impl PersonaSet {
         state.by_name.insert(name.clone(), Arc::new(persona));
         state
             .by_path
-            .insert(path.to_owned(), (name.clone(), Arc::from(source)));
+            .insert(path.to_owned(), (name.clone(), fingerprint));
         events.push(if previous.is_some() && !renamed {
             Event::Reloaded {
                 persona: name,

@@ -94,7 +94,9 @@ pub struct Template {
 struct Compiled {
     name: String,
     source: String,
-    env: OnceLock<Environment<'static>>,
+    /// Boxed: most templates of a loaded persona set never render in a process, and an
+    /// empty `OnceLock<Box<_>>` is one word where an environment is hundreds of bytes.
+    env: OnceLock<Box<Environment<'static>>>,
 }
 
 impl std::fmt::Debug for Template {
@@ -155,7 +157,7 @@ impl Template {
         env.add_template_owned(self.inner.name.clone(), self.inner.source.clone())
             .map_err(|e| template_error(&self.inner.name, &e))?;
         // Two first renders at once both generate; the first stored wins, which is the same.
-        Ok(self.inner.env.get_or_init(|| env))
+        Ok(self.inner.env.get_or_init(|| Box::new(env)))
     }
 
     /// Renders with `vars` under the default [`TemplateLimits`]; an undefined variable
