@@ -58,7 +58,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> protege::Result<()> {
 //! use protege::{
-//!     AppConfig, Chain, Context, Direction, MailMessage, PersonaInfo, Responsibility, Trigger,
+//!     AppConfig, Chain, Context, Direction, Email, MailMessage, PersonaInfo, Responsibility, Trigger,
 //!     resolvers,
 //! };
 //!
@@ -68,17 +68,19 @@
 //! let inbound = MailMessage {
 //!     id: 1,
 //!     thread_id: 7,
-//!     message_id: "<m1@example.com>".into(),
-//!     direction: Direction::Inbound,
-//!     from: "Alice <alice@example.com>".into(),
-//!     to: vec!["Acme Support <support@acme.test>".into()],
-//!     cc: vec![],
-//!     subject: "Refund".into(),
-//!     sent_at: "2026-01-05T10:00:00Z".parse().unwrap(),
-//!     text_body: Some("My parcel arrived damaged.".into()),
-//!     html_body: None,
-//!     in_reply_to: None,
-//!     attachments: vec![],
+//!     email: Email {
+//!         message_id: "<m1@example.com>".into(),
+//!         direction: Direction::Inbound,
+//!         from: "Alice <alice@example.com>".into(),
+//!         to: vec!["Acme Support <support@acme.test>".into()],
+//!         cc: vec![],
+//!         subject: "Refund".into(),
+//!         sent_at: "2026-01-05T10:00:00Z".parse().unwrap(),
+//!         text_body: Some("My parcel arrived damaged.".into()),
+//!         html_body: None,
+//!         in_reply_to: None,
+//!         attachments: vec![],
+//!     },
 //! };
 //! let reply = Context::builder(persona.clone(), AppConfig::new("."), Trigger::Message(inbound.into()))
 //!     .now("2026-01-05T10:05:00Z".parse().unwrap())

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use protege::{AppConfig, Direction, Responsibility};
 use protege::{
-    Chain, Context, DynChain, Error, LoadFile, LoadText, MailMessage, Message, PersonaInfo,
+    Chain, Context, DynChain, Email, Error, LoadFile, LoadText, MailMessage, Message, PersonaInfo,
     Resolver, Result, Role, ThreadHistory, ToolDef, Trigger, message,
 };
 use tokio::sync::Barrier;
@@ -112,17 +112,19 @@ fn inbound() -> MailMessage {
     MailMessage {
         id: 7,
         thread_id: 3,
-        message_id: "<m7@example.com>".into(),
-        direction: Direction::Inbound,
-        from: "Alice <alice@example.com>".into(),
-        to: vec!["support@acme.test".into()],
-        cc: vec![],
-        subject: "Refund for order A-1".into(),
-        sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
-        text_body: Some("Hi, I would like a refund.".into()),
-        html_body: None,
-        in_reply_to: None,
-        attachments: vec![],
+        email: Email {
+            message_id: "<m7@example.com>".into(),
+            direction: Direction::Inbound,
+            from: "Alice <alice@example.com>".into(),
+            to: vec!["support@acme.test".into()],
+            cc: vec![],
+            subject: "Refund for order A-1".into(),
+            sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
+            text_body: Some("Hi, I would like a refund.".into()),
+            html_body: None,
+            in_reply_to: None,
+            attachments: vec![],
+        },
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use protege_config::{Persona, Registry};
 use protege_core::{
-    AppConfig, Chain, Context, Direction, LoadFile, LoadText, MailMessage, Request, Role,
+    AppConfig, Chain, Context, Direction, Email, LoadFile, LoadText, MailMessage, Request, Role,
     StaticChain, ToolDef, Trigger, build_request, user_turn,
 };
 
@@ -44,17 +44,19 @@ fn inbound() -> MailMessage {
     MailMessage {
         id: 7,
         thread_id: 3,
-        message_id: "<m7@example.com>".into(),
-        direction: Direction::Inbound,
-        from: "Alice <alice@example.com>".into(),
-        to: vec!["support@acme.test".into()],
-        cc: vec![],
-        subject: "Refund".into(),
-        sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
-        text_body: Some("Hi, where is my refund?".into()),
-        html_body: None,
-        in_reply_to: None,
-        attachments: vec![],
+        email: Email {
+            message_id: "<m7@example.com>".into(),
+            direction: Direction::Inbound,
+            from: "Alice <alice@example.com>".into(),
+            to: vec!["support@acme.test".into()],
+            cc: vec![],
+            subject: "Refund".into(),
+            sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
+            text_body: Some("Hi, where is my refund?".into()),
+            html_body: None,
+            in_reply_to: None,
+            attachments: vec![],
+        },
     }
 }
 

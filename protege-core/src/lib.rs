@@ -30,7 +30,8 @@
 //!   constructor;
 //! - a run's input: [`Context`] (built with [`Context::builder`]), the persona
 //!   ([`PersonaInfo`]), the application ([`AppConfig`]) and the [`Trigger`], a stored
-//!   [`MailMessage`] or a scheduled [`Responsibility`];
+//!   [`MailMessage`] (an [`Email`] with its database ids) or a scheduled
+//!   [`Responsibility`];
 //! - resolvers and chains: the [`Resolver`] trait, [`BoxResolver`] for chains built at run
 //!   time ([`DynChain`]), [`StaticChain`] for the ones [`resolvers!`] builds, and
 //!   [`assemble`] for a finished request with a report per resolver;
@@ -70,7 +71,7 @@ pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,
     Responsibility, Trigger,
 };
-pub use mail::{Attachment, Direction, MailMessage, bare_address, rfc3339_z};
+pub use mail::{Attachment, Direction, Email, MailMessage, bare_address, rfc3339_z};
 
 // Resolvers, chains and the finished request.
 pub use assemble::{Assembled, StepReport, assemble};

@@ -1,7 +1,9 @@
-//! Stored email messages and how they are rendered for the model.
+//! Email: the one type of an email's content ([`Email`]), the stored message
+//! ([`MailMessage`]) and how an email is rendered for the model.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::ops::{Deref, DerefMut};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -52,13 +54,11 @@ pub struct Attachment {
     pub data: Option<Vec<u8>>,
 }
 
-/// An email message as stored: the trigger of a reply run and the unit of thread history.
+/// An email: its headers, bodies and attachments, as imported and as rendered for the
+/// model. The same type is read from a fixture ([`FixtureMessage`](crate::db::FixtureMessage)),
+/// parsed from RFC 5322 mail and loaded from the database ([`MailMessage`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MailMessage {
-    /// The database id (`messages.id`), the tie-breaker of ordering.
-    pub id: i64,
-    /// The database id of the thread.
-    pub thread_id: i64,
+pub struct Email {
     /// The RFC 5322 Message-ID, e.g. `<m1@example.com>`.
     pub message_id: String,
     /// Inbound or outbound.
@@ -79,8 +79,35 @@ pub struct MailMessage {
     pub html_body: Option<String>,
     /// The Message-ID this one replies to, if any.
     pub in_reply_to: Option<String>,
-    /// The attachments in insertion order.
+    /// The attachments, in order.
     pub attachments: Vec<Attachment>,
+}
+
+/// An email as stored: the trigger of a reply run and the unit of thread history. It
+/// dereferences to its [`Email`], so `message.subject` and `message.to_llm_text()` read
+/// the email.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailMessage {
+    /// The database id (`messages.id`), the tie-breaker of ordering.
+    pub id: i64,
+    /// The database id of the thread.
+    pub thread_id: i64,
+    /// The email, its attachments in insertion order.
+    pub email: Email,
+}
+
+impl Deref for MailMessage {
+    type Target = Email;
+
+    fn deref(&self) -> &Email {
+        &self.email
+    }
+}
+
+impl DerefMut for MailMessage {
+    fn deref_mut(&mut self) -> &mut Email {
+        &mut self.email
+    }
 }
 
 /// The bare address of a header-form address: `Alice <alice@example.com>` gives
@@ -93,7 +120,7 @@ pub fn bare_address(header: &str) -> &str {
     }
 }
 
-impl MailMessage {
+impl Email {
     /// The readable body: the text body when not blank, else the HTML body as text, else
     /// empty; trimmed.
     pub fn readable_body(&self) -> String {
@@ -116,24 +143,6 @@ impl MailMessage {
     /// The bare sender address.
     pub fn from_address(&self) -> &str {
         bare_address(&self.from)
-    }
-
-    /// The `message` template variable, every header value on one line.
-    pub(crate) fn template_value(&self) -> minijinja::Value {
-        let bare = |header: &str| one_line(bare_address(&one_line(header))).into_owned();
-        let to: Vec<String> = self.to.iter().map(|a| bare(a)).collect();
-        let cc: Vec<String> = self.cc.iter().map(|a| bare(a)).collect();
-        minijinja::context! {
-            message_id => one_line(&self.message_id).into_owned(),
-            from => bare(&self.from),
-            from_display => one_line(&self.from).into_owned(),
-            to => to,
-            cc => cc,
-            subject => one_line(&self.subject).into_owned(),
-            sent_at => rfc3339_z(&self.sent_at),
-            body => self.readable_body(),
-            thread_id => self.thread_id,
-        }
     }
 
     /// The message rendered for the model: five header lines (`From`, `To`, `Cc`, `Date`,
@@ -175,6 +184,26 @@ impl MailMessage {
             }
         }
         out
+    }
+}
+
+impl MailMessage {
+    /// The `message` template variable, every header value on one line.
+    pub(crate) fn template_value(&self) -> minijinja::Value {
+        let bare = |header: &str| one_line(bare_address(&one_line(header))).into_owned();
+        let to: Vec<String> = self.to.iter().map(|a| bare(a)).collect();
+        let cc: Vec<String> = self.cc.iter().map(|a| bare(a)).collect();
+        minijinja::context! {
+            message_id => one_line(&self.message_id).into_owned(),
+            from => bare(&self.from),
+            from_display => one_line(&self.from).into_owned(),
+            to => to,
+            cc => cc,
+            subject => one_line(&self.subject).into_owned(),
+            sent_at => rfc3339_z(&self.sent_at),
+            body => self.readable_body(),
+            thread_id => self.thread_id,
+        }
     }
 }
 

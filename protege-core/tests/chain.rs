@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use protege_core::{
-    AppConfig, Attachment, Chain, Context, Direction, DynChain, Error, LoadFile, LoadText,
+    AppConfig, Attachment, Chain, Context, Direction, DynChain, Email, Error, LoadFile, LoadText,
     MailMessage, Message, PersonaInfo, Resolver, Responsibility, Result, Role, StaticChain,
     Trigger, message,
 };
@@ -23,26 +23,28 @@ fn inbound() -> MailMessage {
     MailMessage {
         id: 7,
         thread_id: 3,
-        message_id: "<m1@example.com>".into(),
-        direction: Direction::Inbound,
-        from: "Alice <alice@example.com>".into(),
-        to: vec![
-            "Support <support@acme.test>".into(),
-            "sales@acme.test".into(),
-        ],
-        cc: vec![],
-        subject: "Refund".into(),
-        sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
-        text_body: Some("  Hi, I want a refund.\n".into()),
-        html_body: None,
-        in_reply_to: None,
-        attachments: vec![Attachment {
-            attachment_id: "att-1".into(),
-            filename: "invoice.pdf".into(),
-            content_type: "application/pdf".into(),
-            byte_size: 48213,
-            data: None,
-        }],
+        email: Email {
+            message_id: "<m1@example.com>".into(),
+            direction: Direction::Inbound,
+            from: "Alice <alice@example.com>".into(),
+            to: vec![
+                "Support <support@acme.test>".into(),
+                "sales@acme.test".into(),
+            ],
+            cc: vec![],
+            subject: "Refund".into(),
+            sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
+            text_body: Some("  Hi, I want a refund.\n".into()),
+            html_body: None,
+            in_reply_to: None,
+            attachments: vec![Attachment {
+                attachment_id: "att-1".into(),
+                filename: "invoice.pdf".into(),
+                content_type: "application/pdf".into(),
+                byte_size: 48213,
+                data: None,
+            }],
+        },
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use protege_core::db::{self, EmlOptions, import_eml_paths};
-use protege_core::{Attachment, Direction, MailMessage, html_to_text};
+use protege_core::{Attachment, Direction, Email, html_to_text};
 
 fn data(name: &str) -> Vec<u8> {
     std::fs::read(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/eml")).join(name))
@@ -138,9 +138,7 @@ proptest! {
         filename in "[\\r\\n x]{0,6}",
         body in ".{0,40}",
     ) {
-        let m = MailMessage {
-            id: 1,
-            thread_id: 1,
+        let m = Email {
             message_id: "<p@example.com>".into(),
             direction: Direction::Inbound,
             from, to, cc, subject,

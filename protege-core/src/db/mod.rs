@@ -26,6 +26,7 @@ mod lock;
 mod migration;
 pub(crate) mod records;
 mod rows;
+mod store;
 pub(crate) mod summary;
 
 use std::time::Duration;
@@ -41,8 +42,8 @@ pub use eml::{
     ingest_eml,
 };
 pub use fixture::{
-    Fixture, FixtureAttachment, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary,
-    import_fixture, import_fixture_file, import_fixture_str, parse_fixture,
+    Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
+    import_fixture_file, import_fixture_str, parse_fixture,
 };
 pub use migration::Migrator;
 pub use summary::{StoredSummary, store_summary};

@@ -9,7 +9,7 @@ use sea_orm::QueryResult;
 use super::entities::{attachment, message};
 use super::{address_list, bad_direction};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mail::{Attachment, Direction, MailMessage};
+use crate::mail::{Attachment, Direction, Email, MailMessage};
 
 /// One result row, whichever driver produced it: columns are read by their position in
 /// the statement's column list, which the caller takes from the same list it selected.
@@ -167,17 +167,19 @@ pub(crate) fn message_from_row(row: &impl Row) -> Result<MailMessage> {
     Ok(MailMessage {
         id: row.int(0)?,
         thread_id: row.int(11)?,
-        direction,
-        from: row.text(3)?,
-        to: address_list(&to, "to_addresses", &message_id)?,
-        cc: address_list(&cc, "cc_addresses", &message_id)?,
-        subject: row.text(6)?,
-        sent_at: row.time(7)?,
-        text_body: row.opt_text(8)?,
-        html_body: row.opt_text(9)?,
-        in_reply_to: row.opt_text(10)?,
-        message_id,
-        attachments: Vec::new(),
+        email: Email {
+            direction,
+            from: row.text(3)?,
+            to: address_list(&to, "to_addresses", &message_id)?,
+            cc: address_list(&cc, "cc_addresses", &message_id)?,
+            subject: row.text(6)?,
+            sent_at: row.time(7)?,
+            text_body: row.opt_text(8)?,
+            html_body: row.opt_text(9)?,
+            in_reply_to: row.opt_text(10)?,
+            message_id,
+            attachments: Vec::new(),
+        },
     })
 }
 

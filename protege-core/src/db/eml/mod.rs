@@ -9,7 +9,8 @@
 //! is held beyond the message being stored.
 //!
 //! Messages are stored in batches of up to [`BATCH`] messages, one transaction each: the
-//! batch's lookups are a few queries and its rows a few multi-row inserts (see `store.rs`).
+//! batch's lookups are a few queries and its rows a few multi-row inserts (see
+//! `threading.rs` and `db/store`).
 //! Each message is still its own unit: when a batch cannot be stored whole (the database
 //! rejects a message, or another writer stores one of them at the same moment), it is
 //! rolled back and its messages are stored one by one, each in its own savepoint. A
@@ -20,12 +21,11 @@
 //!
 //! One file over 600 lines: the import's driver (the two passes, the pipelined batches and
 //! the per-message fallback) is one flow whose steps share its state; parsing, mbox
-//! streaming, threading and bulk writes are in the modules beside it.
+//! streaming and threading are in the modules beside it, the writes in `db/store`.
 
-mod bulk;
 mod mbox;
 mod parse;
-mod store;
+mod threading;
 
 use std::fmt;
 use std::fs::File;
@@ -38,8 +38,8 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
-use parse::{DateSource, date_parser, header_date, parse_eml};
-use store::{Incoming, Stored, Threader};
+use parse::{DateSource, ParsedEml, date_parser, header_date, parse_eml};
+use threading::{Stored, Threader};
 
 /// The default of [`EmlOptions::max_attachment_bytes`]: 25 MiB.
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 << 20;
@@ -364,7 +364,7 @@ struct Pending {
     source: String,
     /// The warnings shown when it is imported.
     warnings: Vec<String>,
-    incoming: Incoming,
+    eml: ParsedEml,
 }
 
 /// Stores `batch` in one transaction; when that fails, rolls it back and stores its
@@ -378,10 +378,10 @@ async fn store_batch(
     if batch.is_empty() {
         return;
     }
-    let incoming: Vec<&Incoming> = batch.iter().map(|p| &p.incoming).collect();
+    let emls: Vec<&ParsedEml> = batch.iter().map(|p| &p.eml).collect();
     let whole = async {
         let txn = super::lock::begin_import(db).await?;
-        match threader.store_batch(&txn, &incoming).await {
+        match threader.store_batch(&txn, &emls).await {
             Ok(Some(stored)) => {
                 txn.commit().await?;
                 Ok(Some(stored))
@@ -428,7 +428,7 @@ async fn store_one_by_one(
             seq,
             source,
             warnings,
-            incoming,
+            eml,
         } = pending;
         let open = match txn.get(db).await {
             Ok(open) => open,
@@ -438,7 +438,7 @@ async fn store_one_by_one(
                 continue;
             }
         };
-        match threader.store(open, &incoming).await {
+        match threader.store(open, &eml).await {
             Ok(Stored::Imported { .. }) => {
                 notes.summary.imported += 1;
                 notes
@@ -725,44 +725,53 @@ fn prepare(
     threader: &Threader,
     notes: &mut Notes,
 ) -> Option<Pending> {
-    let eml = match parse_eml(raw, options.now, options.max_attachment_bytes) {
+    let direction = |from: &str| threader.direction(from, options.direction);
+    let eml = match parse_eml(raw, options.now, options.max_attachment_bytes, direction) {
         Ok(eml) => eml,
         Err(reason) => {
             notes.fail(seq, source, reason);
             return None;
         }
     };
+    let warnings = fallbacks(&eml, options.max_attachment_bytes)
+        .into_iter()
+        .map(|w| format!("{source}: {w}"))
+        .collect();
+    Some(Pending {
+        seq,
+        source,
+        warnings,
+        eml,
+    })
+}
+
+/// The fallbacks parsing used for `eml` (no Message-ID, no usable Date, attachment data
+/// over the cap), one sentence each.
+fn fallbacks(eml: &ParsedEml, max_attachment_bytes: u64) -> Vec<String> {
     let mut warnings = Vec::new();
     if eml.synthetic_id {
         warnings.push(format!(
-            "{source}: no `Message-ID` header, using `{}`",
-            eml.message_id
+            "no `Message-ID` header, using `{}`",
+            eml.email.message_id
         ));
     }
     match eml.date_source {
         DateSource::Date => {}
         DateSource::Received => warnings.push(format!(
-            "{source}: missing or invalid `Date` header, using the first `Received` date {}",
-            rfc3339_z(&eml.sent_at)
+            "missing or invalid `Date` header, using the first `Received` date {}",
+            rfc3339_z(&eml.email.sent_at)
         )),
         DateSource::ImportTime => warnings.push(format!(
-            "{source}: missing or invalid `Date` header and no dated `Received` header, using the import time {}",
-            rfc3339_z(&eml.sent_at)
+            "missing or invalid `Date` header and no dated `Received` header, using the import time {}",
+            rfc3339_z(&eml.email.sent_at)
         )),
     }
     for (name, size) in &eml.oversized {
         warnings.push(format!(
-            "{source}: attachment `{name}` ({size} bytes) is over the {} byte limit: its data is not stored",
-            options.max_attachment_bytes
+            "attachment `{name}` ({size} bytes) is over the {max_attachment_bytes} byte limit: its data is not stored"
         ));
     }
-    let direction = threader.direction(&eml.from, options.direction);
-    Some(Pending {
-        seq,
-        source,
-        warnings,
-        incoming: Incoming::new(eml, direction),
-    })
+    warnings
 }
 
 /// Whether `err` ended the whole batch transaction, not only the message's savepoint: a
@@ -810,47 +819,24 @@ pub async fn ingest_eml(
     raw: &[u8],
     options: &EmlOptions,
 ) -> Result<Ingested> {
-    let eml = parse_eml(raw, options.now, options.max_attachment_bytes)
-        .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
     let mut threader = Threader::new(&options.own_addresses);
+    let direction = |from: &str| threader.direction(from, options.direction);
+    let eml = parse_eml(raw, options.now, options.max_attachment_bytes, direction)
+        .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
     if options.direction == Some(Direction::Outbound)
-        && threader.direction(&eml.from, None) != Direction::Outbound
+        && threader.direction(&eml.email.from, None) != Direction::Outbound
     {
         return Err(Error::new(
             ErrorKind::InvalidInput,
             format!(
                 "the From address `{}` is not a persona address; only mail a persona sent can be recorded as outbound",
-                crate::mail::one_line(&eml.from)
+                crate::mail::one_line(&eml.email.from)
             ),
         ));
     }
-    let mut warnings = Vec::new();
-    if eml.synthetic_id {
-        warnings.push(format!(
-            "no `Message-ID` header, using `{}`",
-            eml.message_id
-        ));
-    }
-    match eml.date_source {
-        DateSource::Date => {}
-        DateSource::Received => warnings.push(format!(
-            "missing or invalid `Date` header, using the first `Received` date {}",
-            rfc3339_z(&eml.sent_at)
-        )),
-        DateSource::ImportTime => warnings.push(format!(
-            "missing or invalid `Date` header and no dated `Received` header, using the import time {}",
-            rfc3339_z(&eml.sent_at)
-        )),
-    }
-    for (name, size) in &eml.oversized {
-        warnings.push(format!(
-            "attachment `{name}` ({size} bytes) is over the {} byte limit: its data is not stored",
-            options.max_attachment_bytes
-        ));
-    }
-    let message_id = eml.message_id.clone();
-    let direction = threader.direction(&eml.from, options.direction);
-    match threader.store(db, &Incoming::new(eml, direction)).await? {
+    let warnings = fallbacks(&eml, options.max_attachment_bytes);
+    let message_id = eml.email.message_id.clone();
+    match threader.store(db, &eml).await? {
         Stored::Imported { thread, direction } => Ok(Ingested {
             imported: true,
             message_id,

@@ -9,8 +9,7 @@ use mail_parser::{
 };
 use sha2::{Digest, Sha256};
 
-use crate::db::fixture::FixtureAttachment;
-use crate::mail::{one_line, without_nul};
+use crate::mail::{Attachment, Direction, Email, one_line, without_nul};
 
 /// The longest Message-ID stored, in characters: the width of the indexed column.
 const MAX_ID_CHARS: usize = 512;
@@ -26,37 +25,23 @@ pub(super) enum DateSource {
     ImportTime,
 }
 
-/// A parsed message, owning everything it needs once the raw bytes are gone.
+/// A parsed message, owning everything it needs once the raw bytes are gone: the email
+/// and what only RFC 5322 mail has (how its id and date were found, the ids it refers to,
+/// the attachments over the size cap).
 #[derive(Debug)]
 pub(super) struct ParsedEml {
-    /// The Message-ID in angle brackets (synthetic when the header is missing).
-    pub(super) message_id: String,
-    /// Whether `message_id` was made from the hash of the raw message.
+    /// The email: its Message-ID in angle brackets (synthetic when the header is missing),
+    /// the decoded subject (empty when missing), the `text/plain` and `text/html` body
+    /// parts joined, the first In-Reply-To id, the attachments (inline images included)
+    /// with their bytes, `data` `None` for one over the size cap.
+    pub(super) email: Email,
+    /// Whether the Message-ID was made from the hash of the raw message.
     pub(super) synthetic_id: bool,
-    /// The From header form.
-    pub(super) from: String,
-    /// To addresses in header form.
-    pub(super) to: Vec<String>,
-    /// Cc addresses in header form.
-    pub(super) cc: Vec<String>,
-    /// The decoded subject (empty when missing).
-    pub(super) subject: String,
-    /// When it was sent, in UTC.
-    pub(super) sent_at: DateTime<Utc>,
     /// Where `sent_at` came from.
     pub(super) date_source: DateSource,
-    /// The `text/plain` body parts, joined; `None` when there are none.
-    pub(super) text_body: Option<String>,
-    /// The `text/html` body parts, joined; `None` when there are none.
-    pub(super) html_body: Option<String>,
-    /// The first In-Reply-To id, in angle brackets.
-    pub(super) in_reply_to: Option<String>,
     /// The ids this message refers to, most relevant first: References newest first,
     /// then In-Reply-To; deduplicated, without the message's own id.
     pub(super) parents: Vec<String>,
-    /// The attachments (inline images included), with their bytes; `data` is `None` for
-    /// one over the size cap.
-    pub(super) attachments: Vec<FixtureAttachment>,
     /// The file names of the attachments whose data was over the size cap, with their
     /// sizes.
     pub(super) oversized: Vec<(String, usize)>,
@@ -97,11 +82,13 @@ pub(super) fn header_date(
         .map_or(now, |m| sent_at(&m, now).0)
 }
 
-/// Parses `raw`; the error is the reason the message cannot be imported.
+/// Parses `raw`, its direction given by `direction` from the From header; the error is the
+/// reason the message cannot be imported.
 pub(super) fn parse_eml(
     raw: &[u8],
     now: DateTime<Utc>,
     max_attachment_bytes: u64,
+    direction: impl FnOnce(&str) -> Direction,
 ) -> Result<ParsedEml, String> {
     let message = MessageParser::default()
         .parse(raw)
@@ -198,8 +185,8 @@ pub(super) fn parse_eml(
         } else {
             Some(data.into_owned())
         };
-        attachments.push(FixtureAttachment {
-            id: attachment_id(&message_id, part_id),
+        attachments.push(Attachment {
+            attachment_id: attachment_id(&message_id, part_id),
             filename,
             content_type,
             byte_size: byte_size as i64,
@@ -208,23 +195,26 @@ pub(super) fn parse_eml(
     }
 
     Ok(ParsedEml {
-        message_id,
+        email: Email {
+            message_id,
+            direction: direction(&from),
+            from,
+            to: message.all_to().flat_map(addresses).collect(),
+            cc: message.all_cc().flat_map(addresses).collect(),
+            subject: message
+                .subject()
+                .map(one_line)
+                .unwrap_or_default()
+                .into_owned(),
+            sent_at,
+            text_body,
+            html_body,
+            in_reply_to,
+            attachments,
+        },
         synthetic_id,
-        from,
-        to: message.all_to().flat_map(addresses).collect(),
-        cc: message.all_cc().flat_map(addresses).collect(),
-        subject: message
-            .subject()
-            .map(one_line)
-            .unwrap_or_default()
-            .into_owned(),
-        sent_at,
         date_source,
-        text_body,
-        html_body,
-        in_reply_to,
         parents,
-        attachments,
         oversized,
     })
 }

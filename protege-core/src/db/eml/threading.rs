@@ -1,5 +1,5 @@
-//! Storing parsed messages: insert-or-skip by Message-ID, and threading by participants
-//! (see `SECURITY.md`). A message joins the thread of a stored message it references
+//! Threading parsed messages by participants (see `SECURITY.md`), and storing them where
+//! they belong through `db/store` (insert-or-skip by Message-ID). A message joins the thread of a stored message it references
 //! (References newest first, then In-Reply-To) or that replies to it, only when its sender
 //! is a participant of that thread; otherwise it starts its own. Threads are never merged
 //! and stored messages never move.
@@ -17,17 +17,14 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
-    SqlErr, TransactionSession, TransactionTrait, sea_query::Expr,
+    TransactionSession, TransactionTrait,
 };
 
-use super::bulk;
 use super::parse::{ParsedEml, thread_subject};
 use crate::db::entities::{email_thread, message};
-use crate::db::fixture::{
-    FixtureMessage, IN_CHUNK, ImportSummary, insert_message, insert_thread, stored_threads,
-};
-use crate::error::{Error, Result};
-use crate::mail::{Direction, bare_address, one_line};
+use crate::db::store::{self, IN_CHUNK};
+use crate::error::Result;
+use crate::mail::{Direction, Email, bare_address, one_line};
 
 /// What storing one message did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,39 +39,6 @@ pub(super) enum Stored {
     /// Its Message-ID was already stored (or was stored at the same moment by another
     /// writer); nothing written.
     Duplicate,
-}
-
-/// A message ready to be stored: its row (direction decided) and the ids it refers to.
-#[derive(Debug)]
-pub(super) struct Incoming {
-    /// The row, a fixture message without tool uses.
-    pub(super) row: FixtureMessage,
-    /// The ids it refers to, most relevant first: References newest first, then
-    /// In-Reply-To.
-    pub(super) parents: Vec<String>,
-}
-
-impl Incoming {
-    /// The message `eml` with its direction.
-    pub(super) fn new(eml: ParsedEml, direction: Direction) -> Self {
-        Self {
-            row: FixtureMessage {
-                message_id: eml.message_id,
-                direction,
-                from: eml.from,
-                to: eml.to,
-                cc: eml.cc,
-                subject: eml.subject,
-                sent_at: eml.sent_at,
-                text_body: eml.text_body,
-                html_body: eml.html_body,
-                in_reply_to: eml.in_reply_to,
-                attachments: eml.attachments,
-                tool_uses: Vec::new(),
-            },
-            parents: eml.parents,
-        }
-    }
 }
 
 /// The threading state of one import: the persona addresses, and what is known of the
@@ -99,10 +63,10 @@ fn key(address: &str) -> String {
 }
 
 /// The participant keys of a message: its From, To and Cc addresses.
-fn participant_keys(row: &FixtureMessage) -> impl Iterator<Item = String> + '_ {
-    std::iter::once(&row.from)
-        .chain(&row.to)
-        .chain(&row.cc)
+fn participant_keys(email: &Email) -> impl Iterator<Item = String> + '_ {
+    std::iter::once(&email.from)
+        .chain(&email.to)
+        .chain(&email.cc)
         .map(|a| key(a))
 }
 
@@ -187,25 +151,25 @@ impl Threader {
         Ok(found)
     }
 
-    /// Stores `incoming` in its own savepoint of `db`: skipped when its Message-ID is
+    /// Stores `eml` in its own savepoint of `db`: skipped when its Message-ID is
     /// stored, else put in the thread it may join (by participants) or in a new thread.
-    pub(super) async fn store<C>(&mut self, db: &C, incoming: &Incoming) -> Result<Stored>
+    pub(super) async fn store<C>(&mut self, db: &C, eml: &ParsedEml) -> Result<Stored>
     where
         C: ConnectionTrait + TransactionTrait,
     {
-        let row = &incoming.row;
-        let mut lookup: Vec<&str> = Vec::with_capacity(incoming.parents.len() + 1);
-        lookup.push(&row.message_id);
-        lookup.extend(incoming.parents.iter().map(String::as_str));
-        let found = stored_threads(db, &lookup).await?;
-        if found.contains_key(&row.message_id) {
+        let email = &eml.email;
+        let mut lookup: Vec<&str> = Vec::with_capacity(eml.parents.len() + 1);
+        lookup.push(&email.message_id);
+        lookup.extend(eml.parents.iter().map(String::as_str));
+        let found = store::stored_threads(db, &lookup).await?;
+        if found.contains_key(&email.message_id) {
             return Ok(Stored::Duplicate);
         }
 
         // The threads it could join, most relevant first: those of the messages it
         // references, then those of stored replies to it.
         let mut candidates: Vec<i64> = Vec::new();
-        for parent in &incoming.parents {
+        for parent in &eml.parents {
             if let Some(&t) = found.get(parent)
                 && !candidates.contains(&t)
             {
@@ -215,7 +179,7 @@ impl Threader {
         let replies: Vec<i64> = message::Entity::find()
             .select_only()
             .column(message::Column::EmailThreadId)
-            .filter(message::Column::InReplyTo.eq(row.message_id.as_str()))
+            .filter(message::Column::InReplyTo.eq(email.message_id.as_str()))
             .order_by_asc(message::Column::Id)
             .into_tuple()
             .all(db)
@@ -226,8 +190,8 @@ impl Threader {
             }
         }
 
-        let sender = key(&row.from);
-        let direction = row.direction;
+        let sender = key(&email.from);
+        let direction = email.direction;
         // Inbound mail claiming a persona's address is a forgery or a loop: it joins
         // nothing.
         let forged = direction == Direction::Inbound && self.own.contains(&sender);
@@ -242,7 +206,7 @@ impl Threader {
         }
 
         let txn = db.begin().await?;
-        match write(&txn, join, row).await {
+        match store::insert_email(&txn, join, &thread_subject(&email.subject), email).await {
             // Another writer stored the same Message-ID first: nothing of ours stays.
             Ok(None) => {
                 txn.rollback().await?;
@@ -253,16 +217,16 @@ impl Threader {
                 // A batch's start times of threads are only a cache: this one may be stale.
                 self.created.remove(&thread);
                 if let Some(set) = self.participants.get_mut(&thread) {
-                    set.extend(participant_keys(row));
+                    set.extend(participant_keys(email));
                 } else if join.is_none() {
                     self.participants
-                        .insert(thread, participant_keys(row).collect());
+                        .insert(thread, participant_keys(email).collect());
                 }
                 Ok(Stored::Imported { thread, direction })
             }
             Err(err) => {
                 txn.rollback().await?;
-                if is_unique_violation(&err) {
+                if store::is_duplicate(&err) {
                     Ok(Stored::Duplicate)
                 } else {
                     Err(err)
@@ -281,7 +245,7 @@ impl Threader {
     pub(super) async fn store_batch<C: ConnectionTrait>(
         &mut self,
         txn: &C,
-        batch: &[&Incoming],
+        batch: &[&ParsedEml],
     ) -> Result<Option<Vec<Stored>>> {
         let backend = txn.get_database_backend();
         if self.participants.len() > MAX_CACHED_THREADS {
@@ -293,8 +257,8 @@ impl Threader {
         let mut wanted: Vec<&str> = Vec::new();
         let mut own_ids: Vec<&str> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::new();
-        for incoming in batch {
-            let id = incoming.row.message_id.as_str();
+        for eml in batch {
+            let id = eml.email.message_id.as_str();
             if seen.insert(id) {
                 own_ids.push(id);
                 wanted.push(id);
@@ -305,7 +269,7 @@ impl Threader {
                 wanted.push(parent);
             }
         }
-        let stored = stored_threads(txn, &wanted).await?;
+        let stored = store::stored_threads(txn, &wanted).await?;
         let mut replies: HashMap<String, Vec<Place>> = HashMap::new();
         for chunk in own_ids.chunks(IN_CHUNK) {
             let rows: Vec<(String, i64)> = message::Entity::find()
@@ -327,8 +291,8 @@ impl Threader {
 
         // The stored threads a message may join: their participants and start times.
         let mut threads: Vec<i64> = Vec::new();
-        for incoming in batch {
-            for parent in &incoming.parents {
+        for eml in batch {
+            for parent in &eml.parents {
                 if let Some(&t) = stored.get(parent) {
                     threads.push(t);
                 }
@@ -351,14 +315,14 @@ impl Threader {
         // Stored threads that take the subject and start of an older message.
         let mut adopted: Vec<(i64, String, DateTime<Utc>)> = Vec::new();
         let mut places: Vec<Option<Place>> = Vec::with_capacity(batch.len());
-        for incoming in batch {
-            let row = &incoming.row;
-            if known.contains_key(row.message_id.as_str()) {
+        for eml in batch {
+            let email = &eml.email;
+            if known.contains_key(email.message_id.as_str()) {
                 places.push(None);
                 continue;
             }
             let mut candidates: Vec<Place> = Vec::new();
-            for parent in &incoming.parents {
+            for parent in &eml.parents {
                 if let Some(&place) = known.get(parent.as_str())
                     && !candidates.contains(&place)
                 {
@@ -366,7 +330,7 @@ impl Threader {
                 }
             }
             for &place in replies
-                .get(match_key(backend, &row.message_id))
+                .get(match_key(backend, &email.message_id))
                 .into_iter()
                 .flatten()
             {
@@ -375,8 +339,8 @@ impl Threader {
                 }
             }
 
-            let sender = key(&row.from);
-            let forged = row.direction == Direction::Inbound && self.own.contains(&sender);
+            let sender = key(&email.from);
+            let forged = email.direction == Direction::Inbound && self.own.contains(&sender);
             let join = if forged {
                 None
             } else {
@@ -392,44 +356,44 @@ impl Threader {
                 })
             };
 
-            let subject = thread_subject(&row.subject);
+            let subject = thread_subject(&email.subject);
             let place = match join {
                 // The thread takes the subject and start of a message older than its start.
                 Some(Place::Stored(t)) => {
                     if let Some(created) = self.created.get_mut(&t)
-                        && *created > row.sent_at
+                        && *created > email.sent_at
                     {
-                        *created = row.sent_at;
+                        *created = email.sent_at;
                         match adopted.iter_mut().find(|(a, _, _)| *a == t) {
-                            Some(entry) => *entry = (t, subject, row.sent_at),
-                            None => adopted.push((t, subject, row.sent_at)),
+                            Some(entry) => *entry = (t, subject, email.sent_at),
+                            None => adopted.push((t, subject, email.sent_at)),
                         }
                     }
                     if let Some(set) = self.participants.get_mut(&t) {
-                        set.extend(participant_keys(row));
+                        set.extend(participant_keys(email));
                     }
                     Place::Stored(t)
                 }
                 Some(Place::New(n)) => {
                     let thread = &mut new_threads[n];
-                    if thread.created_at > row.sent_at {
-                        thread.created_at = row.sent_at;
+                    if thread.created_at > email.sent_at {
+                        thread.created_at = email.sent_at;
                         thread.subject = subject;
                     }
-                    thread.participants.extend(participant_keys(row));
+                    thread.participants.extend(participant_keys(email));
                     Place::New(n)
                 }
                 None => {
                     new_threads.push(NewThread {
                         subject,
-                        created_at: row.sent_at,
-                        participants: participant_keys(row).collect(),
+                        created_at: email.sent_at,
+                        participants: participant_keys(email).collect(),
                     });
                     Place::New(new_threads.len() - 1)
                 }
             };
-            known.insert(&row.message_id, place);
-            if let Some(parent) = &row.in_reply_to {
+            known.insert(&email.message_id, place);
+            if let Some(parent) = &email.in_reply_to {
                 replies
                     .entry(match_key(backend, parent).to_owned())
                     .or_default()
@@ -444,23 +408,23 @@ impl Threader {
             .iter()
             .map(|t| (t.subject.as_str(), t.created_at))
             .collect();
-        let thread_ids = bulk::insert_threads(txn, &thread_rows).await?;
+        let thread_ids = store::insert_threads(txn, &thread_rows).await?;
         for (t, subject, sent_at) in adopted {
-            adopt_if_older(txn, t, &subject, sent_at).await?;
+            store::backdate_thread(txn, t, &subject, sent_at).await?;
         }
         let thread_of = |place: Place| match place {
             Place::Stored(t) => t,
             Place::New(n) => thread_ids[n],
         };
-        let rows: Vec<(i64, &FixtureMessage)> = batch
+        let rows: Vec<(i64, &Email)> = batch
             .iter()
             .zip(&places)
-            .filter_map(|(i, place)| place.map(|p| (thread_of(p), &i.row)))
+            .filter_map(|(i, place)| place.map(|p| (thread_of(p), &i.email)))
             .collect();
-        let Some(message_ids) = bulk::insert_messages(txn, &rows).await? else {
+        let Some(message_ids) = store::insert_messages(txn, &rows).await? else {
             return Ok(None);
         };
-        bulk::insert_attachments(txn, &rows, &message_ids).await?;
+        store::insert_attachments(txn, &rows, &message_ids).await?;
 
         for (n, thread) in new_threads.into_iter().enumerate() {
             self.participants.insert(thread_ids[n], thread.participants);
@@ -473,7 +437,7 @@ impl Threader {
                 .map(|(i, place)| match place {
                     Some(place) => Stored::Imported {
                         thread: thread_of(place),
-                        direction: i.row.direction,
+                        direction: i.email.direction,
                     },
                     None => Stored::Duplicate,
                 })
@@ -534,54 +498,4 @@ fn match_key(backend: DbBackend, text: &str) -> &str {
         DbBackend::MySql => text.trim_end_matches(' '),
         _ => text,
     }
-}
-
-/// Writes `row` into thread `join` or a new thread; returns the thread, or `None` when its
-/// Message-ID is already stored (insert-or-skip).
-async fn write<C: ConnectionTrait>(
-    txn: &C,
-    join: Option<i64>,
-    row: &FixtureMessage,
-) -> Result<Option<i64>> {
-    let subject = thread_subject(&row.subject);
-    let thread = match join {
-        Some(t) => {
-            adopt_if_older(txn, t, &subject, row.sent_at).await?;
-            t
-        }
-        None => insert_thread(txn, &subject, row.sent_at).await?,
-    };
-    let mut summary = ImportSummary::default();
-    insert_message(txn, thread, row, &mut summary).await?;
-    if summary.already_present > 0 {
-        return Ok(None);
-    }
-    Ok(Some(thread))
-}
-
-/// Whether `err` is a unique-key violation: another writer stored the same message.
-fn is_unique_violation(err: &Error) -> bool {
-    err.db_err()
-        .is_some_and(|e| matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))))
-}
-
-/// When a message sent at `sent_at` is older than thread `thread`'s start, the thread
-/// takes its subject and start time (so the subject is the earliest message's).
-async fn adopt_if_older<C: ConnectionTrait>(
-    db: &C,
-    thread: i64,
-    subject: &str,
-    sent_at: DateTime<Utc>,
-) -> Result<()> {
-    email_thread::Entity::update_many()
-        .col_expr(
-            email_thread::Column::Subject,
-            Expr::value(one_line(subject).into_owned()),
-        )
-        .col_expr(email_thread::Column::CreatedAt, Expr::value(sent_at))
-        .filter(email_thread::Column::Id.eq(thread))
-        .filter(email_thread::Column::CreatedAt.gt(sent_at))
-        .exec(db)
-        .await?;
-    Ok(())
 }

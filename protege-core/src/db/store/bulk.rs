@@ -2,7 +2,7 @@
 //! statement bounded in rows and bytes (well under every backend's limits on bound
 //! parameters and packet size).
 //!
-//! The rows are built by the same functions as the one-message path (`fixture/import.rs`), so
+//! The rows are built by the same functions as the one-message path (`store/mod.rs`), so
 //! they hold the same values; rows are inserted in batch order, so their ids increase in
 //! that order as they do one by one. PostgreSQL and SQLite give the new ids back with
 //! `RETURNING`; MySQL/MariaDB has no `RETURNING`, so there threads and messages are
@@ -14,9 +14,10 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, QueryTrait};
 
+use super::{attachment_row, message_row, thread_row};
 use crate::db::entities::{attachment, email_thread, message};
-use crate::db::fixture::{FixtureMessage, attachment_row, message_row, thread_row};
 use crate::error::{Error, ErrorKind, Result};
+use crate::mail::Email;
 
 /// The most rows one statement inserts.
 const MAX_ROWS: usize = 1024;
@@ -25,7 +26,7 @@ const MAX_ROWS: usize = 1024;
 const MAX_BYTES: usize = 4 << 20;
 
 /// Roughly how many bytes a message row carries (its attachments apart).
-fn row_weight(row: &FixtureMessage) -> usize {
+fn row_weight(row: &Email) -> usize {
     let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
     256 + row.subject.len()
         + row.from.len()
@@ -63,7 +64,7 @@ fn missing_ids(table: &str) -> Error {
 }
 
 /// Inserts the threads `(subject, created_at)` in order; returns their ids in order.
-pub(super) async fn insert_threads<C: ConnectionTrait>(
+pub(in crate::db) async fn insert_threads<C: ConnectionTrait>(
     db: &C,
     rows: &[(&str, DateTime<Utc>)],
 ) -> Result<Vec<i64>> {
@@ -105,9 +106,9 @@ pub(super) async fn insert_threads<C: ConnectionTrait>(
 /// Inserts the messages `(thread id, message)` in order, skipping none; returns their ids
 /// in order, or `None` when a Message-ID was stored meanwhile by another writer (on
 /// PostgreSQL and SQLite: insert-or-skip; on MySQL/MariaDB the duplicate is an error).
-pub(super) async fn insert_messages<C: ConnectionTrait>(
+pub(in crate::db) async fn insert_messages<C: ConnectionTrait>(
     db: &C,
-    rows: &[(i64, &FixtureMessage)],
+    rows: &[(i64, &Email)],
 ) -> Result<Option<Vec<i64>>> {
     let mut ids = Vec::with_capacity(rows.len());
     if db.get_database_backend() == DbBackend::MySql {
@@ -159,9 +160,9 @@ pub(super) async fn insert_messages<C: ConnectionTrait>(
 }
 
 /// Inserts the attachments of the messages `rows`, whose ids are `message_ids`, in order.
-pub(super) async fn insert_attachments<C: ConnectionTrait>(
+pub(in crate::db) async fn insert_attachments<C: ConnectionTrait>(
     db: &C,
-    rows: &[(i64, &FixtureMessage)],
+    rows: &[(i64, &Email)],
     message_ids: &[i64],
 ) -> Result<()> {
     let all: Vec<attachment::ActiveModel> = rows
