@@ -1,6 +1,10 @@
 //! Loading a folder of 1,000 personas against parsing the same files into `toml::Value`
 //! only, and the hot-reload latency from a file write to the swapped-in persona.
 //!
+//! Two folders: personas written from one skeleton, whose templates repeat from file to
+//! file (a load compiles each distinct template once), and the same personas with every
+//! template made distinct, where nothing is shared.
+//!
 //! `cargo bench -p protege-config --bench personas` prints the load ratio (medians of
 //! interleaved runs) and the reload p50/p99 after criterion's own report.
 
@@ -13,6 +17,11 @@ use protege_config::{Event, PersonaSet};
 const FILES: usize = 1000;
 
 fn persona(i: usize, version: usize) -> String {
+    persona_with(i, version, "")
+}
+
+/// The persona, each template ending with `tail` (a comment, so only the text differs).
+fn persona_with(i: usize, version: usize, tail: &str) -> String {
     format!(
         r#"name = "persona-{i}"
 instructions = "You are Acme's agent number {i}, version {version}."
@@ -34,19 +43,19 @@ input_schema = {{ type = "object", properties = {{ order = {{ type = "string" }}
 
 [[message_resolvers]]
 use = "LoadText"
-template = "{{{{ persona.instructions }}}}"
+template = "{{{{ persona.instructions }}}}{tail}"
 
 [[message_resolvers]]
 use = "LoadFile"
-path = "prompts/{{{{ persona.vars.team | slugify }}}}.md"
+path = "prompts/{{{{ persona.vars.team | slugify }}}}{tail}.md"
 
 [[message_resolvers]]
 use = "LoadRecord"
 table = "accounts"
-where = {{ email = "{{{{ message.from }}}}" }}
+where = {{ email = "{{{{ message.from }}}}{tail}" }}
 order_by = ["name", "id desc"]
 limit = 3
-template = "Customer: {{{{ record.name }}}} ({{{{ record.plan }}}})"
+template = "Customer: {{{{ record.name }}}} ({{{{ record.plan }}}}){tail}"
 
 [[message_resolvers]]
 use = "ThreadHistory"
@@ -60,15 +69,25 @@ instructions = "Summarise yesterday's open threads."
 
 [[responsibility_resolvers]]
 use = "LoadText"
-template = "{{{{ responsibility.instructions }}}}"
+template = "{{{{ responsibility.instructions }}}}{tail}"
 "#
     )
 }
 
-fn folder() -> tempfile::TempDir {
+/// The folder of `FILES` personas; with `distinct`, no two templates have the same text.
+fn folder(distinct: bool) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     for i in 0..FILES {
-        std::fs::write(tmp.path().join(format!("p{i:04}.toml")), persona(i, 0)).unwrap();
+        let tail = if distinct {
+            format!("{{# {i} #}}")
+        } else {
+            String::new()
+        };
+        std::fs::write(
+            tmp.path().join(format!("p{i:04}.toml")),
+            persona_with(i, 0, &tail),
+        )
+        .unwrap();
     }
     tmp
 }
@@ -91,11 +110,20 @@ fn load(dir: &Path) -> usize {
 }
 
 fn bench_load(c: &mut Criterion) {
-    let tmp = folder();
+    let shared = folder(false);
+    let distinct = folder(true);
     let mut group = c.benchmark_group("load_1000_personas");
     group.sample_size(10);
-    group.bench_function("persona_set", |b| b.iter(|| load(tmp.path())));
-    group.bench_function("toml_value_baseline", |b| b.iter(|| parse_only(tmp.path())));
+    group.bench_function("persona_set", |b| b.iter(|| load(shared.path())));
+    group.bench_function("toml_value_baseline", |b| {
+        b.iter(|| parse_only(shared.path()))
+    });
+    group.bench_function("persona_set_distinct_templates", |b| {
+        b.iter(|| load(distinct.path()))
+    });
+    group.bench_function("toml_value_baseline_distinct_templates", |b| {
+        b.iter(|| parse_only(distinct.path()))
+    });
     group.finish();
 }
 
@@ -110,25 +138,28 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn report() {
-    let tmp = folder();
-    // Interleaved, so that load from other processes on the machine hits both alike.
-    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
-    for _ in 0..31 {
-        let t = Instant::now();
-        std::hint::black_box(load(tmp.path()));
-        ours.push(t.elapsed());
-        let t = Instant::now();
-        std::hint::black_box(parse_only(tmp.path()));
-        baseline.push(t.elapsed());
+    for (what, distinct) in [("shared", false), ("distinct", true)] {
+        let tmp = folder(distinct);
+        // Interleaved, so that load from other processes on the machine hits both alike.
+        let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+        for _ in 0..31 {
+            let t = Instant::now();
+            std::hint::black_box(load(tmp.path()));
+            ours.push(t.elapsed());
+            let t = Instant::now();
+            std::hint::black_box(parse_only(tmp.path()));
+            baseline.push(t.elapsed());
+        }
+        let (ours, baseline) = (median(ours), median(baseline));
+        println!(
+            "load {FILES} personas ({what} templates): {:.1} ms, toml::Value only: {:.1} ms, ratio {:.2}x",
+            ours.as_secs_f64() * 1e3,
+            baseline.as_secs_f64() * 1e3,
+            ours.as_secs_f64() / baseline.as_secs_f64()
+        );
     }
-    let (ours, baseline) = (median(ours), median(baseline));
-    println!(
-        "load {FILES} personas: {:.1} ms, toml::Value only: {:.1} ms, ratio {:.2}x",
-        ours.as_secs_f64() * 1e3,
-        baseline.as_secs_f64() * 1e3,
-        ours.as_secs_f64() / baseline.as_secs_f64()
-    );
 
+    let tmp = folder(false);
     let (set, _) = PersonaSet::load(tmp.path()).unwrap();
     let mut watch = set.watch().unwrap();
     for _ in 0..set.len() {

@@ -20,6 +20,7 @@ use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
 use crate::reader::{self, Quoted, Sink, Value, check_keys, get, type_name};
+use crate::templates::Templates;
 
 /// What a resolver factory sees: the entry's table and where to report problems.
 pub(crate) struct Options<'a, 'i, 's> {
@@ -38,6 +39,8 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) trigger: Trigger,
     /// The keys of the persona's `[vars]`; `None` when `[vars]` itself is invalid.
     pub(crate) vars: Option<&'a [&'a str]>,
+    /// The templates compiled so far in this load.
+    pub(crate) templates: &'a mut Templates,
 }
 
 /// A value read from an entry, by the kind of its option.
@@ -289,10 +292,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         record: bool,
     ) -> Option<Template> {
         let scope = self.scope(record);
-        let compiled = Template::compile_inspecting(name, text, |tree| {
-            crate::names::problems(tree, text, &scope)
-        });
-        match compiled {
+        match self.templates.compile(name, text, &scope) {
             Ok((template, problems)) => {
                 crate::names::report(self.sink, text, value, problems).then_some(template)
             }

@@ -33,6 +33,7 @@ mod reader;
 mod registry;
 mod set;
 mod template_span;
+mod templates;
 mod watch;
 
 // One persona file and the resolvers it may name.

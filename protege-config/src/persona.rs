@@ -13,6 +13,7 @@ use crate::builtins::{Options, unknown_keys};
 use crate::diagnostic::{Diagnostic, Diagnostics, suggestion};
 use crate::reader::{self, Sink, Value, get};
 use crate::registry::Registry;
+use crate::templates::Templates;
 
 /// A validated persona: what it is, and its two resolver chains, built once at load.
 ///
@@ -72,6 +73,16 @@ impl Persona {
     /// Parses and validates `source` (the contents of `path`), collecting every problem.
     /// `path` is only used for the default name (the file stem) and in diagnostics.
     pub fn parse(path: &Path, source: &str, registry: &Registry) -> Result<Persona, Diagnostics> {
+        Self::parse_sharing(path, source, registry, &mut Templates::default())
+    }
+
+    /// [`parse`](Self::parse), sharing compiled templates with the other personas of a load.
+    pub(crate) fn parse_sharing(
+        path: &Path,
+        source: &str,
+        registry: &Registry,
+        templates: &mut Templates,
+    ) -> Result<Persona, Diagnostics> {
         let mut sink = Sink::new(path, source);
         let (doc, errors) = DeTable::parse_recoverable(source);
         if !errors.is_empty() {
@@ -84,7 +95,7 @@ impl Persona {
             }
             return Err(sink.diagnostics.into());
         }
-        let persona = read(&mut sink, doc.get_ref(), registry);
+        let persona = read(&mut sink, doc.get_ref(), registry, templates);
         match persona {
             Some(p) if sink.diagnostics.is_empty() => Ok(p),
             _ => {
@@ -131,7 +142,12 @@ fn lowercase_first(text: &str) -> String {
     }
 }
 
-fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<Persona> {
+fn read(
+    sink: &mut Sink<'_>,
+    doc: &DeTable<'_>,
+    registry: &Registry,
+    templates: &mut Templates,
+) -> Option<Persona> {
     unknown_keys(sink, doc, &TOP_KEYS, "");
     let stem = sink
         .path
@@ -181,6 +197,7 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
         "message_resolvers",
         registry,
         var_keys.as_deref(),
+        templates,
     );
     let responsibility_chain = chain(
         sink,
@@ -188,6 +205,7 @@ fn read(sink: &mut Sink<'_>, doc: &DeTable<'_>, registry: &Registry) -> Option<P
         "responsibility_resolvers",
         registry,
         var_keys.as_deref(),
+        templates,
     );
     let vars = vars.unwrap_or_default();
     let info = PersonaInfo {
@@ -505,6 +523,7 @@ fn chain(
     key: &str,
     registry: &Registry,
     vars: Option<&[&str]>,
+    templates: &mut Templates,
 ) -> DynChain {
     let trigger = if key == "responsibility_resolvers" {
         Trigger::Responsibility
@@ -568,6 +587,7 @@ fn chain(
             location: canonical,
             trigger,
             vars,
+            templates: &mut *templates,
         };
         if let Some(r) = factory(&mut options) {
             chain.push(r.named(canonical.to_owned()));

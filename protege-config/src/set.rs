@@ -12,6 +12,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
 use crate::persona::Persona;
 use crate::registry::Registry;
+use crate::templates::Templates;
 use crate::watch::Event;
 
 /// The personas of a folder (`*.toml` files), looked up by name.
@@ -96,8 +97,9 @@ impl PersonaSet {
         let mut diagnostics = Diagnostics::default();
         let mut state = State::default();
         let mut rejected = Rejections::default();
+        let mut templates = Templates::default();
         for path in set.files()? {
-            for event in set.apply(&mut state, &mut rejected, &path) {
+            for event in set.apply(&mut state, &mut rejected, &mut templates, &path) {
                 if let Event::Rejected { diagnostics: d, .. } = event {
                     diagnostics.extend(d);
                 }
@@ -179,8 +181,9 @@ impl PersonaSet {
         let current = self.shared.state.load_full();
         let mut next = (*current).clone();
         let mut events = Vec::new();
+        let mut templates = Templates::default();
         for path in paths {
-            events.extend(self.apply(&mut next, &mut rejected, path));
+            events.extend(self.apply(&mut next, &mut rejected, &mut templates, path));
         }
         // A file that lost only on its name gets another chance once the name is free.
         loop {
@@ -196,7 +199,7 @@ impl PersonaSet {
             for path in ready {
                 rejected.duplicates.remove(&path);
                 rejected.sources.remove(&path);
-                events.extend(self.apply(&mut next, &mut rejected, &path));
+                events.extend(self.apply(&mut next, &mut rejected, &mut templates, &path));
             }
         }
         if events.iter().any(|e| !matches!(e, Event::Rejected { .. })) {
@@ -206,7 +209,13 @@ impl PersonaSet {
     }
 
     /// Applies the file at `path` to `state`.
-    fn apply(&self, state: &mut State, rejected: &mut Rejections, path: &Path) -> Vec<Event> {
+    fn apply(
+        &self,
+        state: &mut State,
+        rejected: &mut Rejections,
+        templates: &mut Templates,
+        path: &Path,
+    ) -> Vec<Event> {
         let previous = state.by_path.get(path).cloned();
         let source = match crate::persona::read_source(path) {
             Ok(Some(s)) => s,
@@ -244,7 +253,7 @@ impl PersonaSet {
             // Also what a half-written save looks like: never replace a persona with it.
             Err(vec![Diagnostic::whole_file(path, "the persona file is empty")].into())
         } else {
-            Persona::parse(path, &source, &self.shared.registry)
+            Persona::parse_sharing(path, &source, &self.shared.registry, templates)
         };
         let persona = match parsed {
             Ok(p) => p,
