@@ -162,28 +162,26 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         let what = Quoted(key);
         match option.kind {
             Kind::Template => {
-                let text = reader::string(self.sink, value, what)?;
-                let name = format!("{}.{key}", self.location);
+                let text = reader::text(self.sink, value, what)?;
                 let record = self.name == "LoadRecord";
-                self.checked_template(&name, &text, value, key, record)
+                self.checked_template(key, text, value, record)
                     .map(Read::Template)
             }
             Kind::Path => {
-                let text = reader::string(self.sink, value, what)?;
+                let text = reader::text(self.sink, value, what)?;
                 if text.trim().is_empty() {
                     self.sink.error(value.span(), "`path` must not be empty");
                     return None;
                 }
-                if !is_template(&text) {
-                    return Some(Read::Path(LoadFile::new(&text)));
+                if !is_template(text) {
+                    return Some(Read::Path(LoadFile::new(text)));
                 }
-                let name = format!("{}.{key}", self.location);
-                self.checked_template(&name, &text, value, key, false)
+                self.checked_template(key, text, value, false)
                     .map(|template| Read::Path(LoadFile::from_template(template)))
             }
             Kind::Role => {
-                let text = reader::string(self.sink, value, what)?;
-                parse_role(self.sink, &text, value).map(Read::Role)
+                let text = reader::text(self.sink, value, what)?;
+                parse_role(self.sink, text, value).map(Read::Role)
             }
             Kind::Table => {
                 let name = reader::string(self.sink, value, what)?;
@@ -281,18 +279,22 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         }
     }
 
-    /// Compiles a template written in a TOML string and checks the names it uses
-    /// (`record` only where `record` is true), from one parse.
+    /// Compiles the template of option `key` (`template`, `where.email`...), written in a
+    /// TOML string, and checks the names it uses (`record` only where `record` is true),
+    /// from one parse. Its name is the location and the key: `LoadRecord.where.email`.
     fn checked_template(
         &mut self,
-        name: &str,
+        key: &str,
         text: &str,
         value: &Value<'_>,
-        key: &str,
         record: bool,
     ) -> Option<Template> {
         let scope = self.scope(record);
-        match self.templates.compile(name, text, &scope) {
+        let mut name = String::with_capacity(self.location.len() + 1 + key.len());
+        name.push_str(self.location);
+        name.push('.');
+        name.push_str(key);
+        match self.templates.compile(&name, text, &scope) {
             Ok((template, problems)) => {
                 crate::names::report(self.sink, text, value, problems).then_some(template)
             }
@@ -316,11 +318,9 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 continue;
             }
             let cond = match v.get_ref() {
-                DeValue::String(s) => {
-                    let name = format!("{}.where.{column}", self.location);
-                    self.checked_template(&name, s, v, &format!("where.{column}"), false)
-                        .map(WhereValue::Template)
-                }
+                DeValue::String(s) => self
+                    .checked_template(&format!("where.{column}"), s, v, false)
+                    .map(WhereValue::Template),
                 DeValue::Integer(_) | DeValue::Float(_) | DeValue::Boolean(_) => {
                     reader::to_json(self.sink, v, &format!("`where.{column}`"))
                         .map(WhereValue::Value)

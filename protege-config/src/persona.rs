@@ -560,11 +560,11 @@ fn chain(
             );
             continue;
         };
-        let Some(name) = reader::string(sink, use_value, "`use`") else {
+        let Some(name) = reader::text(sink, use_value, "`use`") else {
             continue;
         };
-        let Some((canonical, factory)) = registry.lookup(&name) else {
-            let hint = suggestion(&name, registry.names());
+        let Some((canonical, factory)) = registry.lookup(name) else {
+            let hint = suggestion(name, registry.names());
             let message = if hint.is_empty() {
                 let names = registry
                     .names()

@@ -100,8 +100,17 @@ pub(crate) fn string(
     value: &Value<'_>,
     what: impl fmt::Display + Copy,
 ) -> Option<String> {
+    text(sink, value, what).map(str::to_owned)
+}
+
+/// The text of a string, borrowed from the parsed file, or a type error naming `what`.
+pub(crate) fn text<'v>(
+    sink: &mut Sink<'_>,
+    value: &'v Value<'_>,
+    what: impl fmt::Display + Copy,
+) -> Option<&'v str> {
     match value.get_ref() {
-        DeValue::String(s) => Some(s.to_string()),
+        DeValue::String(s) => Some(s),
         other => {
             sink.error(
                 value.span(),

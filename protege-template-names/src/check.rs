@@ -8,7 +8,6 @@
 //! may be one that does not exist in this chain; every other use of such a name is an error.
 //! Misspelt names and attributes are errors everywhere, tested or not.
 
-use std::collections::HashSet;
 use std::ops::Range;
 
 use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
@@ -82,7 +81,7 @@ pub fn check_tree(
         source,
         scope,
         suggest: &suggest,
-        locals: vec![HashSet::from(["self"])],
+        locals: vec!["self"],
         guards: Vec::new(),
         testing: 0,
         problems: Vec::new(),
@@ -103,8 +102,9 @@ struct Walker<'s, 'a, F> {
     source: &'s str,
     scope: &'a Scope<'a>,
     suggest: &'a F,
-    /// Names assigned by the template (`set`, `for`, macro arguments...), innermost last.
-    locals: Vec<HashSet<&'s str>>,
+    /// Names assigned by the template (`set`, `for`, macro arguments...), innermost scope
+    /// last: a scope's names are dropped when it ends. A few names, so a list.
+    locals: Vec<&'s str>,
     /// Names mentioned by the conditions of the enclosing `if`s.
     guards: Vec<Vec<&'s str>>,
     /// Above zero inside an `if` condition or a test's operand.
@@ -120,18 +120,14 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
     }
 
     fn scoped(&mut self, f: impl FnOnce(&mut Self)) {
-        self.locals.push(HashSet::new());
+        let outer = self.locals.len();
         f(self);
-        self.locals.pop();
+        self.locals.truncate(outer);
     }
 
     fn assign(&mut self, target: &Expr<'s>) {
         match target {
-            Expr::Var(v) => {
-                if let Some(top) = self.locals.last_mut() {
-                    top.insert(v.id);
-                }
-            }
+            Expr::Var(v) => self.locals.push(v.id),
             Expr::List(l) => l.items.iter().for_each(|x| self.assign(x)),
             Expr::Tuple(t) => t.items.iter().for_each(|x| self.assign(x)),
             // `{% set ns.attr = ... %}` reads `ns`.
@@ -140,9 +136,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
     }
 
     fn assign_name(&mut self, name: &'s str) {
-        if let Some(top) = self.locals.last_mut() {
-            top.insert(name);
-        }
+        self.locals.push(name);
     }
 
     fn stmt(&mut self, stmt: &Stmt<'s>) {
@@ -382,7 +376,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
     }
 
     fn is_local(&self, name: &str) -> bool {
-        self.locals.iter().any(|s| s.contains(name))
+        self.locals.contains(&name)
     }
 
     fn tested(&self, name: &str) -> bool {
