@@ -288,3 +288,93 @@ async fn rust_loader_with_json_template_and_renderer() {
     })
     .await;
 }
+
+/// The tables of [`each_column_type_renders_as_expected`], per backend: each type LoadRecord
+/// renders, in one row of values and one row of NULLs.
+fn typed_table(backend: &str) -> (&'static str, &'static str, &'static str) {
+    match backend {
+        "postgres" => (
+            "CREATE TABLE typed (id INTEGER, small SMALLINT, big BIGINT, real4 REAL, \
+             ratio DOUBLE PRECISION, nan DOUBLE PRECISION, inf DOUBLE PRECISION, \
+             huge DOUBLE PRECISION, flag BOOLEAN, name VARCHAR(20), code CHAR(4), note TEXT, \
+             data BYTEA, stamp TIMESTAMP, stamptz TIMESTAMPTZ, day DATE, clock TIME, \
+             doc JSONB, plain_json JSON, price NUMERIC(10,3), negative NUMERIC, \
+             large NUMERIC, integral NUMERIC(30,0), not_a_number NUMERIC)",
+            "INSERT INTO typed VALUES (1, -32768, 9223372036854775807, 1.5, 0.25, 'NaN', \
+             'Infinity', 1e308, FALSE, 'Café', 'ab', 'line\nbreak', '\\x00ff', \
+             '2026-01-05 10:00:00.25', '2026-01-05 12:00:00+02', '2026-01-05', '10:00:00.5', \
+             '{\"b\": [1, 2], \"a\": null}', '{\"z\": 1, \"y\": \"x\"}', 12.5, -0.005, \
+             123456789012345678901234.5, 12345678901234567890, 'NaN')",
+            "INSERT INTO typed (id) VALUES (2)",
+        ),
+        "mysql" => (
+            "CREATE TABLE typed (id INTEGER, tiny TINYINT, small SMALLINT, medium MEDIUMINT, \
+             big BIGINT, unsigned_big BIGINT UNSIGNED, unsigned_medium MEDIUMINT UNSIGNED, \
+             real4 FLOAT, ratio DOUBLE, huge DOUBLE, flag BOOLEAN, name VARCHAR(20), \
+             code CHAR(4), note TEXT, bin VARBINARY(4), data BLOB, stamp DATETIME(6), \
+             day DATE, clock TIME(1), doc JSON, price DECIMAL(10,3), \
+             negative DECIMAL(10,3), large DECIMAL(30,1), bits BIT(8))",
+            "INSERT INTO typed VALUES (1, -128, -32768, 8388607, 9223372036854775807, \
+             18446744073709551615, 16777215, 1.5, 0.25, 1e308, FALSE, 'Café', 'ab', \
+             'line\nbreak', X'00FF', X'616263', '2026-01-05 10:00:00.25', \
+             '2026-01-05', '10:00:00.5', '{\"b\": [1, 2], \"a\": null}', \
+             12.5, -0.005, 12345678901234567890123456789.5, b'00110101')",
+            "INSERT INTO typed (id) VALUES (2)",
+        ),
+        _ => (
+            "CREATE TABLE typed (id INTEGER, big INTEGER, ratio REAL, huge REAL, flag BOOLEAN, \
+             name VARCHAR(20), note TEXT, data BLOB, stamp TIMESTAMP, stamptz DATETIME, \
+             day DATE, price NUMERIC, whole NUMERIC, affinity TEXT, untyped)",
+            "INSERT INTO typed VALUES (1, 9223372036854775807, 0.25, 1e308, FALSE, 'Café', \
+             'line\nbreak', X'00FF', '2026-01-05 10:00:00', '2026-01-05T10:00:00+02:00', \
+             '2026-01-05', 12.5, 12.0, 12, 3.5)",
+            "INSERT INTO typed (id, untyped) VALUES (2, X'01')",
+        ),
+    }
+}
+
+/// Each column type renders as the JSON of `tests/expected/loadrecord-typed-*.txt`, SQLite
+/// read through SeaORM (an in-memory database) and through the SQLite C library (a file)
+/// alike.
+#[tokio::test]
+async fn each_column_type_renders_as_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs: Vec<(
+        &'static str,
+        String,
+        Option<String>,
+        Option<common::Backend>,
+    )> = vec![("sqlite", "sqlite::memory:".to_owned(), None, None)];
+    for backend in common::backends() {
+        let (url, name) = backend.fresh_url("typed", dir.path()).await;
+        runs.push((backend.name, url, name, Some(backend)));
+    }
+    for (backend, url, name, server) in runs {
+        let db = protege_core::db::open(&url).await.unwrap();
+        let (create, values, nulls) = typed_table(backend);
+        for sql in [create, values, nulls] {
+            db.execute_unprepared(sql).await.unwrap();
+        }
+        import(&db, "records.json").await;
+        let ctx = reply_ctx(&db, "<acct-1@example.com>").await;
+        let got = text(
+            &LoadRecord::table("typed").order_by(OrderBy {
+                column: "id".into(),
+                desc: false,
+            }),
+            &ctx,
+        )
+        .await
+        .unwrap();
+        db.close().await.ok();
+        if let Some(server) = server {
+            server.drop_database(name).await;
+        }
+        let path = format!(
+            "{}/tests/expected/loadrecord-typed-{backend}.txt",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let want = std::fs::read_to_string(path).unwrap();
+        assert_eq!(got, want.trim_end(), "{backend}: {url}");
+    }
+}
