@@ -15,7 +15,7 @@ use sea_orm::{
 };
 use sea_orm_migration::MigratorTrait;
 
-use super::migration::Migrator;
+use super::Migrator;
 
 /// The advisory lock key of migrations (PostgreSQL): "protege" + 1.
 const MIGRATE_KEY: i64 = 0x7072_6f74_6567_6501;

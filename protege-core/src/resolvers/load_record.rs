@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::db::records::{self, Bound};
+use crate::db::read::records::{self, Bound};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Role, message};
 use crate::resolver::Resolver;

@@ -1,7 +1,7 @@
 //! `ThreadHistory`: the prior turns of the inbound message's thread and their tool rounds.
 
 use crate::context::Context;
-use crate::db::history::{self, PriorTurn, StoredToolUse};
+use crate::db::read::history::{self, PriorTurn, StoredToolUse};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::Direction;
 use crate::message::{Message, Role, ToolCall, message};

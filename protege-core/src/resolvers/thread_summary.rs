@@ -1,7 +1,7 @@
 //! `ThreadSummary`: the running summary of the inbound message's thread.
 
 use crate::context::Context;
-use crate::db::summary;
+use crate::db::read::summary;
 use crate::error::Result;
 use crate::message::{Message, Role, message};
 use crate::resolver::Resolver;

@@ -1,71 +1,18 @@
-//! Running summaries: storing one, and the reads behind `ThreadSummary` and
-//! `ThreadHistory`'s `after_summary`.
+//! The reads of running summaries, behind `ThreadSummary` and `ThreadHistory`'s
+//! `after_summary` (storing one is `db::store_summary`).
 //!
 //! The summary that applies to a reply run is the newest one of the current thread (by
 //! `created_at`, ties by `id`) whose through-message is prior to the current message
 //! (same thread, sent at or before it, not itself).
 
-use chrono::{DateTime, Utc};
+use sea_orm::ConnectionTrait;
 use sea_orm::sea_query::{
     Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SubQueryStatement,
 };
-use sea_orm::{
-    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
-};
 
-use super::entities::{message, thread_summary};
-use crate::error::{Error, ErrorKind, Result};
+use crate::db::entities::{message, thread_summary};
+use crate::error::Result;
 use crate::mail::MailMessage;
-
-/// A summary just stored by [`store_summary`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StoredSummary {
-    /// The summary's id.
-    pub id: i64,
-    /// The thread it summarises.
-    pub thread_id: i64,
-    /// The Message-ID of the last message it covers.
-    pub through_message_id: String,
-}
-
-/// Stores `content` as the summary of the thread of the message `message_id`, through that
-/// message, at `now`. `Ok(None)` when no message has this Message-ID; NUL characters are
-/// removed (as on import), and a blank summary is an error.
-pub async fn store_summary<C: ConnectionTrait>(
-    db: &C,
-    message_id: &str,
-    content: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<StoredSummary>> {
-    let content = content.replace('\0', "");
-    if content.trim().is_empty() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("the summary through `{message_id}` is empty"),
-        ));
-    }
-    let Some(through) = message::Entity::find()
-        .filter(message::Column::MessageId.eq(message_id))
-        .one(db)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let row = thread_summary::ActiveModel {
-        id: ActiveValue::NotSet,
-        email_thread_id: ActiveValue::Set(through.email_thread_id),
-        through_message_id: ActiveValue::Set(through.id),
-        content: ActiveValue::Set(content),
-        created_at: ActiveValue::Set(now),
-    }
-    .insert(db)
-    .await?;
-    Ok(Some(StoredSummary {
-        id: row.id,
-        thread_id: through.email_thread_id,
-        through_message_id: through.message_id,
-    }))
-}
 
 fn through_alias() -> Alias {
     Alias::new("through")

@@ -25,7 +25,7 @@ use rusqlite::{Connection, OpenFlags};
 use sea_orm::sea_query::{SelectStatement, SqliteQueryBuilder, Value};
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
-use super::SQLITE_BUSY_TIMEOUT;
+use crate::db::SQLITE_BUSY_TIMEOUT;
 use crate::error::{Error, Result};
 
 /// Idle connections kept per database file.

@@ -6,8 +6,7 @@ use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use rusqlite::types::ValueRef;
 use sea_orm::QueryResult;
 
-use super::entities::{attachment, message};
-use super::{address_list, bad_direction};
+use crate::db::entities::{attachment, message};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
 
@@ -181,6 +180,25 @@ pub(crate) fn message_from_row(row: &impl Row) -> Result<MailMessage> {
             attachments: Vec::new(),
         },
     })
+}
+
+/// Parses a stored JSON array of addresses.
+fn address_list(text: &str, column: &str, message_id: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|_| {
+        Error::new(
+            ErrorKind::Database,
+            format!("column `{column}` of message `{message_id}` is not a JSON array of strings"),
+        )
+    })
+}
+
+fn bad_direction(direction: &str, message_id: &str) -> Error {
+    Error::new(
+        ErrorKind::Database,
+        format!(
+            "message `{message_id}` has direction `{direction}`; expected `inbound` or `outbound`"
+        ),
+    )
 }
 
 /// The columns [`attachment_from_row`] reads, in order; the data last, selected only when

@@ -15,7 +15,7 @@ use sea_orm::sqlx::{Column, Row, Type, TypeInfo, ValueRef};
 use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
 use serde_json::{Map, Number, Value};
 
-use super::db_reason;
+use crate::db::db_reason;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A `where` value after templates are rendered.

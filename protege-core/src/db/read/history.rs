@@ -15,11 +15,11 @@ use sea_orm::sea_query::{
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
-use super::entities::{attachment, message, tool_use};
 use super::rows::{
     ATTACHMENT_COLUMNS, MESSAGE_COLUMNS, Row, attachment_from_row, message_from_row,
 };
 use super::{embedded, summary};
+use crate::db::entities::{attachment, message, tool_use};
 use crate::error::Result;
 use crate::mail::MailMessage;
 

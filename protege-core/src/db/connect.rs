@@ -1,0 +1,296 @@
+//! Connecting: database URLs, the connect timeout (`PROTEGE_CONNECT_TIMEOUT`), the first
+//! probe of a server, and passwords kept out of every message (URLs and driver errors
+//! alike).
+
+use std::time::Duration;
+
+use sea_orm::{ConnectOptions, Database, DatabaseConnection};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a SQLite connection waits for another writer's lock before giving up.
+pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The connect timeout: `PROTEGE_CONNECT_TIMEOUT` seconds (a positive number, fractions
+/// allowed) or [`DEFAULT_CONNECT_TIMEOUT`] when it is unset or empty.
+///
+/// Any other value is an error of kind [`InvalidInput`](ErrorKind::InvalidInput).
+pub fn connect_timeout() -> Result<Duration> {
+    match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
+        Ok(text) if !text.trim().is_empty() => parse_timeout(&text),
+        _ => Ok(DEFAULT_CONNECT_TIMEOUT),
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<Duration> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "invalid `PROTEGE_CONNECT_TIMEOUT` `{text}`: expected a number of seconds greater than 0 and at most 86400"
+                ),
+            )
+        })
+}
+
+/// Connects to `url`: `sqlite://PATH` (the file is created if missing), `sqlite::memory:`,
+/// `postgres://` / `postgresql://`, or `mysql://` / `mariadb://`.
+///
+/// Every attempt, including the first probe of a server, is bounded by
+/// [`connect_timeout`]: a server that accepts the TCP connection but never answers is an
+/// error within it. SQLite connections wait up to [`SQLITE_BUSY_TIMEOUT`] for another
+/// writer. An unreachable server or unopenable file is an error of kind
+/// [`Database`](ErrorKind::Database) naming the URL without its password.
+pub async fn connect(url: &str) -> Result<DatabaseConnection> {
+    connect_within(url, connect_timeout()?).await
+}
+
+/// [`connect`] with an explicit connect timeout instead of `PROTEGE_CONNECT_TIMEOUT`.
+pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConnection> {
+    let shown = redact_url(url);
+    let url = if let Some(rest) = url.strip_prefix("mariadb://") {
+        format!("mysql://{rest}")
+    } else if url.starts_with("sqlite:")
+        || url.starts_with("postgres://")
+        || url.starts_with("postgresql://")
+        || url.starts_with("mysql://")
+    {
+        url.to_owned()
+    } else {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "unsupported database URL `{shown}`: expected `sqlite://PATH`, `sqlite::memory:`, `postgres://...` or `mysql://...`"
+            ),
+        ));
+    };
+    let cannot = |reason: String| {
+        Error::new(
+            ErrorKind::Database,
+            format!(
+                "cannot connect to database `{shown}`: {}",
+                redact_text(&reason, url.as_str())
+            ),
+        )
+    };
+    let timed_out = || cannot(format!("no answer within {}", seconds(timeout)));
+    // One direct attempt first: a pool retries a refused connection until its acquire
+    // timeout, while an unreachable server should be reported at once.
+    match tokio::time::timeout(timeout, probe(&url)).await {
+        Err(_) => return Err(timed_out()),
+        Ok(Err(e)) => {
+            let reason = sqlx_reason(&e);
+            let err = sea_orm::DbErr::Conn(sea_orm::RuntimeErr::SqlxError(e.into()));
+            return Err(cannot(reason).with_db_err(err));
+        }
+        Ok(Ok(())) => {}
+    }
+    let create = url.starts_with("sqlite:") && !url.contains("mode=");
+    let mut options = ConnectOptions::new(url.clone());
+    options
+        .sqlx_logging(false)
+        .connect_timeout(timeout)
+        .acquire_timeout(timeout)
+        .map_sqlx_sqlite_opts(move |o| {
+            o.create_if_missing(create)
+                .busy_timeout(SQLITE_BUSY_TIMEOUT)
+        });
+    match tokio::time::timeout(timeout, Database::connect(options)).await {
+        Err(_) => Err(timed_out()),
+        Ok(Err(e)) => Err(cannot(db_reason(&e)).with_db_err(e)),
+        Ok(Ok(db)) => Ok(db),
+    }
+}
+
+/// A duration in whole or fractional seconds: `1 s`, `2.5 s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// Opens and closes one connection to a server URL (SQLite files need no probe).
+async fn probe(url: &str) -> std::result::Result<(), sea_orm::sqlx::Error> {
+    use sea_orm::sqlx::{ConnectOptions as _, Connection as _};
+    if url.starts_with("postgres") {
+        let options: sea_orm::sqlx::postgres::PgConnectOptions = url.parse()?;
+        options.connect().await?.close().await?;
+    } else if url.starts_with("mysql") {
+        let options: sea_orm::sqlx::mysql::MySqlConnectOptions = url.parse()?;
+        options.connect().await?.close().await?;
+    }
+    Ok(())
+}
+
+fn sqlx_reason(err: &sea_orm::sqlx::Error) -> String {
+    lowercase_first(err.to_string().trim().trim_end_matches('.'))
+}
+
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Connects to `url` and applies pending migrations: what the CLI does on first use of
+/// a database.
+pub async fn open(url: &str) -> Result<DatabaseConnection> {
+    let db = connect(url).await?;
+    super::migrate(&db).await?;
+    Ok(db)
+}
+
+/// Query parameters whose value is a secret, compared case-insensitively.
+const SECRET_PARAMS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
+
+/// The URL with its secrets replaced by `***`: the password of `user:password@` and the
+/// values of the query parameters `password`, `pass`, `pwd` and `sslpassword`.
+///
+/// ```
+/// use protege::db::redact_url;
+/// assert_eq!(
+///     redact_url("postgres://app:s3cret@db.test/prod?sslmode=require&sslpassword=k"),
+///     "postgres://app:***@db.test/prod?sslmode=require&sslpassword=***"
+/// );
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.find('?') {
+        Some(q) => (&url[..q], Some(&url[q + 1..])),
+        None => (url, None),
+    };
+    let mut out = redact_userinfo(base);
+    if let Some(query) = query {
+        out.push('?');
+        let (query, fragment) = match query.find('#') {
+            Some(h) => (&query[..h], Some(&query[h..])),
+            None => (query, None),
+        };
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if is_secret_param(name) => format!("{name}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push_str(&pairs.join("&"));
+        out.push_str(fragment.unwrap_or(""));
+    }
+    out
+}
+
+fn is_secret_param(name: &str) -> bool {
+    SECRET_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name))
+}
+
+/// `user:password@` of a URL without query shown as `user:***@`.
+fn redact_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_owned();
+    };
+    let userinfo = &authority[..at];
+    match userinfo.find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..scheme_end + 3],
+            &userinfo[..colon],
+            &rest[at..]
+        ),
+        None => url.to_owned(),
+    }
+}
+
+/// The secrets of `url` (its password and secret query values, raw and percent-decoded).
+fn secrets(url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    if let Some(scheme_end) = base.find("://") {
+        let rest = &base[scheme_end + 3..];
+        let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+        if let Some(at) = authority.rfind('@')
+            && let Some((_, password)) = authority[..at].split_once(':')
+        {
+            out.push(password.to_owned());
+        }
+    }
+    for pair in query.split(['&', '#']) {
+        if let Some((name, value)) = pair.split_once('=')
+            && is_secret_param(name)
+        {
+            out.push(value.to_owned());
+        }
+    }
+    let decoded: Vec<String> = out.iter().map(|s| percent_decode(s)).collect();
+    out.extend(decoded);
+    // Very short values would blank out unrelated text; drivers do not echo them anyway.
+    out.retain(|s| s.chars().count() >= 3);
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `text` with every secret of `url` replaced by `***` (the URL itself shown redacted):
+/// for messages that may quote a driver's words.
+pub fn redact_text(text: &str, url: &str) -> String {
+    let mut out = if url.is_empty() {
+        text.to_owned()
+    } else {
+        text.replace(url, &redact_url(url))
+    };
+    for secret in secrets(url) {
+        out = out.replace(&secret, "***");
+    }
+    out
+}
+
+/// The useful part of a SeaORM error, without its debug wrapping.
+pub(crate) fn db_reason(err: &sea_orm::DbErr) -> String {
+    use sea_orm::{DbErr, RuntimeErr};
+    let text = match err {
+        DbErr::Conn(RuntimeErr::SqlxError(e))
+        | DbErr::Exec(RuntimeErr::SqlxError(e))
+        | DbErr::Query(RuntimeErr::SqlxError(e)) => e.to_string(),
+        DbErr::Conn(RuntimeErr::Internal(e))
+        | DbErr::Exec(RuntimeErr::Internal(e))
+        | DbErr::Query(RuntimeErr::Internal(e)) => e.clone(),
+        other => other.to_string(),
+    };
+    lowercase_first(text.trim().trim_end_matches('.'))
+}

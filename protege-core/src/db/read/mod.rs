@@ -1,0 +1,23 @@
+//! Every read of protege's tables.
+//!
+//! - `lookup`: a message by its Message-ID (the trigger of a reply run) and the messages of
+//!   a thread;
+//! - `history`: the prior turns behind `ThreadHistory`;
+//! - `summary`: the running summary that applies to a reply run;
+//! - `records`: `LoadRecord`'s rows of any table, as JSON;
+//! - `rows`: how a row of protege's tables becomes a value, whichever driver read it;
+//! - `embedded`: a SQLite file read through the SQLite C library.
+//!
+//! On a SQLite file the trigger lookup, the history and `LoadRecord` run their sea-query
+//! statements through `embedded`; in-memory SQLite, PostgreSQL and MySQL/MariaDB run the
+//! same statements through SeaORM.
+
+mod embedded;
+pub(crate) mod history;
+mod lookup;
+pub(crate) mod records;
+mod rows;
+pub(crate) mod summary;
+
+pub use embedded::embedded_statements;
+pub use lookup::{load_message, thread_inbound_messages, thread_messages};
