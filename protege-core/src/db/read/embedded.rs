@@ -6,8 +6,8 @@
 //! For a SQLite *file*, those reads run the very same sea-query statements through
 //! rusqlite (the same SQLite library, linked once) on a small pool of read-only
 //! connections. In-memory databases, PostgreSQL and MySQL/MariaDB keep the SeaORM path;
-//! both paths decode rows through the same accessors ([`super::rows::Row`]), so they build
-//! the same values.
+//! both paths decode rows with the same decoders, by column name ([`super::rows`]), so they
+//! build the same values.
 //!
 //! The pool belongs to the database file (one per path per process) and is dropped and
 //! reopened when the path starts naming another file (the database was deleted and

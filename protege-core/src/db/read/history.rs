@@ -15,9 +15,7 @@ use sea_orm::sea_query::{
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
-use super::rows::{
-    ATTACHMENT_COLUMNS, MESSAGE_COLUMNS, Row, attachment_from_row, message_from_row,
-};
+use super::rows::{self, Row, TableColumn, columns};
 use super::{embedded, summary};
 use crate::db::entities::{attachment, message, tool_use};
 use crate::error::Result;
@@ -137,22 +135,6 @@ struct Statements {
     tool_uses: Option<SelectStatement>,
 }
 
-/// The columns of the tool uses statement, in the order [`Turns::tool_use`] reads them.
-const TOOL_USE_COLUMNS: [tool_use::Column; 9] = {
-    use tool_use::Column as U;
-    [
-        U::MessageId,
-        U::Id,
-        U::RunId,
-        U::TurnIndex,
-        U::Position,
-        U::ToolCallId,
-        U::Name,
-        U::Input,
-        U::Result,
-    ]
-};
-
 impl Statements {
     fn new(
         current: &MailMessage,
@@ -164,17 +146,14 @@ impl Statements {
         use message::Column as M;
         let mut messages = prior_ids(current, limit, step, after_summary);
         messages.clear_selects();
-        messages.columns(MESSAGE_COLUMNS.map(|c| (message::Entity, c)));
+        messages.columns(columns(message::Entity));
 
         use attachment::Column as A;
-        // The attachments without their bytes: the history only names them.
+        // The attachments without their bytes (the last column): the history only names
+        // them.
         let mut attachments = Query::select();
         attachments
-            .columns(
-                ATTACHMENT_COLUMNS[..5]
-                    .iter()
-                    .map(|c| (attachment::Entity, *c)),
-            )
+            .columns(columns(attachment::Entity).take(A::Data.position()))
             .from(attachment::Entity)
             .join_subquery(
                 JoinType::InnerJoin,
@@ -187,7 +166,7 @@ impl Statements {
         let tool_uses = with_tools.then(|| {
             use tool_use::Column as U;
             let mut q = Query::select();
-            q.columns(TOOL_USE_COLUMNS.map(|c| (tool_use::Entity, c)))
+            q.columns(columns(tool_use::Entity))
                 .from(tool_use::Entity)
                 .join_subquery(
                     JoinType::InnerJoin,
@@ -224,7 +203,7 @@ impl Turns {
     /// One row of the messages statement (newest first).
     fn message(&mut self, row: &impl Row) -> Result<()> {
         self.turns.push(PriorTurn {
-            message: message_from_row(row)?,
+            message: rows::message(row)?,
             tool_uses: Vec::new(),
         });
         Ok(())
@@ -253,7 +232,7 @@ impl Turns {
 
     /// One row of the attachments statement.
     fn attachment(&mut self, row: &impl Row) -> Result<()> {
-        let (message_id, attachment) = attachment_from_row(row, false)?;
+        let (message_id, attachment) = rows::attachment(row, false)?;
         if let Some(turn) = self.turn(message_id) {
             turn.message.attachments.push(attachment);
         }
@@ -262,18 +241,9 @@ impl Turns {
 
     /// One row of the tool uses statement.
     fn tool_use(&mut self, row: &impl Row) -> Result<()> {
-        let message_id = row.int(0)?;
+        let (message_id, tool_use) = rows::tool_use(row)?;
         if let Some(turn) = self.turn(message_id) {
-            turn.tool_uses.push(StoredToolUse {
-                id: row.int(1)?,
-                run_id: row.text(2)?,
-                turn_index: row.int32(3)?,
-                position: row.int32(4)?,
-                tool_call_id: row.text(5)?,
-                name: row.text(6)?,
-                input: row.text(7)?,
-                result: row.opt_text(8)?,
-            });
+            turn.tool_uses.push(tool_use);
         }
         Ok(())
     }

@@ -1,12 +1,19 @@
 //! Finding stored mail: a message by its Message-ID (the trigger of a reply run), the
 //! messages of a thread, and a thread's inbound messages.
 
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use std::collections::HashMap;
 
-use super::{embedded, rows};
-use crate::db::entities;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+};
+
+use super::embedded;
+use super::rows::{self, columns};
+use crate::db::entities::{attachment, email_thread, message};
 use crate::error::Result;
-use crate::mail::MailMessage;
+use crate::mail::{Direction, MailMessage};
 
 /// Loads the stored message with the RFC 5322 `message_id`, with its attachments (and
 /// their data) in insertion order; `None` when there is none.
@@ -32,17 +39,15 @@ pub async fn load_message(
     db: &DatabaseConnection,
     message_id: &str,
 ) -> Result<Option<MailMessage>> {
-    use entities::{attachment, message};
-    use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
     let mut by_message_id = Query::select();
     by_message_id
-        .columns(rows::MESSAGE_COLUMNS.map(|c| (message::Entity, c)))
+        .columns(columns(message::Entity))
         .from(message::Entity)
         .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(message_id))
         .limit(1);
     let attachments_of = |id: i64| {
         let mut q = Query::select();
-        q.columns(rows::ATTACHMENT_COLUMNS.map(|c| (attachment::Entity, c)))
+        q.columns(columns(attachment::Entity))
             .from(attachment::Entity)
             .and_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(id))
             .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
@@ -52,16 +57,14 @@ pub async fn load_message(
         return reader.run(|conn| {
             let mut found = None;
             conn.query(&by_message_id, |row| {
-                found = Some(rows::message_from_row(row)?);
+                found = Some(rows::message(row)?);
                 Ok(())
             })?;
             let Some(mut message) = found else {
                 return Ok(None);
             };
             conn.query(&attachments_of(message.id), |row| {
-                message
-                    .attachments
-                    .push(rows::attachment_from_row(row, true)?.1);
+                message.attachments.push(rows::attachment(row, true)?.1);
                 Ok(())
             })?;
             Ok(Some(message))
@@ -70,11 +73,9 @@ pub async fn load_message(
     let Some(row) = db.query_one(&by_message_id).await? else {
         return Ok(None);
     };
-    let mut message = rows::message_from_row(&row)?;
+    let mut message = rows::message(&row)?;
     for row in db.query_all(&attachments_of(message.id)).await? {
-        message
-            .attachments
-            .push(rows::attachment_from_row(&row, true)?.1);
+        message.attachments.push(rows::attachment(&row, true)?.1);
     }
     Ok(Some(message))
 }
@@ -104,18 +105,16 @@ pub async fn load_message(
 /// # Ok(()) }
 /// ```
 pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<Vec<MailMessage>> {
-    use entities::{attachment, message};
-    use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
     let mut in_thread = Query::select();
     in_thread
-        .columns(rows::MESSAGE_COLUMNS.map(|c| (message::Entity, c)))
+        .columns(columns(message::Entity))
         .from(message::Entity)
         .and_where(Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread_id))
         .order_by((message::Entity, message::Column::SentAt), Order::Asc)
         .order_by((message::Entity, message::Column::Id), Order::Asc);
     let mut messages = Vec::new();
     for row in db.query_all(&in_thread).await? {
-        messages.push(rows::message_from_row(&row)?);
+        messages.push(rows::message(&row)?);
     }
     if messages.is_empty() {
         return Ok(messages);
@@ -126,17 +125,17 @@ pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<
         .and_where(Expr::col(message::Column::EmailThreadId).eq(thread_id));
     let mut of_thread = Query::select();
     of_thread
-        .columns(rows::ATTACHMENT_COLUMNS.map(|c| (attachment::Entity, c)))
+        .columns(columns(attachment::Entity))
         .from(attachment::Entity)
         .and_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(ids))
         .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
-    let position: std::collections::HashMap<i64, usize> = messages
+    let position: HashMap<i64, usize> = messages
         .iter()
         .enumerate()
         .map(|(i, m)| (m.id, i))
         .collect();
     for row in db.query_all(&of_thread).await? {
-        let (message_id, attachment) = rows::attachment_from_row(&row, true)?;
+        let (message_id, attachment) = rows::attachment(&row, true)?;
         if let Some(&i) = position.get(&message_id) {
             messages[i].attachments.push(attachment);
         }
@@ -149,9 +148,7 @@ pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<
 pub async fn thread_inbound_messages(
     db: &DatabaseConnection,
     thread_id: i64,
-) -> Result<Option<Vec<(String, chrono::DateTime<chrono::Utc>)>>> {
-    use entities::{email_thread, message};
-    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+) -> Result<Option<Vec<(String, DateTime<Utc>)>>> {
     if email_thread::Entity::find_by_id(thread_id)
         .one(db)
         .await?
@@ -161,7 +158,7 @@ pub async fn thread_inbound_messages(
     }
     let rows = message::Entity::find()
         .filter(message::Column::EmailThreadId.eq(thread_id))
-        .filter(message::Column::Direction.eq(crate::mail::Direction::Inbound.as_str()))
+        .filter(message::Column::Direction.eq(Direction::Inbound.as_str()))
         .order_by_asc(message::Column::SentAt)
         .order_by_asc(message::Column::Id)
         .all(db)

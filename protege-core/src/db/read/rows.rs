@@ -1,71 +1,109 @@
-//! How the rows of the tables become the engine's values, whichever driver reads them:
-//! the column lists of the reads and one decoder per table, over the [`Row`] accessors
-//! that SeaORM's rows and the SQLite C library's rows both provide.
+//! Rows of protege's tables decoded by column name, whichever driver reads them.
+//!
+//! Each table read here has one decoder ([`message`], [`attachment`], [`tool_use`],
+//! [`summary_content`]) that asks a [`Row`] for columns of the table's SeaORM entity:
+//! `row.get(message::Column::Subject)`. Two drivers provide rows, and each finds the
+//! column its own way:
+//!
+//! - SeaORM's [`QueryResult`] (PostgreSQL, MySQL/MariaDB, in-memory SQLite) looks the
+//!   column up by its name, `subject`, as SeaORM decodes its own models.
+//! - A rusqlite row (the embedded SQLite file, [`super::embedded`]) reads the index the
+//!   select list gives the column. Every select list of these tables is built by
+//!   [`columns`] from the entity's columns in declaration order, so a column's index is its
+//!   place in the entity ([`TableColumn::position`]), known at compile time: no name is
+//!   compared per row, and the embedded reads stay as fast as a read written by hand
+//!   (`benches/thread_history.rs`). Debug builds check the name at that index.
+//!
+//! SeaORM's own decoding (`FromQueryResult` on the entities' models, or partial models)
+//! would serve the first driver only: the embedded rows are not SeaORM rows, so each table
+//! would need a second, positional decoder for them, and the two could drift apart. One
+//! decoder per table over both drivers keeps one definition of how a row becomes a value.
 
 use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use rusqlite::types::ValueRef;
-use sea_orm::QueryResult;
+use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
-use crate::db::entities::{attachment, message};
+use super::history::StoredToolUse;
+use crate::db::entities::{attachment, message, thread_summary, tool_use};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
 
-/// One result row, whichever driver produced it: columns are read by their position in
-/// the statement's column list, which the caller takes from the same list it selected.
+/// A column of a table decoded here.
+pub(crate) trait TableColumn: ColumnTrait + Copy {
+    /// The column's place among its entity's columns (declaration order), which is its
+    /// index in a select list built by [`columns`].
+    fn position(self) -> usize;
+}
+
+macro_rules! table_columns {
+    ($($table:ident),*) => {$(
+        impl TableColumn for $table::Column {
+            fn position(self) -> usize {
+                // The variants are declared in the model's field order, without values.
+                self as usize
+            }
+        }
+    )*};
+}
+
+table_columns!(message, attachment, tool_use, thread_summary);
+
+/// Every column of `entity`'s table, qualified by the table, in declaration order: the
+/// select list in which each column sits at its [`TableColumn::position`].
+pub(crate) fn columns<E>(entity: E) -> impl Iterator<Item = (E, E::Column)>
+where
+    E: EntityTrait,
+    E::Column: TableColumn,
+{
+    E::Column::iter().map(move |c| (entity, c))
+}
+
+/// One result row, whichever driver produced it.
 pub(crate) trait Row {
-    /// An integer column.
-    fn int(&self, i: usize) -> Result<i64>;
-    /// A 32-bit integer column.
-    fn int32(&self, i: usize) -> Result<i32>;
-    /// A text column.
-    fn text(&self, i: usize) -> Result<String>;
-    /// A nullable text column.
-    fn opt_text(&self, i: usize) -> Result<Option<String>>;
-    /// A timestamp column.
-    fn time(&self, i: usize) -> Result<DateTime<Utc>>;
-    /// A nullable binary column.
-    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>>;
+    /// The value of `column`, decoded as `T`.
+    fn get<T: Decode>(&self, column: impl TableColumn) -> Result<T>;
 }
 
 impl Row for QueryResult {
-    fn int(&self, i: usize) -> Result<i64> {
-        Ok(self.try_get_by_index(i)?)
-    }
-    fn int32(&self, i: usize) -> Result<i32> {
-        Ok(self.try_get_by_index(i)?)
-    }
-    fn text(&self, i: usize) -> Result<String> {
-        Ok(self.try_get_by_index(i)?)
-    }
-    fn opt_text(&self, i: usize) -> Result<Option<String>> {
-        Ok(self.try_get_by_index(i)?)
-    }
-    fn time(&self, i: usize) -> Result<DateTime<Utc>> {
-        Ok(self.try_get_by_index(i)?)
-    }
-    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>> {
-        Ok(self.try_get_by_index(i)?)
+    fn get<T: Decode>(&self, column: impl TableColumn) -> Result<T> {
+        Ok(self.try_get("", column.as_str())?)
     }
 }
 
 impl Row for rusqlite::Row<'_> {
-    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>> {
-        Ok(self.get(i)?)
+    fn get<T: Decode>(&self, column: impl TableColumn) -> Result<T> {
+        let index = column.position();
+        debug_assert_eq!(
+            self.as_ref().column_name(index).ok(),
+            Some(column.as_str()),
+            "the select list was not built by `columns`"
+        );
+        T::from_sqlite(self, index, column.as_str())
     }
-    fn int(&self, i: usize) -> Result<i64> {
-        Ok(self.get(i)?)
-    }
-    fn int32(&self, i: usize) -> Result<i32> {
-        Ok(self.get(i)?)
-    }
-    fn text(&self, i: usize) -> Result<String> {
-        Ok(self.get(i)?)
-    }
-    fn opt_text(&self, i: usize) -> Result<Option<String>> {
-        Ok(self.get(i)?)
-    }
-    fn time(&self, i: usize) -> Result<DateTime<Utc>> {
-        let value = self.get_ref(i)?;
+}
+
+/// A Rust type a column decodes into, through either driver.
+pub(crate) trait Decode: TryGetable + Sized {
+    /// The value at `index` of a rusqlite row, whose column is `name`.
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self>;
+}
+
+macro_rules! decode_as_rusqlite_does {
+    ($($t:ty),*) => {$(
+        impl Decode for $t {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, _: &str) -> Result<Self> {
+                Ok(row.get(index)?)
+            }
+        }
+    )*};
+}
+
+decode_as_rusqlite_does!(i64, i32, String, Option<String>, Option<Vec<u8>>);
+
+impl Decode for DateTime<Utc> {
+    /// Read as SeaORM's SQLite driver reads it, from whichever storage class holds it.
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self> {
+        let value = row.get_ref(index)?;
         let parsed = match value {
             ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok().and_then(time_from_text),
             ValueRef::Integer(n) => Utc.fix().timestamp_opt(n, 0).single(),
@@ -76,7 +114,7 @@ impl Row for rusqlite::Row<'_> {
             Error::new(
                 ErrorKind::Database,
                 format!(
-                    "database error: column {i} holds `{}`, which is not a date and time",
+                    "database error: column `{name}` holds `{}`, which is not a date and time",
                     shown(value)
                 ),
             )
@@ -136,46 +174,28 @@ fn time_from_julian_day(days: f64) -> Option<DateTime<FixedOffset>> {
     Utc.fix().timestamp_opt(whole, nanos).single()
 }
 
-/// The columns [`message_from_row`] reads, in order.
-pub(crate) const MESSAGE_COLUMNS: [message::Column; 12] = {
+/// A `messages` row, without its attachments.
+pub(crate) fn message(row: &impl Row) -> Result<MailMessage> {
     use message::Column as M;
-    [
-        M::Id,
-        M::MessageId,
-        M::Direction,
-        M::FromAddress,
-        M::ToAddresses,
-        M::CcAddresses,
-        M::Subject,
-        M::SentAt,
-        M::TextBody,
-        M::HtmlBody,
-        M::InReplyTo,
-        M::EmailThreadId,
-    ]
-};
-
-/// A row of [`MESSAGE_COLUMNS`], without its attachments.
-pub(crate) fn message_from_row(row: &impl Row) -> Result<MailMessage> {
-    let message_id = row.text(1)?;
-    let direction = row.text(2)?;
+    let message_id: String = row.get(M::MessageId)?;
+    let direction: String = row.get(M::Direction)?;
     let direction =
         Direction::parse(&direction).ok_or_else(|| bad_direction(&direction, &message_id))?;
-    let to = row.text(4)?;
-    let cc = row.text(5)?;
+    let to: String = row.get(M::ToAddresses)?;
+    let cc: String = row.get(M::CcAddresses)?;
     Ok(MailMessage {
-        id: row.int(0)?,
-        thread_id: row.int(11)?,
+        id: row.get(M::Id)?,
+        thread_id: row.get(M::EmailThreadId)?,
         email: Email {
             direction,
-            from: row.text(3)?,
-            to: address_list(&to, "to_addresses", &message_id)?,
-            cc: address_list(&cc, "cc_addresses", &message_id)?,
-            subject: row.text(6)?,
-            sent_at: row.time(7)?,
-            text_body: row.opt_text(8)?,
-            html_body: row.opt_text(9)?,
-            in_reply_to: row.opt_text(10)?,
+            from: row.get(M::FromAddress)?,
+            to: address_list(&to, M::ToAddresses, &message_id)?,
+            cc: address_list(&cc, M::CcAddresses, &message_id)?,
+            subject: row.get(M::Subject)?,
+            sent_at: row.get(M::SentAt)?,
+            text_body: row.get(M::TextBody)?,
+            html_body: row.get(M::HtmlBody)?,
+            in_reply_to: row.get(M::InReplyTo)?,
             message_id,
             attachments: Vec::new(),
         },
@@ -183,11 +203,14 @@ pub(crate) fn message_from_row(row: &impl Row) -> Result<MailMessage> {
 }
 
 /// Parses a stored JSON array of addresses.
-fn address_list(text: &str, column: &str, message_id: &str) -> Result<Vec<String>> {
+fn address_list(text: &str, column: message::Column, message_id: &str) -> Result<Vec<String>> {
     serde_json::from_str(text).map_err(|_| {
         Error::new(
             ErrorKind::Database,
-            format!("column `{column}` of message `{message_id}` is not a JSON array of strings"),
+            format!(
+                "column `{}` of message `{message_id}` is not a JSON array of strings",
+                column.as_str()
+            ),
         )
     })
 }
@@ -201,38 +224,62 @@ fn bad_direction(direction: &str, message_id: &str) -> Error {
     )
 }
 
-/// The columns [`attachment_from_row`] reads, in order; the data last, selected only when
-/// wanted.
-pub(crate) const ATTACHMENT_COLUMNS: [attachment::Column; 6] = {
+/// The message id and the attachment of an `attachments` row; `with_data` says whether
+/// the data column was selected.
+pub(crate) fn attachment(row: &impl Row, with_data: bool) -> Result<(i64, Attachment)> {
     use attachment::Column as A;
-    [
-        A::MessageId,
-        A::AttachmentId,
-        A::Filename,
-        A::ContentType,
-        A::ByteSize,
-        A::Data,
-    ]
-};
-
-/// The message id and the attachment of a row of [`ATTACHMENT_COLUMNS`]; `with_data` says
-/// whether the data column was selected.
-pub(crate) fn attachment_from_row(row: &impl Row, with_data: bool) -> Result<(i64, Attachment)> {
     Ok((
-        row.int(0)?,
+        row.get(A::MessageId)?,
         Attachment {
-            attachment_id: row.text(1)?,
-            filename: row.text(2)?,
-            content_type: row.text(3)?,
-            byte_size: row.int(4)?,
-            data: if with_data { row.opt_bytes(5)? } else { None },
+            attachment_id: row.get(A::AttachmentId)?,
+            filename: row.get(A::Filename)?,
+            content_type: row.get(A::ContentType)?,
+            byte_size: row.get(A::ByteSize)?,
+            data: if with_data { row.get(A::Data)? } else { None },
         },
     ))
+}
+
+/// The message id and the tool use of a `tool_uses` row.
+pub(crate) fn tool_use(row: &impl Row) -> Result<(i64, StoredToolUse)> {
+    use tool_use::Column as U;
+    Ok((
+        row.get(U::MessageId)?,
+        StoredToolUse {
+            id: row.get(U::Id)?,
+            run_id: row.get(U::RunId)?,
+            turn_index: row.get(U::TurnIndex)?,
+            position: row.get(U::Position)?,
+            tool_call_id: row.get(U::ToolCallId)?,
+            name: row.get(U::Name)?,
+            input: row.get(U::Input)?,
+            result: row.get(U::Result)?,
+        },
+    ))
+}
+
+/// The content of a `thread_summaries` row.
+pub(crate) fn summary_content(row: &impl Row) -> Result<String> {
+    row.get(thread_summary::Column::Content)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_follow_the_declaration_order() {
+        fn check<C: TableColumn>() {
+            for (i, c) in C::iter().enumerate() {
+                assert_eq!(c.position(), i, "{}", c.as_str());
+            }
+        }
+        check::<message::Column>();
+        check::<attachment::Column>();
+        check::<tool_use::Column>();
+        check::<thread_summary::Column>();
+        assert_eq!(message::Column::SentAt.position(), 11);
+    }
 
     #[test]
     fn times_read_like_the_sqlx_driver() {

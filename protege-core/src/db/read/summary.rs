@@ -10,6 +10,7 @@ use sea_orm::sea_query::{
     Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SubQueryStatement,
 };
 
+use super::rows;
 use crate::db::entities::{message, thread_summary};
 use crate::error::Result;
 use crate::mail::MailMessage;
@@ -49,10 +50,10 @@ pub(crate) async fn latest<C: ConnectionTrait>(
     let mut q = applicable(current);
     q.clear_selects()
         .column((thread_summary::Entity, thread_summary::Column::Content));
-    match db.query_one(&q).await? {
-        Some(row) => Ok(Some(row.try_get_by_index(0)?)),
-        None => Ok(None),
-    }
+    db.query_one(&q)
+        .await?
+        .map(|row| rows::summary_content(&row))
+        .transpose()
 }
 
 /// The condition, on a `messages` row, "sent after the through-message of the summary that
