@@ -310,14 +310,14 @@ fn typed_table(backend: &str) -> (&'static str, &'static str, &'static str) {
         "mysql" => (
             "CREATE TABLE typed (id INTEGER, tiny TINYINT, small SMALLINT, medium MEDIUMINT, \
              big BIGINT, unsigned_big BIGINT UNSIGNED, unsigned_medium MEDIUMINT UNSIGNED, \
-             real4 FLOAT, ratio DOUBLE, huge DOUBLE, flag BOOLEAN, name VARCHAR(20), \
+             yr YEAR, real4 FLOAT, ratio DOUBLE, huge DOUBLE, flag BOOLEAN, name VARCHAR(20), \
              code CHAR(4), note TEXT, bin VARBINARY(4), data BLOB, stamp DATETIME(6), \
-             day DATE, clock TIME(1), doc JSON, price DECIMAL(10,3), \
+             ts TIMESTAMP NULL, day DATE, clock TIME(1), doc JSON, price DECIMAL(10,3), \
              negative DECIMAL(10,3), large DECIMAL(30,1), bits BIT(8))",
             "INSERT INTO typed VALUES (1, -128, -32768, 8388607, 9223372036854775807, \
-             18446744073709551615, 16777215, 1.5, 0.25, 1e308, FALSE, 'Café', 'ab', \
+             18446744073709551615, 16777215, 2026, 1.5, 0.25, 1e308, FALSE, 'Café', 'ab', \
              'line\nbreak', X'00FF', X'616263', '2026-01-05 10:00:00.25', \
-             '2026-01-05', '10:00:00.5', '{\"b\": [1, 2], \"a\": null}', \
+             '2026-01-05 10:00:00', '2026-01-05', '10:00:00.5', '{\"b\": [1, 2], \"a\": null}', \
              12.5, -0.005, 12345678901234567890123456789.5, b'00110101')",
             "INSERT INTO typed (id) VALUES (2)",
         ),

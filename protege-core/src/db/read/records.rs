@@ -2,16 +2,48 @@
 //! backend, every value a bound parameter) and each row turned into a JSON object with
 //! its columns in table order.
 //!
-//! Column values become JSON: integers and floats as numbers, booleans as booleans, NULL
-//! as `null`, text as strings, blobs as Base64 strings, timestamps, dates and times as the
-//! text the backend prints for them (PostgreSQL `2026-01-05 10:00:00+00`, MySQL
-//! `2026-01-05 10:00:00`, SQLite: the stored text), JSON columns as JSON, and decimals as
-//! numbers.
+//! Column values become JSON: integers and floats as numbers (NaN and infinities as
+//! `null`), booleans as booleans, NULL as `null`, text as strings, blobs as Base64 strings,
+//! timestamps, dates and times as the text the backend prints for them (PostgreSQL
+//! `2026-01-05 10:00:00+00`, MySQL `2026-01-05 10:00:00`, SQLite: the stored text), JSON
+//! columns as JSON, and decimals as numbers.
+//!
+//! # Decoding
+//!
+//! A value is read by the driver's typed access: the first Rust type, in a fixed order per
+//! backend, whose SQL types include the value's (`Type::compatible`, the check `try_get`
+//! makes before it decodes) decides how it is read and rendered. Decimals are recognised by
+//! `Decimal`'s check and read from the backend's text or wire format, which holds more
+//! digits than a `Decimal` (and PostgreSQL's NaN). SQLite is dynamically typed, so there
+//! the value's storage class decides, whichever driver read it (SeaORM for an in-memory
+//! database, the SQLite C library for a file), and one function renders both
+//! ([`stored`]).
+//!
+//! Two decisions read a type's name, both on MySQL/MariaDB: sqlx keeps MySQL's column type
+//! private, and its typed checks take a `TINYINT(1)` (which it names `BOOLEAN`) for any
+//! other `TINYINT`, and a `BIT` for an unsigned integer; the name alone tells them apart.
+//!
+//! SeaORM renders a row as JSON itself (`FromQueryResult for serde_json::Value`, behind
+//! `into_json`), but not as LoadRecord does, and its JSON cannot be turned into
+//! LoadRecord's afterwards because it has lost what that would need (compared on SQLite,
+//! PostgreSQL 15 and MariaDB 10.11 with the table of every type in `tests/load_record.rs`):
+//! blobs become arrays of numbers, as a JSON column holding an array does; timestamps are
+//! printed by chrono (`2026-01-05T10:00:00.250`, `2026-01-05T10:00:00Z`), not by the
+//! backend, and SQLite's `2026-01-05T10:00:00+02:00` loses its zone; columns it has no type
+//! for are left out of the object (SQLite `NUMERIC` and untyped columns, MySQL `MEDIUMINT`
+//! and `BIT`, a PostgreSQL `NUMERIC` holding `NaN`); SQLite `REAL`s are read as `f32` first
+//! (`1e308` becomes `null`); MySQL's `BOOLEAN` becomes `0` while SQLite's stored 0 becomes
+//! `false`; decimals become strings.
 
 use base64::Engine as _;
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use rusqlite::types::ValueRef;
+use sea_orm::prelude::Decimal;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};
-use sea_orm::sqlx::mysql::MySql;
-use sea_orm::sqlx::{Column, Row, Type, TypeInfo, ValueRef};
+use sea_orm::sqlx::mysql::{MySql, MySqlRow};
+use sea_orm::sqlx::postgres::{PgRow, Postgres};
+use sea_orm::sqlx::sqlite::{Sqlite, SqliteRow};
+use sea_orm::sqlx::{Column, ColumnIndex, Database, Row, Type, TypeInfo, ValueRef as _};
 use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
 use serde_json::{Map, Number, Value};
 
@@ -31,7 +63,7 @@ pub(crate) enum Bound {
 /// Runs `SELECT * FROM table WHERE ... ORDER BY ... LIMIT n` and returns the rows.
 ///
 /// On a SQLite file the statement runs through the SQLite C library (like the history
-/// reads); each value is rendered from its storage class, as SeaORM's SQLite driver does.
+/// reads).
 pub(crate) async fn select(
     db: &DatabaseConnection,
     table: &str,
@@ -69,7 +101,7 @@ pub(crate) async fn select(
             .run(|conn| {
                 let mut out = Vec::new();
                 conn.query(&q, |row| {
-                    out.push(sqlite_storage_row(row, table)?);
+                    out.push(embedded_row(row, table)?);
                     Ok(())
                 })?;
                 Ok(out)
@@ -84,6 +116,78 @@ pub(crate) async fn select(
         .with_db_err(e)
     })?;
     rows.iter().map(|row| row_to_json(row, table)).collect()
+}
+
+/// Turns one row into a JSON object, columns in the order the backend returns them.
+fn row_to_json(row: &QueryResult, table: &str) -> Result<Map<String, Value>> {
+    if let Some(r) = row.try_as_sqlite_row() {
+        return object(r, table, sqlite_value);
+    }
+    if let Some(r) = row.try_as_pg_row() {
+        return object(r, table, pg_value);
+    }
+    if let Some(r) = row.try_as_mysql_row() {
+        return object(r, table, mysql_value);
+    }
+    Err(Error::new(
+        ErrorKind::Database,
+        "LoadRecord supports SQLite, PostgreSQL and MySQL/MariaDB connections only",
+    ))
+}
+
+/// Why a value was not rendered.
+enum Unreadable {
+    /// The driver could not decode it.
+    Decode(sea_orm::sqlx::Error),
+    /// Its type is not one LoadRecord renders.
+    Unsupported,
+}
+
+impl From<sea_orm::sqlx::Error> for Unreadable {
+    fn from(e: sea_orm::sqlx::Error) -> Self {
+        Unreadable::Decode(e)
+    }
+}
+
+type Rendered = std::result::Result<Value, Unreadable>;
+
+/// The type of a non-NULL value, as the driver reports it.
+type TypeOf<R> = <<R as Row>::Database as Database>::TypeInfo;
+
+/// A row read by SeaORM as a JSON object: each non-NULL value rendered by `value`, which
+/// is given the value's type.
+fn object<R>(
+    row: &R,
+    table: &str,
+    value: fn(&R, usize, &TypeOf<R>) -> Rendered,
+) -> Result<Map<String, Value>>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+{
+    let mut out = Map::with_capacity(row.columns().len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let name = column.name();
+        let raw = row
+            .try_get_raw(i)
+            .map_err(|e| decode_error(table, name, e))?;
+        let rendered = if raw.is_null() {
+            Value::Null
+        } else {
+            let ty = raw.type_info().into_owned();
+            value(row, i, &ty).map_err(|e| match e {
+                Unreadable::Decode(e) => decode_error(table, name, e),
+                Unreadable::Unsupported => unsupported(table, name, ty.name()),
+            })?
+        };
+        out.insert(name.to_owned(), rendered);
+    }
+    Ok(out)
+}
+
+/// Whether the driver reads a value of type `ty` as a `T` (the check `try_get` makes).
+fn is<T: Type<DB>, DB: Database>(ty: &DB::TypeInfo) -> bool {
+    T::compatible(ty)
 }
 
 fn unsupported(table: &str, column: &str, ty: &str) -> Error {
@@ -110,130 +214,133 @@ fn blob(bytes: &[u8]) -> Value {
     Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
-/// Turns one row into a JSON object, columns in the order the backend returns them.
-pub(crate) fn row_to_json(row: &QueryResult, table: &str) -> Result<Map<String, Value>> {
-    if let Some(r) = row.try_as_sqlite_row() {
-        return sqlite_row(r, table);
-    }
-    if let Some(r) = row.try_as_pg_row() {
-        return pg_row(r, table);
-    }
-    if let Some(r) = row.try_as_mysql_row() {
-        return mysql_row(r, table);
-    }
-    Err(Error::new(
-        ErrorKind::Database,
-        "LoadRecord supports SQLite, PostgreSQL and MySQL/MariaDB connections only",
-    ))
+/// A SQLite value rendered from its storage class, whichever driver read it.
+fn stored(value: ValueRef<'_>) -> std::result::Result<Value, std::str::Utf8Error> {
+    Ok(match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(n) => Value::from(n),
+        ValueRef::Real(x) => float(x),
+        ValueRef::Blob(bytes) => blob(bytes),
+        ValueRef::Text(text) => Value::String(std::str::from_utf8(text)?.to_owned()),
+    })
 }
 
-fn sqlite_row(row: &sea_orm::sqlx::sqlite::SqliteRow, table: &str) -> Result<Map<String, Value>> {
-    let mut out = Map::with_capacity(row.columns().len());
-    for (i, column) in row.columns().iter().enumerate() {
-        let name = column.name();
-        let err = |e| decode_error(table, name, e);
-        let raw = row.try_get_raw(i).map_err(err)?;
-        // SQLite is dynamically typed: the stored value's class decides.
-        let value = if raw.is_null() {
-            Value::Null
-        } else {
-            match raw.type_info().name() {
-                "INTEGER" | "BOOLEAN" => {
-                    Value::from(row.try_get_unchecked::<i64, _>(i).map_err(err)?)
-                }
-                "REAL" | "NUMERIC" => float(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
-                "BLOB" => blob(&row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?),
-                _ => Value::String(row.try_get_unchecked::<String, _>(i).map_err(err)?),
-            }
-        };
-        out.insert(name.to_owned(), value);
-    }
-    Ok(out)
-}
-
-/// A row read through the SQLite C library, rendered from each value's storage class.
-fn sqlite_storage_row(row: &rusqlite::Row<'_>, table: &str) -> Result<Map<String, Value>> {
-    use rusqlite::types::ValueRef;
+/// A row read through the SQLite C library.
+fn embedded_row(row: &rusqlite::Row<'_>, table: &str) -> Result<Map<String, Value>> {
     let statement = row.as_ref();
     let mut out = Map::with_capacity(statement.column_count());
     for i in 0..statement.column_count() {
         let name = statement.column_name(i)?;
-        let err = |e: rusqlite::Error| decode_error(table, name, e);
-        let value = match row.get_ref(i).map_err(err)? {
-            ValueRef::Null => Value::Null,
-            ValueRef::Integer(n) => Value::from(n),
-            ValueRef::Real(x) => float(x),
-            ValueRef::Blob(bytes) => blob(bytes),
-            ValueRef::Text(text) => Value::String(
-                std::str::from_utf8(text)
-                    .map_err(|e| decode_error(table, name, e))?
-                    .to_owned(),
-            ),
-        };
+        let value = row.get_ref(i).map_err(|e| decode_error(table, name, e))?;
+        let value = stored(value).map_err(|e| decode_error(table, name, e))?;
         out.insert(name.to_owned(), value);
     }
     Ok(out)
 }
 
-fn pg_row(row: &sea_orm::sqlx::postgres::PgRow, table: &str) -> Result<Map<String, Value>> {
-    use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
-    let mut out = Map::with_capacity(row.columns().len());
-    for (i, column) in row.columns().iter().enumerate() {
-        let name = column.name();
-        let err = |e| decode_error(table, name, e);
-        let ty = column.type_info().name();
-        let raw = row.try_get_raw(i).map_err(err)?;
-        if raw.is_null() {
-            out.insert(name.to_owned(), Value::Null);
-            continue;
-        }
-        let value = match ty {
-            "INT2" => Value::from(row.try_get::<i16, _>(i).map_err(err)?),
-            "INT4" => Value::from(row.try_get::<i32, _>(i).map_err(err)?),
-            "INT8" => Value::from(row.try_get::<i64, _>(i).map_err(err)?),
-            "FLOAT4" => float(row.try_get::<f32, _>(i).map_err(err)?.into()),
-            "FLOAT8" => float(row.try_get::<f64, _>(i).map_err(err)?),
-            "BOOL" => Value::Bool(row.try_get::<bool, _>(i).map_err(err)?),
-            "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" | "CHAR" | "CITEXT" => {
-                Value::String(row.try_get::<String, _>(i).map_err(err)?)
-            }
-            "BYTEA" => blob(&row.try_get::<Vec<u8>, _>(i).map_err(err)?),
-            "TIMESTAMPTZ" => Value::String(
-                row.try_get::<DateTime<Utc>, _>(i)
-                    .map_err(err)?
-                    .format("%Y-%m-%d %H:%M:%S%.f+00")
-                    .to_string(),
-            ),
-            "TIMESTAMP" => Value::String(
-                row.try_get::<NaiveDateTime, _>(i)
-                    .map_err(err)?
-                    .format("%Y-%m-%d %H:%M:%S%.f")
-                    .to_string(),
-            ),
-            "DATE" => Value::String(
-                row.try_get::<NaiveDate, _>(i)
-                    .map_err(err)?
-                    .format("%Y-%m-%d")
-                    .to_string(),
-            ),
-            "TIME" => Value::String(
-                row.try_get::<NaiveTime, _>(i)
-                    .map_err(err)?
-                    .format("%H:%M:%S%.f")
-                    .to_string(),
-            ),
-            "JSON" | "JSONB" => row.try_get::<Value, _>(i).map_err(err)?,
-            "NUMERIC" => {
-                let bytes = raw.as_bytes().map_err(|e| decode_error(table, name, e))?;
-                pg_numeric(bytes).ok_or_else(|| unsupported(table, name, ty))?
-            }
-            other => return Err(unsupported(table, name, other)),
-        };
-        out.insert(name.to_owned(), value);
-    }
-    Ok(out)
+/// A value read by SeaORM's SQLite driver, whose type is the value's storage class.
+fn sqlite_value(row: &SqliteRow, i: usize, ty: &TypeOf<SqliteRow>) -> Rendered {
+    type S = Sqlite;
+    let value = if is::<i64, S>(ty) {
+        ValueRef::Integer(row.try_get(i)?)
+    } else if is::<f64, S>(ty) {
+        ValueRef::Real(row.try_get(i)?)
+    } else if is::<&str, S>(ty) {
+        ValueRef::Text(row.try_get::<&str, _>(i)?.as_bytes())
+    } else {
+        ValueRef::Blob(row.try_get::<&[u8], _>(i)?)
+    };
+    stored(value).map_err(|e| Unreadable::Decode(sea_orm::sqlx::Error::Decode(e.into())))
 }
 
+fn pg_value(row: &PgRow, i: usize, ty: &TypeOf<PgRow>) -> Rendered {
+    type P = Postgres;
+    Ok(if is::<i16, P>(ty) {
+        Value::from(row.try_get::<i16, _>(i)?)
+    } else if is::<i32, P>(ty) {
+        Value::from(row.try_get::<i32, _>(i)?)
+    } else if is::<i64, P>(ty) {
+        Value::from(row.try_get::<i64, _>(i)?)
+    } else if is::<f32, P>(ty) {
+        float(row.try_get::<f32, _>(i)?.into())
+    } else if is::<f64, P>(ty) {
+        float(row.try_get::<f64, _>(i)?)
+    } else if is::<bool, P>(ty) {
+        Value::Bool(row.try_get::<bool, _>(i)?)
+    } else if is::<String, P>(ty) {
+        Value::String(row.try_get::<String, _>(i)?)
+    } else if is::<Vec<u8>, P>(ty) {
+        blob(row.try_get::<&[u8], _>(i)?)
+    } else if is::<DateTime<Utc>, P>(ty) {
+        let t: DateTime<Utc> = row.try_get(i)?;
+        Value::String(t.format("%Y-%m-%d %H:%M:%S%.f+00").to_string())
+    } else if is::<NaiveDateTime, P>(ty) {
+        date_time(row.try_get(i)?)
+    } else if is::<NaiveDate, P>(ty) {
+        date(row.try_get(i)?)
+    } else if is::<NaiveTime, P>(ty) {
+        time(row.try_get(i)?)
+    } else if is::<Value, P>(ty) {
+        row.try_get::<Value, _>(i)?
+    } else if is::<Decimal, P>(ty) {
+        // From the wire format rather than as a `Decimal`, which holds 28 digits and no NaN.
+        let raw = row.try_get_raw(i)?;
+        let bytes = raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?;
+        pg_numeric(bytes).ok_or(Unreadable::Unsupported)?
+    } else {
+        return Err(Unreadable::Unsupported);
+    })
+}
+
+fn mysql_value(row: &MySqlRow, i: usize, ty: &TypeOf<MySqlRow>) -> Rendered {
+    type M = MySql;
+    // The two decisions made on the type's name (see the module documentation).
+    let name = ty.name();
+    Ok(if name == "BOOLEAN" {
+        Value::Bool(row.try_get::<bool, _>(i)?)
+    } else if name == "BIT" {
+        blob(row.try_get_unchecked::<&[u8], _>(i)?)
+    } else if is::<i64, M>(ty) {
+        Value::from(row.try_get::<i64, _>(i)?)
+    } else if is::<u64, M>(ty) {
+        Value::from(row.try_get::<u64, _>(i)?)
+    } else if *ty == <f32 as Type<M>>::type_info() {
+        float(row.try_get::<f32, _>(i)?.into())
+    } else if is::<f64, M>(ty) {
+        float(row.try_get::<f64, _>(i)?)
+    } else if is::<Decimal, M>(ty) {
+        // As text rather than as a `Decimal`, which holds 28 digits.
+        let text = row.try_get_unchecked::<&str, _>(i)?;
+        number_from_text(text).ok_or(Unreadable::Unsupported)?
+    } else if is::<DateTime<Utc>, M>(ty) {
+        // A `DATETIME` or `TIMESTAMP`, read in the connection's UTC.
+        date_time(row.try_get::<DateTime<Utc>, _>(i)?.naive_utc())
+    } else if is::<NaiveDate, M>(ty) {
+        date(row.try_get(i)?)
+    } else if is::<NaiveTime, M>(ty) {
+        time(row.try_get(i)?)
+    } else if is::<String, M>(ty) {
+        // Text with a binary collation is a blob to sqlx, and rendered as one (below).
+        Value::String(row.try_get::<String, _>(i)?)
+    } else if is::<Value, M>(ty) && !is::<Vec<u8>, M>(ty) {
+        // MySQL's own `JSON` type (MariaDB's is text).
+        row.try_get::<Value, _>(i)?
+    } else {
+        blob(row.try_get_unchecked::<&[u8], _>(i)?)
+    })
+}
+
+fn date_time(t: NaiveDateTime) -> Value {
+    Value::String(t.format("%Y-%m-%d %H:%M:%S%.f").to_string())
+}
+
+fn date(d: NaiveDate) -> Value {
+    Value::String(d.format("%Y-%m-%d").to_string())
+}
+
+fn time(t: NaiveTime) -> Value {
+    Value::String(t.format("%H:%M:%S%.f").to_string())
+}
 /// Decodes PostgreSQL's binary `NUMERIC` (base-10000 digits) into a JSON number.
 fn pg_numeric(bytes: &[u8]) -> Option<Value> {
     let word = |i: usize| -> Option<i16> {
@@ -302,59 +409,4 @@ fn number_from_text(text: &str) -> Option<Value> {
         return Some(Value::from(n));
     }
     text.parse::<f64>().ok().map(float)
-}
-
-fn mysql_row(row: &sea_orm::sqlx::mysql::MySqlRow, table: &str) -> Result<Map<String, Value>> {
-    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
-    let mut out = Map::with_capacity(row.columns().len());
-    for (i, column) in row.columns().iter().enumerate() {
-        let name = column.name();
-        let err = |e| decode_error(table, name, e);
-        let ty = column.type_info().name();
-        let raw = row.try_get_raw(i).map_err(err)?;
-        if raw.is_null() {
-            out.insert(name.to_owned(), Value::Null);
-            continue;
-        }
-        let value = match ty {
-            "BOOLEAN" => Value::Bool(row.try_get::<bool, _>(i).map_err(err)?),
-            "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "BIGINT" | "YEAR" => {
-                Value::from(row.try_get::<i64, _>(i).map_err(err)?)
-            }
-            t if t.ends_with("UNSIGNED") => Value::from(row.try_get::<u64, _>(i).map_err(err)?),
-            "FLOAT" => float(row.try_get::<f32, _>(i).map_err(err)?.into()),
-            "DOUBLE" => float(row.try_get::<f64, _>(i).map_err(err)?),
-            "DECIMAL" => {
-                let text = row.try_get_unchecked::<String, _>(i).map_err(err)?;
-                number_from_text(&text).ok_or_else(|| unsupported(table, name, ty))?
-            }
-            "DATETIME" | "TIMESTAMP" => Value::String(
-                row.try_get::<NaiveDateTime, _>(i)
-                    .map_err(err)?
-                    .format("%Y-%m-%d %H:%M:%S%.f")
-                    .to_string(),
-            ),
-            "DATE" => Value::String(
-                row.try_get::<NaiveDate, _>(i)
-                    .map_err(err)?
-                    .format("%Y-%m-%d")
-                    .to_string(),
-            ),
-            "TIME" => Value::String(
-                row.try_get::<NaiveTime, _>(i)
-                    .map_err(err)?
-                    .format("%H:%M:%S%.f")
-                    .to_string(),
-            ),
-            "JSON" => row.try_get::<Value, _>(i).map_err(err)?,
-            // Text columns with a binary collation are reported as blobs: the charset
-            // tells them apart.
-            _ if <String as Type<MySql>>::compatible(column.type_info()) => {
-                Value::String(row.try_get::<String, _>(i).map_err(err)?)
-            }
-            _ => blob(&row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?),
-        };
-        out.insert(name.to_owned(), value);
-    }
-    Ok(out)
 }
