@@ -26,7 +26,7 @@
 //! - `read`: every read: rows decoded by column name, the SQLite file read through the
 //!   SQLite C library, the trigger lookup, thread history, `LoadRecord`'s records and
 //!   summaries;
-//! - `fixture` and `eml`: importing mail, which `store` writes; `store_summary`: storing a
+//! - `fixture` and `eml`: importing mail; `store`: every write of mail, and storing a
 //!   running summary.
 
 mod connect;
@@ -36,7 +36,6 @@ mod lock;
 pub(crate) mod read;
 mod schema;
 mod store;
-mod store_summary;
 
 pub(crate) use connect::db_reason;
 pub use connect::{
@@ -53,7 +52,7 @@ pub use fixture::{
 };
 pub use read::{embedded_statements, load_message, thread_inbound_messages, thread_messages};
 pub use schema::{Migrator, entities, migrate};
-pub use store_summary::{StoredSummary, store_summary};
+pub use store::{StoredSummary, store_summary};
 
 /// SeaORM, the database layer protege is built on, re-exported so an application queries
 /// protege's tables ([`entities`]) and its own with the same version and features, without

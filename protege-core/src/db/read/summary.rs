@@ -1,5 +1,5 @@
 //! The reads of running summaries, behind `ThreadSummary` and `ThreadHistory`'s
-//! `after_summary` (storing one is `db::store_summary`).
+//! `after_summary` (storing one is `store::summary`).
 //!
 //! The summary that applies to a reply run is the newest one of the current thread (by
 //! `created_at`, ties by `id`) whose through-message is prior to the current message

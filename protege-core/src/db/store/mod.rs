@@ -6,9 +6,11 @@
 //! [`tool_use_row`]): header values on one line and NUL removed from every text, whichever
 //! path and backend wrote it. A message is inserted or skipped by its Message-ID
 //! ([`insert_message`]); a batch inserts many rows per statement ([`bulk`]) and gets the
-//! same rows, ids included.
+//! same rows, ids included. A running summary of a thread is stored here too
+//! ([`store_summary`]).
 
 mod bulk;
+mod summary;
 
 use std::collections::HashMap;
 
@@ -26,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::mail::{Attachment, Email, one_line, without_nul};
 
 pub(in crate::db) use bulk::{insert_attachments, insert_messages, insert_threads};
+pub use summary::{StoredSummary, store_summary};
 
 /// The most values bound in one `IN (...)` list, well under every backend's limit.
 pub(in crate::db) const IN_CHUNK: usize = 500;

@@ -1,5 +1,5 @@
-//! Storing a running summary of a thread; the reads that apply it to a reply run are in
-//! `read::summary`.
+//! Storing a running summary of a thread, the one row written by the application rather
+//! than by an import; the reads that apply it to a reply run are in `read::summary`.
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
@@ -8,6 +8,7 @@ use sea_orm::{
 
 use crate::db::entities::{message, thread_summary};
 use crate::error::{Error, ErrorKind, Result};
+use crate::mail::without_nul;
 
 /// A summary just stored by [`store_summary`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -29,7 +30,7 @@ pub async fn store_summary<C: ConnectionTrait>(
     content: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<StoredSummary>> {
-    let content = content.replace('\0', "");
+    let content = without_nul(content).into_owned();
     if content.trim().is_empty() {
         return Err(Error::new(
             ErrorKind::InvalidInput,
