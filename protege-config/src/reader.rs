@@ -153,31 +153,7 @@ pub(crate) fn unsigned(
     value: &Value<'_>,
     what: impl fmt::Display + Copy,
 ) -> Option<u64> {
-    match value.get_ref() {
-        DeValue::Integer(_) => match int_of(value.get_ref()) {
-            Some(n) if n >= 0 => Some(n as u64),
-            _ => {
-                sink.error(
-                    value.span(),
-                    format!(
-                        "{what} must be a non-negative integer, found `{}`",
-                        &sink.source[value.span()]
-                    ),
-                );
-                None
-            }
-        },
-        other => {
-            sink.error(
-                value.span(),
-                format!(
-                    "{what} must be a non-negative integer, found {}",
-                    type_name(other)
-                ),
-            );
-            None
-        }
-    }
+    at_least(sink, value, what, 0, "a non-negative integer")
 }
 
 /// A positive integer, or an error (zero, negative, too large or another type).
@@ -186,31 +162,30 @@ pub(crate) fn positive(
     value: &Value<'_>,
     what: impl fmt::Display + Copy,
 ) -> Option<u64> {
-    match value.get_ref() {
+    at_least(sink, value, what, 1, "a positive integer")
+}
+
+/// An integer of at least `min`, or an error saying `what` must be `expected`.
+fn at_least(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: impl fmt::Display + Copy,
+    min: i64,
+    expected: &str,
+) -> Option<u64> {
+    let found = match value.get_ref() {
         DeValue::Integer(_) => match int_of(value.get_ref()) {
-            Some(n) if n > 0 => Some(n as u64),
-            _ => {
-                sink.error(
-                    value.span(),
-                    format!(
-                        "{what} must be a positive integer, found `{}`",
-                        &sink.source[value.span()]
-                    ),
-                );
-                None
-            }
+            // Not negative, by `min`.
+            Some(n) if n >= min => return u64::try_from(n).ok(),
+            _ => format!("`{}`", &sink.source[value.span()]),
         },
-        other => {
-            sink.error(
-                value.span(),
-                format!(
-                    "{what} must be a positive integer, found {}",
-                    type_name(other)
-                ),
-            );
-            None
-        }
-    }
+        other => type_name(other).to_owned(),
+    };
+    sink.error(
+        value.span(),
+        format!("{what} must be {expected}, found {found}"),
+    );
+    None
 }
 
 /// A table, or a type error.
