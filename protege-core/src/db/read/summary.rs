@@ -19,21 +19,28 @@ fn through_alias() -> Alias {
     Alias::new("through")
 }
 
+/// `FROM thread_summaries JOIN messages AS through ON through.id =
+/// thread_summaries.through_message_id`, to which the callers add their selection.
+fn summaries_with_through(q: &mut SelectStatement, t: &Alias) {
+    q.from(thread_summary::Entity).join_as(
+        JoinType::InnerJoin,
+        message::Entity,
+        t.clone(),
+        Expr::col((t.clone(), message::Column::Id)).equals((
+            thread_summary::Entity,
+            thread_summary::Column::ThroughMessageId,
+        )),
+    );
+}
+
 /// `SELECT thread_summaries.id` of the summary that applies to `current` (at most one row).
 fn applicable(current: &MailMessage) -> SelectStatement {
     use thread_summary::Column as S;
     let t = through_alias();
     let mut q = Query::select();
-    q.column((thread_summary::Entity, S::Id))
-        .from(thread_summary::Entity)
-        .join_as(
-            JoinType::InnerJoin,
-            message::Entity,
-            t.clone(),
-            Expr::col((t.clone(), message::Column::Id))
-                .equals((thread_summary::Entity, S::ThroughMessageId)),
-        )
-        .and_where(Expr::col((thread_summary::Entity, S::EmailThreadId)).eq(current.thread_id))
+    q.column((thread_summary::Entity, S::Id));
+    summaries_with_through(&mut q, &t);
+    q.and_where(Expr::col((thread_summary::Entity, S::EmailThreadId)).eq(current.thread_id))
         .and_where(Expr::col((t.clone(), message::Column::SentAt)).lte(current.sent_at))
         .and_where(Expr::col((t, message::Column::Id)).ne(current.id))
         .order_by((thread_summary::Entity, S::CreatedAt), Order::Desc)
@@ -63,16 +70,9 @@ pub(crate) fn after_applicable(current: &MailMessage) -> Cond {
     use thread_summary::Column as S;
     let t = through_alias();
     let mut later = Query::select();
+    later.expr(Expr::val(1));
+    summaries_with_through(&mut later, &t);
     later
-        .expr(Expr::val(1))
-        .from(thread_summary::Entity)
-        .join_as(
-            JoinType::InnerJoin,
-            message::Entity,
-            t.clone(),
-            Expr::col((t.clone(), message::Column::Id))
-                .equals((thread_summary::Entity, S::ThroughMessageId)),
-        )
         .and_where(
             Expr::col((thread_summary::Entity, S::Id))
                 .eq(Expr::from(SubQueryStatement::from(applicable(current)))),
