@@ -30,11 +30,9 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) table: &'a DeTable<'i>,
     /// The span of the entry (its `[[...]]` header or inline table).
     pub(crate) span: Range<usize>,
-    /// The canonical resolver name.
-    pub(crate) name: &'a str,
-    /// The name the entry's templates start with, e.g. `LoadRecord` in
+    /// The canonical resolver name, which the entry's templates' names start with, e.g.
     /// `LoadRecord.template` (the name run-time errors give, as for chains built in Rust).
-    pub(crate) location: &'a str,
+    pub(crate) name: &'a str,
     /// The trigger of the entry's chain, for the names its templates may use.
     pub(crate) trigger: Trigger,
     /// The keys of the persona's `[vars]`; `None` when `[vars]` itself is invalid.
@@ -281,7 +279,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
 
     /// Compiles the template of option `key` (`template`, `where.email`...), written in a
     /// TOML string, and checks the names it uses (`record` only where `record` is true),
-    /// from one parse. Its name is the location and the key: `LoadRecord.where.email`.
+    /// from one parse. Its name is the resolver's and the key: `LoadRecord.where.email`.
     fn checked_template(
         &mut self,
         key: &str,
@@ -290,8 +288,8 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         record: bool,
     ) -> Option<Template> {
         let scope = self.scope(record);
-        let mut name = String::with_capacity(self.location.len() + 1 + key.len());
-        name.push_str(self.location);
+        let mut name = String::with_capacity(self.name.len() + 1 + key.len());
+        name.push_str(self.name);
         name.push('.');
         name.push_str(key);
         match self.templates.compile(&name, text, &scope) {

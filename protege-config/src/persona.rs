@@ -584,7 +584,6 @@ fn chain(
             table: t,
             span: entry.span(),
             name: canonical,
-            location: canonical,
             trigger,
             vars,
             templates: &mut *templates,
