@@ -43,7 +43,11 @@ pub async fn load_message(
     by_message_id
         .columns(columns(message::Entity))
         .from(message::Entity)
-        .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(message_id))
+        // Stored without NUL, as every import stores it (PostgreSQL rejects NUL in text).
+        .and_where(
+            Expr::col((message::Entity, message::Column::MessageId))
+                .eq(crate::mail::without_nul(message_id).as_ref()),
+        )
         .limit(1);
     let attachments_of = |id: i64| {
         let mut q = Query::select();

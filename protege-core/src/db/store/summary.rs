@@ -38,7 +38,7 @@ pub async fn store_summary<C: ConnectionTrait>(
         ));
     }
     let Some(through) = message::Entity::find()
-        .filter(message::Column::MessageId.eq(message_id))
+        .filter(message::Column::MessageId.eq(without_nul(message_id).as_ref()))
         .one(db)
         .await?
     else {
