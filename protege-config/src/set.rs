@@ -43,6 +43,22 @@ struct Fingerprint {
     hash: u64,
 }
 
+/// What a persona file held when it was read.
+enum File {
+    /// Its text.
+    Text(String, Fingerprint),
+    /// No file (any more).
+    Gone,
+    /// A file that cannot be a persona: too large, not UTF-8, not a regular file.
+    Unreadable(Diagnostic),
+}
+
+/// A persona, or the problems of its file.
+type Parsed = Result<Persona, Diagnostics>;
+
+/// The fewest files for which a load starts another thread.
+const FILES_PER_THREAD: usize = 64;
+
 /// The rejected files of a set.
 #[derive(Default)]
 struct Rejections {
@@ -97,9 +113,15 @@ impl PersonaSet {
         let mut diagnostics = Diagnostics::default();
         let mut state = State::default();
         let mut rejected = Rejections::default();
-        let mut templates = Templates::default();
-        for path in set.files()? {
-            for event in set.apply(&mut state, &mut rejected, &mut templates, &path) {
+        let files = set.files()?;
+        // Reading and parsing, the bulk of a load, run on several threads; the files are
+        // then applied one by one in name order, so a duplicate name loses to the file
+        // that sorts first, as when they are applied alone.
+        for (path, (file, parsed)) in files.iter().zip(set.read_and_parse(&files)) {
+            let events = set.apply_file(&mut state, &mut rejected, path, file, |source| {
+                parsed.unwrap_or_else(|| set.parse(path, source, &mut Templates::default()))
+            });
+            for event in events {
                 if let Event::Rejected { diagnostics: d, .. } = event {
                     diagnostics.extend(d);
                 }
@@ -216,10 +238,95 @@ impl PersonaSet {
         templates: &mut Templates,
         path: &Path,
     ) -> Vec<Event> {
+        let file = self.read(path);
+        self.apply_file(state, rejected, path, file, |source| {
+            self.parse(path, source, templates)
+        })
+    }
+
+    /// What the file at `path` holds now.
+    fn read(&self, path: &Path) -> File {
+        match crate::persona::read_source(path) {
+            Ok(Some(source)) => {
+                let fingerprint = Fingerprint {
+                    len: source.len(),
+                    hash: self.shared.keys.hash_one(&source),
+                };
+                File::Text(source, fingerprint)
+            }
+            Ok(None) => File::Gone,
+            Err(diagnostic) => File::Unreadable(diagnostic),
+        }
+    }
+
+    /// The persona of the file at `path` holding `source`.
+    fn parse(&self, path: &Path, source: &str, templates: &mut Templates) -> Parsed {
+        if source.trim().is_empty() {
+            // Also what a half-written save looks like: never replace a persona with it.
+            Err(vec![Diagnostic::whole_file(path, "the persona file is empty")].into())
+        } else {
+            Persona::parse_sharing(path, source, &self.shared.registry, templates)
+        }
+    }
+
+    /// Reads and parses `files`, on several threads when there are many (each sharing
+    /// templates within its files), in the order of `files`; a file that holds no text has
+    /// no persona (`None`).
+    fn read_and_parse(&self, files: &[PathBuf]) -> Vec<(File, Option<Parsed>)> {
+        let one = |path: &PathBuf, templates: &mut Templates| {
+            let file = self.read(path);
+            let parsed = match &file {
+                File::Text(source, _) => Some(self.parse(path, source, templates)),
+                File::Gone | File::Unreadable(_) => None,
+            };
+            (file, parsed)
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(files.len() / FILES_PER_THREAD)
+            .max(1);
+        if threads == 1 {
+            let mut templates = Templates::default();
+            return files.iter().map(|path| one(path, &mut templates)).collect();
+        }
+        let chunk = files.len().div_ceil(threads);
+        let one = &one;
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = files
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut templates = Templates::default();
+                        part.iter()
+                            .map(|path| one(path, &mut templates))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| match worker.join() {
+                    Ok(parsed) => parsed,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        })
+    }
+
+    /// Applies `file`, read at `path`, to `state`; `parse` gives the persona of its text
+    /// when the text changed.
+    fn apply_file(
+        &self,
+        state: &mut State,
+        rejected: &mut Rejections,
+        path: &Path,
+        file: File,
+        parse: impl FnOnce(&str) -> Parsed,
+    ) -> Vec<Event> {
         let previous = state.by_path.get(path).cloned();
-        let source = match crate::persona::read_source(path) {
-            Ok(Some(s)) => s,
-            Ok(None) => {
+        let (source, fingerprint) = match file {
+            File::Text(source, fingerprint) => (source, fingerprint),
+            File::Gone => {
                 rejected.sources.remove(path);
                 rejected.duplicates.remove(path);
                 let Some((name, _)) = previous else {
@@ -232,16 +339,12 @@ impl PersonaSet {
                     path: path.to_owned(),
                 }];
             }
-            Err(diagnostic) => {
+            File::Unreadable(diagnostic) => {
                 return vec![Event::Rejected {
                     path: path.to_owned(),
                     diagnostics: vec![diagnostic].into(),
                 }];
             }
-        };
-        let fingerprint = Fingerprint {
-            len: source.len(),
-            hash: self.shared.keys.hash_one(&source),
         };
         if previous.as_ref().is_some_and(|(_, f)| *f == fingerprint)
             || rejected.sources.get(path) == Some(&fingerprint)
@@ -249,13 +352,7 @@ impl PersonaSet {
             return Vec::new();
         }
         rejected.duplicates.remove(path);
-        let parsed = if source.trim().is_empty() {
-            // Also what a half-written save looks like: never replace a persona with it.
-            Err(vec![Diagnostic::whole_file(path, "the persona file is empty")].into())
-        } else {
-            Persona::parse_sharing(path, &source, &self.shared.registry, templates)
-        };
-        let persona = match parsed {
+        let persona = match parse(&source) {
             Ok(p) => p,
             Err(diagnostics) => {
                 rejected.sources.insert(path.to_owned(), fingerprint);
