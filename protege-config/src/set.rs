@@ -295,19 +295,25 @@ impl PersonaSet {
             let workers: Vec<_> = files
                 .chunks(chunk)
                 .map(|part| {
-                    scope.spawn(move || {
+                    let job = move || {
                         let mut templates = Templates::default();
                         part.iter()
                             .map(|path| one(path, &mut templates))
                             .collect::<Vec<_>>()
-                    })
+                    };
+                    // A thread the system refuses leaves its files to this one.
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, job)
+                        .map_err(|_| job())
                 })
                 .collect();
             workers
                 .into_iter()
-                .flat_map(|worker| match worker.join() {
-                    Ok(parsed) => parsed,
-                    Err(panic) => std::panic::resume_unwind(panic),
+                .flat_map(|worker| match worker {
+                    Ok(thread) => thread
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(done) => done,
                 })
                 .collect()
         })
