@@ -278,20 +278,22 @@ mod tests {
         );
     }
 
+    /// A reader of a new database file in `dir` made by `sql`.
+    fn reader_of(dir: &tempfile::TempDir, sql: &str) -> Reader {
+        let path = dir.path().join("t.db");
+        Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+        Reader {
+            path,
+            state: Mutex::new(Pool::default()),
+            statements: AtomicU64::new(0),
+        }
+    }
+
     /// A read connection has an 8 MiB page cache and does not map the file.
     #[test]
     fn read_connections_cache_8_mib_and_map_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        Connection::open(&path)
-            .unwrap()
-            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY);")
-            .unwrap();
-        let reader = Reader {
-            path,
-            state: Mutex::new(Pool::default()),
-            statements: AtomicU64::new(0),
-        };
+        let reader = reader_of(&dir, "CREATE TABLE t (id INTEGER PRIMARY KEY);");
         let conn = reader.take().unwrap();
         let pragma = |name: &str| -> i64 {
             conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
@@ -309,22 +311,14 @@ mod tests {
         use rusqlite::StatementStatus;
         use sea_orm::sea_query::{Alias, Expr, ExprTrait as _, Query};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        Connection::open(&path)
-            .unwrap()
-            .execute_batch(
-                "CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER);
-                 CREATE INDEX t_k ON t (k);
-                 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 500)
-                 INSERT INTO t (k) SELECT x % 7 FROM c;
-                 ANALYZE;",
-            )
-            .unwrap();
-        let reader = Reader {
-            path,
-            state: Mutex::new(Pool::default()),
-            statements: AtomicU64::new(0),
-        };
+        let reader = reader_of(
+            &dir,
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER);
+             CREATE INDEX t_k ON t (k);
+             WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 500)
+             INSERT INTO t (k) SELECT x % 7 FROM c;
+             ANALYZE;",
+        );
         let query = Query::select()
             .column(Alias::new("id"))
             .from(Alias::new("t"))
