@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use chrono::{DateTime, Utc};
-use protege::{Engine, EngineErrorKind, Format, ResolveInput, Tokenizer};
+use protege::{Engine, EngineErrorKind, ErrorKind, Format, ResolveInput, Tokenizer};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 
@@ -359,6 +359,19 @@ async fn a_run_time_template_error_names_the_persona_its_file_and_the_resolver()
             "persona `lookup` (`personas/lookup.toml`): resolver 2 `LoadRecord` failed: \
              template `LoadRecord.template` line 2: `record.nickname` is undefined"
         )
+    );
+    // The engine's own error is there for a caller that needs the finer kind.
+    let core = err.core_error().expect("the engine error behind it");
+    let failed = core.resolver_cause().expect("the resolver's error");
+    assert_eq!(
+        (core.kind(), failed.kind(), failed.template_line()),
+        (ErrorKind::Resolver, ErrorKind::Template, Some(2))
+    );
+    assert!(err.config_error().is_none());
+    // Printed as a chain, the sentence appears once.
+    assert_eq!(
+        format!("{:#}", anyhow::Error::new(err.clone())),
+        err.to_string()
     );
 }
 

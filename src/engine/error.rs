@@ -20,12 +20,27 @@ pub enum EngineErrorKind {
     Config,
 }
 
-/// An error of the engine: one sentence and its kind.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// An error of the engine: one sentence and its kind; when it reports an error of the
+/// engine's libraries, that error too ([`core_error`](Self::core_error),
+/// [`config_error`](Self::config_error)), for a caller that needs its finer kind (a template
+/// error against a missing file, say).
+///
+/// Its [`source`](std::error::Error::source) is the library error's own source, not the
+/// library error itself, whose text the sentence already holds: a printer of error chains
+/// (`anyhow`'s `{:#}`) shows it once. Two errors are equal when their kinds and sentences
+/// are.
+#[derive(Debug, Clone)]
 pub struct EngineError {
     kind: EngineErrorKind,
     message: String,
+    cause: Option<Cause>,
+}
+
+/// The library error an [`EngineError`] reports.
+#[derive(Debug, Clone)]
+enum Cause {
+    Core(protege_core::Error),
+    Config(protege_config::Error),
 }
 
 impl EngineError {
@@ -34,6 +49,7 @@ impl EngineError {
         Self {
             kind,
             message: message.into(),
+            cause: None,
         }
     }
 
@@ -41,8 +57,8 @@ impl EngineError {
     /// one of its resolvers).
     pub(crate) fn in_persona(self, name: &str, path: &std::path::Path) -> Self {
         Self {
-            kind: self.kind,
             message: format!("persona `{name}` (`{}`): {}", path.display(), self.message),
+            ..self
         }
     }
 
@@ -50,7 +66,49 @@ impl EngineError {
     pub fn kind(&self) -> EngineErrorKind {
         self.kind
     }
+
+    /// The engine's error this one reports, if any: its [`kind`](protege_core::Error::kind)
+    /// tells a template error, a missing file, a path outside the root or a database
+    /// failure apart.
+    pub fn core_error(&self) -> Option<&protege_core::Error> {
+        match &self.cause {
+            Some(Cause::Core(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The persona folder's error this one reports, if any.
+    pub fn config_error(&self) -> Option<&protege_config::Error> {
+        match &self.cause {
+            Some(Cause::Config(e)) => Some(e),
+            _ => None,
+        }
+    }
 }
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Some(Cause::Core(e)) => e.source(),
+            Some(Cause::Config(e)) => e.source(),
+            None => None,
+        }
+    }
+}
+
+impl PartialEq for EngineError {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl Eq for EngineError {}
 
 impl From<protege_core::Error> for EngineError {
     fn from(e: protege_core::Error) -> Self {
@@ -58,12 +116,20 @@ impl From<protege_core::Error> for EngineError {
             protege_core::ErrorKind::Database => EngineErrorKind::Unavailable,
             _ => EngineErrorKind::InvalidInput,
         };
-        EngineError::new(kind, e.to_string())
+        Self {
+            kind,
+            message: e.to_string(),
+            cause: Some(Cause::Core(e)),
+        }
     }
 }
 
 impl From<protege_config::Error> for EngineError {
     fn from(e: protege_config::Error) -> Self {
-        EngineError::new(EngineErrorKind::Config, e.to_string())
+        Self {
+            kind: EngineErrorKind::Config,
+            message: e.to_string(),
+            cause: Some(Cause::Config(e)),
+        }
     }
 }
