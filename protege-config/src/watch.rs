@@ -177,8 +177,9 @@ impl PersonaSet {
     /// `debounce`.
     ///
     /// The folder is watched together with its parent, so its own disappearance and
-    /// return are seen; any change in the folder that is not a persona file (a symlink
-    /// swap, a new subfolder) rescans every file.
+    /// return are seen (when the parent goes too, the nearest ancestor still there is
+    /// watched until the way back exists); any change in the folder that is not a persona
+    /// file (a symlink swap, a new subfolder) rescans every file.
     pub fn watch_with(&self, debounce: Duration) -> Result<Watch> {
         let (tx, rx) = mpsc::unbounded_channel();
         let dir = self.dir().to_owned();
@@ -272,11 +273,27 @@ fn supervise(
     set: &PersonaSet,
     sender: &mpsc::UnboundedSender<Event>,
 ) {
+    let mut ancestor = folder.parent().map(Path::to_owned);
     while let Ok(Control::Rearm) = orders.recv() {
-        // The old watch follows the folder's inode wherever it went (or is gone with it).
-        let _ = debouncer.unwatch(folder);
-        if folder.is_dir() {
-            let _ = debouncer.watch(folder, RecursiveMode::NonRecursive);
+        // Watched again even under an unchanged path: the old watches follow the inodes
+        // wherever they went, or are gone with them. A folder or ancestor created while
+        // arming is armed in the next round.
+        for _ in 0..ARM_ROUNDS {
+            let _ = debouncer.unwatch(folder);
+            if let Some(old) = &ancestor {
+                let _ = debouncer.unwatch(old);
+            }
+            ancestor = nearest_ancestor(folder);
+            if let Some(new) = &ancestor {
+                let _ = debouncer.watch(new, RecursiveMode::NonRecursive);
+            }
+            let present = folder.is_dir();
+            if present {
+                let _ = debouncer.watch(folder, RecursiveMode::NonRecursive);
+            }
+            if nearest_ancestor(folder) == ancestor && folder.is_dir() == present {
+                break;
+            }
         }
         for event in set.reconcile(&with_every_file(set, Vec::new())) {
             if sender.send(event).is_err() {
@@ -286,9 +303,22 @@ fn supervise(
     }
 }
 
+/// The most times the folder is armed in a row while its path keeps changing.
+const ARM_ROUNDS: usize = 8;
+
+/// The closest existing folder above `folder`: its parent, or, when a deploy removed the
+/// parent too, the nearest ancestor still there, whose events show the way back.
+fn nearest_ancestor(folder: &Path) -> Option<PathBuf> {
+    folder
+        .ancestors()
+        .skip(1)
+        .find(|a| a.is_dir())
+        .map(Path::to_owned)
+}
+
 /// What a path reported by the watcher is to the persona folder.
 enum Seen {
-    /// The folder itself (deleted, created, renamed).
+    /// The folder itself or a folder above it (deleted, created, renamed).
     Folder,
     /// A persona file of the folder, as the set's key.
     Persona(PathBuf),
@@ -299,7 +329,7 @@ enum Seen {
 }
 
 fn classify(names: &[PathBuf; 2], dir: &Path, reported: &Path) -> Seen {
-    if names.iter().any(|n| n == reported) {
+    if names.iter().any(|n| n.starts_with(reported)) {
         return Seen::Folder;
     }
     let Some(parent) = reported.parent() else {

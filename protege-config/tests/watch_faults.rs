@@ -1,5 +1,5 @@
-//! The watch survives what happens to its folder: deleted and recreated,
-//! renamed away and back, swapped through a ConfigMap-style `..data` symlink; and a file
+//! The watch survives what happens to its folder: deleted and recreated (its parent
+//! too), renamed away and back, swapped through a ConfigMap-style `..data` symlink; and a file
 //! rejected only for a duplicate name comes back once the name is free. Every test waits
 //! on events, never on a timer.
 
@@ -109,6 +109,47 @@ async fn a_deleted_and_recreated_folder_removes_then_adds() {
         [line("reloaded", d, "alpha", "a.toml")]
     );
     assert_eq!(set.names(), ["alpha", "beta"]);
+}
+
+/// A deploy that removes the folder's parent too and writes it all again: the watch
+/// climbs to the nearest folder still there and finds its way back down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_and_recreated_parent_removes_then_adds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    let d = &app.join("config").join("personas");
+    std::fs::create_dir_all(d).unwrap();
+    std::fs::write(d.join("a.toml"), persona("alpha", 1)).unwrap();
+    let (set, mut watch) = start(d).await;
+
+    std::fs::remove_dir_all(&app).unwrap();
+    assert_eq!(
+        take(&mut watch, 1).await,
+        [line("removed", d, "alpha", "a.toml")]
+    );
+
+    // Level by level, as a copy creates it.
+    std::fs::create_dir(&app).unwrap();
+    std::fs::create_dir(app.join("config")).unwrap();
+    std::fs::create_dir(d).unwrap();
+    write_atomic(&d.join("a.toml"), &persona("alpha", 2));
+    assert_eq!(
+        take(&mut watch, 1).await,
+        [line("added", d, "alpha", "a.toml")]
+    );
+    // The folder is watched again: an edit and a new file are seen.
+    write_atomic(&d.join("a.toml"), &persona("alpha", 3));
+    assert_eq!(
+        take(&mut watch, 1).await,
+        [line("reloaded", d, "alpha", "a.toml")]
+    );
+    write_atomic(&d.join("b.toml"), &persona("beta", 1));
+    assert_eq!(
+        take(&mut watch, 1).await,
+        [line("added", d, "beta", "b.toml")]
+    );
+    assert_eq!(set.names(), ["alpha", "beta"]);
+    assert_eq!(set.get("alpha").unwrap().info.instructions, "v3");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
