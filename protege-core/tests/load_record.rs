@@ -294,17 +294,24 @@ async fn rust_loader_with_json_template_and_renderer() {
 fn typed_table(backend: &str) -> (&'static str, &'static str, &'static str) {
     match backend {
         "postgres" => (
-            "CREATE TABLE typed (id INTEGER, small SMALLINT, big BIGINT, real4 REAL, \
+            "CREATE EXTENSION IF NOT EXISTS citext; CREATE DOMAIN email_addr AS TEXT; \
+             CREATE DOMAIN positive AS INTEGER CHECK (VALUE > 0); \
+             CREATE TYPE mood AS ENUM ('happy', 'sad'); \
+             CREATE TABLE typed (id INTEGER, small SMALLINT, big BIGINT, real4 REAL, \
              ratio DOUBLE PRECISION, nan DOUBLE PRECISION, inf DOUBLE PRECISION, \
              huge DOUBLE PRECISION, flag BOOLEAN, name VARCHAR(20), code CHAR(4), note TEXT, \
              data BYTEA, stamp TIMESTAMP, stamptz TIMESTAMPTZ, day DATE, clock TIME, \
              doc JSONB, plain_json JSON, price NUMERIC(10,3), negative NUMERIC, \
-             large NUMERIC, integral NUMERIC(30,0), not_a_number NUMERIC)",
+             large NUMERIC, integral NUMERIC(30,0), not_a_number NUMERIC, addr email_addr, \
+             count positive, feeling mood, ci CITEXT, uid UUID, tags TEXT[], ids BIGINT[], \
+             flags BOOLEAN[])",
             "INSERT INTO typed VALUES (1, -32768, 9223372036854775807, 1.5, 0.25, 'NaN', \
              'Infinity', 1e308, FALSE, 'Café', 'ab', 'line\nbreak', '\\x00ff', \
              '2026-01-05 10:00:00.25', '2026-01-05 12:00:00+02', '2026-01-05', '10:00:00.5', \
              '{\"b\": [1, 2], \"a\": null}', '{\"z\": 1, \"y\": \"x\"}', 12.5, -0.005, \
-             123456789012345678901234.5, 12345678901234567890, 'NaN')",
+             123456789012345678901234.5, 12345678901234567890, 'NaN', 'a@b.example', 7, \
+             'happy', 'MiXeD', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{x,NULL,\"y z\"}', \
+             '{1,-2}', '{true,NULL}')",
             "INSERT INTO typed (id) VALUES (2)",
         ),
         "mysql" => (

@@ -19,6 +19,11 @@
 //! database, the SQLite C library for a file), and one function renders both
 //! ([`stored`]).
 //!
+//! On PostgreSQL an enum is rendered as its label (its kind, which sqlx looks up, says it is
+//! one), a `uuid` as PostgreSQL prints it (recognised by its fixed OID: sqlx reads it only
+//! with a feature this crate does not use), and a one-dimensional array of text, integers
+//! or booleans as a JSON array. A domain arrives as its base type.
+//!
 //! Two decisions read a type's name, both on MySQL/MariaDB: sqlx keeps MySQL's column type
 //! private, and its typed checks take a `TINYINT(1)` (which it names `BOOLEAN`) for any
 //! other `TINYINT`, and a `BIT` for an unsigned integer; the name alone tells them apart.
@@ -41,7 +46,7 @@ use rusqlite::types::ValueRef;
 use sea_orm::prelude::Decimal;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};
 use sea_orm::sqlx::mysql::{MySql, MySqlRow};
-use sea_orm::sqlx::postgres::{PgRow, Postgres};
+use sea_orm::sqlx::postgres::{PgRow, PgTypeKind, Postgres};
 use sea_orm::sqlx::sqlite::{Sqlite, SqliteRow};
 use sea_orm::sqlx::{Column, ColumnIndex, Database, Row, Type, TypeInfo, ValueRef as _};
 use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
@@ -287,9 +292,48 @@ fn pg_value(row: &PgRow, i: usize, ty: &TypeOf<PgRow>) -> Rendered {
         let raw = row.try_get_raw(i)?;
         let bytes = raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?;
         pg_numeric(bytes).ok_or(Unreadable::Unsupported)?
+    } else if matches!(ty.kind(), PgTypeKind::Enum(_)) {
+        // An enum's wire value is its label.
+        let raw = row.try_get_raw(i)?;
+        Value::String(
+            raw.as_str()
+                .map_err(sea_orm::sqlx::Error::Decode)?
+                .to_owned(),
+        )
+    } else if ty.oid() == Some(PG_UUID) {
+        let raw = row.try_get_raw(i)?;
+        let bytes = raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?;
+        Value::String(uuid_text(bytes).ok_or(Unreadable::Unsupported)?)
+    } else if is::<Vec<Option<String>>, P>(ty) {
+        Value::from(row.try_get::<Vec<Option<String>>, _>(i)?)
+    } else if is::<Vec<Option<i64>>, P>(ty) {
+        Value::from(row.try_get::<Vec<Option<i64>>, _>(i)?)
+    } else if is::<Vec<Option<i32>>, P>(ty) {
+        Value::from(row.try_get::<Vec<Option<i32>>, _>(i)?)
+    } else if is::<Vec<Option<i16>>, P>(ty) {
+        Value::from(row.try_get::<Vec<Option<i16>>, _>(i)?)
+    } else if is::<Vec<Option<bool>>, P>(ty) {
+        Value::from(row.try_get::<Vec<Option<bool>>, _>(i)?)
     } else {
         return Err(Unreadable::Unsupported);
     })
+}
+
+/// PostgreSQL's `uuid`, a built-in type whose OID never changes.
+const PG_UUID: sea_orm::sqlx::postgres::types::Oid = sea_orm::sqlx::postgres::types::Oid(2950);
+
+/// A UUID's 16 bytes as PostgreSQL prints them: `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
+fn uuid_text(bytes: &[u8]) -> Option<String> {
+    use std::fmt::Write as _;
+    let bytes: &[u8; 16] = bytes.try_into().ok()?;
+    let mut out = String::with_capacity(36);
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        let _ = write!(out, "{b:02x}");
+    }
+    Some(out)
 }
 
 fn mysql_value(row: &MySqlRow, i: usize, ty: &TypeOf<MySqlRow>) -> Rendered {
