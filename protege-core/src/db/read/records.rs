@@ -289,21 +289,14 @@ fn pg_value(row: &PgRow, i: usize, ty: &TypeOf<PgRow>) -> Rendered {
         row.try_get::<Value, _>(i)?
     } else if is::<Decimal, P>(ty) {
         // From the wire format rather than as a `Decimal`, which holds 28 digits and no NaN.
-        let raw = row.try_get_raw(i)?;
-        let bytes = raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?;
-        pg_numeric(bytes).ok_or(Unreadable::Unsupported)?
+        pg_numeric(pg_wire(row, i)?).ok_or(Unreadable::Unsupported)?
     } else if matches!(ty.kind(), PgTypeKind::Enum(_)) {
         // An enum's wire value is its label.
-        let raw = row.try_get_raw(i)?;
-        Value::String(
-            raw.as_str()
-                .map_err(sea_orm::sqlx::Error::Decode)?
-                .to_owned(),
-        )
+        let label = std::str::from_utf8(pg_wire(row, i)?)
+            .map_err(|e| Unreadable::Decode(sea_orm::sqlx::Error::Decode(e.into())))?;
+        Value::String(label.to_owned())
     } else if ty.oid() == Some(PG_UUID) {
-        let raw = row.try_get_raw(i)?;
-        let bytes = raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?;
-        Value::String(uuid_text(bytes).ok_or(Unreadable::Unsupported)?)
+        Value::String(uuid_text(pg_wire(row, i)?).ok_or(Unreadable::Unsupported)?)
     } else if is::<Vec<Option<String>>, P>(ty) {
         Value::from(row.try_get::<Vec<Option<String>>, _>(i)?)
     } else if is::<Vec<Option<i64>>, P>(ty) {
@@ -317,6 +310,13 @@ fn pg_value(row: &PgRow, i: usize, ty: &TypeOf<PgRow>) -> Rendered {
     } else {
         return Err(Unreadable::Unsupported);
     })
+}
+
+/// The bytes of column `i` as the server sent them (binary format), for the types read
+/// without a Rust type of their own.
+fn pg_wire(row: &PgRow, i: usize) -> std::result::Result<&[u8], Unreadable> {
+    let raw = row.try_get_raw(i)?;
+    Ok(raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?)
 }
 
 /// PostgreSQL's `uuid`, a built-in type whose OID never changes.
