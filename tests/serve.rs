@@ -1107,3 +1107,111 @@ async fn outage(server_url: &str) {
         .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
         .await;
 }
+
+/// `protege serve` that must refuse to start: its exit code and stderr.
+fn refused(env: &[(&str, &str)], extra: &[&str]) -> (Option<i32>, String) {
+    let (_dir, url) = demo_db();
+    let out = protege(&project(), &url)
+        .arg("serve")
+        .args(extra)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+#[tokio::test]
+async fn authentication_is_off_only_when_asked() {
+    assert_eq!(
+        refused(&[("PROTEGE_SERVE_TOKEN", "")], &["--listen", "127.0.0.1:0"]),
+        (
+            Some(2),
+            "error: `PROTEGE_SERVE_TOKEN` is set but empty: set it to the token clients must send, or unset it to serve without authentication".to_owned()
+        )
+    );
+    assert_eq!(
+        refused(&[], &["--listen", "0.0.0.0:0"]),
+        (
+            Some(2),
+            "error: `0.0.0.0:0` is not a loopback address and `PROTEGE_SERVE_TOKEN` is not set: set a token, or pass `--no-auth` to serve without authentication".to_owned()
+        )
+    );
+    assert_eq!(
+        refused(
+            &[("PROTEGE_SERVE_TOKEN", TOKEN)],
+            &["--listen", "0.0.0.0:0", "--no-auth"]
+        ),
+        (
+            Some(2),
+            "error: `--no-auth` and `PROTEGE_SERVE_TOKEN` contradict each other: unset the token or drop `--no-auth`".to_owned()
+        )
+    );
+
+    // Asked for: served, and the log says so before the address.
+    let (_dir, url) = demo_db();
+    let mut cmd = protege(&project(), &url);
+    let mut child = cmd
+        .args(["serve", "--listen", "0.0.0.0:0", "--no-auth"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let port = loop {
+        let line = lines.next().expect("serve ended before listening").unwrap();
+        if let Some(at) = line.find("listening on http://0.0.0.0:") {
+            break line[at + "listening on http://0.0.0.0:".len()..].to_owned();
+        }
+        seen.push(line);
+    };
+    assert!(
+        seen.iter().any(|l| l.ends_with(&format!(
+            "authentication is off: `/v1/*` and `/metrics` are open to anyone who reaches 0.0.0.0:{port}"
+        ))),
+        "{seen:#?}"
+    );
+    let res = reqwest::get(format!("http://127.0.0.1:{port}/v1/personas"))
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let send = |authorization: String| {
+        let req = server
+            .client
+            .get(server.url("/v1/personas"))
+            .header("authorization", authorization);
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        assert_eq!(send(format!("{scheme} {TOKEN}")).await, 200, "{scheme}");
+        assert_eq!(
+            send(format!("{scheme}  {TOKEN}")).await,
+            200,
+            "{scheme}, two spaces"
+        );
+        assert_eq!(send(format!("{scheme} wrong")).await, 401, "{scheme}");
+    }
+    for wrong in [
+        format!("Basic {TOKEN}"),
+        format!("Bearer{TOKEN}"),
+        format!("Bearerx {TOKEN}"),
+        TOKEN.to_owned(),
+    ] {
+        assert_eq!(send(wrong.clone()).await, 401, "{wrong}");
+    }
+}

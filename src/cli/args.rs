@@ -194,6 +194,10 @@ pub(crate) struct ServeArgs {
     /// Do not hot-reload the persona folder.
     #[arg(long)]
     pub(crate) no_watch: bool,
+    /// Serve without authentication on an address other than loopback (needed when
+    /// `PROTEGE_SERVE_TOKEN` is not set and ADDR is not 127.0.0.1 or ::1).
+    #[arg(long)]
+    pub(crate) no_auth: bool,
     /// The format of the log lines on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub(crate) log_format: LogFormat,

@@ -33,6 +33,14 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// A usage error (exit code 2): the arguments or the environment contradict each other.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
 }
 
 impl From<protege::Error> for Failure {

@@ -51,6 +51,7 @@ struct App {
 
 pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     init_logging(args.log_format);
+    let token = token(args)?;
     let metrics = PrometheusBuilder::new()
         .set_buckets(&BUCKETS)
         .and_then(PrometheusBuilder::install_recorder)
@@ -77,11 +78,18 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     let address = listener
         .local_addr()
         .map_err(|e| Failure::invalid(format!("cannot read the listening address: {e}")))?;
+    if token.is_none() {
+        if !args.no_auth && !address.ip().is_loopback() {
+            return Err(Failure::usage(format!(
+                "`{}` is not a loopback address and `PROTEGE_SERVE_TOKEN` is not set: set a token, or pass `--no-auth` to serve without authentication",
+                args.listen
+            )));
+        }
+        tracing::warn!(
+            "authentication is off: `/v1/*` and `/metrics` are open to anyone who reaches {address}"
+        );
+    }
     tracing::info!("listening on http://{address}");
-    let token = std::env::var("PROTEGE_SERVE_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .map(Arc::from);
     let app = App {
         engine,
         metrics,
@@ -106,6 +114,31 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The bearer token of `PROTEGE_SERVE_TOKEN`: none when unset; set but empty is a usage
+/// error (it would silently turn authentication off), and so is a token with `--no-auth`.
+fn token(args: &ServeArgs) -> CliResult<Option<Arc<str>>> {
+    let token = match std::env::var("PROTEGE_SERVE_TOKEN") {
+        Ok(token) if token.is_empty() => {
+            return Err(Failure::usage(
+                "`PROTEGE_SERVE_TOKEN` is set but empty: set it to the token clients must send, or unset it to serve without authentication",
+            ));
+        }
+        Ok(token) => Some(Arc::from(token)),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(Failure::usage(
+                "`PROTEGE_SERVE_TOKEN` is not valid UTF-8: set it to a token of printable characters",
+            ));
+        }
+    };
+    if token.is_some() && args.no_auth {
+        return Err(Failure::usage(
+            "`--no-auth` and `PROTEGE_SERVE_TOKEN` contradict each other: unset the token or drop `--no-auth`",
+        ));
+    }
+    Ok(token)
 }
 
 fn router(app: App) -> Router {
@@ -170,9 +203,18 @@ fn authorized(app: &App, headers: &HeaderMap) -> bool {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer)
         .unwrap_or_default();
     bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// The credentials of an `Authorization` value of the `Bearer` scheme, whose name is
+/// case-insensitive (RFC 7235): `Bearer`, `bearer` and `BEARER` alike.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim_start_matches(' '))
 }
 
 async fn healthz() -> Response {
