@@ -1215,3 +1215,131 @@ async fn the_bearer_scheme_is_case_insensitive() {
         assert_eq!(send(wrong.clone()).await, 401, "{wrong}");
     }
 }
+
+/// Personas whose resolvers read the database: `history` (a reply run's ThreadHistory) and
+/// `records` (a scheduled run's LoadRecord of table `orders`).
+fn reading_root() -> tempfile::TempDir {
+    let root = history_root();
+    std::fs::rename(
+        root.path().join("personas/p.toml"),
+        root.path().join("personas/history.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.path().join("personas/records.toml"),
+        "[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\ninstructions = \"\"\n\n[[responsibility_resolvers]]\nuse = \"LoadRecord\"\ntable = \"orders\"\ntemplate = \"Order {{ record.id }}\"\n",
+    )
+    .unwrap();
+    root
+}
+
+/// The database URLs of this run: a SQLite file in `dir`, and a fresh database on each
+/// server named by the environment (with the server's own URL, to drop it at the end).
+async fn every_backend(dir: &Path, name: &str) -> Vec<(String, Option<String>)> {
+    let mut urls = vec![(
+        format!("sqlite://{}?mode=rwc", dir.join("t.db").display()),
+        None,
+    )];
+    for var in ["PROTEGE_TEST_POSTGRES_URL", "PROTEGE_TEST_MYSQL_URL"] {
+        if let Some(server_url) = std::env::var(var).ok().filter(|u| !u.is_empty()) {
+            let url = fresh_server_db(&server_url, name).await;
+            urls.push((url, Some(server_url)));
+        }
+    }
+    urls
+}
+
+async fn execute(url: &str, sql: &str) {
+    use sea_orm::ConnectionTrait as _;
+    let conn = sea_orm::Database::connect(url).await.unwrap();
+    conn.execute_unprepared(sql).await.unwrap();
+    conn.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_database_failure_inside_a_resolver_answers_503() {
+    let root = reading_root();
+    let name = format!("pt_resolver_db_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        execute(&url, "CREATE TABLE orders (id INTEGER)").await;
+        execute(&url, "INSERT INTO orders (id) VALUES (7)").await;
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        let mail = eml(
+            "<up-1@example.com>",
+            "Zoe <zoe@example.com>",
+            None,
+            "Hinge",
+            "The hinge broke.",
+        );
+        let reply = eml(
+            "<up-2@example.com>",
+            "Zoe <zoe@example.com>",
+            Some("<up-1@example.com>"),
+            "Re: Hinge",
+            "Any news?",
+        );
+        for mail in [mail, reply] {
+            let (status, text) = server.post("/v1/mail", "message/rfc822", mail).await;
+            assert_eq!(status, 201, "{url}: {text}");
+        }
+        let history = json!({"persona": "history", "message_id": "<up-2@example.com>", "now": NOW});
+        let records = json!({"persona": "records", "responsibility": "r", "now": NOW});
+        assert_eq!(server.resolve(history.clone()).await.0, 200, "{url}");
+        let (status, text) = server.resolve(records.clone()).await;
+        assert_eq!(status, 200, "{url}: {text}");
+
+        // The tables the resolvers read go away under the running service.
+        execute(&url, "DROP TABLE tool_uses").await;
+        execute(&url, "DROP TABLE orders").await;
+        let (missing_tool_uses, missing_orders) = if url.starts_with("sqlite") {
+            (
+                "(code: 1) no such table: tool_uses".to_owned(),
+                "(code: 1) no such table: orders".to_owned(),
+            )
+        } else if url.starts_with("postgres") {
+            (
+                r#"relation "tool_uses" does not exist"#.to_owned(),
+                r#"relation "orders" does not exist"#.to_owned(),
+            )
+        } else {
+            (
+                format!("1146 (42S02): Table '{name}.tool_uses' doesn't exist"),
+                format!("1146 (42S02): Table '{name}.orders' doesn't exist"),
+            )
+        };
+        let history_down = format!(
+            "persona `history` (`personas/history.toml`): resolver 2 `ThreadHistory` failed: database error: error returned from database: {missing_tool_uses}"
+        );
+        let records_down = format!(
+            "persona `records` (`personas/records.toml`): resolver 1 `LoadRecord` failed: cannot read table `orders`: error returned from database: {missing_orders}"
+        );
+        assert_eq!(
+            server.resolve(history).await,
+            (503, error("unavailable", &history_down)),
+            "{url}"
+        );
+        assert_eq!(
+            server.resolve(records).await,
+            (503, error("unavailable", &records_down)),
+            "{url}"
+        );
+        drop(server);
+
+        // The command line keeps its exit code 1 for the same failure.
+        let out = protege(root.path(), &url)
+            .args(["resolve", "--persona", "records", "--responsibility", "r"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned()
+            ),
+            (Some(1), format!("error: {records_down}\n")),
+            "{url}"
+        );
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}

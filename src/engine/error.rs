@@ -14,7 +14,8 @@ pub enum EngineErrorKind {
     /// template error, path outside the root), no model for a wire format, an outbound
     /// message as trigger.
     InvalidInput,
-    /// The database could not be reached or failed.
+    /// The database could not be reached or failed, also inside a resolver (`LoadRecord`,
+    /// `ThreadHistory`).
     Unavailable,
     /// The persona folder could not be loaded or watched.
     Config,
@@ -112,7 +113,13 @@ impl Eq for EngineError {}
 
 impl From<protege_core::Error> for EngineError {
     fn from(e: protege_core::Error) -> Self {
-        let kind = match e.kind() {
+        // A failed resolver keeps the kind of the error it failed with: a database failure
+        // inside `LoadRecord` or `ThreadHistory` is the database's, not the input's.
+        let mut cause = &e;
+        while let Some(inner) = cause.resolver_cause() {
+            cause = inner;
+        }
+        let kind = match cause.kind() {
             protege_core::ErrorKind::Database => EngineErrorKind::Unavailable,
             _ => EngineErrorKind::InvalidInput,
         };

@@ -134,7 +134,19 @@ async fn probe(url: &str) -> std::result::Result<(), sea_orm::sqlx::Error> {
 }
 
 fn sqlx_reason(err: &sea_orm::sqlx::Error) -> String {
-    lowercase_first(err.to_string().trim().trim_end_matches('.'))
+    let text = match err {
+        // PostgreSQL's error says `at line N` after its message: the line of the server's
+        // own source file that raised it (with the file and routine in other fields), of no
+        // use to the user and a detail of the server's build; only the message is kept.
+        sea_orm::sqlx::Error::Database(e) => {
+            match e.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
+                Some(pg) => format!("error returned from database: {}", pg.message()),
+                None => err.to_string(),
+            }
+        }
+        _ => err.to_string(),
+    };
+    lowercase_first(text.trim().trim_end_matches('.'))
 }
 
 fn lowercase_first(text: &str) -> String {
@@ -286,7 +298,7 @@ pub(crate) fn db_reason(err: &sea_orm::DbErr) -> String {
     let text = match err {
         DbErr::Conn(RuntimeErr::SqlxError(e))
         | DbErr::Exec(RuntimeErr::SqlxError(e))
-        | DbErr::Query(RuntimeErr::SqlxError(e)) => e.to_string(),
+        | DbErr::Query(RuntimeErr::SqlxError(e)) => return sqlx_reason(e),
         DbErr::Conn(RuntimeErr::Internal(e))
         | DbErr::Exec(RuntimeErr::Internal(e))
         | DbErr::Query(RuntimeErr::Internal(e)) => e.clone(),
