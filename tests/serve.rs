@@ -1343,3 +1343,26 @@ async fn a_database_failure_inside_a_resolver_answers_503() {
         }
     }
 }
+
+#[test]
+fn a_deadline_out_of_range_is_a_usage_error() {
+    for given in ["1e20", "NaN", "inf", "-1", "0", "86400.5", "soon"] {
+        let out = protege(&project(), "sqlite::memory:")
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .arg(format!("--deadline={given}"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            (out.status.code(), stderr.lines().next().unwrap_or_default()),
+            (
+                Some(2),
+                format!(
+                    "error: invalid value '{given}' for '--deadline <SECONDS>': `{given}` is not a number of seconds above 0 and at most 86400 (one day)"
+                )
+                .as_str()
+            ),
+            "{stderr}"
+        );
+    }
+}

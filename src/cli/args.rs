@@ -201,14 +201,21 @@ pub(crate) struct ServeArgs {
     /// The format of the log lines on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub(crate) log_format: LogFormat,
-    /// The per-request deadline in seconds (a request over it answers 504).
+    /// The per-request deadline in seconds, above 0 and at most 86400 (a request over it
+    /// answers 504).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
     pub(crate) deadline: f64,
 }
 
+/// The longest `--deadline`: one day. A request is not meant to run longer, and every
+/// value up to it is a valid `Duration`.
+const MAX_DEADLINE_SECS: f64 = 86_400.0;
+
 fn parse_seconds(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
-        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= MAX_DEADLINE_SECS => Ok(s),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds above 0 and at most {MAX_DEADLINE_SECS} (one day)"
+        )),
     }
 }
