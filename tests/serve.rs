@@ -1366,3 +1366,61 @@ fn a_deadline_out_of_range_is_a_usage_error() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_summary_is_capped_at_one_mib_in_any_json_encoding() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    // Every byte of the summary written as a `\u0061` escape: six bytes of JSON per byte.
+    let escaped = |bytes: usize| {
+        format!(
+            r#"{{"message_id":"<refund-2@acme.test>","content":"{}"}}"#,
+            "\\u0061".repeat(bytes)
+        )
+    };
+    let max = protege::SUMMARY_MAX_BYTES;
+    assert_eq!(
+        server
+            .post("/v1/summaries", "application/json", escaped(max))
+            .await,
+        (
+            201,
+            "{\n  \"status\": \"stored\",\n  \"id\": 1,\n  \"thread_id\": 1,\n  \"through_message_id\": \"<refund-2@acme.test>\"\n}\n".to_owned()
+        )
+    );
+
+    let over = error(
+        "payload_too_large",
+        &format!(
+            "the summary through `<refund-2@acme.test>` is {} bytes, over the limit of {max}",
+            max + 1
+        ),
+    );
+    assert_eq!(
+        server
+            .post("/v1/summaries", "application/json", escaped(max + 1))
+            .await,
+        (413, over.clone())
+    );
+    let plain = json!({"message_id": "<refund-2@acme.test>", "content": "a".repeat(max + 1)});
+    assert_eq!(
+        server
+            .post("/v1/summaries", "application/json", plain.to_string())
+            .await,
+        (413, over)
+    );
+    // A body over the cap of the longest encoding is refused as a body.
+    let limit = 6 * max + 64 * 1024;
+    assert_eq!(
+        server
+            .post("/v1/summaries", "application/json", " ".repeat(limit + 1))
+            .await,
+        (
+            413,
+            error(
+                "payload_too_large",
+                &format!("the body is over this route's limit of {limit} bytes")
+            )
+        )
+    );
+}

@@ -60,6 +60,11 @@ impl ApiError {
         )
     }
 
+    /// 413: what the body holds is over its cap (a summary over 1 MiB).
+    pub(super) fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+    }
+
     /// 415: the body's content type is not the route's.
     pub(super) fn unsupported_media_type(expected: &str) -> Self {
         Self::new(

@@ -30,8 +30,11 @@ use error::ApiError;
 const RESOLVE_LIMIT: usize = 64 * 1024;
 /// The body limit of `POST /v1/mail`.
 const MAIL_LIMIT: usize = 25 * 1024 * 1024;
-/// The body limit of `POST /v1/summaries`: the summary and its JSON framing.
-const SUMMARY_LIMIT: usize = protege::SUMMARY_MAX_BYTES + 64 * 1024;
+/// The body limit of `POST /v1/summaries`: a summary of the most bytes in its longest valid
+/// JSON encoding (every byte written as a 6-byte `\u0061` escape), and 64 KiB of framing. A
+/// summary over [`protege::SUMMARY_MAX_BYTES`] inside this limit is refused after parsing,
+/// with the same status.
+const SUMMARY_LIMIT: usize = 6 * protege::SUMMARY_MAX_BYTES + 64 * 1024;
 /// How long requests in flight may take to finish after SIGTERM/SIGINT.
 const DRAIN: Duration = Duration::from_secs(30);
 /// Histogram buckets in seconds, from 100 µs to 10 s.
@@ -416,6 +419,14 @@ async fn summaries(
     let bytes = body(&headers, "application/json", SUMMARY_LIMIT, bytes)?;
     let input: SummaryBody = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::bad_request(format!("invalid summary body: {e}")))?;
+    if input.content.len() > protege::SUMMARY_MAX_BYTES {
+        return Err(ApiError::too_large(format!(
+            "the summary through `{}` is {} bytes, over the limit of {}",
+            input.message_id,
+            input.content.len(),
+            protege::SUMMARY_MAX_BYTES
+        )));
+    }
     let stored = app
         .engine
         .store_summary(&input.message_id, &input.content)
