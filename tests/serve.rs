@@ -68,6 +68,11 @@ impl Server {
         if let Some(token) = token {
             cmd.env("PROTEGE_SERVE_TOKEN", token);
         }
+        Self::spawn(cmd)
+    }
+
+    /// Spawns `cmd`, a `protege serve`, and waits until it listens.
+    fn spawn(mut cmd: Command) -> Server {
         let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -1409,18 +1414,330 @@ async fn a_summary_is_capped_at_one_mib_in_any_json_encoding() {
             .await,
         (413, over)
     );
-    // A body over the cap of the longest encoding is refused as a body.
+    // A body over the cap of the longest encoding is refused from its length.
     let limit = 6 * max + 64 * 1024;
+    let request = format!(
+        "POST /v1/summaries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        limit + 1
+    );
     assert_eq!(
-        server
-            .post("/v1/summaries", "application/json", " ".repeat(limit + 1))
-            .await,
+        status_and_body(&raw(&server, request.as_bytes()).await),
         (
-            413,
+            "HTTP/1.1 413 Payload Too Large",
             error(
                 "payload_too_large",
                 &format!("the body is over this route's limit of {limit} bytes")
             )
+            .as_str()
         )
     );
+}
+
+/// The `host:port` a server listens on.
+fn address(server: &Server) -> String {
+    server.base.trim_start_matches("http://").to_owned()
+}
+
+/// Everything the server answers to `request` sent on a fresh connection, until it closes
+/// the connection; 30 s watchdog.
+async fn raw(server: &Server, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(address(server))
+        .await
+        .unwrap();
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer))
+        .await
+        .expect("the connection stayed open for 30 s")
+        .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The status line and the body of a raw answer.
+fn status_and_body(answer: &str) -> (&str, &str) {
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((answer, ""));
+    (head.lines().next().unwrap_or_default(), body)
+}
+
+#[tokio::test]
+async fn protocol_errors_answer_in_json_and_are_counted() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, None, &[]);
+    let malformed = error(
+        "bad_request",
+        "the request line or a header field is malformed (RFC 9112)",
+    );
+    for request in [
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n".to_owned(),
+        "HELLO\r\n\r\n".to_owned(),
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\u{1}b\r\n\r\n".to_owned(),
+    ] {
+        assert_eq!(
+            status_and_body(&raw(&server, request.as_bytes()).await),
+            ("HTTP/1.1 400 Bad Request", malformed.as_str()),
+            "{request:?}"
+        );
+    }
+    let long_uri = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    assert_eq!(
+        status_and_body(&raw(&server, long_uri.as_bytes()).await),
+        (
+            "HTTP/1.1 414 URI Too Long",
+            error("uri_too_long", "the request target is over 65534 bytes").as_str()
+        )
+    );
+    let many_headers = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n{}\r\n",
+        (0..101)
+            .map(|i| format!("X-{i}: y\r\n"))
+            .collect::<String>()
+    );
+    assert_eq!(
+        status_and_body(&raw(&server, many_headers.as_bytes()).await),
+        (
+            "HTTP/1.1 431 Request Header Fields Too Large",
+            error(
+                "header_fields_too_large",
+                "the request head is over 131072 bytes or 100 header fields"
+            )
+            .as_str()
+        )
+    );
+    // The connection still serves well-formed requests, and the refusals were counted.
+    let (_, metrics) = server.get("/metrics", None).await;
+    for line in [
+        r#"protege_http_requests_total{route="unmatched",status="400"} 3"#,
+        r#"protege_http_requests_total{route="unmatched",status="414"} 1"#,
+        r#"protege_http_requests_total{route="unmatched",status="431"} 1"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in\n{metrics}"
+        );
+    }
+    let logged: Vec<String> = server.log.try_iter().collect();
+    for status in [400, 414, 431] {
+        assert!(
+            logged.iter().any(|l| l.contains("request")
+                && l.contains("route=\"unmatched\"")
+                && l.contains(&format!("status={status}"))),
+            "{status}: {logged:#?}"
+        );
+    }
+}
+
+/// Waits for the server to close `stream` (a read of 0 bytes), discarding what it sends;
+/// 30 s watchdog.
+async fn closed_by_server(stream: &mut tokio::net::TcpStream, what: &str) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut got))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: still open after 30 s"))
+        .unwrap();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test]
+async fn slow_and_idle_connections_are_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    let (_dir, url) = demo_db();
+    let server = Server::start(
+        &project(),
+        &url,
+        None,
+        &["--header-timeout", "1", "--idle-timeout", "2"],
+    );
+    let connect = || tokio::net::TcpStream::connect(address(&server));
+    // A head trickled one byte a second never completes: closed after the header timeout
+    // although bytes keep arriving.
+    let mut slow = connect().await.unwrap();
+    let trickle = async {
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\n" {
+            if slow.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), trickle)
+        .await
+        .unwrap();
+    assert_eq!(closed_by_server(&mut slow, "a trickled head").await, "");
+    // A connection that sends nothing, and one kept alive after its request, are closed
+    // after the idle timeout.
+    let mut silent = connect().await.unwrap();
+    assert_eq!(
+        closed_by_server(&mut silent, "a silent connection").await,
+        ""
+    );
+    let mut kept = connect().await.unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = closed_by_server(&mut kept, "a kept-alive connection").await;
+    assert_eq!(
+        status_and_body(&answer),
+        ("HTTP/1.1 200 OK", r#"{"status":"ok"}"#)
+    );
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_answered_503() {
+    use tokio::io::AsyncWriteExt as _;
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, None, &["--max-connections", "2"]);
+    let connect = || tokio::net::TcpStream::connect(address(&server));
+    let first = connect().await.unwrap();
+    let _second = connect().await.unwrap();
+    let mut third = connect().await.unwrap();
+    let answer = closed_by_server(&mut third, "a connection over the cap").await;
+    assert_eq!(
+        status_and_body(&answer),
+        (
+            "HTTP/1.1 503 Service Unavailable",
+            error(
+                "unavailable",
+                "the service has 2 connections open, its limit; retry later"
+            )
+            .as_str()
+        )
+    );
+    // A slot that frees up is taken by the next connection.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut next = connect().await.unwrap();
+        let _ = next
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await;
+        let answer = closed_by_server(&mut next, "a connection under the cap").await;
+        if status_and_body(&answer) == ("HTTP/1.1 200 OK", r#"{"status":"ok"}"#) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, metrics) = server.get("/metrics", None).await;
+    let line = r#"protege_http_requests_total{route="unmatched",status="503"}"#;
+    assert!(
+        metrics.lines().any(|l| l.starts_with(line)),
+        "no `{line}` in\n{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn an_absurd_content_length_is_answered_from_the_header() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    for (route, content_type, limit) in [
+        ("/v1/mail", "message/rfc822", 25 * 1024 * 1024),
+        ("/v1/resolve", "application/json", 64 * 1024),
+    ] {
+        // The body never comes: the answer cannot wait for it.
+        let request = format!(
+            "POST {route} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: {content_type}\r\nContent-Length: 999999999999999\r\n\r\n"
+        );
+        assert_eq!(
+            status_and_body(&raw(&server, request.as_bytes()).await),
+            (
+                "HTTP/1.1 413 Payload Too Large",
+                error(
+                    "payload_too_large",
+                    &format!("the body is over this route's limit of {limit} bytes")
+                )
+                .as_str()
+            ),
+            "{route}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn shutdown_does_not_wait_for_connections_without_a_request() {
+    use tokio::io::AsyncWriteExt as _;
+    let (_dir, url) = demo_db();
+    let mut server = Server::start(&project(), &url, None, &["--header-timeout", "300"]);
+    let _silent = tokio::net::TcpStream::connect(address(&server))
+        .await
+        .unwrap();
+    let mut partial = tokio::net::TcpStream::connect(address(&server))
+        .await
+        .unwrap();
+    partial
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // Both connections are accepted before the signal.
+    assert_eq!(server.get("/healthz", None).await.0, 200);
+    let start = std::time::Instant::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let exit = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve still waits for connections without a request after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(exit.code(), Some(0));
+}
+
+#[tokio::test]
+async fn a_failed_accept_is_logged_and_the_service_goes_on() {
+    let (_dir, url) = demo_db();
+    // Few file descriptors: connections beyond them cannot be accepted.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 64 && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_protege"))
+        .arg("--root")
+        .arg(project())
+        .arg("--database")
+        .arg(&url)
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
+        .env_remove("PROTEGE_DATABASE_URL")
+        .env_remove("PROTEGE_SERVE_TOKEN");
+    let server = Server::spawn(cmd);
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        if let Ok(stream) = tokio::net::TcpStream::connect(address(&server)).await {
+            held.push(stream);
+        }
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut logged = Vec::new();
+    while !logged.iter().any(|l: &String| {
+        l.contains("cannot accept a connection") && l.contains("Too many open files (os error 24)")
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no failed accept logged: {logged:#?}"
+        );
+        if let Ok(line) = server.log.recv_timeout(Duration::from_millis(100)) {
+            logged.push(line);
+        }
+    }
+    drop(held);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let client = reqwest::Client::new();
+        if let Ok(res) = client.get(server.url("/healthz")).send().await {
+            assert_eq!(res.status().as_u16(), 200);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the service did not recover"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -205,9 +205,18 @@ pub(crate) struct ServeArgs {
     /// answers 504).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
     pub(crate) deadline: f64,
+    /// How long a client may take to send a complete request head, from its first byte.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub(crate) header_timeout: f64,
+    /// How long a connection may stay open with no request in flight and no byte sent.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_seconds)]
+    pub(crate) idle_timeout: f64,
+    /// The most connections open at once; one more is answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections: u32,
 }
 
-/// The longest `--deadline`: one day. A request is not meant to run longer, and every
+/// The longest `--deadline`, `--header-timeout` or `--idle-timeout`: one day. A request is not meant to run longer, and every
 /// value up to it is a valid `Duration`.
 const MAX_DEADLINE_SECS: f64 = 86_400.0;
 

@@ -1,6 +1,7 @@
 //! `serve`: the engine as an HTTP/1.1 JSON service (resolve, mail ingest, personas, health,
 //! metrics), hot-reloading its persona folder.
 
+mod conn;
 mod error;
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use protege::config::Event;
 use protege::db::{EmlOptions, ingest_eml};
@@ -100,19 +101,20 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         deadline: Duration::from_secs_f64(args.deadline),
         deadline_secs: args.deadline,
     };
-    let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
-    let server = axum::serve(listener, router(app)).with_graceful_shutdown(async move {
+    let limits = conn::Limits {
+        header_timeout: Duration::from_secs_f64(args.header_timeout),
+        idle_timeout: Duration::from_secs_f64(args.idle_timeout),
+        max_connections: args.max_connections as usize,
+    };
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+    let drain_limit = async move {
         shutdown_signal().await;
         tracing::info!("shutting down: finishing the requests in flight");
         let _ = stopping_tx.send(true);
-    });
-    let drain_limit = async move {
-        let _ = stopping_rx.wait_for(|stopping| *stopping).await;
         tokio::time::sleep(DRAIN).await;
     };
     tokio::select! {
-        outcome = server => outcome
-            .map_err(|e| Failure::invalid(format!("the server failed: {e}")))?,
+        () = conn::serve(listener, router(app), limits, stopping_rx) => {}
         () = drain_limit => tracing::warn!("requests still in flight after 30 s; exiting"),
     }
     tracing::info!("stopped");
@@ -150,22 +152,41 @@ fn router(app: App) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/v1/personas", get(personas))
-        .route(
-            "/v1/resolve",
-            post(resolve).layer(DefaultBodyLimit::max(RESOLVE_LIMIT)),
-        )
-        .route(
-            "/v1/mail",
-            post(mail).layer(DefaultBodyLimit::max(MAIL_LIMIT)),
-        )
-        .route(
-            "/v1/summaries",
-            post(summaries).layer(DefaultBodyLimit::max(SUMMARY_LIMIT)),
-        )
+        .route("/v1/resolve", limited(post(resolve), RESOLVE_LIMIT))
+        .route("/v1/mail", limited(post(mail), MAIL_LIMIT))
+        .route("/v1/summaries", limited(post(summaries), SUMMARY_LIMIT))
         .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
         .method_not_allowed_fallback(async || ApiError::method_not_allowed())
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
+}
+
+/// A route whose body is capped at `limit` bytes: a `Content-Length` over it is answered 413
+/// from the header, before any byte of the body is read.
+fn limited(route: MethodRouter<App>, limit: usize) -> MethodRouter<App> {
+    route
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            early_limit(limit, request, next)
+        }))
+}
+
+async fn early_limit(limit: usize, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        // The body stays unread, so the connection cannot carry another request.
+        let mut response = ApiError::payload_too_large(limit).into_response();
+        response.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+        return response;
+    }
+    next.run(request).await
 }
 
 /// Every request: authentication, the deadline, one log line and the request counter.
