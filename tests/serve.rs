@@ -402,11 +402,27 @@ async fn readiness_needs_a_persona() {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("personas")).unwrap();
     let url = format!("sqlite://{}", root.path().join("t.db").display());
-    let server = Server::start(root.path(), &url, None, &[]);
+    let server = Server::start(root.path(), &url, Some(TOKEN), &[]);
+    assert_eq!(server.get("/readyz", None).await, (503, not_ready()));
     assert_eq!(
-        server.get("/readyz", None).await,
+        server.get("/readyz", Some(TOKEN)).await,
         (503, error("unavailable", "no persona is loaded"))
     );
+    let logged: Vec<String> = server.log.try_iter().collect();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("not ready") && l.contains("no persona is loaded")),
+        "{logged:#?}"
+    );
+}
+
+/// The open `/readyz` when the service is not ready, whatever the reason.
+fn not_ready() -> String {
+    error(
+        "unavailable",
+        "the service is not ready; the reason is in its log",
+    )
 }
 
 /// Waits until `check` holds for the scheduled run of persona `p`, polling; 30 s watchdog.
@@ -930,7 +946,7 @@ async fn a_database_that_cannot_be_opened_answers_503_until_it_can() {
     let (answers, _) = database_routes(&server, &mail).await;
     assert_eq!(
         answers,
-        [(503, down.clone()), (503, down.clone()), (503, down)]
+        [(503, not_ready()), (503, down.clone()), (503, down)]
     );
 
     // The folder appears: the next request connects and migrates.
@@ -1060,7 +1076,7 @@ async fn outage(server_url: &str) {
     let (answers, took) = database_routes(&server, &mail).await;
     assert_eq!(
         answers,
-        [(503, down.clone()), (503, down.clone()), (503, down)],
+        [(503, not_ready()), (503, down.clone()), (503, down)],
         "{url}"
     );
     assert!(took < Duration::from_secs(2), "{url}: {took:?}");
@@ -1087,7 +1103,7 @@ async fn outage(server_url: &str) {
     let (answers, took) = database_routes(&server, &mail).await;
     assert_eq!(
         answers,
-        [(503, gone.clone()), (503, gone.clone()), (503, gone)],
+        [(503, not_ready()), (503, gone.clone()), (503, gone)],
         "{url}"
     );
     assert!(took < Duration::from_secs(12), "{url}: {took:?}");
@@ -1739,5 +1755,43 @@ async fn a_failed_accept_is_logged_and_the_service_goes_on() {
             "the service did not recover"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn readiness_details_need_the_token_and_quote_no_server_source() {
+    for var in ["PROTEGE_TEST_POSTGRES_URL", "PROTEGE_TEST_MYSQL_URL"] {
+        let Some(server_url) = std::env::var(var).ok().filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        // A database that does not exist on a server that answers.
+        let name = format!("pt_missing_{}", std::process::id());
+        let url = format!("{}/{name}", server_url.rsplit_once('/').unwrap().0);
+        let root = history_root();
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        assert_eq!(
+            server.get("/readyz", None).await,
+            (503, not_ready()),
+            "{var}"
+        );
+        let reason = if url.starts_with("postgres") {
+            format!(r#"database "{name}" does not exist"#)
+        } else {
+            format!("1049 (42000): Unknown database '{name}'")
+        };
+        let detail =
+            format!("cannot connect to database `{url}`: error returned from database: {reason}");
+        assert_eq!(
+            server.get("/readyz", Some(TOKEN)).await,
+            (503, error("unavailable", &detail)),
+            "{var}"
+        );
+        let logged: Vec<String> = server.log.try_iter().collect();
+        assert!(
+            logged
+                .iter()
+                .any(|l| l.contains("not ready") && l.contains(&reason)),
+            "{logged:#?}"
+        );
     }
 }

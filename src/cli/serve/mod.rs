@@ -245,19 +245,37 @@ async fn healthz() -> Response {
     axum::Json(json!({ "status": "ok" })).into_response()
 }
 
-async fn readyz(State(app): State<App>) -> Result<Response, ApiError> {
-    let db = app
-        .engine
-        .db()
-        .await
-        .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    db.ping()
-        .await
-        .map_err(|e| ApiError::unavailable(protege::Error::from(e).to_string()))?;
-    if app.engine.personas().is_empty() {
-        return Err(ApiError::unavailable("no persona is loaded"));
+/// What the open `/readyz` says when the service is not ready; the reason is logged, and
+/// shown to a request that carries the service's token.
+const NOT_READY: &str = "the service is not ready; the reason is in its log";
+
+async fn readyz(State(app): State<App>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let Some(reason) = not_ready(&app).await else {
+        return Ok(axum::Json(json!({ "status": "ready" })).into_response());
+    };
+    tracing::warn!(reason = %reason, "not ready");
+    Err(ApiError::unavailable(
+        if app.token.is_some() && authorized(&app, &headers) {
+            reason
+        } else {
+            NOT_READY.to_owned()
+        },
+    ))
+}
+
+/// Why the service is not ready: the database is unreachable or no persona is loaded.
+async fn not_ready(app: &App) -> Option<String> {
+    let db = match app.engine.db().await {
+        Ok(db) => db,
+        Err(e) => return Some(e.to_string()),
+    };
+    if let Err(e) = db.ping().await {
+        return Some(protege::Error::from(e).to_string());
     }
-    Ok(axum::Json(json!({ "status": "ready" })).into_response())
+    app.engine
+        .personas()
+        .is_empty()
+        .then(|| "no persona is loaded".to_owned())
 }
 
 async fn metrics(State(app): State<App>) -> Response {
