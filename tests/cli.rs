@@ -781,3 +781,51 @@ fn db_summary_stores_a_summary_that_thread_summary_replays() {
         )
     );
 }
+
+#[test]
+fn cache_report_takes_the_model_its_error_advises() {
+    let (dir, url) = demo_db();
+    let personas = dir.path().join("plain");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(
+        personas.join("plain.toml"),
+        "addresses = [\"support@acme.test\"]\n\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n",
+    )
+    .unwrap();
+    let personas = personas.display().to_string();
+    let report = |extra: &[&str]| {
+        let mut args = vec![
+            "--personas",
+            personas.as_str(),
+            "cache-report",
+            "--persona",
+            "plain",
+            "--thread",
+            "1",
+            "--format",
+            "openai",
+        ];
+        args.extend(extra);
+        protege(&url, &project(), &args)
+    };
+    let run = report(&[]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: no model for the wire format: set `name` in the persona's `[model]` table or pass `--model NAME`\n"
+        )
+    );
+    let run = report(&["--model", "gpt-4o"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            0,
+            "cache report: persona `plain`, thread 1, openai bodies, 2 reply runs\n    #  message                    input    cached  cached%\n    1  <refund-1@example.com>       187         0     0.0%\n    2  <refund-3@example.com>       408         0     0.0%\n       total                        595         0     0.0%\ntokens are estimated as characters / 4 of each block's JSON, rounded up; a request is served from cache up to the longest prefix it shares with the previous one\n",
+            ""
+        )
+    );
+    let run = report(&["--model", ""]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}

@@ -169,6 +169,9 @@ pub(crate) struct CacheReportArgs {
     /// The wire format (default: the persona's `[model] provider`).
     #[arg(long, value_enum)]
     pub(crate) format: Option<WireFormat>,
+    /// Model name of the requests (overrides the persona's [model] name).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub(crate) model: Option<String>,
 }
 
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {

@@ -11,7 +11,7 @@ pub(crate) async fn run(env: &Env, args: &CacheReportArgs) -> CliResult {
         None => protege::Format::Provider,
     };
     let report = engine
-        .cache_report(&args.persona, args.thread, format)
+        .cache_report_with_model(&args.persona, args.thread, format, args.model.as_deref())
         .await
         .map_err(Failure::from)?;
     output::out(&format!("{report}\n"))

@@ -131,6 +131,20 @@ impl Engine {
         thread_id: i64,
         format: Format,
     ) -> Result<CacheReport, EngineError> {
+        self.cache_report_with_model(persona, thread_id, format, None)
+            .await
+    }
+
+    /// [`cache_report`](Self::cache_report) with the model of every request: `model`
+    /// overrides the persona's `[model] name` (the command line's `--model`), as
+    /// [`ResolveInput::model`] does.
+    pub async fn cache_report_with_model(
+        &self,
+        persona: &str,
+        thread_id: i64,
+        format: Format,
+        model: Option<&str>,
+    ) -> Result<CacheReport, EngineError> {
         let info = self
             .persona(persona)
             .ok_or_else(|| self.unknown_persona(persona))?
@@ -173,13 +187,11 @@ impl Engine {
         let mut rows = Vec::with_capacity(messages.len());
         let mut previous = Vec::new();
         for (message_id, sent_at) in messages {
-            let out = self
-                .resolve(
-                    &ResolveInput::reply(persona, message_id.as_str())
-                        .format(wire)
-                        .now(sent_at),
-                )
-                .await?;
+            let mut input = ResolveInput::reply(persona, message_id.as_str())
+                .format(wire)
+                .now(sent_at);
+            input.model = model.map(str::to_owned);
+            let out = self.resolve(&input).await?;
             let units = prefix_units(&out.body, provider);
             rows.push(CacheReportRow {
                 message_id,
