@@ -1795,3 +1795,70 @@ async fn readiness_details_need_the_token_and_quote_no_server_source() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_time_of_a_run_stays_within_four_digit_years() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/clock.toml"),
+        "[[responsibilities]]\nname = \"r\"\nschedule = \"0 8 * * *\"\ninstructions = \"\"\n\n[[responsibility_resolvers]]\nuse = \"LoadText\"\ntemplate = \"run at {{ now }}\"\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+    let run =
+        |now: &str| server.resolve(json!({"persona": "clock", "responsibility": "r", "now": now}));
+    for (now, shown) in [
+        ("9999-12-31T23:00:00-02:00", "+10000-01-01T01:00:00Z"),
+        ("0000-01-01T00:00:00+01:00", "-0001-12-31T23:00:00Z"),
+    ] {
+        assert_eq!(
+            run(now).await,
+            (
+                400,
+                error(
+                    "bad_request",
+                    &format!(
+                        "the time of the run `{shown}` is outside the years 0000 to 9999 (UTC)"
+                    )
+                )
+            ),
+            "{now}"
+        );
+    }
+    // A leap second is the second before it.
+    for now in ["2026-06-30T23:59:60Z", "2026-06-30T23:59:60.999Z"] {
+        let (status, text) = run(now).await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (status, &body["messages"][0]["content"]),
+            (200, &json!("run at 2026-06-30T23:59:59Z")),
+            "{now}"
+        );
+    }
+    // The command line says the same, as a usage error.
+    let out = protege(root.path(), &url)
+        .args(["resolve", "--persona", "clock", "--responsibility", "r"])
+        .arg("--now=9999-12-31T23:00:00-02:00")
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+        (
+            Some(2),
+            "error: the time of the run `+10000-01-01T01:00:00Z` is outside the years 0000 to 9999 (UTC)\n".to_owned()
+        )
+    );
+    let out = protege(root.path(), &url)
+        .args(["resolve", "--persona", "clock", "--responsibility", "r"])
+        .arg("--now=2026-06-30T23:59:60Z")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"run at 2026-06-30T23:59:59Z\""),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -1,8 +1,10 @@
 //! What to resolve: [`ResolveInput`] (also the JSON body of `POST /v1/resolve`) and the
 //! output [`Format`].
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike as _, SecondsFormat, Timelike as _, Utc};
 use serde::{Deserialize, Serialize};
+
+use super::{EngineError, EngineErrorKind};
 
 /// The output of a resolve: protege's canonical JSON or a provider's request body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,7 +54,9 @@ pub struct ResolveInput {
     /// chooses the tokenizer of the run, whatever the format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The time of the run (default: now), for reproducible output.
+    /// The time of the run (default: now), for reproducible output: in UTC within the
+    /// years 0000 to 9999 (else [`EngineErrorKind::BadRequest`]); a leap second
+    /// (`23:59:60`) is read as the second before it, `23:59:59`, its fraction kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub now: Option<DateTime<Utc>>,
     /// Whether the caller wants the per-resolver rows with their token counts (the HTTP
@@ -60,6 +64,26 @@ pub struct ResolveInput {
     /// always has the rows, and counts their tokens only when this is true).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub explain: bool,
+}
+
+/// `now` as the time of a run: a leap second becomes the second before it (chrono keeps one
+/// as a fraction of a second past 1.0), and a time outside the years 0000 to 9999 in UTC is
+/// refused, as every date protege stores and prints has four digits.
+pub(crate) fn run_time(now: DateTime<Utc>) -> Result<DateTime<Utc>, EngineError> {
+    let now = now
+        .with_nanosecond(now.nanosecond() % 1_000_000_000)
+        .unwrap_or(now);
+    if (0..=9999).contains(&now.year()) {
+        Ok(now)
+    } else {
+        Err(EngineError::new(
+            EngineErrorKind::BadRequest,
+            format!(
+                "the time of the run `{}` is outside the years 0000 to 9999 (UTC)",
+                now.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+            ),
+        ))
+    }
 }
 
 fn is_default_format(format: &Format) -> bool {

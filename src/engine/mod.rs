@@ -242,6 +242,7 @@ impl Engine {
                 "the model name is empty; pass a model such as `gpt-4o` or leave it out",
             ));
         }
+        let now = input.now.map(input::run_time).transpose()?;
         let persona = self
             .persona(&input.persona)
             .ok_or_else(|| self.unknown_persona(&input.persona))?;
@@ -308,7 +309,7 @@ impl Engine {
         let mut builder = Context::builder(info.clone(), self.inner.config.clone(), trigger)
             .db(conn.clone())
             .tokenizer(Tokenizer::for_optional_model(model_name));
-        if let Some(now) = input.now {
+        if let Some(now) = now {
             builder = builder.now(now);
         }
         let ctx = builder.build();
