@@ -4,7 +4,8 @@
 use chrono::{DateTime, Datelike as _, SecondsFormat, Timelike as _, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{EngineError, EngineErrorKind};
+#[cfg(doc)]
+use super::EngineErrorKind;
 
 /// The output of a resolve: protege's canonical JSON or a provider's request body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,19 +70,17 @@ pub struct ResolveInput {
 /// `now` as the time of a run: a leap second becomes the second before it (chrono keeps one
 /// as a fraction of a second past 1.0), and a time outside the years 0000 to 9999 in UTC is
 /// refused, as every date protege stores and prints has four digits.
-pub(crate) fn run_time(now: DateTime<Utc>) -> Result<DateTime<Utc>, EngineError> {
+/// The error is the sentence of an [`EngineErrorKind::BadRequest`].
+pub(crate) fn run_time(now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     let now = now
         .with_nanosecond(now.nanosecond() % 1_000_000_000)
         .unwrap_or(now);
     if (0..=9999).contains(&now.year()) {
         Ok(now)
     } else {
-        Err(EngineError::new(
-            EngineErrorKind::BadRequest,
-            format!(
-                "the time of the run `{}` is outside the years 0000 to 9999 (UTC)",
-                now.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-            ),
+        Err(format!(
+            "the time of the run `{}` is outside the years 0000 to 9999 (UTC)",
+            now.to_rfc3339_opts(SecondsFormat::AutoSi, true)
         ))
     }
 }

@@ -242,7 +242,11 @@ impl Engine {
                 "the model name is empty; pass a model such as `gpt-4o` or leave it out",
             ));
         }
-        let now = input.now.map(input::run_time).transpose()?;
+        let now = input
+            .now
+            .map(input::run_time)
+            .transpose()
+            .map_err(|message| EngineError::new(EngineErrorKind::BadRequest, message))?;
         let persona = self
             .persona(&input.persona)
             .ok_or_else(|| self.unknown_persona(&input.persona))?;
