@@ -22,6 +22,12 @@ use tokio::sync::{Semaphore, watch};
 pub(super) const MAX_HEAD_BYTES: usize = 128 * 1024;
 /// The most header fields of one request.
 const MAX_HEADERS: usize = 100;
+/// How long a refused connection is read from before it is closed, at most.
+const LINGER: Duration = Duration::from_secs(1);
+/// How many bytes of a refused connection are read, at most.
+const LINGER_BYTES: usize = 64 * 1024;
+/// How many refused connections may linger at once, beyond the cap.
+const MAX_LINGERING: usize = 64;
 /// How long the accept loop pauses after `accept` failed (out of file descriptors, say).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
@@ -46,6 +52,7 @@ pub(super) async fn serve(
     mut stopping: watch::Receiver<bool>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let lingering = Arc::new(Semaphore::new(MAX_LINGERING));
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -63,7 +70,25 @@ pub(super) async fn serve(
         // Finished connections are reaped as we go, so the set stays small.
         while tasks.try_join_next().is_some() {}
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            refuse(&stream, limits.max_connections);
+            let refusal = Refusal::new(
+                503,
+                "unavailable",
+                format!(
+                    "the service has {} connections open, its limit; retry later",
+                    limits.max_connections
+                ),
+            );
+            refusal.record(Instant::now());
+            match lingering.clone().try_acquire_owned() {
+                Ok(linger) => {
+                    tasks.spawn(async move {
+                        refuse(stream, refusal).await;
+                        drop(linger);
+                    });
+                }
+                // Too many refusals under way: answer what the socket takes at once.
+                Err(_) => drop(stream.try_write(refusal.bytes.as_bytes())),
+            }
             continue;
         };
         let router = router.clone();
@@ -77,17 +102,26 @@ pub(super) async fn serve(
     while tasks.join_next().await.is_some() {}
 }
 
-/// Answers a connection over the cap with 503 in the service's JSON shape, as far as the
-/// socket takes it without waiting, and closes it.
-fn refuse(stream: &TcpStream, max: usize) {
-    let start = Instant::now();
-    let answer = Refusal::new(
-        503,
-        "unavailable",
-        format!("the service has {max} connections open, its limit; retry later"),
-    );
-    let _ = stream.try_write(answer.bytes.as_bytes());
-    answer.record(start);
+/// Answers a connection over the cap, then reads and drops what the client sent for up to
+/// a second before closing, so that its request does not turn the close into a reset that
+/// would discard the answer.
+async fn refuse(mut stream: TcpStream, refusal: Refusal) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let linger = async {
+        stream.write_all(refusal.bytes.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            let n = stream.read(&mut sink).await?;
+            if n == 0 {
+                break;
+            }
+            left = left.saturating_sub(n);
+        }
+        Ok::<_, io::Error>(())
+    };
+    let _ = tokio::time::timeout(LINGER, linger).await;
 }
 
 /// What one connection shares between its I/O, its service and its watchdog.
