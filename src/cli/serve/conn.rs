@@ -361,6 +361,9 @@ impl Refusal {
     /// for a request it could not parse. The service's own answers always have a body and a
     /// content type.
     fn of_hyper(written: &[u8]) -> Option<Self> {
+        if !written.starts_with(b"HTTP/1.1 4") {
+            return None;
+        }
         let head = std::str::from_utf8(written.get(..written.len().min(512))?).ok()?;
         let status = head.strip_prefix("HTTP/1.1 ")?.get(..3)?;
         let lower = head.to_ascii_lowercase();
