@@ -424,3 +424,38 @@ async fn a_message_that_ends_the_transaction_fails_alone() {
     })
     .await;
 }
+
+/// A fixture whose attachment is too large for MariaDB's `max_allowed_packet` is refused
+/// with its JSON path before anything is written (fixtures stay all-or-nothing); other
+/// backends import it.
+#[tokio::test]
+async fn a_fixture_attachment_over_the_servers_packet_limit_is_refused() {
+    on_each_backend("fixture_packet", |db, backend| async move {
+        let data = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; OVER_PACKET]);
+        let fixture = json!({"threads": [{"subject": "Scan", "messages": [
+            {"message_id": "<ok@x>", "direction": "inbound", "from": "a@x", "to": [],
+             "subject": "Scan", "sent_at": "2026-01-05T10:00:00Z", "text_body": "hi"},
+            {"message_id": "<scan@x>", "direction": "inbound", "from": "a@x", "to": [],
+             "subject": "Scan", "sent_at": "2026-01-05T10:01:00Z",
+             "attachments": [{"id": "scan-1", "filename": "scan.pdf",
+                              "content_type": "application/pdf", "byte_size": OVER_PACKET,
+                              "data_base64": data}]}
+        ]}]});
+        let outcome = db::import_fixture_str(&db, &fixture.to_string()).await;
+        if backend == "mysql" {
+            let err = outcome.unwrap_err();
+            assert_eq!(err.kind(), protege_core::ErrorKind::Fixture);
+            assert_eq!(
+                err.to_string(),
+                "threads[0].messages[1].attachments[0].data_base64: 17825792 bytes of data are too large for the database's `max_allowed_packet` of 16777216 bytes"
+            );
+            assert!(db::load_message(&db, "<ok@x>").await.unwrap().is_none());
+        } else {
+            assert_eq!(
+                outcome.unwrap().to_string(),
+                "imported 1 thread, 2 messages (0 already present)"
+            );
+        }
+    })
+    .await;
+}
