@@ -829,3 +829,107 @@ fn cache_report_takes_the_model_its_error_advises() {
     let run = report(&["--model", ""]);
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+/// `check` on a folder with the mistakes a stray file brings: a link to notes that are not
+/// TOML (its first five errors, then how many more), a line of 100,000 dotted keys (at its
+/// line and column), and duplicate responsibility names with invalid schedules (every
+/// problem).
+#[test]
+fn check_bounds_a_file_that_is_not_toml_and_places_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    let notes: String = (1..=300)
+        .map(|i| format!("Note {i}: call back.\n"))
+        .collect();
+    std::fs::write(dir.path().join("notes.txt"), notes).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("notes.txt"), personas.join("a-notes.toml"))
+        .unwrap();
+    let keys = vec!["k"; 100_000].join(".");
+    std::fs::write(
+        personas.join("b-keys.toml"),
+        format!("name = \"keys\"\n{keys} = 1\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        personas.join("c-digest.toml"),
+        "name = \"digest\"\n\n[[responsibilities]]\nname = \"daily\"\nschedule = \"0 25 * * *\"\n\n\
+         [[responsibilities]]\nname = \"daily\"\nschedule = \"every day\"\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    let run = protege(&url, dir.path(), &["check"]);
+    assert_eq!(run.code, 1);
+    let p = personas.display();
+    let mut want = String::new();
+    for i in 1..=5 {
+        want.push_str(&format!(
+            "{p}/a-notes.toml:{i}:6: error: invalid TOML: key with no value, expected `=`\n  |\n\
+             {i} | Note {i}: call back.\n  |      ^\n\n"
+        ));
+    }
+    want.push_str(&format!(
+        "{p}/a-notes.toml:6:6: error: invalid TOML: 295 more errors not shown; is this a persona file?\n  |\n\
+         6 | Note 6: call back.\n  |      ^\n\n\
+         {p}/b-keys.toml:2:1: error: invalid TOML: a dotted key of 100000 parts; at most 80 are allowed\n  |\n\
+         2 | {}…\n  | {}\n\n",
+        &keys[..158],
+        "^".repeat(158)
+    ));
+    want.push_str(&format!(
+        "{p}/c-digest.toml:5:12: error: invalid schedule `0 25 * * *`: number out of bounds\n  |\n\
+         5 | schedule = \"0 25 * * *\"\n  |            ^^^^^^^^^^^^\n\n\
+         {p}/c-digest.toml:8:8: error: duplicate responsibility `daily`\n  |\n\
+         8 | name = \"daily\"\n  |        ^^^^^^^\n\n\
+         {p}/c-digest.toml:9:12: error: invalid schedule `every day`: expected 5 fields (minute hour day-of-month month day-of-week), found 2\n  |\n\
+         9 | schedule = \"every day\"\n  |            ^^^^^^^^^^^\n\n\
+         error: check failed: 10 problems in 3 persona files\n"
+    ));
+    assert_eq!(run.stderr, want);
+}
+
+/// A `ThreadHistory` with the largest `limit` and `step` TOML can write loads, and a reply
+/// run replays the whole thread from a SQLite file.
+#[test]
+fn a_history_with_the_largest_limit_and_step_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let personas = dir.path().join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(
+        personas.join("support.toml"),
+        "name = \"support\"\naddresses = [\"support@acme.test\"]\n\n[[message_resolvers]]\n\
+         use = \"ThreadHistory\"\nwindow = \"stable\"\nlimit = 9223372036854775807\nstep = 9223372036854775807\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", dir.path().join("mail.db").display());
+    let mail = project().join("protege-core/tests/data/eml");
+    let files: Vec<String> = (1..=4)
+        .map(|i| mail.join(format!("refund-{i}.eml")).display().to_string())
+        .collect();
+    let mut args = vec!["db", "import-eml"];
+    args.extend(files.iter().map(String::as_str));
+    let run = protege(&url, dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = protege(
+        &url,
+        dir.path(),
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<refund-4@example.com>",
+            "--now",
+            NOW,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let value: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let roles: Vec<&str> = value["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "user"]);
+}

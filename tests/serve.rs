@@ -1871,3 +1871,116 @@ async fn the_time_of_a_run_stays_within_four_digit_years() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// `POST /v1/mail` on a server database with mail MariaDB's `max_allowed_packet` (16 MiB by
+/// default) cannot take whole: a 17 MiB attachment is stored as metadata with a logged
+/// warning (201), a 17 MiB text is 422, never a 503 or a broken connection, and the next
+/// mail is stored; a date past MySQL's 2038 `TIMESTAMP` limit is stored as sent.
+#[tokio::test]
+async fn mail_too_large_for_the_database_is_422_and_breaks_nothing() {
+    use base64::Engine as _;
+    for var in ["PROTEGE_TEST_POSTGRES_URL", "PROTEGE_TEST_MYSQL_URL"] {
+        let Some(server_url) = std::env::var(var).ok().filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        let mysql = var.contains("MYSQL");
+        let name = format!("pt_packet_{}", std::process::id());
+        let url = fresh_server_db(&server_url, &name).await;
+        let server = Server::start(&project(), &url, Some(TOKEN), &["--no-watch"]);
+        let size = 17 << 20;
+        let data = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; size]);
+        let wrapped: Vec<&str> = data
+            .as_bytes()
+            .chunks(76)
+            .map(|l| std::str::from_utf8(l).unwrap())
+            .collect();
+        let scan = format!(
+            "From: Zoe <zoe@example.com>\r\nTo: support@acme.test\r\nSubject: Scan\r\n\
+             Message-ID: <scan@example.com>\r\nDate: Tue, 19 Jan 2038 03:14:08 +0000\r\n\
+             MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+             --b\r\nContent-Type: text/plain\r\n\r\nThe scan.\r\n--b\r\n\
+             Content-Type: application/pdf\r\n\
+             Content-Disposition: attachment; filename=\"scan.pdf\"\r\n\
+             Content-Transfer-Encoding: base64\r\n\r\n{}\r\n--b--\r\n",
+            wrapped.join("\r\n")
+        );
+        let (status, body) = server.post("/v1/mail", "message/rfc822", scan).await;
+        assert_eq!(status, 201, "{var}: {body}");
+        if mysql {
+            let log = eventually_logged(&server, "scan.pdf");
+            assert!(
+                log.contains("attachment `scan.pdf` (17825792 bytes) is too large for the database's `max_allowed_packet` of 16777216 bytes: its data is not stored"),
+                "{log}"
+            );
+        }
+        let text = format!(
+            "From: Zoe <zoe@example.com>\r\nTo: support@acme.test\r\nSubject: Log\r\n\
+             Message-ID: <log@example.com>\r\nDate: Mon, 5 Jan 2026 10:00:00 +0000\r\n\r\n{}",
+            format!("{}\r\n", "y".repeat(98)).repeat(size / 100 + 1)
+        );
+        let (status, body) = server.post("/v1/mail", "message/rfc822", text).await;
+        if mysql {
+            assert_eq!(status, 422, "{var}: {body}");
+            assert_eq!(
+                body,
+                error(
+                    "invalid_input",
+                    "the message's text (17647603 bytes) is too large for the database's `max_allowed_packet` of 16777216 bytes: it cannot be stored"
+                )
+            );
+        } else {
+            assert_eq!(status, 201, "{var}: {body}");
+        }
+        let next = eml(
+            "<next@example.com>",
+            "Zoe <zoe@example.com>",
+            None,
+            "Next",
+            "Hi.",
+        );
+        let (status, body) = server.post("/v1/mail", "message/rfc822", next).await;
+        assert_eq!(status, 201, "{var}: {body}");
+
+        use sea_orm::ConnectionTrait as _;
+        let conn = sea_orm::Database::connect(&url).await.unwrap();
+        let row = conn
+            .query_one_raw(sea_orm::Statement::from_string(
+                conn.get_database_backend(),
+                "SELECT a.byte_size AS size, a.data IS NULL AS no_data FROM attachments a",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        let stored: i64 = row.try_get("", "size").unwrap();
+        let no_data: bool = row
+            .try_get::<bool>("", "no_data")
+            .or_else(|_| row.try_get::<i32>("", "no_data").map(|n| n != 0))
+            .or_else(|_| row.try_get::<i64>("", "no_data").map(|n| n != 0))
+            .unwrap();
+        assert_eq!((stored, no_data), (size as i64, mysql), "{var}");
+        let m = protege::db::load_message(&conn, "<scan@example.com>")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(protege::rfc3339_z(&m.sent_at), "2038-01-19T03:14:08Z");
+        drop(server);
+        conn.close().await.unwrap();
+        let admin = sea_orm::Database::connect(&server_url).await.unwrap();
+        let _ = admin
+            .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+            .await;
+    }
+}
+
+/// The first log line of `server` that contains `needle` (waits up to 30 s).
+fn eventually_logged(server: &Server, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match server.log.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return line,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    panic!("no log line with `{needle}` within 30 s");
+}

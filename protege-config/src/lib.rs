@@ -32,6 +32,7 @@ mod persona;
 mod reader;
 mod registry;
 mod set;
+mod syntax;
 mod template_span;
 mod templates;
 mod watch;

@@ -86,13 +86,7 @@ impl Persona {
         let mut sink = Sink::new(path, source);
         let (doc, errors) = DeTable::parse_recoverable(source);
         if !errors.is_empty() {
-            for e in errors {
-                let span = e.span().unwrap_or(0..0);
-                sink.error(
-                    span,
-                    format!("invalid TOML: {}", lowercase_first(e.message())),
-                );
-            }
+            crate::syntax::report(&mut sink, &errors);
             return Err(sink.diagnostics.into());
         }
         let persona = read(&mut sink, doc.get_ref(), registry, templates);
@@ -131,7 +125,7 @@ pub(crate) fn read_source(path: &Path) -> Result<Option<String>, Diagnostic> {
         .map_err(|_| Diagnostic::whole_file(path, "the persona file is not valid UTF-8"))
 }
 
-fn lowercase_first(text: &str) -> String {
+pub(crate) fn lowercase_first(text: &str) -> String {
     let text = text.trim_end_matches('\n').trim_end_matches('.');
     let mut chars = text.chars();
     match chars.next() {
@@ -370,6 +364,8 @@ fn required<'a, 'i>(
 
 fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
     let mut out: Vec<ToolDef> = Vec::new();
+    // Every name seen, also of entries with other problems (see `responsibilities`).
+    let mut seen: Vec<String> = Vec::new();
     for (entry, t) in entries(sink, value, "tools") {
         unknown_keys(
             sink,
@@ -392,10 +388,11 @@ fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
                 );
                 return None;
             }
-            if out.iter().any(|tool| tool.name == n) {
+            if seen.contains(&n) {
                 sink.error(v.span(), format!("duplicate tool `{n}`"));
                 return None;
             }
+            seen.push(n.clone());
             Some(n)
         });
         let description = required(sink, entry, t, "description", "a tool")
@@ -422,6 +419,9 @@ fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
 
 fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibility> {
     let mut out: Vec<Responsibility> = Vec::new();
+    // Every name seen, also of entries with other problems, so that a duplicate is
+    // reported whatever else is wrong with either entry.
+    let mut seen: Vec<String> = Vec::new();
     for (entry, t) in entries(sink, value, "responsibilities") {
         unknown_keys(
             sink,
@@ -435,10 +435,11 @@ fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibilit
                 sink.error(v.span(), "`name` must not be empty");
                 return None;
             }
-            if out.iter().any(|r| r.name == n) {
+            if seen.contains(&n) {
                 sink.error(v.span(), format!("duplicate responsibility `{n}`"));
                 return None;
             }
+            seen.push(n.clone());
             Some(n)
         });
         let schedule = required(sink, entry, t, "schedule", "a responsibility").and_then(|v| {

@@ -183,3 +183,31 @@ fn long_names_are_aliases_and_the_name_defaults_to_the_file_stem() {
         r#"["ThreadHistory", "Signature"]"#
     );
 }
+
+/// A line of 100,000 dotted keys (more than the 80 parts TOML parsers take) is reported
+/// at its own line and column, with a quote cut to 160 characters.
+#[test]
+fn a_line_of_too_many_dotted_keys_is_reported_at_its_line() {
+    let key = vec!["a"; 100_000].join(".");
+    let source = format!("name = \"support\"\n\n[vars]\n  {key} = 1\n");
+    let err = Persona::parse(Path::new("personas/support.toml"), &source, &registry()).unwrap_err();
+    assert_eq!(
+        render(&err),
+        format!(
+            "personas/support.toml:4:3: error: invalid TOML: a dotted key of 100000 parts; at most 80 are allowed\n  |\n4 |   {}…\n  |   {}",
+            &key[..156],
+            "^".repeat(156)
+        )
+    );
+    let key = vec!["b"; 81].join(".");
+    let source = format!("name = \"support\"\n[{key}]\n");
+    let err = Persona::parse(Path::new("personas/support.toml"), &source, &registry()).unwrap_err();
+    assert_eq!(
+        render(&err),
+        format!(
+            "personas/support.toml:2:1: error: invalid TOML: a dotted key of 81 parts; at most 80 are allowed\n  |\n2 | [{}…\n  | {}",
+            &key[..157],
+            "^".repeat(158)
+        )
+    );
+}

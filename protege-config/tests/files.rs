@@ -86,3 +86,38 @@ fn an_unreadable_folder_is_one_error_that_states_its_cause_once() {
     );
     assert!(std::error::Error::source(&err).is_none());
 }
+
+/// A persona linked to a file that is not TOML (notes, a log, a binary) is reported with
+/// its first few syntax errors and how many more there are, not with every line of it.
+#[test]
+fn a_persona_linked_to_a_file_that_is_not_toml_shows_its_first_errors_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("support.toml"), PERSONA).unwrap();
+    let notes = elsewhere.path().join("notes.txt");
+    let text: String = (1..=1000)
+        .map(|i| format!("Line {i} of the meeting notes: ship it.\n"))
+        .collect();
+    std::fs::write(&notes, text).unwrap();
+    std::os::unix::fs::symlink(&notes, dir.path().join("notes.toml")).unwrap();
+    let binary = elsewhere.path().join("logo.png");
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.extend((0..4096u32).map(|i| (i * 7919 % 251) as u8));
+    std::fs::write(&binary, bytes).unwrap();
+    std::os::unix::fs::symlink(&binary, dir.path().join("logo.toml")).unwrap();
+    let (names, diagnostics) = load(dir.path());
+    assert_eq!(names, ["support"]);
+    let d = dir.path().display();
+    let mut want = format!("{d}/logo.toml:1:1: error: the persona file is not valid UTF-8");
+    for i in 1..=5 {
+        want.push_str(&format!(
+            "\n\n{d}/notes.toml:{i}:6: error: invalid TOML: key with no value, expected `=`\n  |\n\
+             {i} | Line {i} of the meeting notes: ship it.\n  |      ^"
+        ));
+    }
+    want.push_str(&format!(
+        "\n\n{d}/notes.toml:6:6: error: invalid TOML: 995 more errors not shown; is this a persona file?\n  |\n\
+         6 | Line 6 of the meeting notes: ship it.\n  |      ^"
+    ));
+    assert_eq!(diagnostics, want);
+}

@@ -133,6 +133,45 @@ fn malformed_fixtures_name_the_json_path() {
         parse_error(&f),
         format!("{m}.tool_uses[0].input: expected a JSON object, found an array")
     );
+    // A tool call id the providers reject, or a Message-ID backends compare differently.
+    let long = "c".repeat(65);
+    for (field, value, want) in [
+        (
+            "tool_call_id",
+            "call 1:x",
+            "invalid tool call id `call 1:x`",
+        ),
+        ("tool_call_id", "", "invalid tool call id ``"),
+        ("tool_call_id", "call\n1", "invalid tool call id `call\\n1`"),
+        (
+            "tool_call_id",
+            long.as_str(),
+            &format!("invalid tool call id `{long}`"),
+        ),
+    ] {
+        let mut f = base();
+        f["threads"][0]["messages"][1]["tool_uses"][0][field] = json!(value);
+        assert_eq!(
+            parse_error(&f),
+            format!(
+                "{m}.tool_uses[0].{field}: {want}: expected 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-`"
+            )
+        );
+    }
+    for (field, value, shown) in [
+        ("message_id", "<m@x> ", "<m@x> "),
+        ("message_id", "<m @x>", "<m @x>"),
+        ("message_id", "<m@x>\t", "<m@x>\\t"),
+        ("in_reply_to", "<ok@x> ", "<ok@x> "),
+        ("in_reply_to", "\u{a0}<ok@x>", "\u{a0}<ok@x>"),
+    ] {
+        let mut f = base();
+        f["threads"][0]["messages"][1][field] = json!(value);
+        assert_eq!(
+            parse_error(&f),
+            format!("{m}.{field}: invalid message id `{shown}`: a Message-ID has no white space")
+        );
+    }
     let mut f = base();
     f["threads"][0]["messages"][1]["tool_uses"][0]["turn_index"] = json!("0");
     assert_eq!(

@@ -871,3 +871,57 @@ async fn storing_a_summary_needs_a_known_message_and_some_text() {
     })
     .await;
 }
+
+/// A `limit` or `step` beyond what a database's `LIMIT` takes (the largest TOML integer,
+/// 2^63 - 1, plus a step; or `u64::MAX` from Rust) saturates: here every prior message (a
+/// step of 2^63 - 1 keeps a stable window growing from its first message), on every
+/// backend and on a SQLite file, never a panic or a failing reply.
+#[tokio::test]
+async fn huge_limits_and_steps_mean_every_message() {
+    let huge = i64::MAX as u64;
+    let cases = [
+        ThreadHistory::new()
+            .limit(huge)
+            .window(Window::Stable)
+            .step(huge),
+        ThreadHistory::new()
+            .limit(huge)
+            .window(Window::Stable)
+            .step(2),
+        ThreadHistory::new()
+            .limit(2)
+            .window(Window::Stable)
+            .step(huge),
+        ThreadHistory::new()
+            .limit(u64::MAX)
+            .window(Window::Stable)
+            .step(u64::MAX),
+        ThreadHistory::new().limit(u64::MAX).window(Window::Stable),
+        ThreadHistory::new().limit(u64::MAX),
+        ThreadHistory::new().limit(huge),
+    ];
+    on_each_backend("huge_limits", |db, _| {
+        let cases = cases.clone();
+        async move {
+            for (i, h) in cases.into_iter().enumerate() {
+                assert_eq!(
+                    stable_window(&db, 3 + i, h).await,
+                    from(0, 3 + i),
+                    "case {i}"
+                );
+            }
+        }
+    })
+    .await;
+    // The SQLite file reader binds the limit itself.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let db = db::open(&url).await.unwrap();
+    for (i, h) in cases.into_iter().enumerate() {
+        assert_eq!(
+            stable_window(&db, 3 + i, h).await,
+            from(0, 3 + i),
+            "file, case {i}"
+        );
+    }
+}

@@ -30,9 +30,11 @@
 //!   running summary.
 
 mod connect;
+mod dates;
 mod eml;
 mod fixture;
 mod lock;
+mod packet;
 pub(crate) mod read;
 mod schema;
 mod store;

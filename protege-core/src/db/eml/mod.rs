@@ -165,6 +165,7 @@ pub async fn import_eml_paths(
     paths: &[PathBuf],
     options: &EmlOptions,
 ) -> Result<EmlSummary> {
+    let limits = Limits::of(db, options).await?;
     let mut notes = Notes::default();
     let mut files = Vec::new();
     for path in paths {
@@ -195,6 +196,7 @@ pub async fn import_eml_paths(
         items: items.iter(),
         reader: ItemReader::default(),
         directions: Threader::new(&options.own_addresses),
+        limits,
     };
     let mut unreadable = Notes::default();
     let mut batch = batches.next(options, &mut unreadable).await;
@@ -218,6 +220,63 @@ struct Batches<'a> {
     reader: ItemReader,
     /// The persona addresses, which give each message its direction.
     directions: Threader,
+    limits: Limits,
+}
+
+/// The sizes an import keeps to: the attachment cap of its options, and the server's
+/// packet limit on MySQL/MariaDB (see `db/packet.rs`).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// The cap of the options (`--max-attachment-bytes`).
+    attachment_cap: u64,
+    /// The server's `max_allowed_packet`, when it has one.
+    packet: Option<u64>,
+}
+
+impl Limits {
+    /// The limits of an import into `db` with `options` (reads the server's limit once).
+    async fn of(db: &DatabaseConnection, options: &EmlOptions) -> Result<Self> {
+        Ok(Self {
+            attachment_cap: options.max_attachment_bytes,
+            packet: super::packet::max_row_bytes(db).await?,
+        })
+    }
+
+    /// The most bytes of attachment data stored: the cap, lowered to what fits in a
+    /// statement.
+    fn attachment_bytes(&self) -> u64 {
+        match self.packet {
+            Some(packet) => self
+                .attachment_cap
+                .min(super::packet::attachment_bytes(packet)),
+            None => self.attachment_cap,
+        }
+    }
+
+    /// Why `email` can never be stored: its own text is too large for a statement.
+    fn refusal(&self, email: &crate::mail::Email) -> Option<String> {
+        let packet = self.packet?;
+        if super::packet::message_fits(email, packet) {
+            return None;
+        }
+        Some(format!(
+            "the message's text ({} bytes) is too large for the database's `max_allowed_packet` of {packet} bytes: it cannot be stored",
+            super::packet::message_bytes(email)
+        ))
+    }
+
+    /// The warning for an attachment whose data is not stored.
+    fn oversized(&self, name: &str, size: usize) -> String {
+        match self.packet {
+            Some(packet) if size as u64 <= self.attachment_cap => format!(
+                "attachment `{name}` ({size} bytes) is too large for the database's `max_allowed_packet` of {packet} bytes: its data is not stored"
+            ),
+            _ => format!(
+                "attachment `{name}` ({size} bytes) is over the {} byte limit: its data is not stored",
+                self.attachment_cap
+            ),
+        }
+    }
 }
 
 impl Batches<'_> {
@@ -245,8 +304,12 @@ impl Batches<'_> {
                     continue;
                 }
             };
-            if let Some(pending) = prepare(&raw, item.seq, source, options, &self.directions, notes)
-            {
+            let with = Prepare {
+                options,
+                limits: &self.limits,
+                threader: &self.directions,
+            };
+            if let Some(pending) = with.prepare(&raw, item.seq, source, notes) {
                 bytes += raw.len();
                 batch.push(pending);
             }
@@ -416,42 +479,42 @@ async fn store_batch(
 
 /// Stores the messages of `batch` one by one, each in its own savepoint of one
 /// transaction: a message the database rejects is reported and the others are stored.
+///
+/// When a message ends the transaction itself (a lost connection, a deadlock), it is
+/// reported and the messages stored before it in that transaction are stored again in a
+/// new one: one message's failure never fails its neighbours.
 async fn store_one_by_one(
     db: &DatabaseConnection,
     threader: &mut Threader,
     batch: Vec<Pending>,
     notes: &mut Notes,
 ) {
+    let mut queue: std::collections::VecDeque<Pending> = batch.into();
     let mut txn = Txn::default();
-    for pending in batch {
-        let Pending {
-            seq,
-            source,
-            warnings,
-            eml,
-        } = pending;
+    while let Some(pending) = queue.pop_front() {
         let open = match txn.get(db).await {
             Ok(open) => open,
             Err(err) => {
-                txn.abandon(notes, &err).await;
-                notes.fail_database(seq, source, &err);
+                notes.fail_database(pending.seq, pending.source, &err);
                 continue;
             }
         };
-        match threader.store(open, &eml).await {
-            Ok(Stored::Imported { .. }) => {
-                notes.summary.imported += 1;
-                notes
-                    .warnings
-                    .extend(warnings.into_iter().map(|w| (seq, w)));
-                txn.stored.push((seq, source));
-            }
+        match threader.store(open, &pending.eml).await {
+            Ok(Stored::Imported { .. }) => txn.stored.push(pending),
             Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
+            // A message no database can hold (e.g. its date): a fault of the input.
+            Err(err) if err.kind() == ErrorKind::InvalidInput => {
+                notes.fail(pending.seq, pending.source, err.detail().to_owned());
+            }
             Err(err) => {
                 if transaction_lost(&err) {
-                    txn.abandon(notes, &err).await;
+                    // Its rows are gone with the transaction: the cache may name them.
+                    threader.forget();
+                    for innocent in txn.lose().await.into_iter().rev() {
+                        queue.push_front(innocent);
+                    }
                 }
-                notes.fail_database(seq, source, &err);
+                notes.fail_database(pending.seq, pending.source, &err);
             }
         }
     }
@@ -462,8 +525,8 @@ async fn store_one_by_one(
 #[derive(Debug, Default)]
 struct Txn {
     txn: Option<DatabaseTransaction>,
-    /// The messages stored in it: file-order position and source.
-    stored: Vec<(Seq, String)>,
+    /// The messages stored in it, counted as imported once it commits.
+    stored: Vec<Pending>,
 }
 
 impl Txn {
@@ -476,33 +539,39 @@ impl Txn {
         Ok(self.txn.insert(txn))
     }
 
-    /// Commits what the transaction holds; when the commit fails, each of its messages is
-    /// reported as failed.
+    /// Commits what the transaction holds and counts its messages as imported; when the
+    /// commit fails, each of them is reported as failed.
     async fn finish(&mut self, notes: &mut Notes) {
         let stored = std::mem::take(&mut self.stored);
         let Some(txn) = self.txn.take() else {
             return;
         };
-        if let Err(e) = txn.commit().await {
-            let err = Error::from(e);
-            notes.summary.imported -= stored.len();
-            for (seq, source) in stored {
-                notes.fail_database(seq, source, &err);
+        match txn.commit().await {
+            Ok(()) => {
+                for pending in stored {
+                    notes.summary.imported += 1;
+                    let seq = pending.seq;
+                    notes
+                        .warnings
+                        .extend(pending.warnings.into_iter().map(|w| (seq, w)));
+                }
+            }
+            Err(e) => {
+                let err = Error::from(e);
+                for pending in stored {
+                    notes.fail_database(pending.seq, pending.source, &err);
+                }
             }
         }
     }
 
-    /// Drops the transaction after a failure of the transaction itself (its messages are
-    /// reported as failed).
-    async fn abandon(&mut self, notes: &mut Notes, err: &Error) {
+    /// Drops the transaction after a failure of the transaction itself; returns the
+    /// messages it held, which are stored nowhere now.
+    async fn lose(&mut self) -> Vec<Pending> {
         if let Some(txn) = self.txn.take() {
             let _ = txn.rollback().await;
         }
-        let stored = std::mem::take(&mut self.stored);
-        notes.summary.imported -= stored.len();
-        for (seq, source) in stored {
-            notes.fail_database(seq, source, err);
-        }
+        std::mem::take(&mut self.stored)
     }
 }
 
@@ -715,39 +784,57 @@ fn io_reason(err: &std::io::Error) -> String {
     }
 }
 
-/// Parses one message into the batch entry that stores it, with its warnings; a message
-/// that cannot be parsed is recorded in `notes`.
-fn prepare(
-    raw: &[u8],
-    seq: Seq,
-    source: String,
-    options: &EmlOptions,
-    threader: &Threader,
-    notes: &mut Notes,
-) -> Option<Pending> {
-    let direction = |from: &str| threader.direction(from, options.direction);
-    let eml = match parse_eml(raw, options.now, options.max_attachment_bytes, direction) {
-        Ok(eml) => eml,
-        Err(reason) => {
-            notes.fail(seq, source, reason);
-            return None;
+/// What parsing a message needs: the import's options and limits, and the persona
+/// addresses.
+#[derive(Debug, Clone, Copy)]
+struct Prepare<'a> {
+    options: &'a EmlOptions,
+    limits: &'a Limits,
+    threader: &'a Threader,
+}
+
+impl Prepare<'_> {
+    /// Parses one message, with the warnings of its fallbacks; the error is the reason it
+    /// cannot be imported (not an email, or too large for the database).
+    fn parse(&self, raw: &[u8]) -> std::result::Result<(ParsedEml, Vec<String>), String> {
+        let direction = |from: &str| self.threader.direction(from, self.options.direction);
+        let eml = parse_eml(
+            raw,
+            self.options.now,
+            self.limits.attachment_bytes(),
+            direction,
+        )?;
+        if let Some(reason) = self.limits.refusal(&eml.email) {
+            return Err(reason);
         }
-    };
-    let warnings = fallbacks(&eml, options.max_attachment_bytes)
-        .into_iter()
-        .map(|w| format!("{source}: {w}"))
-        .collect();
-    Some(Pending {
-        seq,
-        source,
-        warnings,
-        eml,
-    })
+        let warnings = fallbacks(&eml, self.limits);
+        Ok((eml, warnings))
+    }
+
+    /// Parses one message into the batch entry that stores it, with its warnings; a
+    /// message that cannot be imported is recorded in `notes`.
+    fn prepare(&self, raw: &[u8], seq: Seq, source: String, notes: &mut Notes) -> Option<Pending> {
+        match self.parse(raw) {
+            Ok((eml, warnings)) => Some(Pending {
+                warnings: warnings
+                    .into_iter()
+                    .map(|w| format!("{source}: {w}"))
+                    .collect(),
+                seq,
+                source,
+                eml,
+            }),
+            Err(reason) => {
+                notes.fail(seq, source, reason);
+                None
+            }
+        }
+    }
 }
 
 /// The fallbacks parsing used for `eml` (no Message-ID, no usable Date, attachment data
-/// over the cap), one sentence each.
-fn fallbacks(eml: &ParsedEml, max_attachment_bytes: u64) -> Vec<String> {
+/// over the cap or too large for the database), one sentence each.
+fn fallbacks(eml: &ParsedEml, limits: &Limits) -> Vec<String> {
     let mut warnings = Vec::new();
     if eml.synthetic_id {
         warnings.push(format!(
@@ -767,15 +854,14 @@ fn fallbacks(eml: &ParsedEml, max_attachment_bytes: u64) -> Vec<String> {
         )),
     }
     for (name, size) in &eml.oversized {
-        warnings.push(format!(
-            "attachment `{name}` ({size} bytes) is over the {max_attachment_bytes} byte limit: its data is not stored"
-        ));
+        warnings.push(limits.oversized(name, *size));
     }
     warnings
 }
 
 /// Whether `err` ended the whole batch transaction, not only the message's savepoint: a
-/// deadlock or serialization failure (SQLSTATE class 40), or a lost connection.
+/// deadlock or serialization failure (SQLSTATE class 40), or a lost connection (class 08,
+/// or no answer from the server).
 fn transaction_lost(err: &Error) -> bool {
     match err.db_err() {
         Some(
@@ -783,9 +869,11 @@ fn transaction_lost(err: &Error) -> bool {
             | DbErr::Query(RuntimeErr::SqlxError(e))
             | DbErr::Conn(RuntimeErr::SqlxError(e)),
         ) => match &**e {
-            sea_orm::sqlx::Error::Database(db) => {
-                db.code().is_some_and(|code| code.starts_with("40"))
-            }
+            // Class 40: transaction rollback; class 08: connection exception (MySQL's
+            // "packet too large" closes the connection).
+            sea_orm::sqlx::Error::Database(db) => db
+                .code()
+                .is_some_and(|code| code.starts_with("40") || code.starts_with("08")),
             _ => true,
         },
         Some(DbErr::ConnectionAcquire(_) | DbErr::Conn(_)) => true,
@@ -820,8 +908,14 @@ pub async fn ingest_eml(
     options: &EmlOptions,
 ) -> Result<Ingested> {
     let mut threader = Threader::new(&options.own_addresses);
-    let direction = |from: &str| threader.direction(from, options.direction);
-    let eml = parse_eml(raw, options.now, options.max_attachment_bytes, direction)
+    let limits = Limits::of(db, options).await?;
+    let with = Prepare {
+        options,
+        limits: &limits,
+        threader: &threader,
+    };
+    let (eml, warnings) = with
+        .parse(raw)
         .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
     if options.direction == Some(Direction::Outbound)
         && threader.direction(&eml.email.from, None) != Direction::Outbound
@@ -834,7 +928,6 @@ pub async fn ingest_eml(
             ),
         ));
     }
-    let warnings = fallbacks(&eml, options.max_attachment_bytes);
     let message_id = eml.email.message_id.clone();
     match threader.store(db, &eml).await? {
         Stored::Imported { thread, direction } => Ok(Ingested {

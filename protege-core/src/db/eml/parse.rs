@@ -270,7 +270,8 @@ fn utc(date: &mail_parser::DateTime) -> Option<DateTime<Utc>> {
     if !date.is_valid() {
         return None;
     }
-    DateTime::from_timestamp(date.to_timestamp(), 0)
+    // A date the database cannot store (before 1970, after 9999) is no usable date.
+    DateTime::from_timestamp(date.to_timestamp(), 0).filter(crate::db::dates::in_range)
 }
 
 /// The body parts joined by a line break, with CRLF line ends made LF; `None` when

@@ -17,6 +17,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 use super::rows::{self, Row, TableColumn, columns};
 use super::{embedded, summary};
+use crate::db::dates;
 use crate::db::entities::{attachment, message, tool_use};
 use crate::error::Result;
 use crate::mail::MailMessage;
@@ -40,6 +41,11 @@ pub(crate) struct PriorTurn {
     pub(crate) message: MailMessage,
     pub(crate) tool_uses: Vec<StoredToolUse>,
 }
+
+/// The largest `LIMIT` bound: every backend takes a signed 64-bit limit (a larger `u64`
+/// would not bind on PostgreSQL or SQLite). A larger `limit` or `limit + step - 1` asks for
+/// every row all the same.
+const MAX_LIMIT: u64 = i64::MAX as u64;
 
 /// The bounded sub-select of the prior messages' ids: the `limit` most recent,
 /// or with `step` (a cache-stable window) the most recent `limit + (count - limit) mod step`
@@ -65,10 +71,13 @@ fn prior_ids(
                 step,
                 after_summary,
             )));
-            q.limit(n.saturating_add(step - 1));
+            q.limit(Ord::min(
+                n.saturating_add(step.saturating_sub(1)),
+                MAX_LIMIT,
+            ));
         }
         (Some(n), None) => {
-            q.limit(n);
+            q.limit(Ord::min(n, MAX_LIMIT));
         }
         (None, _) => {}
     }
@@ -281,18 +290,20 @@ pub(crate) async fn read(
             Ok(turns.turns)
         });
     }
-    for row in db.query_all(&statements.messages).await? {
+    // The statements compare dates: bound as `DATETIME` on MySQL/MariaDB (see `db::dates`).
+    let run = |stmt: &SelectStatement| db.query_all_raw(dates::statement(db, stmt));
+    for row in run(&statements.messages).await? {
         turns.message(&row)?;
     }
     if turns.turns.is_empty() {
         return Ok(Vec::new());
     }
     turns.messages_done();
-    for row in db.query_all(&statements.attachments).await? {
+    for row in run(&statements.attachments).await? {
         turns.attachment(&row)?;
     }
     if let Some(tool_uses) = &statements.tool_uses {
-        for row in db.query_all(tool_uses).await? {
+        for row in run(tool_uses).await? {
             turns.tool_use(&row)?;
         }
     }

@@ -57,7 +57,7 @@ pub(crate) async fn latest<C: ConnectionTrait>(
     let mut q = applicable(current);
     q.clear_selects()
         .column((thread_summary::Entity, thread_summary::Column::Content));
-    db.query_one(&q)
+    db.query_one_raw(crate::db::dates::statement(db, &q))
         .await?
         .map(|row| rows::summary_content(&row))
         .transpose()

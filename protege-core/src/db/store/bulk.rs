@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, QueryTrait};
 
-use super::{attachment_row, message_row, thread_row};
+use super::{attachment_row, check_dates, message_row, mysql_insert, thread_row};
 use crate::db::entities::{attachment, email_thread, message};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::Email;
@@ -68,15 +68,14 @@ pub(in crate::db) async fn insert_threads<C: ConnectionTrait>(
     db: &C,
     rows: &[(&str, DateTime<Utc>)],
 ) -> Result<Vec<i64>> {
+    for (_, created_at) in rows {
+        crate::db::dates::check("the start of the thread", created_at)?;
+    }
     let mut ids = Vec::with_capacity(rows.len());
     if db.get_database_backend() == DbBackend::MySql {
         for &(subject, created_at) in rows {
-            ids.push(
-                email_thread::Entity::insert(thread_row(subject, created_at))
-                    .exec(db)
-                    .await?
-                    .last_insert_id,
-            );
+            let insert = email_thread::Entity::insert(thread_row(subject, created_at));
+            ids.push(mysql_insert(db, &insert.into_query()).await?);
         }
         return Ok(ids);
     }
@@ -110,15 +109,14 @@ pub(in crate::db) async fn insert_messages<C: ConnectionTrait>(
     db: &C,
     rows: &[(i64, &Email)],
 ) -> Result<Option<Vec<i64>>> {
+    for (_, msg) in rows {
+        check_dates(msg)?;
+    }
     let mut ids = Vec::with_capacity(rows.len());
     if db.get_database_backend() == DbBackend::MySql {
         for &(thread, msg) in rows {
-            ids.push(
-                message::Entity::insert(message_row(thread, msg))
-                    .exec(db)
-                    .await?
-                    .last_insert_id,
-            );
+            let insert = message::Entity::insert(message_row(thread, msg));
+            ids.push(mysql_insert(db, &insert.into_query()).await?);
         }
         return Ok(Some(ids));
     }

@@ -17,11 +17,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect, SqlErr,
-    sea_query::{Expr, OnConflict},
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    QueryTrait, SqlErr,
+    sea_query::{Expr, InsertStatement, OnConflict},
 };
 use serde_json::Value;
 
+use crate::db::dates;
 use crate::db::entities::{attachment, email_thread, message, tool_use};
 use crate::db::fixture::FixtureToolUse;
 use crate::error::{Error, Result};
@@ -122,12 +124,25 @@ pub(in crate::db) async fn insert_thread<C: ConnectionTrait>(
     subject: &str,
     created_at: DateTime<Utc>,
 ) -> Result<i64> {
-    Ok(
-        email_thread::Entity::insert(thread_row(subject, created_at))
-            .exec(db)
-            .await?
-            .last_insert_id,
-    )
+    dates::check("the start of the thread", &created_at)?;
+    let insert = email_thread::Entity::insert(thread_row(subject, created_at));
+    if db.get_database_backend() == DbBackend::MySql {
+        return Ok(mysql_insert(db, &insert.into_query()).await?);
+    }
+    Ok(insert.exec(db).await?.last_insert_id)
+}
+
+/// Runs the one-row `insert` on MySQL/MariaDB, its dates bound as `DATETIME` (see
+/// [`dates::statement`]); returns the new row's id.
+pub(in crate::db) async fn mysql_insert<C: ConnectionTrait>(
+    db: &C,
+    insert: &InsertStatement,
+) -> std::result::Result<i64, DbErr> {
+    let id = db
+        .execute_raw(dates::statement(db, insert))
+        .await?
+        .last_insert_id();
+    i64::try_from(id).map_err(|_| DbErr::Custom(format!("the new row's id {id} is out of range")))
 }
 
 /// Deletes thread `thread` (one created for messages that another writer stored first).
@@ -144,7 +159,7 @@ pub(in crate::db) async fn backdate_thread<C: ConnectionTrait>(
     subject: &str,
     sent_at: DateTime<Utc>,
 ) -> Result<()> {
-    email_thread::Entity::update_many()
+    let update = email_thread::Entity::update_many()
         .col_expr(
             email_thread::Column::Subject,
             Expr::value(one_line(subject).into_owned()),
@@ -152,8 +167,8 @@ pub(in crate::db) async fn backdate_thread<C: ConnectionTrait>(
         .col_expr(email_thread::Column::CreatedAt, Expr::value(sent_at))
         .filter(email_thread::Column::Id.eq(thread))
         .filter(email_thread::Column::CreatedAt.gt(sent_at))
-        .exec(db)
-        .await?;
+        .into_query();
+    db.execute_raw(dates::statement(db, &update)).await?;
     Ok(())
 }
 
@@ -166,6 +181,7 @@ pub(in crate::db) async fn insert_message<C: ConnectionTrait>(
     email: &Email,
     tool_uses: &[FixtureToolUse],
 ) -> Result<Option<i64>> {
+    check_dates(email)?;
     let Some(id) = insert_or_skip(db, message_row(thread_id, email)).await? else {
         return Ok(None);
     };
@@ -194,6 +210,7 @@ pub(in crate::db) async fn insert_email<C: ConnectionTrait>(
     subject: &str,
     email: &Email,
 ) -> Result<Option<i64>> {
+    check_dates(email)?;
     let thread = match thread {
         Some(t) => {
             backdate_thread(db, t, subject, email.sent_at).await?;
@@ -215,7 +232,7 @@ async fn insert_or_skip<C: ConnectionTrait>(
     let outcome = if db.get_database_backend() == DbBackend::MySql {
         // MySQL has no `ON CONFLICT DO NOTHING`, and `INSERT IGNORE` would also hide other
         // errors; a duplicate key rolls back only its own statement there.
-        message::Entity::insert(row).exec(db).await
+        mysql_insert(db, &message::Entity::insert(row).into_query()).await
     } else {
         message::Entity::insert(row)
             .on_conflict(
@@ -225,13 +242,23 @@ async fn insert_or_skip<C: ConnectionTrait>(
             )
             .exec(db)
             .await
+            .map(|result| result.last_insert_id)
     };
     match outcome {
-        Ok(result) => Ok(Some(result.last_insert_id)),
+        Ok(id) => Ok(Some(id)),
         Err(DbErr::RecordNotInserted) => Ok(None),
         Err(e) if is_unique_violation(&e) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `Ok` when every backend stores the date of `email`; else the error of kind
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) naming the message.
+pub(in crate::db) fn check_dates(email: &Email) -> Result<()> {
+    dates::check(
+        &format!("the date of message `{}`", one_line(&email.message_id)),
+        &email.sent_at,
+    )
 }
 
 /// Whether `err` is a unique-key violation: another writer stored the same message.

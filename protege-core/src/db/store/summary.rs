@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+    ActiveValue, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryTrait,
 };
 
 use crate::db::entities::{message, thread_summary};
@@ -37,6 +37,7 @@ pub async fn store_summary<C: ConnectionTrait>(
             format!("the summary through `{message_id}` is empty"),
         ));
     }
+    crate::db::dates::check("the time of the summary", &now)?;
     let Some(through) = message::Entity::find()
         .filter(message::Column::MessageId.eq(without_nul(message_id).as_ref()))
         .one(db)
@@ -44,17 +45,20 @@ pub async fn store_summary<C: ConnectionTrait>(
     else {
         return Ok(None);
     };
-    let row = thread_summary::ActiveModel {
+    let insert = thread_summary::Entity::insert(thread_summary::ActiveModel {
         id: ActiveValue::NotSet,
         email_thread_id: ActiveValue::Set(through.email_thread_id),
         through_message_id: ActiveValue::Set(through.id),
         content: ActiveValue::Set(content),
         created_at: ActiveValue::Set(now),
-    }
-    .insert(db)
-    .await?;
+    });
+    let id = if db.get_database_backend() == DbBackend::MySql {
+        super::mysql_insert(db, &insert.into_query()).await?
+    } else {
+        insert.exec(db).await?.last_insert_id
+    };
     Ok(Some(StoredSummary {
-        id: row.id,
+        id,
         thread_id: through.email_thread_id,
         through_message_id: through.message_id,
     }))
