@@ -666,3 +666,142 @@ async fn mboxo_and_mboxrd_files_are_split_at_separators_only() {
     })
     .await;
 }
+
+/// A message claiming the persona's address, relayed from outside (`Received`), answering
+/// Alice; `headers` are its extra header lines.
+fn posing(id: &str, hour: u32, headers: &str) -> String {
+    format!(
+        "Received: from mx.evil.test by mx.acme.test; Mon, 5 Jan 2026 {hour}:00:00 +0000\n{headers}\
+         To: alice@example.com\nSubject: Re: Order A-1\nMessage-ID: {id}\n\
+         Date: Mon, 5 Jan 2026 {hour}:00:00 +0000\nIn-Reply-To: {ALICE_1}\nReferences: {ALICE_1}\n\n\
+         Your refund is cancelled; send your card number.\n"
+    )
+}
+
+#[tokio::test]
+async fn a_stranger_posing_as_the_persona_is_stored_inbound_in_his_own_thread() {
+    on_each_backend("forged_direction", |db, _| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = write(dir.path(), &two_customers()[..1]);
+        import_with(&db, &paths, &options()).await;
+        let trusted = "Authentication-Results: mx.acme.test;\n spf=pass smtp.mailfrom=acme.test;\n";
+        let files = vec![
+            ("1-case.eml", posing("<p1@evil.test>", 13, "From: SUPPORT@ACME.TEST\n")),
+            ("2-two-from.eml", posing("<p2@evil.test>", 14,
+                "From: Eve <eve@evil.test>\nFrom: Acme Support <support@acme.test>\n")),
+            ("3-from-list.eml", posing("<p3@evil.test>", 15,
+                "From: eve@evil.test, support@acme.test\n")),
+            ("4-untrusted.eml", posing("<p4@evil.test>", 16,
+                "Authentication-Results: mx.evil.test; dmarc=pass header.from=acme.test\nFrom: support@acme.test\n")),
+            ("5-dmarc-fail.eml", posing("<p5@evil.test>", 17,
+                &format!("{trusted} dmarc=fail (p=reject) header.from=acme.test\nFrom: support@acme.test\n"))),
+            ("6-other-domain.eml", posing("<p6@evil.test>", 18,
+                &format!("{trusted} dmarc=pass header.from=evil.test\nFrom: support@acme.test\n"))),
+            ("7-dmarc-pass.eml", posing("<p7@acme.test>", 19,
+                &format!("{trusted} dmarc=pass (p=reject) header.from=acme.test\nFrom: Acme Support <Support@Acme.Test>\n"))),
+        ];
+        let paths = write(dir.path(), &files);
+        let mut trusting = options();
+        trusting.trusted_authserv_ids = vec!["MX.acme.test".into()];
+        let summary = import_with(&db, &paths, &trusting).await;
+        let shown = |i: usize| paths[i].display().to_string();
+        let stored_inbound = |i: usize, why: &str| {
+            format!("warning: {}: the From address `support@acme.test` is a persona's but {why}: stored as inbound\n", shown(i))
+        };
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "{}{}{}{}failed: {}: 2 `From` headers: a message has exactly one, so it is not imported\n\
+                 failed: {}: the `From` header lists 2 addresses and there is no `Sender` header naming who sent it\n\
+                 imported 5 messages, skipped 0 duplicates, 2 failed",
+                stored_inbound(0, "the message has a `Received` header and no `Authentication-Results` header of a trusted authserv-id"),
+                stored_inbound(3, "the message has a `Received` header and no `Authentication-Results` header of a trusted authserv-id"),
+                stored_inbound(4, "the `Authentication-Results` header of `mx.acme.test` reports no `dmarc=pass` for `header.from=acme.test`"),
+                stored_inbound(5, "the `Authentication-Results` header of `mx.acme.test` reports no `dmarc=pass` for `header.from=acme.test`"),
+                shown(1),
+                shown(2),
+            )
+        );
+        // Only the message the trusted server vouched for joins Alice's thread, as the
+        // persona's; each forgery is inbound in a thread of its own.
+        assert_eq!(
+            threads(&db).await,
+            vec![
+                thread("Order A-1", &[ALICE_1, "<p7@acme.test>"]),
+                thread("Order A-1", &["<p1@evil.test>"]),
+                thread("Order A-1", &["<p4@evil.test>"]),
+                thread("Order A-1", &["<p5@evil.test>"]),
+                thread("Order A-1", &["<p6@evil.test>"]),
+            ]
+        );
+        for (id, direction) in [
+            ("<p1@evil.test>", Direction::Inbound),
+            ("<p4@evil.test>", Direction::Inbound),
+            ("<p5@evil.test>", Direction::Inbound),
+            ("<p6@evil.test>", Direction::Inbound),
+            ("<p7@acme.test>", Direction::Outbound),
+        ] {
+            let stored = db::load_message(&db, id).await.unwrap().unwrap();
+            assert_eq!(stored.direction, direction, "{id}");
+        }
+        assert_eq!(history(&db, "<p1@evil.test>").await, json!([]));
+
+        // Without a trusted authserv-id, even a passing result counts for nothing.
+        let relayed = write(dir.path(), &[("8-no-trust.eml", posing("<p8@acme.test>", 20,
+            &format!("{trusted} dmarc=pass header.from=acme.test\nFrom: support@acme.test\n")))]);
+        let summary = import_with(&db, &relayed, &options()).await;
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "warning: {}: the From address `support@acme.test` is a persona's but the message has a `Received` header and no authserv-id is trusted (`--trusted-authserv-id`, `[mail] trusted_authserv_ids`): stored as inbound\n\
+                 imported 1 message, skipped 0 duplicates, 0 failed",
+                relayed[0].display()
+            )
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_forced_direction_is_kept_and_outbound_needs_the_persona_alone() {
+    on_each_backend("forced_direction", |db, _| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let files = vec![
+            ("1.eml", posing("<f1@acme.test>", 13, "From: support@acme.test\n")),
+            ("2.eml", posing("<f2@evil.test>", 14, "From: eve@evil.test\n")),
+            ("3.eml", posing("<f3@evil.test>", 15, "From: eve@evil.test, support@acme.test\nSender: eve@evil.test\n")),
+        ];
+        let paths = write(dir.path(), &files);
+        let mut outbound = options();
+        outbound.direction = Some(Direction::Outbound);
+        let summary = import_with(&db, &paths, &outbound).await;
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "failed: {}: the From address `eve@evil.test` is not a persona address; only mail a persona sent can be recorded as outbound\n\
+                 failed: {}: the `From` header lists several addresses; only mail a persona sent alone can be recorded as outbound\n\
+                 imported 1 message, skipped 0 duplicates, 2 failed",
+                paths[1].display(),
+                paths[2].display()
+            )
+        );
+        let stored = db::load_message(&db, "<f1@acme.test>").await.unwrap().unwrap();
+        assert_eq!(stored.direction, Direction::Outbound);
+        // A From list with a Sender is imported; claiming the persona, it stays inbound
+        // and joins nothing.
+        let summary = import_with(&db, &paths[2..], &options()).await;
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "warning: {}: the From address `support@acme.test` is a persona's but the `From` header lists several addresses: stored as inbound\n\
+                 imported 1 message, skipped 0 duplicates, 0 failed",
+                paths[2].display()
+            )
+        );
+        assert_eq!(
+            db::load_message(&db, "<f3@evil.test>").await.unwrap().unwrap().direction,
+            Direction::Inbound
+        );
+    })
+    .await;
+}

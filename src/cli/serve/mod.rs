@@ -47,6 +47,8 @@ struct App {
     token: Option<Arc<str>>,
     deadline: Duration,
     deadline_secs: f64,
+    /// `--trusted-authserv-id`, added to the personas' `[mail] trusted_authserv_ids`.
+    trusted_authserv_ids: Arc<[String]>,
 }
 
 pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
@@ -88,6 +90,7 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         token,
         deadline: Duration::from_secs_f64(args.deadline),
         deadline_secs: args.deadline,
+        trusted_authserv_ids: args.trusted_authserv_ids.clone().into(),
     };
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, router(app)).with_graceful_shutdown(async move {
@@ -301,11 +304,12 @@ async fn mail(
 ) -> Result<Response, ApiError> {
     let query = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let direction = match query.direction.as_deref() {
-        None | Some("inbound") => Direction::Inbound,
-        Some("outbound") => Direction::Outbound,
+        None | Some("inbound") => Some(Direction::Inbound),
+        Some("outbound") => Some(Direction::Outbound),
+        Some("auto") => None,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "unknown direction `{other}`; valid: `inbound`, `outbound`"
+                "unknown direction `{other}`; valid: `inbound`, `outbound`, `auto`"
             )));
         }
     };
@@ -313,14 +317,18 @@ async fn mail(
         return Err(ApiError::unsupported_media_type("message/rfc822"));
     }
     let raw = body(&headers, "message/rfc822", MAIL_LIMIT, bytes)?;
-    let own: Vec<String> = app
-        .engine
-        .personas()
+    let personas = app.engine.personas();
+    let own: Vec<String> = personas
         .iter()
         .flat_map(|p| p.info().addresses.clone())
         .collect();
     let mut options = EmlOptions::new(own, chrono::Utc::now());
-    options.direction = Some(direction);
+    options.direction = direction;
+    options.trusted_authserv_ids = personas
+        .iter()
+        .flat_map(|p| p.info().mail.trusted_authserv_ids.clone())
+        .chain(app.trusted_authserv_ids.iter().cloned())
+        .collect();
     let db = app.engine.db().await?;
     let outcome = match ingest_eml(db, &raw, &options).await {
         Ok(outcome) => outcome,

@@ -23,6 +23,7 @@
 //! the per-message fallback) is one flow whose steps share its state; parsing, mbox
 //! streaming and threading are in the modules beside it, the writes in `db/store`.
 
+mod direction;
 mod mbox;
 mod parse;
 mod threading;
@@ -38,6 +39,7 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
+use direction::Directions;
 use parse::{DateSource, ParsedEml, date_parser, header_date, parse_eml};
 use threading::{Stored, Threader};
 
@@ -51,18 +53,28 @@ const MAX_HEADER_BYTES: u64 = 1 << 20;
 /// carries no usable date, the attachment size cap and where the direction comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmlOptions {
-    /// The persona addresses (bare or header form): mail From one of them is outbound,
-    /// any other mail inbound. Compared case-insensitively.
+    /// The persona addresses (bare or header form), compared case-insensitively: mail From
+    /// one of them may be outbound (see [`direction`](Self::direction)), any other mail is
+    /// inbound.
     pub own_addresses: Vec<String>,
+    /// The authserv-ids (RFC 8601) whose `Authentication-Results` headers are trusted: a
+    /// message that arrived from outside (it has a `Received` header) and claims a persona
+    /// address is outbound only when the topmost such header of a trusted authserv-id
+    /// reports `dmarc=pass` for the From address's domain. Compared case-insensitively.
+    pub trusted_authserv_ids: Vec<String>,
     /// The `sent_at` of a message with neither a valid `Date` nor a dated `Received`
     /// header (usually the import time).
     pub now: DateTime<Utc>,
     /// Attachment data larger than this many bytes is not stored: the attachment keeps
     /// its metadata (`data` NULL) and a warning names it.
     pub max_attachment_bytes: u64,
-    /// `None` (`import-eml`, an operator's own archives): the direction comes from the
-    /// From header. `Some(direction)`: every message has it, whatever its From claims
-    /// (mail received over HTTP is inbound).
+    /// `None` (`import-eml`, an operator's own archives): a message is outbound when it has
+    /// one From header with one address, a persona's, and shows it did not arrive from
+    /// outside (no `Received` header, or a trusted `Authentication-Results` with
+    /// `dmarc=pass` for its domain); any other message claiming a persona address is
+    /// stored inbound with a warning. `Some(direction)`: every message has it (mail
+    /// received over HTTP is inbound); a forced outbound message must be From a persona
+    /// address alone.
     pub direction: Option<Direction>,
 }
 
@@ -72,6 +84,7 @@ impl EmlOptions {
     pub fn new(own_addresses: Vec<String>, now: DateTime<Utc>) -> Self {
         Self {
             own_addresses,
+            trusted_authserv_ids: Vec::new(),
             now,
             max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
             direction: None,
@@ -194,7 +207,7 @@ pub async fn import_eml_paths(
         files: &files,
         items: items.iter(),
         reader: ItemReader::default(),
-        directions: Threader::new(&options.own_addresses),
+        directions: directions(options),
     };
     let mut unreadable = Notes::default();
     let mut batch = batches.next(options, &mut unreadable).await;
@@ -216,8 +229,8 @@ struct Batches<'a> {
     /// The messages not read yet, in the order they are stored.
     items: std::slice::Iter<'a, Item>,
     reader: ItemReader,
-    /// The persona addresses, which give each message its direction.
-    directions: Threader,
+    /// What gives each message its direction.
+    directions: Directions,
 }
 
 impl Batches<'_> {
@@ -722,18 +735,17 @@ fn prepare(
     seq: Seq,
     source: String,
     options: &EmlOptions,
-    threader: &Threader,
+    directions: &Directions,
     notes: &mut Notes,
 ) -> Option<Pending> {
-    let direction = |from: &str| threader.direction(from, options.direction);
-    let eml = match parse_eml(raw, options.now, options.max_attachment_bytes, direction) {
-        Ok(eml) => eml,
+    let (eml, warnings) = match parse_directed(raw, options, directions) {
+        Ok(parsed) => parsed,
         Err(reason) => {
             notes.fail(seq, source, reason);
             return None;
         }
     };
-    let warnings = fallbacks(&eml, options.max_attachment_bytes)
+    let warnings = warnings
         .into_iter()
         .map(|w| format!("{source}: {w}"))
         .collect();
@@ -745,8 +757,36 @@ fn prepare(
     })
 }
 
-/// The fallbacks parsing used for `eml` (no Message-ID, no usable Date, attachment data
-/// over the cap), one sentence each.
+/// How the direction of the messages is decided under `options`.
+fn directions(options: &EmlOptions) -> Directions {
+    Directions::new(
+        options
+            .own_addresses
+            .iter()
+            .map(|a| threading::key(a))
+            .collect(),
+        &options.trusted_authserv_ids,
+        options.direction,
+    )
+}
+
+/// Parses `raw` and gives it its direction; returns it with its warnings (the fallbacks
+/// used, a persona address stored inbound), or why it cannot be imported.
+fn parse_directed(
+    raw: &[u8],
+    options: &EmlOptions,
+    directions: &Directions,
+) -> std::result::Result<(ParsedEml, Vec<String>), String> {
+    let mut eml = parse_eml(raw, options.now, options.max_attachment_bytes)?;
+    let (direction, warning) = directions.decide(&eml.origin, &eml.email.from)?;
+    eml.email.direction = direction;
+    let mut warnings: Vec<String> = warning.into_iter().collect();
+    warnings.extend(fallbacks(&eml, options.max_attachment_bytes));
+    Ok((eml, warnings))
+}
+
+/// The fallbacks parsing used for `eml` (no Message-ID, no usable Date, an unsplit
+/// multipart body, attachment data over the cap), one sentence each.
 fn fallbacks(eml: &ParsedEml, max_attachment_bytes: u64) -> Vec<String> {
     let mut warnings = Vec::new();
     if eml.synthetic_id {
@@ -765,6 +805,11 @@ fn fallbacks(eml: &ParsedEml, max_attachment_bytes: u64) -> Vec<String> {
             "missing or invalid `Date` header and no dated `Received` header, using the import time {}",
             rfc3339_z(&eml.email.sent_at)
         )),
+    }
+    if let Some(content_type) = &eml.unsplit {
+        warnings.push(format!(
+            "the `{content_type}` body has no part delimited by its boundary (wrong or missing `boundary`): its raw text is kept as the text body"
+        ));
     }
     for (name, size) in &eml.oversized {
         warnings.push(format!(
@@ -820,21 +865,8 @@ pub async fn ingest_eml(
     options: &EmlOptions,
 ) -> Result<Ingested> {
     let mut threader = Threader::new(&options.own_addresses);
-    let direction = |from: &str| threader.direction(from, options.direction);
-    let eml = parse_eml(raw, options.now, options.max_attachment_bytes, direction)
+    let (eml, warnings) = parse_directed(raw, options, &directions(options))
         .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
-    if options.direction == Some(Direction::Outbound)
-        && threader.direction(&eml.email.from, None) != Direction::Outbound
-    {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "the From address `{}` is not a persona address; only mail a persona sent can be recorded as outbound",
-                crate::mail::one_line(&eml.email.from)
-            ),
-        ));
-    }
-    let warnings = fallbacks(&eml, options.max_attachment_bytes);
     let message_id = eml.email.message_id.clone();
     match threader.store(db, &eml).await? {
         Stored::Imported { thread, direction } => Ok(Ingested {

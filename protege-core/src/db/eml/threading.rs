@@ -58,7 +58,7 @@ pub(super) struct Threader {
 const MAX_CACHED_THREADS: usize = 8192;
 
 /// The bare address of a header-form address, lowercased, on one line.
-fn key(address: &str) -> String {
+pub(super) fn key(address: &str) -> String {
     bare_address(&one_line(address)).to_lowercase()
 }
 
@@ -110,14 +110,10 @@ impl Threader {
         self.created.clear();
     }
 
-    /// The direction of a message From `from`: `forced` when given (mail received over
-    /// HTTP), else outbound when `from` is a persona address.
-    pub(super) fn direction(&self, from: &str, forced: Option<Direction>) -> Direction {
-        forced.unwrap_or(if self.own.contains(&key(from)) {
-            Direction::Outbound
-        } else {
-            Direction::Inbound
-        })
+    /// Whether a message from `senders` (its From addresses, as keys) may not join any
+    /// thread: inbound mail claiming a persona address is a forgery or a loop.
+    fn forged(&self, direction: Direction, senders: &[String]) -> bool {
+        direction == Direction::Inbound && senders.iter().any(|s| self.own.contains(s))
     }
 
     /// Whether `sender` (a key) is a participant of `thread`, reading its addresses once.
@@ -190,18 +186,19 @@ impl Threader {
             }
         }
 
-        let sender = key(&email.from);
         let direction = email.direction;
         // Inbound mail claiming a persona's address is a forgery or a loop: it joins
-        // nothing.
-        let forged = direction == Direction::Inbound && self.own.contains(&sender);
+        // nothing. Every From address must be a participant.
         let mut join = None;
-        if !forged {
-            for &t in &candidates {
-                if self.is_participant(db, t, &sender).await? {
-                    join = Some(t);
-                    break;
+        if !self.forged(direction, &eml.origin.from) {
+            'threads: for &t in &candidates {
+                for sender in &eml.origin.from {
+                    if !self.is_participant(db, t, sender).await? {
+                        continue 'threads;
+                    }
                 }
+                join = Some(t);
+                break;
             }
         }
 
@@ -339,20 +336,21 @@ impl Threader {
                 }
             }
 
-            let sender = key(&email.from);
-            let forged = email.direction == Direction::Inbound && self.own.contains(&sender);
-            let join = if forged {
+            let senders = &eml.origin.from;
+            let join = if self.forged(email.direction, senders) {
                 None
             } else {
                 candidates.into_iter().find(|&place| {
-                    self.own.contains(&sender)
-                        || match place {
-                            Place::Stored(t) => self
-                                .participants
-                                .get(&t)
-                                .is_some_and(|set| set.contains(&sender)),
-                            Place::New(n) => new_threads[n].participants.contains(&sender),
-                        }
+                    senders.iter().all(|sender| {
+                        self.own.contains(sender)
+                            || match place {
+                                Place::Stored(t) => self
+                                    .participants
+                                    .get(&t)
+                                    .is_some_and(|set| set.contains(sender)),
+                                Place::New(n) => new_threads[n].participants.contains(sender),
+                            }
+                    })
                 })
             };
 
