@@ -1249,3 +1249,49 @@ async fn forged_directions_over_http() {
         (json!("inbound"), false)
     );
 }
+
+#[tokio::test]
+async fn a_squatted_message_id_answers_409() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let squat = eml(
+        "<reply-7@acme.test>",
+        "Eve <eve@evil.test>",
+        None,
+        "Re: Broken hinge",
+        "Reply to me.",
+    );
+    let (status, text) = server
+        .post("/v1/mail", "message/rfc822", squat.clone())
+        .await;
+    assert_eq!(status, 201, "{text}");
+    // The application records the reply it sent under the id Eve predicted.
+    let sent = eml(
+        "<reply-7@acme.test>",
+        "support@acme.test",
+        Some("<refund-3@example.com>"),
+        "Re: Broken hinge",
+        "A new hinge is on its way.",
+    );
+    assert_eq!(
+        server
+            .post("/v1/mail?direction=outbound", "message/rfc822", sent)
+            .await,
+        (
+            409,
+            error(
+                "conflict",
+                "Message-ID `<reply-7@acme.test>` is already stored with another direction (`inbound`), sender (`eve@evil.test`) and content: not imported, a Message-ID belongs to the message stored first"
+            )
+        )
+    );
+    let (status, text) = server.post("/v1/mail", "message/rfc822", squat).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#""status": "duplicate""#), "{text}");
+    let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    let line = r#"protege_mail_imported_total{status="conflict"} 1"#;
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "no `{line}` in\n{metrics}"
+    );
+}

@@ -202,7 +202,7 @@ async fn an_outsider_referencing_two_customers_gets_his_own_thread() {
 }
 
 #[tokio::test]
-async fn a_ccd_colleague_joins_and_a_forwarded_stranger_does_not() {
+async fn a_colleague_the_persona_wrote_to_joins_and_a_forwarded_stranger_does_not() {
     on_each_backend("cc_and_forward", |db, _| async move {
         let dir = tempfile::tempdir().unwrap();
         let files = vec![
@@ -210,8 +210,8 @@ async fn a_ccd_colleague_joins_and_a_forwarded_stranger_does_not() {
                 "Mon, 5 Jan 2026 09:00:00 +0000", "Cc: Carol <carol@example.com>\n", "Broken lid.")),
             ("2.eml", eml("Acme Support <support@acme.test>", "alice@example.com", "Re: Order A-1",
                 "<support-1@acme.test>", "Mon, 5 Jan 2026 10:00:00 +0000",
-                &format!("In-Reply-To: {ALICE_1}\nReferences: {ALICE_1}\n"), "A new lid is on its way.")),
-            // Carol was in Cc of the first message: a participant.
+                &format!("Cc: Carol <carol@example.com>\nIn-Reply-To: {ALICE_1}\nReferences: {ALICE_1}\n"), "A new lid is on its way.")),
+            // The persona's reply was Cc'd to Carol: a participant.
             ("3.eml", eml("CAROL <Carol@Example.com>", "support@acme.test", "Re: Order A-1",
                 "<carol-1@example.com>", "Mon, 5 Jan 2026 11:00:00 +0000",
                 &format!("In-Reply-To: <support-1@acme.test>\nReferences: {ALICE_1} <support-1@acme.test>\n"),
@@ -802,6 +802,97 @@ async fn a_forced_direction_is_kept_and_outbound_needs_the_persona_alone() {
             db::load_message(&db, "<f3@evil.test>").await.unwrap().unwrap().direction,
             Direction::Inbound
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_message_id_belongs_to_the_message_stored_first() {
+    on_each_backend("squatting", |db, _| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = write(dir.path(), &two_customers()[..2]);
+        import_with(&db, &paths, &options()).await;
+        // Eve predicts the id of the agent's next reply and stores it first, listing
+        // Alice in Cc.
+        let squat = eml("Eve <eve@evil.test>", "support@acme.test", "Order A-1", "<next@acme.test>",
+            "Mon, 5 Jan 2026 11:00:00 +0000", "Cc: alice@example.com\n", "Reply to me, not to support.");
+        let reply = eml("Acme Support <support@acme.test>", "Alice <alice@example.com>", "Re: Order A-1",
+            "<next@acme.test>", "Mon, 5 Jan 2026 12:00:00 +0000",
+            &format!("In-Reply-To: <support-1@acme.test>\nReferences: {ALICE_1} <support-1@acme.test>\n"),
+            "Your refund is on its way.");
+        // The same squat sent again with another date: the same message.
+        let resent = squat.replace("11:00:00", "11:30:00");
+        let other_body = squat.replace("Reply to me", "Write to me");
+        let files = write(dir.path(), &[("squat.eml", squat), ("reply.eml", reply),
+            ("resent.eml", resent), ("other-body.eml", other_body)]);
+        let summary = import_with(&db, &files, &options()).await;
+        let reason = "is already stored with another";
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "failed: {}: Message-ID `<next@acme.test>` {reason} direction (`inbound`), sender (`eve@evil.test`) and content: not imported, a Message-ID belongs to the message stored first\n\
+                 failed: {}: Message-ID `<next@acme.test>` {reason} content: not imported, a Message-ID belongs to the message stored first\n\
+                 imported 1 message, skipped 1 duplicate, 2 failed",
+                files[1].display(),
+                files[3].display(),
+            )
+        );
+        // Imported again on its own, the reply is still refused; the true duplicate stays a
+        // duplicate.
+        let again = import_with(&db, &files[1..2], &options()).await;
+        assert_eq!(again.failed.len(), 1);
+        assert_eq!(
+            import_with(&db, &files[..1], &options()).await.to_string(),
+            "imported 0 messages, skipped 1 duplicate, 0 failed"
+        );
+
+        // Alice answers the agent (quoting the squatted id): being in the Cc of Eve's
+        // inbound message made her no participant of Eve's thread, so she stays in her own.
+        let answer = eml("Alice <alice@example.com>", "support@acme.test", "Re: Order A-1",
+            "<alice-2@example.com>", "Mon, 5 Jan 2026 13:00:00 +0000",
+            &format!("In-Reply-To: <next@acme.test>\nReferences: {ALICE_1} <support-1@acme.test> <next@acme.test>\n"),
+            "Thanks!");
+        let answer = write(dir.path(), &[("answer.eml", answer)]);
+        import_with(&db, &answer, &options()).await;
+        assert_eq!(
+            threads(&db).await,
+            vec![
+                thread("Order A-1", &[ALICE_1, "<support-1@acme.test>", "<alice-2@example.com>"]),
+                thread("Order A-1", &["<next@acme.test>"]),
+            ]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_message_id_repeated_within_one_import_is_a_conflict_unless_the_same() {
+    on_each_backend("squatting_batch", |db, _| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let first = eml("Bob <bob@example.com>", "support@acme.test", "Hello", "<same@example.com>",
+            "Mon, 5 Jan 2026 09:00:00 +0000", "", "First text.");
+        let paths = write(dir.path(), &[("1.eml", first.clone()), ("2.eml", first.clone()),
+            ("3.eml", first.replace("First text.", "Other text."))]);
+        let summary = import_with(&db, &paths, &options()).await;
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "failed: {}: Message-ID `<same@example.com>` is already stored with another content: not imported, a Message-ID belongs to the message stored first\n\
+                 imported 1 message, skipped 1 duplicate, 1 failed",
+                paths[2].display()
+            )
+        );
+        // Over HTTP (one message at a time): a conflict is its own error kind.
+        let err = db::ingest_eml(&db, first.replace("First text.", "Other text.").as_bytes(), &options())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), protege_core::ErrorKind::Conflict);
+        assert_eq!(
+            err.to_string(),
+            "Message-ID `<same@example.com>` is already stored with another content: not imported, a Message-ID belongs to the message stored first"
+        );
+        let same = db::ingest_eml(&db, first.as_bytes(), &options()).await.unwrap();
+        assert!(!same.imported);
     })
     .await;
 }

@@ -333,17 +333,15 @@ async fn mail(
     let outcome = match ingest_eml(db, &raw, &options).await {
         Ok(outcome) => outcome,
         Err(e) => {
-            let status = if e.kind() == protege::ErrorKind::InvalidInput {
-                "rejected"
-            } else {
-                "failed"
+            let (status, error) = match e.kind() {
+                protege::ErrorKind::InvalidInput => {
+                    ("rejected", ApiError::invalid_input(e.to_string()))
+                }
+                protege::ErrorKind::Conflict => ("conflict", ApiError::conflict(e.to_string())),
+                _ => ("failed", ApiError::unavailable(e.to_string())),
             };
             metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
-            return Err(if e.kind() == protege::ErrorKind::InvalidInput {
-                ApiError::invalid_input(e.to_string())
-            } else {
-                ApiError::unavailable(e.to_string())
-            });
+            return Err(error);
         }
     };
     for warning in &outcome.warnings {

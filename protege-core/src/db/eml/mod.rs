@@ -166,9 +166,12 @@ impl fmt::Display for EmlSummary {
 /// Messages are stored in order of their date (ties: file order). A message joins the
 /// thread of a stored message it references (References newest first, then
 /// In-Reply-To) or that replies to it, when its sender is one of that thread's
-/// participants (the addresses of its messages and the persona addresses); otherwise it
-/// starts a thread named by its subject without `Re:`/`Fwd:`/`Fw:` prefixes. An inbound
-/// message From a persona address joins nothing.
+/// participants (the From addresses of its messages, the To and Cc of its outbound
+/// messages, and the persona addresses); otherwise it starts a thread named by its
+/// subject without `Re:`/`Fwd:`/`Fw:` prefixes. An inbound message From a persona
+/// address joins nothing. A message whose Message-ID is stored is skipped when it is the
+/// same message (direction, sender, subject and bodies), else recorded in
+/// [`EmlSummary::failed`] as a conflict.
 ///
 /// Only regular files are read: a FIFO, socket or device, a dangling symbolic link, an
 /// unreadable file, a message that is not an email and a message the database rejects
@@ -417,6 +420,7 @@ async fn store_batch(
                             .extend(pending.warnings.into_iter().map(|w| (seq, w)));
                     }
                     Stored::Duplicate => notes.summary.duplicates += 1,
+                    Stored::Conflict(reason) => notes.fail(pending.seq, pending.source, reason),
                 }
             }
         }
@@ -460,6 +464,7 @@ async fn store_one_by_one(
                 txn.stored.push((seq, source));
             }
             Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
+            Ok(Stored::Conflict(reason)) => notes.fail(seq, source, reason),
             Err(err) => {
                 if transaction_lost(&err) {
                     txn.abandon(notes, &err).await;
@@ -858,7 +863,8 @@ pub struct Ingested {
 /// and insert-or-skip. With `options.direction = Some(Outbound)` the From address must be a
 /// persona address (an application recording mail it sent); otherwise the error is
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput), as it is for bytes that
-/// are not an email.
+/// are not an email. A message whose Message-ID is stored for another message (another
+/// direction, sender or content) is [`ErrorKind::Conflict`](crate::ErrorKind::Conflict).
 pub async fn ingest_eml(
     db: &DatabaseConnection,
     raw: &[u8],
@@ -876,6 +882,7 @@ pub async fn ingest_eml(
             direction,
             warnings,
         }),
+        Stored::Conflict(reason) => Err(Error::new(ErrorKind::Conflict, reason)),
         Stored::Duplicate => {
             let stored = crate::db::load_message(db, &message_id)
                 .await?
