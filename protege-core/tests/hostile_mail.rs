@@ -896,3 +896,87 @@ async fn a_message_id_repeated_within_one_import_is_a_conflict_unless_the_same()
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_date_in_year_0000_falls_back_with_a_warning() {
+    on_each_backend("year_zero", |db, _| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let head = |id: &str| {
+            format!("From: eve@evil.test\nTo: support@acme.test\nSubject: Old\nMessage-ID: {id}\n")
+        };
+        let files = vec![
+            ("1.eml", format!("{}Date: Mon, 5 Jan 0000 10:00:00 +0000\nReceived: from a by mx.acme.test; Tue, 6 Jan 0000 08:00:00 +0000\nReceived: from b by mx.acme.test; Tue, 6 Jan 2026 08:00:00 -0500\n\nx\n", head("<y1@evil.test>"))),
+            ("2.eml", format!("{}Date: 5 Jan 0000 10:00 +0000\n\nx\n", head("<y2@evil.test>"))),
+            ("3.eml", format!("{}Date: Mon, 5 Jan 0049 10:00:00 +0000\n\nx\n", head("<y3@evil.test>"))),
+            // Two-digit years are the obsolete form RFC 5322 maps: 26 is 2026.
+            ("4.eml", format!("{}Date: Mon, 5 Jan 26 10:00:00 +0000\n\nx\n", head("<y4@evil.test>"))),
+        ];
+        let paths = write(dir.path(), &files);
+        let summary = import_with(&db, &paths, &options()).await;
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "warning: {}: missing or invalid `Date` header, using the first `Received` date 2026-01-06T13:00:00Z\n\
+                 warning: {}: missing or invalid `Date` header and no dated `Received` header, using the import time {NOW}\n\
+                 warning: {}: missing or invalid `Date` header and no dated `Received` header, using the import time {NOW}\n\
+                 imported 4 messages, skipped 0 duplicates, 0 failed",
+                paths[0].display(),
+                paths[1].display(),
+                paths[2].display()
+            )
+        );
+        let mut dates = Vec::new();
+        for id in ["<y1@evil.test>", "<y2@evil.test>", "<y3@evil.test>", "<y4@evil.test>"] {
+            let stored = db::load_message(&db, id).await.unwrap().unwrap();
+            dates.push(protege_core::rfc3339_z(&stored.sent_at));
+        }
+        assert_eq!(
+            dates,
+            ["2026-01-06T13:00:00Z", NOW, NOW, "2026-01-05T10:00:00Z"]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_multipart_body_without_its_boundary_keeps_its_raw_text() {
+    on_each_backend("unsplit_multipart", |db, _| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let head = |id: &str, content_type: &str| {
+            format!("From: alice@example.com\nTo: support@acme.test\nSubject: Parts\nMessage-ID: {id}\nDate: Mon, 5 Jan 2026 10:00:00 +0000\nMIME-Version: 1.0\nContent-Type: {content_type}\n\n")
+        };
+        let files = vec![
+            ("wrong.eml", format!("{}--yy\nContent-Type: text/plain\n\nMy order A-1 is broken.\n--yy--\n",
+                head("<b1@example.com>", "multipart/mixed; boundary=\"zz\""))),
+            ("missing.eml", format!("{}My order A-2 is late.\r\n", head("<b2@example.com>", "multipart/alternative"))),
+            ("right.eml", format!("{}--zz\nContent-Type: text/plain\n\nAll fine.\n--zz--\n",
+                head("<b3@example.com>", "multipart/mixed; boundary=zz"))),
+        ];
+        let paths = write(dir.path(), &files);
+        let summary = import_with(&db, &paths, &options()).await;
+        assert_eq!(
+            summary.to_string(),
+            format!(
+                "warning: {}: the `multipart/mixed` body has no part delimited by its boundary (wrong or missing `boundary`): its raw text is kept as the text body\n\
+                 warning: {}: the `multipart/alternative` body has no part delimited by its boundary (wrong or missing `boundary`): its raw text is kept as the text body\n\
+                 imported 3 messages, skipped 0 duplicates, 0 failed",
+                paths[0].display(),
+                paths[1].display()
+            )
+        );
+        let mut bodies = Vec::new();
+        for id in ["<b1@example.com>", "<b2@example.com>", "<b3@example.com>"] {
+            let stored = db::load_message(&db, id).await.unwrap().unwrap();
+            bodies.push((stored.text_body.clone(), stored.attachments.len()));
+        }
+        assert_eq!(
+            bodies,
+            [
+                (Some("--yy\nContent-Type: text/plain\n\nMy order A-1 is broken.\n--yy--\n".to_owned()), 0),
+                (Some("My order A-2 is late.\n".to_owned()), 0),
+                (Some("All fine.".to_owned()), 0),
+            ]
+        );
+    })
+    .await;
+}

@@ -539,6 +539,8 @@ mod tests {
             "Subject: =?utf-8?q?caf=C3=A9?=\nReceived: from a by b; Tue, 6 Jan 2026 08:00:00 -0500\nDate: nonsense\n",
             "To: a@b\n",
             "Date: Mon, 5 Jan 2026 10:00:00 +0000\nDate: Tue, 6 Jan 2026 10:00:00 +0000\n",
+            "Date: Mon, 5 Jan 0000 10:00:00 +0000\nReceived: from a by b; Tue, 6 Jan 2026 08:00:00 -0500\n",
+            "Received: from a by b; Tue, 6 Jan 0000 08:00:00 -0500\nDate: 5 Jan 0049 10:00 +0000\n",
         ] {
             let full = MessageParser::default()
                 .parse_headers(header.as_bytes())
