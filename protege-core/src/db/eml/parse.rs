@@ -202,26 +202,7 @@ pub(super) fn parse_eml(
         }
     }
 
-    let unsplit = unsplit_multipart(&message);
-    let text_body = match &unsplit {
-        Some(_) => join_bodies(std::iter::once(
-            String::from_utf8_lossy(
-                raw.get(
-                    message.parts[0].offset_body as usize..message.parts[0].offset_end as usize,
-                )
-                .unwrap_or_default(),
-            )
-            .as_ref(),
-        )),
-        None => join_bodies(message.text_bodies().filter_map(|p| match &p.body {
-            PartType::Text(t) => Some(t.as_ref()),
-            _ => None,
-        })),
-    };
-    let html_body = join_bodies(message.html_bodies().filter_map(|p| match &p.body {
-        PartType::Html(t) => Some(t.as_ref()),
-        _ => None,
-    }));
+    let (text_body, html_body, unsplit) = bodies(raw, &message);
 
     let mut attachments = Vec::new();
     let mut oversized = Vec::new();
@@ -352,6 +333,32 @@ fn origin(message: &mail_parser::Message<'_>) -> Result<Origin, String> {
         received: message.header_values(HeaderName::Received).next().is_some(),
         auth_results,
     })
+}
+
+/// The text and HTML bodies, joined; for a multipart message whose parts were not found,
+/// the raw text of its body as the text body, with the multipart content type.
+fn bodies(
+    raw: &[u8],
+    message: &mail_parser::Message<'_>,
+) -> (Option<String>, Option<String>, Option<String>) {
+    if let Some(content_type) = unsplit_multipart(message) {
+        let body = message
+            .parts
+            .first()
+            .and_then(|root| raw.get(root.offset_body as usize..root.offset_end as usize))
+            .unwrap_or_default();
+        let text = join_bodies(std::iter::once(String::from_utf8_lossy(body).as_ref()));
+        return (text, None, Some(content_type));
+    }
+    let text = join_bodies(message.text_bodies().filter_map(|p| match &p.body {
+        PartType::Text(t) => Some(t.as_ref()),
+        _ => None,
+    }));
+    let html = join_bodies(message.html_bodies().filter_map(|p| match &p.body {
+        PartType::Html(t) => Some(t.as_ref()),
+        _ => None,
+    }));
+    (text, html, None)
 }
 
 /// The content type of a `multipart/*` message whose parts were not found (a wrong or

@@ -351,13 +351,11 @@ impl Threader {
             let email = &eml.email;
             let id = email.message_id.as_str();
             if known.contains_key(id) {
-                let first = match (identities.get(id), placed.get(id)) {
-                    (Some(stored), _) => Some(stored.clone()),
-                    (None, Some(earlier)) => Some(Identity::of(earlier)),
-                    (None, None) => None,
-                };
-                let how = first.and_then(|first| first.differs(&Identity::of(email)));
-                places.push(Err(how.map(|how| store::conflict_reason(id, &how))));
+                let first = identities
+                    .get(id)
+                    .cloned()
+                    .or_else(|| placed.get(id).map(|e| Identity::of(e)));
+                places.push(Err(conflict(first.as_ref(), email)));
                 continue;
             }
             let mut candidates: Vec<Place> = Vec::new();
@@ -537,16 +535,18 @@ impl Threader {
 /// What storing `email` again is, its Message-ID being stored: a duplicate when the stored
 /// message is the same (direction, sender and content), else a conflict.
 async fn again<C: ConnectionTrait>(db: &C, email: &Email) -> Result<Stored> {
-    let id = email.message_id.as_str();
-    let stored = store::stored_identities(db, &[id]).await?;
-    let how = stored
-        .values()
-        .next()
-        .and_then(|stored| stored.differs(&Identity::of(email)));
-    Ok(match how {
-        Some(how) => Stored::Conflict(store::conflict_reason(id, &how)),
+    let stored = store::stored_identities(db, &[email.message_id.as_str()]).await?;
+    Ok(match conflict(stored.values().next(), email) {
+        Some(reason) => Stored::Conflict(reason),
         None => Stored::Duplicate,
     })
+}
+
+/// The sentence of the conflict between `email` and the message `first` stored under its
+/// Message-ID; `None` when they are the same message (or nothing is known of `first`).
+fn conflict(first: Option<&Identity>, email: &Email) -> Option<String> {
+    let how = first?.differs(&Identity::of(email))?;
+    Some(store::conflict_reason(&email.message_id, &how))
 }
 
 /// A stored text as the database's equality sees it: MySQL/MariaDB compare `utf8mb4_bin`
