@@ -962,3 +962,35 @@ fn import_eml_decides_directions_from_trusted_authentication_results() {
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+#[test]
+fn import_eml_refuses_a_message_id_stored_for_another_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let url = format!("sqlite://{}", root.join("mail.db").display());
+    let squat = "From: Eve <eve@evil.test>\nTo: support@acme.test\nCc: alice@example.com\nSubject: Order\nMessage-ID: <next@acme.test>\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nReply to me.\n";
+    let reply = "From: support@acme.test\nTo: alice@example.com\nSubject: Re: Order\nMessage-ID: <next@acme.test>\nDate: Mon, 5 Jan 2026 11:00:00 +0000\n\nYour refund is on its way.\n";
+    std::fs::write(root.join("squat.eml"), squat).unwrap();
+    std::fs::write(root.join("reply.eml"), reply).unwrap();
+    let path = |name: &str| root.join(name).display().to_string();
+    let run = protege(&url, &project(), &["db", "import-eml", &path("squat.eml")]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let run = protege(&url, &project(), &["db", "import-eml", &path("reply.eml")]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr),
+        (
+            1,
+            "",
+            format!(
+                "failed: {}: Message-ID `<next@acme.test>` is already stored with another direction (`inbound`), sender (`eve@evil.test`) and content: not imported, a Message-ID belongs to the message stored first\n\
+                 error: imported 0 messages, skipped 0 duplicates, 1 failed\n",
+                path("reply.eml")
+            )
+        )
+    );
+    let run = protege(&url, &project(), &["db", "import-eml", &path("squat.eml")]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "imported 0 messages, skipped 1 duplicate, 0 failed\n")
+    );
+}
