@@ -782,6 +782,219 @@ fn db_summary_stores_a_summary_that_thread_summary_replays() {
     );
 }
 
+/// A relayed message From `from`, carrying `auth` (extra header lines).
+fn relayed(id: &str, from: &str, auth: &str) -> String {
+    format!(
+        "Received: from mx.example.net by mx.acme.test; Mon, 5 Jan 2026 10:00:00 +0000\n{auth}From: {from}\nTo: alice@example.com\nSubject: Re: Order\nMessage-ID: {id}\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nDone.\n"
+    )
+}
+
+#[test]
+fn import_eml_decides_directions_from_trusted_authentication_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let personas = root.join("personas");
+    std::fs::create_dir(&personas).unwrap();
+    std::fs::write(
+        personas.join("support.toml"),
+        "addresses = [\"support@acme.test\"]\n\n[mail]\ntrusted_authserv_ids = [\"mx.acme.test\"]\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"x\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        personas.join("billing.toml"),
+        "addresses = [\"billing@acme.test\", \"invoices@acme.test\"]\nmodle = 1\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", root.join("mail.db").display());
+    let pass = "Authentication-Results: mx.acme.test; dmarc=pass header.from=acme.test\n";
+    let files = [
+        ("1.eml", relayed("<s1@acme.test>", "support@acme.test", pass)),
+        ("2.eml", relayed("<s2@acme.test>", "support@acme.test", "")),
+        // No Received header: a copy of what the invalid persona sent.
+        ("3.eml", "From: billing@acme.test\nTo: bob@example.com\nSubject: Invoice\nMessage-ID: <b1@acme.test>\nDate: Mon, 5 Jan 2026 11:00:00 +0000\n\nAttached.\n".to_owned()),
+    ];
+    for (name, text) in &files {
+        std::fs::write(root.join(name), text).unwrap();
+    }
+    let path = |name: &str| root.join(name).display().to_string();
+    let run = protege(
+        &url,
+        root,
+        &[
+            "db",
+            "import-eml",
+            &path("1.eml"),
+            &path("2.eml"),
+            &path("3.eml"),
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr),
+        (
+            1,
+            "imported 3 messages, skipped 0 duplicates, 0 failed\n",
+            format!(
+                "warning: persona file `{}` is invalid; its addresses `billing@acme.test`, `invoices@acme.test` still count as persona addresses\n\
+                 warning: {}: the From address `support@acme.test` is a persona's but the message has a `Received` header and no `Authentication-Results` header of a trusted authserv-id: stored as inbound\n\
+                 error: the persona folder has 1 invalid file (`{}`): run `protege check`, fix it and check the direction of the mail imported\n",
+                personas.join("billing.toml").display(),
+                path("2.eml"),
+                personas.join("billing.toml").display(),
+            )
+        )
+    );
+    // `<s2@acme.test>` is inbound, so it can be resolved as a reply run.
+    let run = protege(
+        &url,
+        root,
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<s2@acme.test>",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = protege(
+        &url,
+        root,
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<s1@acme.test>",
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: message `<s1@acme.test>` was sent by the persona; a reply run answers an inbound message\n"
+        )
+    );
+    let run = protege(
+        &url,
+        root,
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<b1@acme.test>",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+
+    // A flag trusts another authserv-id; `--direction inbound` forces the direction.
+    std::fs::write(
+        root.join("4.eml"),
+        relayed(
+            "<s4@acme.test>",
+            "support@acme.test",
+            "Authentication-Results: mx2.acme.test; dmarc=pass header.from=acme.test\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("5.eml"),
+        relayed("<s5@acme.test>", "support@acme.test", ""),
+    )
+    .unwrap();
+    let run = protege(
+        &url,
+        root,
+        &[
+            "db",
+            "import-eml",
+            &path("4.eml"),
+            "--persona",
+            "support",
+            "--trusted-authserv-id",
+            "mx2.acme.test",
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            0,
+            "imported 1 message, skipped 0 duplicates, 0 failed\n",
+            ""
+        )
+    );
+    let run = protege(
+        &url,
+        root,
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<s4@acme.test>",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let run = protege(
+        &url,
+        root,
+        &[
+            "db",
+            "import-eml",
+            &path("5.eml"),
+            "--persona",
+            "support",
+            "--direction",
+            "inbound",
+        ],
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let run = protege(
+        &url,
+        root,
+        &[
+            "db",
+            "import-eml",
+            &path("5.eml"),
+            "--direction",
+            "sideways",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn import_eml_refuses_a_message_id_stored_for_another_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let url = format!("sqlite://{}", root.join("mail.db").display());
+    let squat = "From: Eve <eve@evil.test>\nTo: support@acme.test\nCc: alice@example.com\nSubject: Order\nMessage-ID: <next@acme.test>\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nReply to me.\n";
+    let reply = "From: support@acme.test\nTo: alice@example.com\nSubject: Re: Order\nMessage-ID: <next@acme.test>\nDate: Mon, 5 Jan 2026 11:00:00 +0000\n\nYour refund is on its way.\n";
+    std::fs::write(root.join("squat.eml"), squat).unwrap();
+    std::fs::write(root.join("reply.eml"), reply).unwrap();
+    let path = |name: &str| root.join(name).display().to_string();
+    let run = protege(&url, &project(), &["db", "import-eml", &path("squat.eml")]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let run = protege(&url, &project(), &["db", "import-eml", &path("reply.eml")]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr),
+        (
+            1,
+            "",
+            format!(
+                "failed: {}: Message-ID `<next@acme.test>` is already stored with another direction (`inbound`), sender (`eve@evil.test`) and content: not imported, a Message-ID belongs to the message stored first\n\
+                 error: imported 0 messages, skipped 0 duplicates, 1 failed\n",
+                path("reply.eml")
+            )
+        )
+    );
+    let run = protege(&url, &project(), &["db", "import-eml", &path("squat.eml")]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "imported 0 messages, skipped 1 duplicate, 0 failed\n")
+    );
+}
+
 #[test]
 fn cache_report_takes_the_model_its_error_advises() {
     let (dir, url) = demo_db();

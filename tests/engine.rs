@@ -429,3 +429,33 @@ fn message_chars(m: &protege::Message) -> usize {
             .sum(),
     }
 }
+
+#[tokio::test]
+async fn new_message_ids_are_unpredictable_and_in_the_personas_domain() {
+    let (_dir, url) = demo_db();
+    let engine = engine(&url).await;
+    let support = engine.persona("support").unwrap();
+    let ids: std::collections::HashSet<String> = (0..10_000)
+        .map(|_| Engine::new_message_id(&support))
+        .collect();
+    assert_eq!(ids.len(), 10_000);
+    for id in ids.iter().take(100) {
+        let digits = id
+            .strip_prefix('<')
+            .and_then(|id| id.strip_suffix("@acme.test>"))
+            .unwrap_or_else(|| panic!("{id}"));
+        assert_eq!(digits.len(), 32, "{id}");
+        assert!(
+            digits
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+            "{id}"
+        );
+    }
+    // Each of the 128 bits varies: no fixed part an attacker could rely on.
+    let bits = ids
+        .iter()
+        .map(|id| u128::from_str_radix(&id[1..33], 16).unwrap())
+        .fold((0u128, u128::MAX), |(any, all), n| (any | n, all & n));
+    assert_eq!(bits, (u128::MAX, 0));
+}

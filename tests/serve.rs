@@ -633,7 +633,7 @@ async fn mail_is_stored_then_resolved() {
             400,
             error(
                 "bad_request",
-                "unknown direction `sideways`; valid: `inbound`, `outbound`"
+                "unknown direction `sideways`; valid: `inbound`, `outbound`, `auto`"
             )
         )
     );
@@ -1127,6 +1127,194 @@ async fn outage(server_url: &str) {
     let _ = admin
         .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
         .await;
+}
+
+/// A message From `from` relayed by `mx.acme.test` with `auth` (extra header lines).
+fn relayed(id: &str, from: &str, auth: &str, in_reply_to: &str) -> String {
+    format!(
+        "Received: from mx.example.net by mx.acme.test; Tue, 10 Mar 2026 09:00:00 +0000\r\n{auth}{from}Message-ID: {id}\r\nTo: zoe@example.com\r\nSubject: Re: Hinge\r\nDate: Tue, 10 Mar 2026 10:00:00 +0000\r\nIn-Reply-To: {in_reply_to}\r\n\r\nDone.\r\n"
+    )
+}
+
+#[tokio::test]
+async fn forged_directions_over_http() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(
+        &project(),
+        &url,
+        Some(TOKEN),
+        &["--trusted-authserv-id", "mx.acme.test"],
+    );
+    let first = eml(
+        "<hinge-1@example.com>",
+        "zoe@example.com",
+        None,
+        "Hinge",
+        "Broken.",
+    );
+    let (status, text) = server.post("/v1/mail", "message/rfc822", first).await;
+    assert_eq!(status, 201, "{text}");
+    let zoe: Value = serde_json::from_str(&text).unwrap();
+
+    let two_from = relayed(
+        "<x1@evil.test>",
+        "From: eve@evil.test\r\nFrom: support@acme.test\r\n",
+        "",
+        "<hinge-1@example.com>",
+    );
+    for path in [
+        "/v1/mail",
+        "/v1/mail?direction=outbound",
+        "/v1/mail?direction=auto",
+    ] {
+        assert_eq!(
+            server.post(path, "message/rfc822", two_from.clone()).await,
+            (
+                422,
+                error(
+                    "invalid_input",
+                    "2 `From` headers: a message has exactly one, so it is not imported"
+                )
+            ),
+            "{path}"
+        );
+    }
+    let list = relayed(
+        "<x2@evil.test>",
+        "From: eve@evil.test, support@acme.test\r\n",
+        "",
+        "<hinge-1@example.com>",
+    );
+    assert_eq!(
+        server
+            .post("/v1/mail?direction=auto", "message/rfc822", list)
+            .await,
+        (
+            422,
+            error(
+                "invalid_input",
+                "the `From` header lists 2 addresses and there is no `Sender` header naming who sent it"
+            )
+        )
+    );
+
+    // `?direction=auto`: only a passing DMARC result of the trusted server makes it the
+    // persona's own reply, in Zoe's thread.
+    let zoe_thread = zoe["thread_id"].clone();
+    let post = |id: &'static str, auth: &'static str| {
+        let mail = relayed(
+            id,
+            "From: SUPPORT@acme.test\r\n",
+            auth,
+            "<hinge-1@example.com>",
+        );
+        let server = &server;
+        let zoe_thread = zoe_thread.clone();
+        async move {
+            let (status, text) = server
+                .post("/v1/mail?direction=auto", "message/rfc822", mail)
+                .await;
+            assert_eq!(status, 201, "{text}");
+            let stored: Value = serde_json::from_str(&text).unwrap();
+            (
+                stored["direction"].clone(),
+                stored["thread_id"] == zoe_thread,
+            )
+        }
+    };
+    assert_eq!(post("<x3@evil.test>", "").await, (json!("inbound"), false));
+    assert_eq!(
+        post(
+            "<x4@evil.test>",
+            "Authentication-Results: mx.evil.test; dmarc=pass header.from=acme.test\r\n"
+        )
+        .await,
+        (json!("inbound"), false)
+    );
+    assert_eq!(
+        post(
+            "<x5@evil.test>",
+            "Authentication-Results: mx.acme.test; dmarc=fail header.from=acme.test\r\n"
+        )
+        .await,
+        (json!("inbound"), false)
+    );
+    assert_eq!(
+        post(
+            "<x6@acme.test>",
+            "Authentication-Results: mx.acme.test; dmarc=pass header.from=acme.test\r\n"
+        )
+        .await,
+        (json!("outbound"), true)
+    );
+    // By default, mail received over HTTP is inbound whatever it claims.
+    let (status, text) = server
+        .post(
+            "/v1/mail",
+            "message/rfc822",
+            relayed(
+                "<x7@acme.test>",
+                "From: support@acme.test\r\n",
+                "Authentication-Results: mx.acme.test; dmarc=pass header.from=acme.test\r\n",
+                "<hinge-1@example.com>",
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let stored: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (
+            stored["direction"].clone(),
+            stored["thread_id"] == zoe["thread_id"]
+        ),
+        (json!("inbound"), false)
+    );
+}
+
+#[tokio::test]
+async fn a_squatted_message_id_answers_409() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let squat = eml(
+        "<reply-7@acme.test>",
+        "Eve <eve@evil.test>",
+        None,
+        "Re: Broken hinge",
+        "Reply to me.",
+    );
+    let (status, text) = server
+        .post("/v1/mail", "message/rfc822", squat.clone())
+        .await;
+    assert_eq!(status, 201, "{text}");
+    // The application records the reply it sent under the id Eve predicted.
+    let sent = eml(
+        "<reply-7@acme.test>",
+        "support@acme.test",
+        Some("<refund-3@example.com>"),
+        "Re: Broken hinge",
+        "A new hinge is on its way.",
+    );
+    assert_eq!(
+        server
+            .post("/v1/mail?direction=outbound", "message/rfc822", sent)
+            .await,
+        (
+            409,
+            error(
+                "conflict",
+                "Message-ID `<reply-7@acme.test>` is already stored with another direction (`inbound`), sender (`eve@evil.test`) and content: not imported, a Message-ID belongs to the message stored first"
+            )
+        )
+    );
+    let (status, text) = server.post("/v1/mail", "message/rfc822", squat).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#""status": "duplicate""#), "{text}");
+    let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    let line = r#"protege_mail_imported_total{status="conflict"} 1"#;
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "no `{line}` in\n{metrics}"
+    );
 }
 
 /// `protege serve` that must refuse to start: its exit code and stderr.

@@ -38,7 +38,7 @@ mod templates;
 mod watch;
 
 // One persona file and the resolvers it may name.
-pub use persona::{PERSONA_FILE_MAX_BYTES, Persona};
+pub use persona::{PERSONA_FILE_MAX_BYTES, Persona, addresses_in};
 pub use registry::Registry;
 
 // A folder of personas, reloaded while the application runs.

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{
-    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, Provider, Responsibility, ToolDef,
+    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
+    Responsibility, ToolDef,
 };
 use protege_template_names::Trigger;
 use toml::de::{DeTable, DeValue};
@@ -31,13 +32,14 @@ pub struct Persona {
     pub path: PathBuf,
 }
 
-const TOP_KEYS: [&str; 10] = [
+const TOP_KEYS: [&str; 11] = [
     "name",
     "instructions",
     "addresses",
     "vars",
     "model",
     "limits",
+    "mail",
     "tools",
     "message_resolvers",
     "responsibilities",
@@ -179,6 +181,7 @@ fn read(
     let limits = get(doc, "limits")
         .map(|v| limits(sink, v))
         .unwrap_or_default();
+    let mail = get(doc, "mail").map(|v| mail(sink, v)).unwrap_or_default();
     let tools = get(doc, "tools")
         .map(|v| tools(sink, v))
         .unwrap_or_default();
@@ -211,6 +214,7 @@ fn read(
         tools,
         responsibilities,
         limits,
+        mail,
     };
     Some(Persona {
         info: Arc::new(info),
@@ -320,6 +324,56 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     }
     limits
+}
+
+/// The `[mail]` table: how the persona's mail is imported.
+fn mail(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaMail {
+    let mut mail = PersonaMail::default();
+    let Some(t) = reader::table(sink, value, "`mail`") else {
+        return mail;
+    };
+    unknown_keys(sink, t, &["trusted_authserv_ids"], " in `[mail]`");
+    if let Some(v) = get(t, "trusted_authserv_ids")
+        && let Some(items) = reader::array(sink, v, "`trusted_authserv_ids`")
+    {
+        for (i, item) in items.iter().enumerate() {
+            let what = format!("`trusted_authserv_ids[{i}]`");
+            if let Some(id) = reader::string(sink, item, &what) {
+                let id = id.trim();
+                if id.is_empty() || id.contains(|c: char| c.is_whitespace() || c == ';') {
+                    sink.error(
+                        item.span(),
+                        format!("{what} `{id}` is not an authserv-id (a host name such as `mx.acme.test`)"),
+                    );
+                } else {
+                    mail.trusted_authserv_ids.push(id.to_owned());
+                }
+            }
+        }
+    }
+    mail
+}
+
+/// The addresses a persona file names, read from `source` as far as it can be (for a file
+/// that is invalid elsewhere): the strings of its top-level `addresses` array that look
+/// like email addresses.
+pub fn addresses_in(source: &str) -> Vec<String> {
+    let (doc, _) = DeTable::parse_recoverable(source);
+    let Some(value) = get(doc.get_ref(), "addresses") else {
+        return Vec::new();
+    };
+    let DeValue::Array(items) = value.get_ref() else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| match item.get_ref() {
+            DeValue::String(a) if a.contains('@') && !a.trim().contains(char::is_whitespace) => {
+                Some(a.trim().to_owned())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The entries of an array of tables such as `[[tools]]`.

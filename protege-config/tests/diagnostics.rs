@@ -184,6 +184,29 @@ fn long_names_are_aliases_and_the_name_defaults_to_the_file_stem() {
     );
 }
 
+#[test]
+fn the_mail_table_names_trusted_authserv_ids() {
+    let source = "addresses = [\"support@acme.test\"]\n\n[mail]\ntrusted_authserv_ids = [\"mx.acme.test\", \" MX2.acme.test \"]\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"x\"\n";
+    let p = Persona::parse(Path::new("personas/support.toml"), source, &registry()).unwrap();
+    assert_eq!(
+        p.info.mail.trusted_authserv_ids,
+        ["mx.acme.test", "MX2.acme.test"]
+    );
+}
+
+#[test]
+fn the_addresses_of_an_invalid_file_are_read_as_far_as_they_can_be() {
+    let source = "name = \"billing\"\naddresses = [\"billing@acme.test\", 7, \"not an address\", \" invoices@acme.test \"]\nbogus = 1\n[model\n";
+    assert_eq!(
+        protege_config::addresses_in(source),
+        ["billing@acme.test", "invoices@acme.test"]
+    );
+    assert_eq!(
+        protege_config::addresses_in("addresses = \"billing@acme.test\""),
+        Vec::<String>::new()
+    );
+}
+
 /// A line of 100,000 dotted keys (more than the 80 parts TOML parsers take) is reported
 /// at its own line and column, with a quote cut to 160 characters.
 #[test]

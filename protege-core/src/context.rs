@@ -67,6 +67,17 @@ pub struct PersonaInfo {
     pub responsibilities: Vec<Responsibility>,
     /// The persona's own template budget (`[limits]`), over the application's.
     pub limits: PersonaLimits,
+    /// How the persona's mail is imported (`[mail]`).
+    pub mail: PersonaMail,
+}
+
+/// The `[mail]` table of a persona: how its mail is imported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PersonaMail {
+    /// The authserv-ids (RFC 8601) whose `Authentication-Results` headers an import trusts
+    /// (`trusted_authserv_ids`): mail that arrived from outside counts as the persona's own
+    /// only with such a header reporting `dmarc=pass` for its From domain.
+    pub trusted_authserv_ids: Vec<String>,
 }
 
 /// The `[limits]` table of a persona: each value set replaces the [`AppConfig`] default

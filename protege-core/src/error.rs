@@ -36,6 +36,9 @@ pub enum ErrorKind {
     Wire,
     /// A value given by the caller is out of range or malformed.
     InvalidInput,
+    /// What the caller gave clashes with what is stored (a Message-ID stored for another
+    /// message).
+    Conflict,
     /// An error raised by user code (a custom resolver or loader closure).
     Custom,
 }

@@ -68,8 +68,8 @@ pub use request::{build_request, user_turn};
 
 // A run's input.
 pub use context::{
-    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, Provider,
-    Responsibility, Trigger,
+    AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail,
+    Provider, Responsibility, Trigger,
 };
 pub use mail::{Attachment, Direction, Email, MailMessage, bare_address, rfc3339_z};
 

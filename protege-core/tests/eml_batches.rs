@@ -34,8 +34,8 @@ fn options() -> EmlOptions {
 /// Message `k` of thread `t` as RFC 5322 text, with the date an import sorts it by.
 ///
 /// Customers write to support and support answers; message 5 comes from a stranger who
-/// is no participant (a thread of its own); in every third thread message 2 copies a
-/// colleague, who writes message 3. Every fifth thread is dated backwards (replies older
+/// is no participant (a thread of its own); in every third thread the persona's message 1
+/// copies a colleague, who writes message 3. Every fifth thread is dated backwards (replies older
 /// than what they answer); threads overlap in time. Some messages have attachments, an
 /// HTML body, no In-Reply-To (References only), no Message-ID or no Date.
 fn message(t: usize, k: usize) -> (String, DateTime<Utc>) {
@@ -48,8 +48,8 @@ fn message(t: usize, k: usize) -> (String, DateTime<Utc>) {
     let (from, to, cc) = match k {
         5 => (format!("stranger{t}@evil.test"), support.clone(), None),
         3 if t.is_multiple_of(3) => (colleague.clone(), support.clone(), None),
+        1 if t.is_multiple_of(3) => (support.clone(), customer.clone(), Some(colleague.clone())),
         k if k % 2 == 1 => (support.clone(), customer.clone(), None),
-        2 if t.is_multiple_of(3) => (customer.clone(), support.clone(), Some(colleague.clone())),
         _ => (customer.clone(), "support@acme.test".to_owned(), None),
     };
     let mut text = format!("From: {from}\nTo: {to}\n");
@@ -296,8 +296,8 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
         let (url, name) = backend.fresh_url("eml_batches_meanwhile", dir.path()).await;
         let db = db::open(&url).await.unwrap();
         let other = db::connect(&url).await.unwrap();
-        // Another writer stores message 2 (in a thread of its own) and commits it while
-        // the import runs.
+        // Another writer stores message 2, the same message (in a thread of its own), and
+        // commits it while the import runs.
         let txn = other.begin().await.unwrap();
         let sent_at: DateTime<Utc> = "2026-01-05T10:02:00Z".parse().unwrap();
         let thread = email_thread::Entity::insert(email_thread::ActiveModel {
@@ -317,8 +317,8 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
             from_address: Set("support@acme.test".into()),
             to_addresses: Set("[\"alice@example.com\"]".into()),
             cc_addresses: Set("[]".into()),
-            subject: Set("Re: Parcel".into()),
-            text_body: Set(Some("Sent by the other writer".into())),
+            subject: Set("Parcel".into()),
+            text_body: Set(Some("Where is it?\n".into())),
             html_body: Set(None),
             in_reply_to: Set(None),
             sent_at: Set(sent_at),
@@ -357,7 +357,7 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
             (
                 "<m2@example.com>".to_owned(),
                 true,
-                "Sent by the other writer".to_owned(),
+                "Where is it?\n".to_owned(),
             ),
             (
                 "<m1@example.com>".to_owned(),

@@ -81,21 +81,9 @@ pub(crate) enum DbCommand {
     /// by References/In-Reply-To; exit 1 when any file failed (the others are imported).
     #[command(
         name = "import-eml",
-        after_help = "Examples:\n  protege db import-eml inbox/\n  protege db import-eml archive.mbox --persona support"
+        after_help = "Examples:\n  protege db import-eml inbox/\n  protege db import-eml archive.mbox --persona support\n  protege db import-eml inbox/ --trusted-authserv-id mx.acme.test"
     )]
-    ImportEml {
-        /// Files or folders to import.
-        #[arg(required = true, value_name = "FILE|DIR")]
-        paths: Vec<PathBuf>,
-        /// Whose mail this is: messages from this persona's `addresses` are outbound
-        /// (default: the addresses of every valid persona in the folder).
-        #[arg(long, value_name = "NAME")]
-        persona: Option<String>,
-        /// Attachment data larger than this many bytes is not stored (the attachment keeps
-        /// its name, type and size; a warning names it).
-        #[arg(long, value_name = "BYTES", default_value_t = protege_core::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
-        max_attachment_bytes: u64,
-    },
+    ImportEml(ImportEmlArgs),
     /// Store FILE's text as the running summary of a thread, through one of its messages.
     #[command(
         after_help = "Example:\n  protege db summary --message '<refund-2@acme.test>' --file summary.txt"
@@ -108,6 +96,41 @@ pub(crate) enum DbCommand {
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
     },
+}
+
+/// How `import-eml` gives a message its direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DirectionArg {
+    /// Outbound only when From is a persona address alone and the message did not arrive
+    /// from outside (no `Received` header, or a trusted `Authentication-Results` with
+    /// `dmarc=pass`); everything else inbound.
+    Auto,
+    /// Every message inbound.
+    Inbound,
+    /// Every message outbound (each must be From a persona address alone).
+    Outbound,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportEmlArgs {
+    /// Files or folders to import.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Whose mail this is: messages from this persona's `addresses` may be outbound
+    /// (default: the addresses of every persona in the folder).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) persona: Option<String>,
+    /// Attachment data larger than this many bytes is not stored (the attachment keeps
+    /// its name, type and size; a warning names it).
+    #[arg(long, value_name = "BYTES", default_value_t = protege_core::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
+    pub(crate) max_attachment_bytes: u64,
+    /// The direction of the messages.
+    #[arg(long, value_enum, default_value_t = DirectionArg::Auto)]
+    pub(crate) direction: DirectionArg,
+    /// An authserv-id whose `Authentication-Results` headers are trusted (repeatable;
+    /// added to the personas' `[mail] trusted_authserv_ids`).
+    #[arg(long = "trusted-authserv-id", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub(crate) trusted_authserv_ids: Vec<String>,
 }
 
 /// The output of `resolve`.
@@ -217,6 +240,10 @@ pub(crate) struct ServeArgs {
     /// The most connections open at once; one more is answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_connections: u32,
+    /// An authserv-id whose `Authentication-Results` headers `POST /v1/mail?direction=auto`
+    /// trusts (repeatable; added to the personas' `[mail] trusted_authserv_ids`).
+    #[arg(long = "trusted-authserv-id", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub(crate) trusted_authserv_ids: Vec<String>,
 }
 
 /// The longest `--deadline`, `--header-timeout` or `--idle-timeout`: one day. A request is not meant to run longer, and every

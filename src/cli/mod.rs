@@ -152,11 +152,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,
             DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
-            DbCommand::ImportEml {
-                paths,
-                persona,
-                max_attachment_bytes,
-            } => db::import_eml(env, &paths, persona.as_deref(), max_attachment_bytes).await,
+            DbCommand::ImportEml(args) => db::import_eml(env, &args).await,
         },
         Command::Resolve(args) => resolve::run(env, &args).await,
         Command::CacheReport(args) => cache_report::run(env, &args).await,

@@ -5,6 +5,7 @@
 mod cache_report;
 mod error;
 mod input;
+mod message_id;
 mod summary;
 
 use std::path::{Path, PathBuf};

@@ -51,6 +51,11 @@ impl ApiError {
         )
     }
 
+    /// 409: the body clashes with what is stored (a Message-ID stored for another message).
+    pub(super) fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
     /// 413: the body is over the route's limit.
     pub(super) fn payload_too_large(limit: usize) -> Self {
         Self::new(

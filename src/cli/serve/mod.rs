@@ -51,6 +51,8 @@ struct App {
     token: Option<Arc<str>>,
     deadline: Duration,
     deadline_secs: f64,
+    /// `--trusted-authserv-id`, added to the personas' `[mail] trusted_authserv_ids`.
+    trusted_authserv_ids: Arc<[String]>,
 }
 
 pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
@@ -100,6 +102,7 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         token,
         deadline: Duration::from_secs_f64(args.deadline),
         deadline_secs: args.deadline,
+        trusted_authserv_ids: args.trusted_authserv_ids.clone().into(),
     };
     let limits = conn::Limits {
         header_timeout: Duration::from_secs_f64(args.header_timeout),
@@ -385,11 +388,12 @@ async fn mail(
 ) -> Result<Response, ApiError> {
     let query = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let direction = match query.direction.as_deref() {
-        None | Some("inbound") => Direction::Inbound,
-        Some("outbound") => Direction::Outbound,
+        None | Some("inbound") => Some(Direction::Inbound),
+        Some("outbound") => Some(Direction::Outbound),
+        Some("auto") => None,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "unknown direction `{other}`; valid: `inbound`, `outbound`"
+                "unknown direction `{other}`; valid: `inbound`, `outbound`, `auto`"
             )));
         }
     };
@@ -397,29 +401,31 @@ async fn mail(
         return Err(ApiError::unsupported_media_type("message/rfc822"));
     }
     let raw = body(&headers, "message/rfc822", MAIL_LIMIT, bytes)?;
-    let own: Vec<String> = app
-        .engine
-        .personas()
+    let personas = app.engine.personas();
+    let own: Vec<String> = personas
         .iter()
         .flat_map(|p| p.info().addresses.clone())
         .collect();
     let mut options = EmlOptions::new(own, chrono::Utc::now());
-    options.direction = Some(direction);
+    options.direction = direction;
+    options.trusted_authserv_ids = personas
+        .iter()
+        .flat_map(|p| p.info().mail.trusted_authserv_ids.clone())
+        .chain(app.trusted_authserv_ids.iter().cloned())
+        .collect();
     let db = app.engine.db().await?;
     let outcome = match ingest_eml(db, &raw, &options).await {
         Ok(outcome) => outcome,
         Err(e) => {
-            let status = if e.kind() == protege::ErrorKind::InvalidInput {
-                "rejected"
-            } else {
-                "failed"
+            let (status, error) = match e.kind() {
+                protege::ErrorKind::InvalidInput => {
+                    ("rejected", ApiError::invalid_input(e.to_string()))
+                }
+                protege::ErrorKind::Conflict => ("conflict", ApiError::conflict(e.to_string())),
+                _ => ("failed", ApiError::unavailable(e.to_string())),
             };
             metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
-            return Err(if e.kind() == protege::ErrorKind::InvalidInput {
-                ApiError::invalid_input(e.to_string())
-            } else {
-                ApiError::unavailable(e.to_string())
-            });
+            return Err(error);
         }
     };
     for warning in &outcome.warnings {

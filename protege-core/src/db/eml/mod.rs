@@ -23,6 +23,7 @@
 //! the per-message fallback) is one flow whose steps share its state; parsing, mbox
 //! streaming and threading are in the modules beside it, the writes in `db/store`.
 
+mod direction;
 mod mbox;
 mod parse;
 mod threading;
@@ -38,6 +39,7 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, rfc3339_z};
+use direction::Directions;
 use parse::{DateSource, ParsedEml, date_parser, header_date, parse_eml};
 use threading::{Stored, Threader};
 
@@ -51,18 +53,28 @@ const MAX_HEADER_BYTES: u64 = 1 << 20;
 /// carries no usable date, the attachment size cap and where the direction comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmlOptions {
-    /// The persona addresses (bare or header form): mail From one of them is outbound,
-    /// any other mail inbound. Compared case-insensitively.
+    /// The persona addresses (bare or header form), compared case-insensitively: mail From
+    /// one of them may be outbound (see [`direction`](Self::direction)), any other mail is
+    /// inbound.
     pub own_addresses: Vec<String>,
+    /// The authserv-ids (RFC 8601) whose `Authentication-Results` headers are trusted: a
+    /// message that arrived from outside (it has a `Received` header) and claims a persona
+    /// address is outbound only when the topmost such header of a trusted authserv-id
+    /// reports `dmarc=pass` for the From address's domain. Compared case-insensitively.
+    pub trusted_authserv_ids: Vec<String>,
     /// The `sent_at` of a message with neither a valid `Date` nor a dated `Received`
     /// header (usually the import time).
     pub now: DateTime<Utc>,
     /// Attachment data larger than this many bytes is not stored: the attachment keeps
     /// its metadata (`data` NULL) and a warning names it.
     pub max_attachment_bytes: u64,
-    /// `None` (`import-eml`, an operator's own archives): the direction comes from the
-    /// From header. `Some(direction)`: every message has it, whatever its From claims
-    /// (mail received over HTTP is inbound).
+    /// `None` (`import-eml`, an operator's own archives): a message is outbound when it has
+    /// one From header with one address, a persona's, and shows it did not arrive from
+    /// outside (no `Received` header, or a trusted `Authentication-Results` with
+    /// `dmarc=pass` for its domain); any other message claiming a persona address is
+    /// stored inbound with a warning. `Some(direction)`: every message has it (mail
+    /// received over HTTP is inbound); a forced outbound message must be From a persona
+    /// address alone.
     pub direction: Option<Direction>,
 }
 
@@ -72,6 +84,7 @@ impl EmlOptions {
     pub fn new(own_addresses: Vec<String>, now: DateTime<Utc>) -> Self {
         Self {
             own_addresses,
+            trusted_authserv_ids: Vec::new(),
             now,
             max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
             direction: None,
@@ -153,9 +166,12 @@ impl fmt::Display for EmlSummary {
 /// Messages are stored in order of their date (ties: file order). A message joins the
 /// thread of a stored message it references (References newest first, then
 /// In-Reply-To) or that replies to it, when its sender is one of that thread's
-/// participants (the addresses of its messages and the persona addresses); otherwise it
-/// starts a thread named by its subject without `Re:`/`Fwd:`/`Fw:` prefixes. An inbound
-/// message From a persona address joins nothing.
+/// participants (the From addresses of its messages, the To and Cc of its outbound
+/// messages, and the persona addresses); otherwise it starts a thread named by its
+/// subject without `Re:`/`Fwd:`/`Fw:` prefixes. An inbound message From a persona
+/// address joins nothing. A message whose Message-ID is stored is skipped when it is the
+/// same message (direction, sender, subject and bodies), else recorded in
+/// [`EmlSummary::failed`] as a conflict.
 ///
 /// Only regular files are read: a FIFO, socket or device, a dangling symbolic link, an
 /// unreadable file, a message that is not an email and a message the database rejects
@@ -195,7 +211,7 @@ pub async fn import_eml_paths(
         files: &files,
         items: items.iter(),
         reader: ItemReader::default(),
-        directions: Threader::new(&options.own_addresses),
+        directions: directions(options),
         limits,
     };
     let mut unreadable = Notes::default();
@@ -218,8 +234,8 @@ struct Batches<'a> {
     /// The messages not read yet, in the order they are stored.
     items: std::slice::Iter<'a, Item>,
     reader: ItemReader,
-    /// The persona addresses, which give each message its direction.
-    directions: Threader,
+    /// What gives each message its direction.
+    directions: Directions,
     limits: Limits,
 }
 
@@ -307,7 +323,7 @@ impl Batches<'_> {
             let with = Prepare {
                 options,
                 limits: &self.limits,
-                threader: &self.directions,
+                directions: &self.directions,
             };
             if let Some(pending) = with.prepare(&raw, item.seq, source, notes) {
                 bytes += raw.len();
@@ -467,6 +483,7 @@ async fn store_batch(
                             .extend(pending.warnings.into_iter().map(|w| (seq, w)));
                     }
                     Stored::Duplicate => notes.summary.duplicates += 1,
+                    Stored::Conflict(reason) => notes.fail(pending.seq, pending.source, reason),
                 }
             }
         }
@@ -502,6 +519,7 @@ async fn store_one_by_one(
         match threader.store(open, &pending.eml).await {
             Ok(Stored::Imported { .. }) => txn.stored.push(pending),
             Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
+            Ok(Stored::Conflict(reason)) => notes.fail(pending.seq, pending.source, reason),
             // A message no database can hold (e.g. its date): a fault of the input.
             Err(err) if err.kind() == ErrorKind::InvalidInput => {
                 notes.fail(pending.seq, pending.source, err.detail().to_owned());
@@ -784,30 +802,28 @@ fn io_reason(err: &std::io::Error) -> String {
     }
 }
 
-/// What parsing a message needs: the import's options and limits, and the persona
-/// addresses.
+/// What parsing a message needs: the import's options and limits, and what gives each
+/// message its direction.
 #[derive(Debug, Clone, Copy)]
 struct Prepare<'a> {
     options: &'a EmlOptions,
     limits: &'a Limits,
-    threader: &'a Threader,
+    directions: &'a Directions,
 }
 
 impl Prepare<'_> {
-    /// Parses one message, with the warnings of its fallbacks; the error is the reason it
-    /// cannot be imported (not an email, or too large for the database).
+    /// Parses `raw` and gives it its direction; returns it with its warnings (the fallbacks
+    /// used, a persona address stored inbound), or why it cannot be imported (not an
+    /// email, a forged or ambiguous sender, too large for the database).
     fn parse(&self, raw: &[u8]) -> std::result::Result<(ParsedEml, Vec<String>), String> {
-        let direction = |from: &str| self.threader.direction(from, self.options.direction);
-        let eml = parse_eml(
-            raw,
-            self.options.now,
-            self.limits.attachment_bytes(),
-            direction,
-        )?;
+        let mut eml = parse_eml(raw, self.options.now, self.limits.attachment_bytes())?;
+        let (direction, warning) = self.directions.decide(&eml.origin, &eml.email.from)?;
+        eml.email.direction = direction;
         if let Some(reason) = self.limits.refusal(&eml.email) {
             return Err(reason);
         }
-        let warnings = fallbacks(&eml, self.limits);
+        let mut warnings: Vec<String> = warning.into_iter().collect();
+        warnings.extend(fallbacks(&eml, self.limits));
         Ok((eml, warnings))
     }
 
@@ -832,8 +848,22 @@ impl Prepare<'_> {
     }
 }
 
-/// The fallbacks parsing used for `eml` (no Message-ID, no usable Date, attachment data
-/// over the cap or too large for the database), one sentence each.
+/// How the direction of the messages is decided under `options`.
+fn directions(options: &EmlOptions) -> Directions {
+    Directions::new(
+        options
+            .own_addresses
+            .iter()
+            .map(|a| threading::key(a))
+            .collect(),
+        &options.trusted_authserv_ids,
+        options.direction,
+    )
+}
+
+/// The fallbacks parsing used for `eml` (no Message-ID, no usable Date, an unsplit
+/// multipart body, attachment data over the cap or too large for the database), one
+/// sentence each.
 fn fallbacks(eml: &ParsedEml, limits: &Limits) -> Vec<String> {
     let mut warnings = Vec::new();
     if eml.synthetic_id {
@@ -852,6 +882,11 @@ fn fallbacks(eml: &ParsedEml, limits: &Limits) -> Vec<String> {
             "missing or invalid `Date` header and no dated `Received` header, using the import time {}",
             rfc3339_z(&eml.email.sent_at)
         )),
+    }
+    if let Some(content_type) = &eml.unsplit {
+        warnings.push(format!(
+            "the `{content_type}` body has no part delimited by its boundary (wrong or missing `boundary`): its raw text is kept as the text body"
+        ));
     }
     for (name, size) in &eml.oversized {
         warnings.push(limits.oversized(name, *size));
@@ -901,7 +936,8 @@ pub struct Ingested {
 /// and insert-or-skip. With `options.direction = Some(Outbound)` the From address must be a
 /// persona address (an application recording mail it sent); otherwise the error is
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput), as it is for bytes that
-/// are not an email.
+/// are not an email. A message whose Message-ID is stored for another message (another
+/// direction, sender or content) is [`ErrorKind::Conflict`](crate::ErrorKind::Conflict).
 pub async fn ingest_eml(
     db: &DatabaseConnection,
     raw: &[u8],
@@ -909,25 +945,15 @@ pub async fn ingest_eml(
 ) -> Result<Ingested> {
     let mut threader = Threader::new(&options.own_addresses);
     let limits = Limits::of(db, options).await?;
+    let directions = directions(options);
     let with = Prepare {
         options,
         limits: &limits,
-        threader: &threader,
+        directions: &directions,
     };
     let (eml, warnings) = with
         .parse(raw)
         .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
-    if options.direction == Some(Direction::Outbound)
-        && threader.direction(&eml.email.from, None) != Direction::Outbound
-    {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "the From address `{}` is not a persona address; only mail a persona sent can be recorded as outbound",
-                crate::mail::one_line(&eml.email.from)
-            ),
-        ));
-    }
     let message_id = eml.email.message_id.clone();
     match threader.store(db, &eml).await? {
         Stored::Imported { thread, direction } => Ok(Ingested {
@@ -937,6 +963,7 @@ pub async fn ingest_eml(
             direction,
             warnings,
         }),
+        Stored::Conflict(reason) => Err(Error::new(ErrorKind::Conflict, reason)),
         Stored::Duplicate => {
             let stored = crate::db::load_message(db, &message_id)
                 .await?

@@ -45,19 +45,91 @@ pub(super) struct ParsedEml {
     /// The file names of the attachments whose data was over the size cap, with their
     /// sizes.
     pub(super) oversized: Vec<(String, usize)>,
+    /// Who claims to have sent it: the bare From addresses, lowercased (one, or several
+    /// with a `Sender` header), and what shows where it came from.
+    pub(super) origin: Origin,
+    /// The content type of a multipart body whose parts could not be found (a wrong or
+    /// missing boundary): its raw text is the text body.
+    pub(super) unsplit: Option<String>,
 }
 
-/// When a message was sent: its `Date`, else the first dated `Received`, else `now`.
+/// Who a message claims to be from, and the headers that show whether it arrived from
+/// outside (see `direction.rs`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Origin {
+    /// The bare From addresses, lowercased, in header order (at least one).
+    pub(super) from: Vec<String>,
+    /// Whether it has a `Received` header (a relay handed it over).
+    pub(super) received: bool,
+    /// The values of its `Authentication-Results` headers, top first, unfolded.
+    pub(super) auth_results: Vec<String>,
+}
+
+/// When a message was sent: its `Date`, else the first dated `Received`, else `now`. A
+/// date whose written year the parser read otherwise (`0000` read as 2000) is impossible
+/// and skipped.
 fn sent_at(message: &mail_parser::Message<'_>, now: DateTime<Utc>) -> (DateTime<Utc>, DateSource) {
-    match message.date().and_then(utc) {
-        Some(at) => (at, DateSource::Date),
-        None => match message
-            .received_all()
-            .find_map(|r| r.date.as_ref().and_then(utc))
-        {
-            Some(at) => (at, DateSource::Received),
-            None => (now, DateSource::ImportTime),
-        },
+    // The last `Date` header, the one `Message::date` reads.
+    let last_date = message
+        .headers()
+        .iter()
+        .rev()
+        .find(|h| h.name == HeaderName::Date);
+    let date = last_date.and_then(|header| {
+        let date = header.value.as_datetime()?;
+        let raw = message
+            .raw_message
+            .get(header.offset_start as usize..header.offset_end as usize)?;
+        year_as_written(raw, date).then(|| utc(date)).flatten()
+    });
+    if let Some(at) = date {
+        return (at, DateSource::Date);
+    }
+    let received = message
+        .headers()
+        .iter()
+        .filter(|h| h.name == HeaderName::Received)
+        .find_map(|header| {
+            let date = header.value.as_received()?.date.as_ref()?;
+            let raw = message
+                .raw_message
+                .get(header.offset_start as usize..header.offset_end as usize)?;
+            // The date of a `Received` header follows its last `;`.
+            let at = raw.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1);
+            year_as_written(&raw[at..], date)
+                .then(|| utc(date))
+                .flatten()
+        });
+    match received {
+        Some(at) => (at, DateSource::Received),
+        None => (now, DateSource::ImportTime),
+    }
+}
+
+/// Whether the year written in the raw date text `raw` is the year the parser read: a
+/// four-digit year (`0000`, `0049`) must be read as written, never as a two-digit year
+/// of the 2000s. Two- and three-digit years are the obsolete forms RFC 5322 maps
+/// (`49` is 2049, `126` is 2026).
+fn year_as_written(raw: &[u8], date: &mail_parser::DateTime) -> bool {
+    let text = String::from_utf8_lossy(raw);
+    let mut tokens = text
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty());
+    // The year follows the month name.
+    let months = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let Some(_) = tokens.by_ref().find(|t| {
+        t.get(..3)
+            .is_some_and(|m| months.iter().any(|n| m.eq_ignore_ascii_case(n)))
+    }) else {
+        return true;
+    };
+    match tokens.next() {
+        Some(year) if year.len() >= 4 && year.bytes().all(|b| b.is_ascii_digit()) => {
+            year.parse::<u32>().ok() == Some(u32::from(date.year))
+        }
+        _ => true,
     }
 }
 
@@ -82,13 +154,12 @@ pub(super) fn header_date(
         .map_or(now, |m| sent_at(&m, now).0)
 }
 
-/// Parses `raw`, its direction given by `direction` from the From header; the error is the
-/// reason the message cannot be imported.
+/// Parses `raw`; the error is the reason the message cannot be imported. The email is
+/// inbound: its direction is decided from its [`Origin`] (see `direction.rs`).
 pub(super) fn parse_eml(
     raw: &[u8],
     now: DateTime<Utc>,
     max_attachment_bytes: u64,
-    direction: impl FnOnce(&str) -> Direction,
 ) -> Result<ParsedEml, String> {
     let message = MessageParser::default()
         .parse(raw)
@@ -104,6 +175,7 @@ pub(super) fn parse_eml(
                 .to_owned(),
         );
     }
+    let origin = origin(&message)?;
     let from = message
         .from()
         .and_then(|a| addresses(a).into_iter().next())
@@ -130,18 +202,15 @@ pub(super) fn parse_eml(
         }
     }
 
-    let text_body = join_bodies(message.text_bodies().filter_map(|p| match &p.body {
-        PartType::Text(t) => Some(t.as_ref()),
-        _ => None,
-    }));
-    let html_body = join_bodies(message.html_bodies().filter_map(|p| match &p.body {
-        PartType::Html(t) => Some(t.as_ref()),
-        _ => None,
-    }));
+    let (text_body, html_body, unsplit) = bodies(raw, &message);
 
     let mut attachments = Vec::new();
     let mut oversized = Vec::new();
     for &part_id in &message.attachments {
+        // The raw text of an unsplit multipart body is the text body, not an attachment.
+        if unsplit.is_some() && part_id == 0 {
+            continue;
+        }
         let Some(part) = message.parts.get(part_id as usize) else {
             continue;
         };
@@ -197,7 +266,7 @@ pub(super) fn parse_eml(
     Ok(ParsedEml {
         email: Email {
             message_id,
-            direction: direction(&from),
+            direction: Direction::Inbound,
             from,
             to: message.all_to().flat_map(addresses).collect(),
             cc: message.all_cc().flat_map(addresses).collect(),
@@ -216,7 +285,97 @@ pub(super) fn parse_eml(
         date_source,
         parents,
         oversized,
+        origin,
+        unsplit,
     })
+}
+
+/// Who the message claims to be from, refusing what names no single author: several
+/// `From` headers, or a `From` list without a `Sender` header (RFC 5322 §3.6.2).
+fn origin(message: &mail_parser::Message<'_>) -> Result<Origin, String> {
+    let from_headers = message.header_values(HeaderName::From).count();
+    if from_headers > 1 {
+        return Err(format!(
+            "{from_headers} `From` headers: a message has exactly one, so it is not imported"
+        ));
+    }
+    let from: Vec<String> = message
+        .from()
+        .map(|a| match a {
+            Address::List(list) => list.iter().collect::<Vec<_>>(),
+            Address::Group(groups) => groups.iter().flat_map(|g| g.addresses.iter()).collect(),
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|a| a.address.as_deref().map(one_line))
+        .filter(|a| !a.is_empty())
+        .map(|a| a.to_lowercase())
+        .collect();
+    if from.len() > 1 && message.sender().is_none() {
+        return Err(format!(
+            "the `From` header lists {} addresses and there is no `Sender` header naming who sent it",
+            from.len()
+        ));
+    }
+    let auth_results = message
+        .headers()
+        .iter()
+        .filter(|h| h.name == HeaderName::AuthenticationResults)
+        .filter_map(|h| {
+            message
+                .raw_message
+                .get(h.offset_start as usize..h.offset_end as usize)
+        })
+        .map(|raw| String::from_utf8_lossy(raw).replace(['\r', '\n'], " "))
+        .collect();
+    Ok(Origin {
+        from,
+        received: message.header_values(HeaderName::Received).next().is_some(),
+        auth_results,
+    })
+}
+
+/// The text and HTML bodies, joined; for a multipart message whose parts were not found,
+/// the raw text of its body as the text body, with the multipart content type.
+fn bodies(
+    raw: &[u8],
+    message: &mail_parser::Message<'_>,
+) -> (Option<String>, Option<String>, Option<String>) {
+    if let Some(content_type) = unsplit_multipart(message) {
+        let body = message
+            .parts
+            .first()
+            .and_then(|root| raw.get(root.offset_body as usize..root.offset_end as usize))
+            .unwrap_or_default();
+        let text = join_bodies(std::iter::once(String::from_utf8_lossy(body).as_ref()));
+        return (text, None, Some(content_type));
+    }
+    let text = join_bodies(message.text_bodies().filter_map(|p| match &p.body {
+        PartType::Text(t) => Some(t.as_ref()),
+        _ => None,
+    }));
+    let html = join_bodies(message.html_bodies().filter_map(|p| match &p.body {
+        PartType::Html(t) => Some(t.as_ref()),
+        _ => None,
+    }));
+    (text, html, None)
+}
+
+/// The content type of a `multipart/*` message whose parts were not found (a wrong or
+/// missing boundary): the parser then keeps the whole body as one part.
+fn unsplit_multipart(message: &mail_parser::Message<'_>) -> Option<String> {
+    let root = message.parts.first()?;
+    let ct = root.content_type()?;
+    if !ct.ctype().eq_ignore_ascii_case("multipart") || matches!(root.body, PartType::Multipart(_))
+    {
+        return None;
+    }
+    Some(
+        one_line(
+            &format!("{}/{}", ct.ctype(), ct.subtype().unwrap_or_default()).to_ascii_lowercase(),
+        )
+        .into_owned(),
+    )
 }
 
 /// The header form of each address of a list or of the groups: `Name <addr>` or `addr`.
@@ -388,6 +547,8 @@ mod tests {
             "Subject: =?utf-8?q?caf=C3=A9?=\nReceived: from a by b; Tue, 6 Jan 2026 08:00:00 -0500\nDate: nonsense\n",
             "To: a@b\n",
             "Date: Mon, 5 Jan 2026 10:00:00 +0000\nDate: Tue, 6 Jan 2026 10:00:00 +0000\n",
+            "Date: Mon, 5 Jan 0000 10:00:00 +0000\nReceived: from a by b; Tue, 6 Jan 2026 08:00:00 -0500\n",
+            "Received: from a by b; Tue, 6 Jan 0000 08:00:00 -0500\nDate: 5 Jan 0049 10:00 +0000\n",
         ] {
             let full = MessageParser::default()
                 .parse_headers(header.as_bytes())

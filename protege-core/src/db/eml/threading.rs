@@ -22,12 +22,12 @@ use sea_orm::{
 
 use super::parse::{ParsedEml, thread_subject};
 use crate::db::entities::{email_thread, message};
-use crate::db::store::{self, IN_CHUNK};
+use crate::db::store::{self, IN_CHUNK, Identity};
 use crate::error::Result;
 use crate::mail::{Direction, Email, bare_address, one_line};
 
 /// What storing one message did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Stored {
     /// Inserted into the thread with this id, with this direction.
     Imported {
@@ -37,8 +37,11 @@ pub(super) enum Stored {
         direction: Direction,
     },
     /// Its Message-ID was already stored (or was stored at the same moment by another
-    /// writer); nothing written.
+    /// writer) for the same message; nothing written.
     Duplicate,
+    /// Its Message-ID is stored for another message (another direction, sender or
+    /// content); nothing written. The sentence says how they differ.
+    Conflict(String),
 }
 
 /// The threading state of one import: the persona addresses, and what is known of the
@@ -58,21 +61,41 @@ pub(super) struct Threader {
 const MAX_CACHED_THREADS: usize = 8192;
 
 /// The bare address of a header-form address, lowercased, on one line.
-fn key(address: &str) -> String {
+pub(super) fn key(address: &str) -> String {
     bare_address(&one_line(address)).to_lowercase()
 }
 
-/// The participant keys of a message: its From, To and Cc addresses.
+/// The participant keys a message adds to its thread: its From address, and the To and Cc
+/// addresses of an outbound message (those the persona wrote to). The To and Cc of an
+/// inbound message were chosen by its sender, a stranger perhaps: they add no one.
 fn participant_keys(email: &Email) -> impl Iterator<Item = String> + '_ {
+    let recipients: &[String] = match email.direction {
+        Direction::Outbound => &email.to,
+        Direction::Inbound => &[],
+    };
+    let cc: &[String] = match email.direction {
+        Direction::Outbound => &email.cc,
+        Direction::Inbound => &[],
+    };
     std::iter::once(&email.from)
-        .chain(&email.to)
-        .chain(&email.cc)
+        .chain(recipients)
+        .chain(cc)
         .map(|a| key(a))
 }
 
-/// Adds the participant keys of a stored message (To and Cc as JSON arrays) to `set`.
-fn add_stored_participants(set: &mut HashSet<String>, from: &str, to: &str, cc: &str) {
+/// Adds the participant keys of a stored message (To and Cc as JSON arrays) to `set`, as
+/// [`participant_keys`] does.
+fn add_stored_participants(
+    set: &mut HashSet<String>,
+    direction: &str,
+    from: &str,
+    to: &str,
+    cc: &str,
+) {
     set.insert(key(from));
+    if Direction::parse(direction) != Some(Direction::Outbound) {
+        return;
+    }
     for list in [to, cc] {
         let list: Vec<String> = serde_json::from_str(list).unwrap_or_default();
         set.extend(list.iter().map(|a| key(a)));
@@ -110,14 +133,10 @@ impl Threader {
         self.created.clear();
     }
 
-    /// The direction of a message From `from`: `forced` when given (mail received over
-    /// HTTP), else outbound when `from` is a persona address.
-    pub(super) fn direction(&self, from: &str, forced: Option<Direction>) -> Direction {
-        forced.unwrap_or(if self.own.contains(&key(from)) {
-            Direction::Outbound
-        } else {
-            Direction::Inbound
-        })
+    /// Whether a message from `senders` (its From addresses, as keys) may not join any
+    /// thread: inbound mail claiming a persona address is a forgery or a loop.
+    fn forged(&self, direction: Direction, senders: &[String]) -> bool {
+        direction == Direction::Inbound && senders.iter().any(|s| self.own.contains(s))
     }
 
     /// Whether `sender` (a key) is a participant of `thread`, reading its addresses once.
@@ -133,8 +152,9 @@ impl Threader {
         if let Some(set) = self.participants.get(&thread) {
             return Ok(set.contains(sender));
         }
-        let rows: Vec<(String, String, String)> = message::Entity::find()
+        let rows: Vec<(String, String, String, String)> = message::Entity::find()
             .select_only()
+            .column(message::Column::Direction)
             .column(message::Column::FromAddress)
             .column(message::Column::ToAddresses)
             .column(message::Column::CcAddresses)
@@ -143,8 +163,8 @@ impl Threader {
             .all(db)
             .await?;
         let mut set = HashSet::new();
-        for (from, to, cc) in rows {
-            add_stored_participants(&mut set, &from, &to, &cc);
+        for (direction, from, to, cc) in rows {
+            add_stored_participants(&mut set, &direction, &from, &to, &cc);
         }
         let found = set.contains(sender);
         self.participants.insert(thread, set);
@@ -163,7 +183,7 @@ impl Threader {
         lookup.extend(eml.parents.iter().map(String::as_str));
         let found = store::stored_threads(db, &lookup).await?;
         if found.contains_key(&email.message_id) {
-            return Ok(Stored::Duplicate);
+            return again(db, email).await;
         }
 
         // The threads it could join, most relevant first: those of the messages it
@@ -190,18 +210,19 @@ impl Threader {
             }
         }
 
-        let sender = key(&email.from);
         let direction = email.direction;
         // Inbound mail claiming a persona's address is a forgery or a loop: it joins
-        // nothing.
-        let forged = direction == Direction::Inbound && self.own.contains(&sender);
+        // nothing. Every From address must be a participant.
         let mut join = None;
-        if !forged {
-            for &t in &candidates {
-                if self.is_participant(db, t, &sender).await? {
-                    join = Some(t);
-                    break;
+        if !self.forged(direction, &eml.origin.from) {
+            'threads: for &t in &candidates {
+                for sender in &eml.origin.from {
+                    if !self.is_participant(db, t, sender).await? {
+                        continue 'threads;
+                    }
                 }
+                join = Some(t);
+                break;
             }
         }
 
@@ -210,7 +231,7 @@ impl Threader {
             // Another writer stored the same Message-ID first: nothing of ours stays.
             Ok(None) => {
                 txn.rollback().await?;
-                Ok(Stored::Duplicate)
+                again(db, email).await
             }
             Ok(Some(thread)) => {
                 txn.commit().await?;
@@ -227,7 +248,7 @@ impl Threader {
             Err(err) => {
                 txn.rollback().await?;
                 if store::is_duplicate(&err) {
-                    Ok(Stored::Duplicate)
+                    again(db, email).await
                 } else {
                     Err(err)
                 }
@@ -270,6 +291,12 @@ impl Threader {
             }
         }
         let stored = store::stored_threads(txn, &wanted).await?;
+        let again: Vec<&str> = own_ids
+            .iter()
+            .copied()
+            .filter(|id| stored.contains_key(*id))
+            .collect();
+        let identities = store::stored_identities(txn, &again).await?;
         let mut replies: HashMap<String, Vec<Place>> = HashMap::new();
         for chunk in own_ids.chunks(IN_CHUNK) {
             let rows: Vec<(String, i64)> = message::Entity::find()
@@ -314,11 +341,21 @@ impl Threader {
         let mut new_threads: Vec<NewThread> = Vec::new();
         // Stored threads that take the subject and start of an older message.
         let mut adopted: Vec<(i64, String, DateTime<Utc>)> = Vec::new();
-        let mut places: Vec<Option<Place>> = Vec::with_capacity(batch.len());
+        // Where each message goes; `Err` for one whose Message-ID is known, with the
+        // sentence of a conflict.
+        let mut places: Vec<std::result::Result<Place, Option<String>>> =
+            Vec::with_capacity(batch.len());
+        // The messages of the batch placed so far, by Message-ID.
+        let mut placed: HashMap<&str, &Email> = HashMap::new();
         for eml in batch {
             let email = &eml.email;
-            if known.contains_key(email.message_id.as_str()) {
-                places.push(None);
+            let id = email.message_id.as_str();
+            if known.contains_key(id) {
+                let first = identities
+                    .get(id)
+                    .cloned()
+                    .or_else(|| placed.get(id).map(|e| Identity::of(e)));
+                places.push(Err(conflict(first.as_ref(), email)));
                 continue;
             }
             let mut candidates: Vec<Place> = Vec::new();
@@ -339,20 +376,21 @@ impl Threader {
                 }
             }
 
-            let sender = key(&email.from);
-            let forged = email.direction == Direction::Inbound && self.own.contains(&sender);
-            let join = if forged {
+            let senders = &eml.origin.from;
+            let join = if self.forged(email.direction, senders) {
                 None
             } else {
                 candidates.into_iter().find(|&place| {
-                    self.own.contains(&sender)
-                        || match place {
-                            Place::Stored(t) => self
-                                .participants
-                                .get(&t)
-                                .is_some_and(|set| set.contains(&sender)),
-                            Place::New(n) => new_threads[n].participants.contains(&sender),
-                        }
+                    senders.iter().all(|sender| {
+                        self.own.contains(sender)
+                            || match place {
+                                Place::Stored(t) => self
+                                    .participants
+                                    .get(&t)
+                                    .is_some_and(|set| set.contains(sender)),
+                                Place::New(n) => new_threads[n].participants.contains(sender),
+                            }
+                    })
                 })
             };
 
@@ -393,13 +431,14 @@ impl Threader {
                 }
             };
             known.insert(&email.message_id, place);
+            placed.insert(&email.message_id, email);
             if let Some(parent) = &email.in_reply_to {
                 replies
                     .entry(match_key(backend, parent).to_owned())
                     .or_default()
                     .push(place);
             }
-            places.push(Some(place));
+            places.push(Ok(place));
         }
 
         // Write: the new threads, the start of adopted ones, the messages, their
@@ -419,7 +458,7 @@ impl Threader {
         let rows: Vec<(i64, &Email)> = batch
             .iter()
             .zip(&places)
-            .filter_map(|(i, place)| place.map(|p| (thread_of(p), &i.email)))
+            .filter_map(|(i, place)| place.as_ref().ok().map(|&p| (thread_of(p), &i.email)))
             .collect();
         let Some(message_ids) = store::insert_messages(txn, &rows).await? else {
             return Ok(None);
@@ -435,11 +474,12 @@ impl Threader {
                 .iter()
                 .zip(places)
                 .map(|(i, place)| match place {
-                    Some(place) => Stored::Imported {
+                    Ok(place) => Stored::Imported {
                         thread: thread_of(place),
                         direction: i.email.direction,
                     },
-                    None => Stored::Duplicate,
+                    Err(None) => Stored::Duplicate,
+                    Err(Some(reason)) => Stored::Conflict(reason),
                 })
                 .collect(),
         ))
@@ -453,9 +493,10 @@ impl Threader {
             .filter(|t| !self.participants.contains_key(t))
             .collect();
         for chunk in missing.chunks(IN_CHUNK) {
-            let rows: Vec<(i64, String, String, String)> = message::Entity::find()
+            let rows: Vec<(i64, String, String, String, String)> = message::Entity::find()
                 .select_only()
                 .column(message::Column::EmailThreadId)
+                .column(message::Column::Direction)
                 .column(message::Column::FromAddress)
                 .column(message::Column::ToAddresses)
                 .column(message::Column::CcAddresses)
@@ -466,9 +507,9 @@ impl Threader {
             for &t in chunk {
                 self.participants.entry(t).or_default();
             }
-            for (thread, from, to, cc) in rows {
+            for (thread, direction, from, to, cc) in rows {
                 let set = self.participants.entry(thread).or_default();
-                add_stored_participants(set, &from, &to, &cc);
+                add_stored_participants(set, &direction, &from, &to, &cc);
             }
         }
         let missing: Vec<i64> = threads
@@ -489,6 +530,23 @@ impl Threader {
         }
         Ok(())
     }
+}
+
+/// What storing `email` again is, its Message-ID being stored: a duplicate when the stored
+/// message is the same (direction, sender and content), else a conflict.
+async fn again<C: ConnectionTrait>(db: &C, email: &Email) -> Result<Stored> {
+    let stored = store::stored_identities(db, &[email.message_id.as_str()]).await?;
+    Ok(match conflict(stored.values().next(), email) {
+        Some(reason) => Stored::Conflict(reason),
+        None => Stored::Duplicate,
+    })
+}
+
+/// The sentence of the conflict between `email` and the message `first` stored under its
+/// Message-ID; `None` when they are the same message (or nothing is known of `first`).
+fn conflict(first: Option<&Identity>, email: &Email) -> Option<String> {
+    let how = first?.differs(&Identity::of(email))?;
+    Some(store::conflict_reason(&email.message_id, &how))
 }
 
 /// A stored text as the database's equality sees it: MySQL/MariaDB compare `utf8mb4_bin`

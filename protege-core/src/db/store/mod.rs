@@ -55,6 +55,113 @@ pub(in crate::db) async fn stored_threads<C: ConnectionTrait>(
     Ok(found)
 }
 
+/// What a stored message is, to tell the same message stored again from another message
+/// claiming its Message-ID: its direction, sender and content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::db) struct Identity {
+    /// `inbound` or `outbound`, as stored.
+    pub(in crate::db) direction: String,
+    /// The From header form, as stored.
+    pub(in crate::db) from: String,
+    /// The subject, as stored.
+    pub(in crate::db) subject: String,
+    /// The text body, as stored.
+    pub(in crate::db) text_body: Option<String>,
+    /// The HTML body, as stored.
+    pub(in crate::db) html_body: Option<String>,
+}
+
+impl Identity {
+    /// The identity `email` has once stored: the values its row holds (see
+    /// [`message_row`]).
+    pub(in crate::db) fn of(email: &Email) -> Self {
+        let text = |v: &Option<String>| v.as_deref().map(|t| without_nul(t).into_owned());
+        Self {
+            direction: email.direction.as_str().to_owned(),
+            from: one_line(&email.from).into_owned(),
+            subject: one_line(&email.subject).into_owned(),
+            text_body: text(&email.text_body),
+            html_body: text(&email.html_body),
+        }
+    }
+
+    /// How `other` differs from this message, in words (`direction`, `sender`, `content`):
+    /// the sender is the From address (bare, without regard to case), the content the
+    /// subject and both bodies; `None` when it is the same message.
+    pub(in crate::db) fn differs(&self, other: &Identity) -> Option<String> {
+        let key = |from: &str| crate::mail::bare_address(from).to_lowercase();
+        let mut what = Vec::new();
+        if self.direction != other.direction {
+            what.push(format!("direction (`{}`)", self.direction));
+        }
+        if key(&self.from) != key(&other.from) {
+            what.push(format!("sender (`{}`)", key(&self.from)));
+        }
+        if (&self.subject, &self.text_body, &self.html_body)
+            != (&other.subject, &other.text_body, &other.html_body)
+        {
+            what.push("content".to_owned());
+        }
+        let last = what.pop()?;
+        Some(if what.is_empty() {
+            last
+        } else {
+            format!("{} and {last}", what.join(", "))
+        })
+    }
+}
+
+/// What is stored under each of `message_ids` that is stored.
+pub(in crate::db) async fn stored_identities<C: ConnectionTrait>(
+    db: &C,
+    message_ids: &[&str],
+) -> Result<HashMap<String, Identity>> {
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+    );
+    let mut found = HashMap::new();
+    for chunk in message_ids.chunks(IN_CHUNK) {
+        let rows: Vec<Row> = message::Entity::find()
+            .select_only()
+            .column(message::Column::MessageId)
+            .column(message::Column::Direction)
+            .column(message::Column::FromAddress)
+            .column(message::Column::Subject)
+            .column(message::Column::TextBody)
+            .column(message::Column::HtmlBody)
+            .filter(message::Column::MessageId.is_in(chunk.iter().copied()))
+            .into_tuple()
+            .all(db)
+            .await?;
+        for (id, direction, from, subject, text_body, html_body) in rows {
+            found.insert(
+                id,
+                Identity {
+                    direction,
+                    from,
+                    subject,
+                    text_body,
+                    html_body,
+                },
+            );
+        }
+    }
+    Ok(found)
+}
+
+/// The sentence of a message whose Message-ID `id` is stored for another message, which
+/// differs from it as `how` says.
+pub(in crate::db) fn conflict_reason(id: &str, how: &str) -> String {
+    format!(
+        "Message-ID `{id}` is already stored with another {how}: not imported, a Message-ID belongs to the message stored first"
+    )
+}
+
 /// The row of a new thread: its subject on one line.
 fn thread_row(subject: &str, created_at: DateTime<Utc>) -> email_thread::ActiveModel {
     email_thread::ActiveModel {
