@@ -78,6 +78,7 @@
 //!         sent_at: "2026-01-05T10:00:00Z".parse().unwrap(),
 //!         text_body: Some("My parcel arrived damaged.".into()),
 //!         html_body: None,
+//!         html_text: None,
 //!         in_reply_to: None,
 //!         attachments: vec![],
 //!     },

@@ -36,6 +36,7 @@ fn inbound() -> MailMessage {
             sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
             text_body: Some("  Hi, I want a refund.\n".into()),
             html_body: None,
+            html_text: None,
             in_reply_to: None,
             attachments: vec![Attachment {
                 attachment_id: "att-1".into(),
