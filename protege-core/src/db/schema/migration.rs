@@ -426,7 +426,12 @@ async fn convert_html_bodies<C: ConnectionTrait>(db: &C) -> Result<(), DbErr> {
         let mut bytes = 0i64;
         for row in &rows {
             let id: i64 = row.try_get_by_index(0)?;
-            let len: i64 = row.try_get_by_index::<Option<i64>>(1)?.unwrap_or(0);
+            // A 32-bit integer on PostgreSQL, 64 bits elsewhere.
+            let len = match row.try_get_by_index::<Option<i64>>(1) {
+                Ok(len) => len,
+                Err(_) => row.try_get_by_index::<Option<i32>>(1)?.map(i64::from),
+            }
+            .unwrap_or(0);
             if !group.is_empty() && bytes + len > CONVERT_BYTES {
                 convert_group(db, &std::mem::take(&mut group)).await?;
                 bytes = 0;
