@@ -391,13 +391,19 @@ fn html_fixture() -> String {
         })
         .collect();
     for (id, text, html) in [
-        ("<both@x>", json!("Plain text wins."), json!("<p>HTML loses</p>")),
+        (
+            "<both@x>",
+            json!("Plain text wins."),
+            json!("<p>HTML loses</p>"),
+        ),
         ("<text@x>", json!("Only text."), json!(null)),
         ("<blank@x>", json!(null), json!("  \n ")),
     ] {
-        messages.push(json!({"message_id": id, "direction": "inbound", "from": "a@x",
+        messages.push(
+            json!({"message_id": id, "direction": "inbound", "from": "a@x",
             "to": ["b@x"], "subject": "S", "sent_at": "2026-01-02T00:00:00Z",
-            "text_body": text, "html_body": html}));
+            "text_body": text, "html_body": html}),
+        );
     }
     json!({"threads": [{"subject": "S", "messages": messages}]}).to_string()
 }
@@ -412,7 +418,12 @@ async fn html_texts(db: &DatabaseConnection) -> Vec<(String, Option<String>)> {
         .await
         .unwrap();
     rows.iter()
-        .map(|r| (r.try_get("", "message_id").unwrap(), r.try_get("", "html_text").unwrap()))
+        .map(|r| {
+            (
+                r.try_get("", "message_id").unwrap(),
+                r.try_get("", "html_text").unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -420,11 +431,19 @@ async fn html_texts(db: &DatabaseConnection) -> Vec<(String, Option<String>)> {
 async fn renderings(db: &DatabaseConnection) -> (Vec<String>, Value) {
     let mut out = Vec::new();
     for (id, _) in html_texts(db).await {
-        out.push(db::load_message(db, &id).await.unwrap().unwrap().to_llm_text());
+        out.push(
+            db::load_message(db, &id)
+                .await
+                .unwrap()
+                .unwrap()
+                .to_llm_text(),
+        );
     }
     let ctx = common::reply_ctx(db, "<blank@x>").await;
     let history = protege_core::ThreadHistory::new().limit(3);
-    let messages = protege_core::Resolver::resolve(&history, &ctx).await.unwrap();
+    let messages = protege_core::Resolver::resolve(&history, &ctx)
+        .await
+        .unwrap();
     (out, serde_json::to_value(messages).unwrap())
 }
 
