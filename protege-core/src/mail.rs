@@ -335,6 +335,12 @@ pub(crate) fn one_line(value: &str) -> Cow<'_, str> {
 /// `\n[truncated: N more bytes]`, N the bytes cut off; borrowed unchanged when it is not
 /// longer than `limit`. The marker has the form of a tool result's
 /// (`[truncated: N more characters]`), counted in bytes as the limit is.
+///
+/// ```
+/// // `é` takes two bytes: a cut inside it keeps only `h`.
+/// assert_eq!(protege::cap_text("héllo", 2), "h\n[truncated: 5 more bytes]");
+/// assert_eq!(protege::cap_text("héllo", 6), "héllo");
+/// ```
 pub fn cap_text(text: &str, limit: usize) -> Cow<'_, str> {
     if text.len() <= limit {
         Cow::Borrowed(text)
