@@ -1161,7 +1161,10 @@ fn healthz_latencies(base: String, count: usize) -> std::thread::JoinHandle<Vec<
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let client = reqwest::Client::new();
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap();
             let mut latencies = Vec::with_capacity(count);
             for _ in 0..count {
                 let start = std::time::Instant::now();
