@@ -568,7 +568,7 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
        "attachments":[
          {"id":"a1","filename":"photo.png","content_type":"image/png","byte_size":12,"data_base64":"/9j/4AAQSkZJRgAB"},
          {"id":"a2","filename":"scan.png","content_type":"image/png","byte_size":12,"data_base64":"bm90IGFuIGltYWdl"},
-         {"id":"a3","filename":"r.pdf","content_type":"application/pdf","byte_size":9,"data_base64":"JVBERi0xLjQK"},
+         {"id":"a3","filename":"r.pdf","content_type":"application/pdf","byte_size":15,"data_base64":"JVBERi0xLjQKJSVFT0YK"},
          {"id":"a4","filename":"fake.pdf","content_type":"application/pdf","byte_size":6,"data_base64":"PGh0bWw+"}]}
     ]}]}"#;
     let fixture_path = root.path().join("fixture.json");
@@ -595,7 +595,7 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
     };
     let run = protege(&url, root.path(), &args("messages"));
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let user = "From: Ann <ann@example.com>\\nTo: help@acme.test\\nCc:\\nDate: Mon, 2 Mar 2026 09:00:00 +0000\\nSubject: Re: Order\\n\\nIt arrived broken, see photos.\\n\\nAttachments:\\n- photo.png (image/png, 12 bytes, id: a1)\\n- scan.png (image/png, 12 bytes, id: a2)\\n- r.pdf (application/pdf, 9 bytes, id: a3)\\n- fake.pdf (application/pdf, 6 bytes, id: a4)";
+    let user = "From: Ann <ann@example.com>\\nTo: help@acme.test\\nCc:\\nDate: Mon, 2 Mar 2026 09:00:00 +0000\\nSubject: Re: Order\\n\\nIt arrived broken, see photos.\\n\\nAttachments:\\n- photo.png (image/png, 12 bytes, id: a1)\\n- scan.png (image/png, 12 bytes, id: a2)\\n- r.pdf (application/pdf, 15 bytes, id: a3)\\n- fake.pdf (application/pdf, 6 bytes, id: a4)";
     let body: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         serde_json::to_string(&body["messages"][5]).unwrap(),
@@ -603,7 +603,7 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
             concat!(
                 r#"{{"role":"user","content":[{{"type":"text","text":"{user}"}},"#,
                 r#"{{"type":"image","media_type":"image/jpeg","data":"/9j/4AAQSkZJRgAB"}},"#,
-                r#"{{"type":"document","filename":"r.pdf","media_type":"application/pdf","data":"JVBERi0xLjQK"}}]}}"#
+                r#"{{"type":"document","filename":"r.pdf","media_type":"application/pdf","data":"JVBERi0xLjQKJSVFT0YK"}}]}}"#
             ),
             user = user
         )
@@ -623,7 +623,7 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
                 r#"{{"role":"assistant","content":[{{"type":"text","text":"From: help@acme.test\nTo: ann@example.com\nCc:\nDate: Sun, 1 Mar 2026 10:00:00 +0000\nSubject: Re: Order\n\nIt shipped.","cache_control":{{"type":"ephemeral"}}}}]}},"#,
                 r#"{{"role":"user","content":[{{"type":"text","text":"{user}"}},"#,
                 r#"{{"type":"image","source":{{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQSkZJRgAB"}}}},"#,
-                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},"title":"r.pdf","cache_control":{{"type":"ephemeral"}}}}]}}]"#
+                r#"{{"type":"document","source":{{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQKJSVFT0YK"}},"title":"r.pdf","cache_control":{{"type":"ephemeral"}}}}]}}]"#
             ),
             user = user
         )
@@ -631,6 +631,160 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
     let run = protege(&url, root.path(), &args("openai"));
     assert_eq!(run.code, 0, "{}", run.stderr);
     save_wire("mislabelled", "openai", &run.stdout);
+}
+
+/// A persona `plain` whose `[limits]` table holds `limits`, in a fresh app root.
+fn plain_root(limits: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/plain.toml"),
+        format!(
+            "[limits]\n{limits}\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Be brief.\"\n\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n"
+        ),
+    )
+    .unwrap();
+    root
+}
+
+/// 1,000 nine-byte "PDFs" (`%PDF-1.4` and a line break) are no documents, and of the 22
+/// real ones only the first 20 (`[limits] attachment_parts`, default 20) become document
+/// parts: the others stay lines of the attachments note, which then says how many were
+/// left out.
+#[test]
+fn fake_pdfs_and_parts_over_the_cap_stay_in_the_note() {
+    let root = plain_root("");
+    let mut mail = String::from(
+        "Message-ID: <pdfs@evil.test>\r\nFrom: Eve <eve@evil.test>\r\nTo: help@acme.test\r\nSubject: Invoices\r\nDate: Mon, 2 Mar 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n",
+    );
+    let part = |name: String, base64: &str| {
+        format!(
+            "--b\r\nContent-Type: application/pdf; name=\"{name}\"\r\nContent-Disposition: attachment; filename=\"{name}\"\r\nContent-Transfer-Encoding: base64\r\n\r\n{base64}\r\n"
+        )
+    };
+    for i in 0..1000 {
+        mail.push_str(&part(format!("fake-{i}.pdf"), "JVBERi0xLjQK"));
+    }
+    for i in 0..22 {
+        mail.push_str(&part(format!("real-{i}.pdf"), "JVBERi0xLjQKJSVFT0YK"));
+    }
+    mail.push_str("--b--\r\n");
+    let file = root.path().join("pdfs.eml");
+    std::fs::write(&file, mail).unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let run = protege(
+        &url,
+        root.path(),
+        &["db", "import-eml", file.to_str().unwrap()],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "imported 1 message, skipped 0 duplicates, 0 failed\n"),
+        "{}",
+        run.stderr
+    );
+    let run = protege(
+        &url,
+        root.path(),
+        &[
+            "resolve",
+            "--persona",
+            "plain",
+            "--message",
+            "<pdfs@evil.test>",
+            "--now",
+            NOW,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let body: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let parts = body["messages"][1]["content"].as_array().unwrap();
+    let documents: Vec<String> = parts[1..].iter().map(|p| p.to_string()).collect();
+    let expected: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                r#"{{"type":"document","filename":"real-{i}.pdf","media_type":"application/pdf","data":"JVBERi0xLjQKJSVFT0YK"}}"#
+            )
+        })
+        .collect();
+    assert_eq!(documents, expected);
+    let text = parts[0]["text"].as_str().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..9],
+        [
+            "From: Eve <eve@evil.test>",
+            "To: help@acme.test",
+            "Cc:",
+            "Date: Mon, 2 Mar 2026 09:00:00 +0000",
+            "Subject: Invoices",
+            "",
+            "See attached.",
+            "",
+            "Attachments:"
+        ]
+    );
+    // One line per attachment, fake or real, then the note's last line.
+    assert_eq!(lines.len(), 9 + 1022 + 2);
+    assert!(lines[9].starts_with("- fake-0.pdf (application/pdf, 9 bytes, id: att-"));
+    assert!(lines[1030].starts_with("- real-21.pdf (application/pdf, 15 bytes, id: att-"));
+    assert_eq!(
+        lines[1031..],
+        [
+            "",
+            "[not attached: 2 more attachments, over the limit of 20 per message]"
+        ]
+    );
+}
+
+/// `[limits] message_text_bytes` cuts each rendered message, in the history and in the
+/// trailing user turn alike, with the marker counting the bytes left out; the cut never
+/// splits a character.
+#[test]
+fn message_text_bytes_cuts_each_message_with_a_marker() {
+    let root = plain_root("message_text_bytes = 120");
+    let fixture = r#"{"threads":[{"subject":"Long","messages":[
+      {"message_id":"<l1@example.com>","direction":"inbound","from":"Ann <ann@example.com>",
+       "to":["help@acme.test"],"subject":"Long","sent_at":"2026-03-01T09:00:00Z",
+       "html_body":"<p>ééééééééééééééééééééééééééééééééééééééééééé</p>"},
+      {"message_id":"<l2@example.com>","direction":"inbound","from":"Ann <ann@example.com>",
+       "to":["help@acme.test"],"subject":"Long","sent_at":"2026-03-02T09:00:00Z",
+       "text_body":"Short."}
+    ]}]}"#;
+    let fixture_path = root.path().join("fixture.json");
+    std::fs::write(&fixture_path, fixture).unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let run = protege(
+        &url,
+        root.path(),
+        &["db", "import", fixture_path.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = protege(
+        &url,
+        root.path(),
+        &[
+            "resolve",
+            "--persona",
+            "plain",
+            "--message",
+            "<l2@example.com>",
+            "--now",
+            NOW,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let body: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    // The header lines take 101 bytes and the blank line 2: of the 17 bytes left, eight
+    // two-byte characters fit (the ninth would be split); the other 35 (70 bytes) are cut.
+    assert_eq!(
+        body["messages"][1]["content"],
+        "From: Ann <ann@example.com>\nTo: help@acme.test\nCc:\nDate: Sun, 1 Mar 2026 09:00:00 +0000\nSubject: Long\n\néééééééé\n[truncated: 70 more bytes]"
+    );
+    assert_eq!(
+        body["messages"][2]["content"],
+        "From: Ann <ann@example.com>\nTo: help@acme.test\nCc:\nDate: Mon, 2 Mar 2026 09:00:00 +0000\nSubject: Long\n\nShort."
+    );
 }
 
 #[test]

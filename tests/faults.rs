@@ -224,10 +224,10 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
         rt.block_on(async {
             let conn = db::connect(&fresh.url).await.unwrap();
             // One row per migration (the mail store, `thread_summaries`, the In-Reply-To
-            // index), each applied once.
+            // index, the stored text of HTML bodies), each applied once.
             assert_eq!(
                 count(&conn, "protege_migrations").await,
-                3,
+                4,
                 "{}",
                 fresh.backend
             );

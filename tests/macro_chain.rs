@@ -122,6 +122,7 @@ fn inbound() -> MailMessage {
             sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
             text_body: Some("Hi, I would like a refund.".into()),
             html_body: None,
+            html_text: None,
             in_reply_to: None,
             attachments: vec![],
         },

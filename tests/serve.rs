@@ -1129,6 +1129,185 @@ async fn outage(server_url: &str) {
         .await;
 }
 
+/// An HTML mail of about 20 MiB from an outsider whose tags carry many attributes around
+/// little text: converting its HTML to text costs seconds of CPU. Its text is
+/// [`BOMB_CHUNK`] repeated [`bomb_chunks`] times.
+fn html_bomb(id: &str) -> String {
+    format!(
+        "Message-ID: {id}\r\nFrom: Eve <eve@evil.test>\r\nTo: support@acme.test\r\nSubject: Bomb\r\nDate: Tue, 10 Mar 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n{}\r\n",
+        bomb_tag().repeat(bomb_chunks())
+    )
+}
+
+/// The text of each tag of [`html_bomb`].
+const BOMB_CHUNK: &str = "spam spam spam ";
+
+/// One tag of [`html_bomb`]: 48 attributes around [`BOMB_CHUNK`].
+fn bomb_tag() -> String {
+    let attributes: Vec<String> = (0..48).map(|i| format!("data-k{i}=\"v{i}\"")).collect();
+    format!("<span {}>{BOMB_CHUNK}</span>", attributes.join(" "))
+}
+
+/// How many tags [`html_bomb`] holds: 20 MiB of them.
+fn bomb_chunks() -> usize {
+    20 * 1024 * 1024 / bomb_tag().len()
+}
+
+/// What a resolve of `<bomb-2@evil.test>` (a reply after the bomb) answers: the bomb's
+/// rendering cut to the default `message_text_bytes` (256 KiB) in the history, then the reply.
+fn bomb_resolved() -> String {
+    let header = "From: Eve <eve@evil.test>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Bomb\n\n";
+    let text = BOMB_CHUNK.repeat(bomb_chunks());
+    let full = format!("{header}{}", text.trim_end());
+    let cut = 256 * 1024;
+    let history = format!(
+        "{}\n[truncated: {} more bytes]",
+        &full[..cut],
+        full.len() - cut
+    );
+    let body = json!({"messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": history},
+        {"role": "user", "content": "From: Eve <eve@evil.test>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Re: Bomb\n\nDid you read it?"},
+    ], "tools": []});
+    format!("{}\n", serde_json::to_string_pretty(&body).unwrap())
+}
+
+/// `count` sequential `/healthz` calls on a client of their own thread and runtime (so the
+/// test's own work never delays them), one every 20 ms; their latencies, sorted.
+fn healthz_latencies(base: String, count: usize) -> std::thread::JoinHandle<Vec<Duration>> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap();
+            let mut latencies = Vec::with_capacity(count);
+            for _ in 0..count {
+                let start = std::time::Instant::now();
+                let res = client.get(format!("{base}/healthz")).send().await.unwrap();
+                assert_eq!(res.status().as_u16(), 200);
+                res.bytes().await.unwrap();
+                latencies.push(start.elapsed());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            latencies.sort();
+            latencies
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn html_bombs_stall_neither_healthz_nor_the_deadline() {
+    let root = history_root();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let server = Server::start(root.path(), &url, Some(TOKEN), &[]);
+    // The bomb's HTML is converted once, when it is stored.
+    let (status, text) = server
+        .post(
+            "/v1/mail",
+            "message/rfc822",
+            html_bomb("<bomb-1@evil.test>"),
+        )
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let reply = eml(
+        "<bomb-2@evil.test>",
+        "Eve <eve@evil.test>",
+        Some("<bomb-1@evil.test>"),
+        "Re: Bomb",
+        "Did you read it?",
+    );
+    assert_eq!(
+        server.post("/v1/mail", "message/rfc822", reply).await.0,
+        201
+    );
+    let bomb_2 = json!({"persona": "p", "message_id": "<bomb-2@evil.test>", "now": NOW});
+    assert_eq!(server.resolve(bomb_2.clone()).await, (200, bomb_resolved()));
+
+    // Eight resolves of the bomb's thread at a time, over and over, while /healthz is
+    // measured 200 times: its 99th percentile stays under 100 ms.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..8 {
+        let (client, url, stop) = (
+            server.client.clone(),
+            server.url("/v1/resolve"),
+            stop.clone(),
+        );
+        let body = bomb_2.to_string();
+        load.push(tokio::spawn(async move {
+            let mut answered = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let res = client
+                    .post(&url)
+                    .bearer_auth(TOKEN)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status().as_u16(), 200);
+                res.bytes().await.unwrap();
+                answered += 1;
+            }
+            answered
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let latencies = tokio::task::spawn_blocking({
+        let sampler = healthz_latencies(server.base.clone(), 200);
+        move || sampler.join().unwrap()
+    })
+    .await
+    .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut answered = 0;
+    for task in load {
+        answered += tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("the resolves finish within 60 s")
+            .unwrap();
+    }
+    let p99 = latencies[latencies.len() * 99 / 100 - 1];
+    assert!(
+        p99 < Duration::from_millis(100),
+        "/healthz p99 {p99:?} during {answered} resolves of the bomb's thread: {latencies:?}"
+    );
+    drop(server);
+
+    // A bomb stored before its HTML was converted at import (as by an older version):
+    // converting it at every read costs seconds, off the runtime's workers, so the
+    // deadline answers 504 on time and /healthz answers meanwhile.
+    let db = rusqlite::Connection::open(root.path().join("t.db")).unwrap();
+    db.execute("UPDATE messages SET html_text = NULL", [])
+        .unwrap();
+    drop(db);
+    let server = Server::start(root.path(), &url, Some(TOKEN), &["--deadline", "0.2"]);
+    let sampler = healthz_latencies(server.base.clone(), 10);
+    assert_eq!(
+        server.resolve(bomb_2).await,
+        (
+            504,
+            error(
+                "timeout",
+                "the request took longer than the deadline of 0.2 s"
+            )
+        )
+    );
+    let latencies = tokio::task::spawn_blocking(move || sampler.join().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        latencies[latencies.len() - 1] < Duration::from_secs(1),
+        "{latencies:?}"
+    );
+}
+
 /// A message From `from` relayed by `mx.acme.test` with `auth` (extra header lines).
 fn relayed(id: &str, from: &str, auth: &str, in_reply_to: &str) -> String {
     format!(

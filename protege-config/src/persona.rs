@@ -304,7 +304,8 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
     Some(model)
 }
 
-/// The `[limits]` table: positive integers replacing the application's template budget.
+/// The `[limits]` table: positive integers replacing the application's template budget and
+/// how much of each email reaches the model.
 fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     let mut limits = PersonaLimits::default();
     let Some(t) = reader::table(sink, value, "`limits`") else {
@@ -313,7 +314,12 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     unknown_keys(
         sink,
         t,
-        &["template_fuel", "template_output_bytes"],
+        &[
+            "template_fuel",
+            "template_output_bytes",
+            "message_text_bytes",
+            "attachment_parts",
+        ],
         " in `[limits]`",
     );
     if let Some(v) = get(t, "template_fuel") {
@@ -321,6 +327,14 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     }
     if let Some(v) = get(t, "template_output_bytes") {
         limits.template_output_bytes = reader::positive(sink, v, "`template_output_bytes`")
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(v) = get(t, "message_text_bytes") {
+        limits.message_text_bytes = reader::positive(sink, v, "`message_text_bytes`")
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(v) = get(t, "attachment_parts") {
+        limits.attachment_parts = reader::positive(sink, v, "`attachment_parts`")
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     }
     limits

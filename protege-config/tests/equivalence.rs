@@ -54,6 +54,7 @@ fn inbound() -> MailMessage {
             sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
             text_body: Some("Hi, where is my refund?".into()),
             html_body: None,
+            html_text: None,
             in_reply_to: None,
             attachments: vec![],
         },
@@ -63,7 +64,7 @@ fn inbound() -> MailMessage {
 async fn request(chain: &impl Chain, ctx: &Context, tools: Vec<ToolDef>) -> Request {
     let mail = ctx.message().unwrap();
     build_request(
-        Some(user_turn(mail)),
+        Some(user_turn(mail, ctx.mail_limits())),
         tools,
         chain.resolve(ctx).await.unwrap(),
     )

@@ -105,7 +105,8 @@ pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Ass
         ));
         messages.extend(step.messages);
     }
-    let user: Option<Content> = ctx.message().map(user_turn);
+    let limits = ctx.mail_limits();
+    let user: Option<Content> = ctx.message().map(|m| user_turn(m, limits));
     if let Some(content) = &user {
         let turn = [message(Role::User, content.clone())];
         steps.push(StepReport::of(

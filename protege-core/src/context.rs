@@ -8,7 +8,9 @@ use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheMode;
-use crate::mail::{MailMessage, rfc3339_z};
+use crate::mail::{
+    DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, MailLimits, MailMessage, rfc3339_z,
+};
 use crate::message::ToolDef;
 use crate::template::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
 use crate::tokens::Tokenizer;
@@ -88,6 +90,11 @@ pub struct PersonaLimits {
     pub template_fuel: Option<u64>,
     /// The output cap of each render in bytes (`template_output_bytes`).
     pub template_output_bytes: Option<usize>,
+    /// The most bytes of one rendered message that reach the model (`message_text_bytes`).
+    pub message_text_bytes: Option<usize>,
+    /// The most attachments of a request sent as image or document parts
+    /// (`attachment_parts`).
+    pub attachment_parts: Option<usize>,
 }
 
 impl PersonaInfo {
@@ -106,7 +113,7 @@ impl PersonaInfo {
 }
 
 /// Application settings: the root relative paths resolve against, the template budget,
-/// plus free settings.
+/// how much of each email reaches the model, plus free settings.
 ///
 /// ```
 /// use protege::AppConfig;
@@ -123,6 +130,14 @@ pub struct AppConfig {
     /// The most bytes of text one template render may write (default 1 MiB); a persona's
     /// `[limits] template_output_bytes` replaces it.
     pub template_output_bytes: usize,
+    /// The most bytes of one rendered message that reach the model (default 256 KiB): a
+    /// longer one is cut and ends with `[truncated: N more bytes]`; a persona's
+    /// `[limits] message_text_bytes` replaces it.
+    pub message_text_bytes: usize,
+    /// The most attachments of one request sent as image or document parts (default 20);
+    /// the others stay lines of the attachments block. A persona's
+    /// `[limits] attachment_parts` replaces it.
+    pub attachment_parts: usize,
     /// Free settings for custom resolvers.
     pub settings: serde_json::Map<String, serde_json::Value>,
 }
@@ -140,6 +155,8 @@ impl AppConfig {
             root: root.into(),
             template_fuel: DEFAULT_TEMPLATE_FUEL,
             template_output_bytes: DEFAULT_TEMPLATE_OUTPUT_BYTES,
+            message_text_bytes: DEFAULT_MESSAGE_TEXT_BYTES,
+            attachment_parts: DEFAULT_ATTACHMENT_PARTS,
             settings: serde_json::Map::new(),
         }
     }
@@ -155,6 +172,20 @@ impl AppConfig {
     #[must_use = "returns the changed settings"]
     pub fn template_output_bytes(mut self, bytes: usize) -> Self {
         self.template_output_bytes = bytes;
+        self
+    }
+
+    /// Sets the most bytes of one rendered message that reach the model.
+    #[must_use = "returns the changed settings"]
+    pub fn message_text_bytes(mut self, bytes: usize) -> Self {
+        self.message_text_bytes = bytes;
+        self
+    }
+
+    /// Sets the most attachments of one request sent as image or document parts.
+    #[must_use = "returns the changed settings"]
+    pub fn attachment_parts(mut self, parts: usize) -> Self {
+        self.attachment_parts = parts;
         self
     }
 }
@@ -338,6 +369,17 @@ impl Context {
         }
     }
 
+    /// How much of each email reaches the model in this run: the persona's `[limits]`
+    /// where set, else the application's.
+    pub fn mail_limits(&self) -> MailLimits {
+        let app = &self.0.config;
+        let persona = &self.0.persona.limits;
+        MailLimits {
+            message_text_bytes: persona.message_text_bytes.unwrap_or(app.message_text_bytes),
+            attachment_parts: persona.attachment_parts.unwrap_or(app.attachment_parts),
+        }
+    }
+
     /// The template variables of this run, computed once and shared.
     pub fn template_vars(&self) -> &minijinja::Value {
         self.0.vars.get_or_init(|| self.compute_vars())
@@ -357,7 +399,8 @@ impl Context {
         );
         match &self.0.trigger {
             Trigger::Message(m) => {
-                map.insert("message", m.template_value());
+                let limit = self.mail_limits().message_text_bytes;
+                map.insert("message", m.template_value(limit));
             }
             Trigger::Responsibility(r) => {
                 map.insert(

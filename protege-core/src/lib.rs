@@ -71,7 +71,10 @@ pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail,
     Provider, Responsibility, Trigger,
 };
-pub use mail::{Attachment, Direction, Email, MailMessage, bare_address, rfc3339_z};
+pub use mail::{
+    Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
+    MailMessage, bare_address, cap_text, rfc3339_z,
+};
 
 // Resolvers, chains and the finished request.
 pub use assemble::{Assembled, StepReport, assemble};

@@ -39,6 +39,33 @@ impl Direction {
     }
 }
 
+/// The default of [`MailLimits::message_text_bytes`]: 256 KiB.
+pub const DEFAULT_MESSAGE_TEXT_BYTES: usize = 256 * 1024;
+
+/// The default of [`MailLimits::attachment_parts`].
+pub const DEFAULT_ATTACHMENT_PARTS: usize = 20;
+
+/// How much of one email reaches the model: the caps a run applies when it renders mail
+/// (`[limits]` of a persona over [`AppConfig`](crate::AppConfig)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MailLimits {
+    /// The most bytes of one rendered message (`message_text_bytes`, default 256 KiB):
+    /// a longer one is cut, followed by `[truncated: N more bytes]`.
+    pub message_text_bytes: usize,
+    /// The most attachments of one request sent as image or document parts
+    /// (`attachment_parts`, default 20); the others stay lines of the attachments block.
+    pub attachment_parts: usize,
+}
+
+impl Default for MailLimits {
+    fn default() -> Self {
+        Self {
+            message_text_bytes: DEFAULT_MESSAGE_TEXT_BYTES,
+            attachment_parts: DEFAULT_ATTACHMENT_PARTS,
+        }
+    }
+}
+
 /// A file attached to a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attachment {
@@ -77,6 +104,10 @@ pub struct Email {
     pub text_body: Option<String>,
     /// The HTML body, if any.
     pub html_body: Option<String>,
+    /// The HTML body as readable text ([`html_to_text`](crate::html_to_text)), converted
+    /// once when the message is stored; `None` when there is no HTML body or it was not
+    /// converted yet (the readable body then converts the HTML itself).
+    pub html_text: Option<String>,
     /// The Message-ID this one replies to, if any.
     pub in_reply_to: Option<String>,
     /// The attachments, in order.
@@ -121,23 +152,39 @@ pub fn bare_address(header: &str) -> &str {
 }
 
 impl Email {
-    /// The readable body: the text body when not blank, else the HTML body as text, else
-    /// empty; trimmed.
+    /// The readable body: the text body when not blank, else the HTML body as text (the
+    /// stored [`html_text`](Self::html_text) when there is one), else empty; trimmed.
     pub fn readable_body(&self) -> String {
+        self.readable().into_owned()
+    }
+
+    /// [`readable_body`](Self::readable_body), borrowed when it is stored as such.
+    pub(crate) fn readable(&self) -> Cow<'_, str> {
         if let Some(text) = self.text_body.as_deref()
             && !text.trim().is_empty()
         {
-            return text.trim().to_owned();
+            return Cow::Borrowed(text.trim());
         }
-        match self.html_body.as_deref() {
-            Some(html) if !html.trim().is_empty() => html_to_text(html),
-            _ => String::new(),
+        match (self.html_text.as_deref(), self.html_body.as_deref()) {
+            (Some(text), _) => Cow::Borrowed(text.trim()),
+            (None, Some(html)) if !html.trim().is_empty() => Cow::Owned(html_to_text(html)),
+            _ => Cow::Borrowed(""),
+        }
+    }
+
+    /// The readable body as it reaches the model: cut to at most `limit` bytes followed by
+    /// `\n[truncated: N more bytes]` when it is longer (see [`cap_text`]).
+    pub fn readable_body_within(&self, limit: usize) -> String {
+        let body = self.readable();
+        match cap_text(&body, limit) {
+            Cow::Borrowed(_) => body.into_owned(),
+            Cow::Owned(cut) => cut,
         }
     }
 
     /// Whether the message has neither a readable body nor attachments (history skips it).
     pub fn is_empty(&self) -> bool {
-        self.attachments.is_empty() && self.readable_body().is_empty()
+        self.attachments.is_empty() && self.readable().is_empty()
     }
 
     /// The bare sender address.
@@ -150,6 +197,28 @@ impl Email {
     pub fn to_llm_text(&self) -> String {
         let body = self.readable_body();
         self.render_with_body(&body)
+    }
+
+    /// [`to_llm_text`](Self::to_llm_text) as it reaches the model: the whole rendering cut
+    /// to at most `limit` bytes followed by `\n[truncated: N more bytes]` when it is longer
+    /// (`[limits] message_text_bytes`), so neither a huge body nor a huge header or
+    /// attachment list reaches the model whole. Unchanged when it fits.
+    pub fn to_llm_text_within(&self, limit: usize) -> String {
+        self.render_within(&self.readable(), limit)
+    }
+
+    /// [`to_llm_text_within`](Self::to_llm_text_within) with an already computed readable
+    /// body.
+    pub(crate) fn render_within(&self, body: &str, limit: usize) -> String {
+        // Only the first `limit` bytes of the body can be kept: render those, and count
+        // the rest of the body in the marker.
+        let kept = &body[..floor_char_boundary(body, limit)];
+        let rendering = self.render_with_body(kept);
+        let dropped = body.len() - kept.len();
+        if rendering.len() + dropped <= limit {
+            return rendering;
+        }
+        truncated(&rendering, limit, rendering.len() + dropped)
     }
 
     /// [`to_llm_text`](Self::to_llm_text) with an already computed readable body.
@@ -188,8 +257,9 @@ impl Email {
 }
 
 impl MailMessage {
-    /// The `message` template variable, every header value on one line.
-    pub(crate) fn template_value(&self) -> minijinja::Value {
+    /// The `message` template variable, every header value on one line, the body cut to
+    /// `text_limit` bytes.
+    pub(crate) fn template_value(&self, text_limit: usize) -> minijinja::Value {
         let bare = |header: &str| one_line(bare_address(&one_line(header))).into_owned();
         let to: Vec<String> = self.to.iter().map(|a| bare(a)).collect();
         let cc: Vec<String> = self.cc.iter().map(|a| bare(a)).collect();
@@ -201,7 +271,7 @@ impl MailMessage {
             cc => cc,
             subject => one_line(&self.subject).into_owned(),
             sent_at => rfc3339_z(&self.sent_at),
-            body => self.readable_body(),
+            body => self.readable_body_within(text_limit),
             thread_id => self.thread_id,
         }
     }
@@ -259,6 +329,47 @@ pub(crate) fn one_line(value: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out.trim().to_owned())
+}
+
+/// `text` cut to its first `limit` bytes (at a character boundary) followed by
+/// `\n[truncated: N more bytes]`, N the bytes cut off; borrowed unchanged when it is not
+/// longer than `limit`. The marker has the form of a tool result's
+/// (`[truncated: N more characters]`), counted in bytes as the limit is.
+///
+/// ```
+/// // `é` takes two bytes: a cut inside it keeps only `h`.
+/// assert_eq!(protege::cap_text("héllo", 2), "h\n[truncated: 5 more bytes]");
+/// assert_eq!(protege::cap_text("héllo", 6), "héllo");
+/// ```
+pub fn cap_text(text: &str, limit: usize) -> Cow<'_, str> {
+    if text.len() <= limit {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(truncated(text, limit, text.len()))
+    }
+}
+
+/// The first `limit` bytes of `text` (at a character boundary) and the marker counting
+/// the bytes of the `full` length that are left out.
+fn truncated(text: &str, limit: usize, full: usize) -> String {
+    let cut = floor_char_boundary(text, limit);
+    let rest = full - cut;
+    let mut out = String::with_capacity(cut + 40);
+    out.push_str(&text[..cut]);
+    let _ = write!(out, "\n[truncated: {rest} more bytes]");
+    out
+}
+
+/// The largest character boundary of `text` at or below `index`.
+fn floor_char_boundary(text: &str, index: usize) -> usize {
+    if index >= text.len() {
+        return text.len();
+    }
+    let mut cut = index;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
 }
 
 /// `value` without NUL characters (PostgreSQL rejects them in text); bodies keep their

@@ -1,10 +1,12 @@
 //! Assembling the request: the chain's messages, the trailing user turn and the tools.
 
+use std::fmt::Write as _;
+
 use base64::Engine as _;
 
 use crate::cache::CacheHints;
 use crate::error::Result;
-use crate::mail::MailMessage;
+use crate::mail::{MailLimits, MailMessage};
 use crate::message::{Content, Message, Part, Request, Role, ToolDef, message};
 
 /// Builds the request: `context_messages` followed by a user turn with `user_content`
@@ -26,15 +28,19 @@ pub fn build_request(
     Ok(request)
 }
 
-/// The trailing user turn of a reply run: the message's rendering as a string or, when it
-/// has stored attachment data declared `image/*` or `application/pdf` whose bytes really
-/// are a PNG, JPEG, GIF, WebP image or a PDF document, as parts: the rendering, then one
-/// image or document part per such attachment in attachment order, carrying the media
-/// type detected from the bytes. Mislabelled data (a "PNG" that is not one) stays only in
-/// the rendering's attachments block, so providers never reject the body.
-pub fn user_turn(inbound: &MailMessage) -> Content {
-    let text = inbound.to_llm_text();
+/// The trailing user turn of a reply run: the message's rendering (cut to
+/// `limits.message_text_bytes`) as a string or, when it has stored attachment data
+/// declared `image/*` or `application/pdf` whose bytes really are a PNG, JPEG, GIF, WebP
+/// image or a PDF document, as parts: the rendering, then one image or document part per
+/// such attachment in attachment order, carrying the media type detected from the bytes,
+/// at most `limits.attachment_parts` of them. Mislabelled data (a "PNG" that is not one, a
+/// "PDF" without its `%%EOF` end) stays only in the rendering's attachments block, so
+/// providers never reject the body; so do the attachments past the cap, and the rendering
+/// then ends with a line saying how many were left out.
+pub fn user_turn(inbound: &MailMessage, limits: MailLimits) -> Content {
+    let mut text = inbound.to_llm_text_within(limits.message_text_bytes);
     let mut parts = Vec::new();
+    let mut left_out = 0usize;
     for a in &inbound.attachments {
         let Some(data) = a.data.as_deref() else {
             continue;
@@ -43,19 +49,37 @@ pub fn user_turn(inbound: &MailMessage) -> Content {
         if !(declared.starts_with("image/") || declared == "application/pdf") {
             continue;
         }
-        let encoded = || base64::engine::general_purpose::STANDARD.encode(data);
-        match sniff(data) {
-            Some(Sniffed::Image(media_type)) => parts.push(Part::Image {
+        let Some(sniffed) = sniff(data) else {
+            continue;
+        };
+        if parts.len() == limits.attachment_parts {
+            left_out += 1;
+            continue;
+        }
+        let encoded = base64::engine::general_purpose::STANDARD.encode(data);
+        parts.push(match sniffed {
+            Sniffed::Image(media_type) => Part::Image {
                 media_type: media_type.to_owned(),
-                data: encoded(),
-            }),
-            Some(Sniffed::Pdf) => parts.push(Part::Document {
+                data: encoded,
+            },
+            Sniffed::Pdf => Part::Document {
                 filename: a.filename.clone(),
                 media_type: "application/pdf".to_owned(),
-                data: encoded(),
-            }),
-            None => {}
-        }
+                data: encoded,
+            },
+        });
+    }
+    if left_out > 0 {
+        let _ = write!(
+            text,
+            "\n\n[not attached: {left_out} more {}, over the limit of {} per message]",
+            if left_out == 1 {
+                "attachment"
+            } else {
+                "attachments"
+            },
+            limits.attachment_parts
+        );
     }
     if parts.is_empty() {
         Content::Text(text)
@@ -80,7 +104,18 @@ fn sniff(data: &[u8]) -> Option<Sniffed> {
         "image/jpeg" => Some(Sniffed::Image("image/jpeg")),
         "image/gif" => Some(Sniffed::Image("image/gif")),
         "image/webp" => Some(Sniffed::Image("image/webp")),
-        "application/pdf" => Some(Sniffed::Pdf),
+        "application/pdf" if is_whole_pdf(data) => Some(Sniffed::Pdf),
         _ => None,
     }
+}
+
+/// How far from the end a PDF's `%%EOF` marker may sit (as PDF readers accept it).
+const PDF_EOF_WINDOW: usize = 1024;
+
+/// Whether `data` has the frame of a PDF file: the `%PDF-` header and an `%%EOF` marker
+/// in its last 1,024 bytes. Nine bytes of `%PDF-1.4` are
+/// not a document a provider reads.
+fn is_whole_pdf(data: &[u8]) -> bool {
+    let tail = &data[data.len().saturating_sub(PDF_EOF_WINDOW)..];
+    data.starts_with(b"%PDF-") && tail.windows(5).any(|w| w == b"%%EOF")
 }

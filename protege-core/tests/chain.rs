@@ -36,6 +36,7 @@ fn inbound() -> MailMessage {
             sent_at: Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap(),
             text_body: Some("  Hi, I want a refund.\n".into()),
             html_body: None,
+            html_text: None,
             in_reply_to: None,
             attachments: vec![Attachment {
                 attachment_id: "att-1".into(),
@@ -338,5 +339,48 @@ fn to_llm_text_is_exact() {
     assert_eq!(
         m.to_llm_text(),
         "From: Alice <alice@example.com>\nTo:\nCc: bob@example.com\nDate: Mon, 5 Jan 2026 10:00:00 +0000\nSubject: Refund"
+    );
+}
+
+/// `message_text_bytes` cuts the trailing user turn and the `message.body` variable: the
+/// persona's `[limits]` value over the application's.
+#[tokio::test]
+async fn message_text_bytes_cuts_the_user_turn_and_message_body() {
+    let mut m = inbound();
+    m.attachments.clear();
+    m.text_body = Some(format!("Hi, {}", "ab".repeat(100_000)));
+    let chain = StaticChain::new((LoadText::template("body: {{ message.body }}"),));
+    let run = |persona: PersonaInfo, config: AppConfig| {
+        let ctx = Context::builder(persona, config, Trigger::Message(Arc::new(m.clone())))
+            .now(Utc.with_ymd_and_hms(2026, 7, 1, 12, 0, 0).unwrap())
+            .build();
+        let chain = &chain;
+        async move { serde_json::to_value(chain.request(&ctx).await.unwrap()).unwrap() }
+    };
+    // 139 bytes before the body, which is 200,004 bytes long.
+    let header = "From: Alice <alice@example.com>\nTo: Support <support@acme.test>, sales@acme.test\nCc:\nDate: Mon, 5 Jan 2026 10:00:00 +0000\nSubject: Refund\n\n";
+    assert_eq!(header.len(), 139);
+
+    let out = run(persona(), AppConfig::new(".").message_text_bytes(150)).await;
+    assert_eq!(
+        out["messages"],
+        serde_json::json!([
+            {"role": "system", "content": format!("body: Hi, {}\n[truncated: 199854 more bytes]", "ab".repeat(73))},
+            {"role": "user", "content": format!("{header}Hi, abababa\n[truncated: 199993 more bytes]")},
+        ])
+    );
+
+    let mut limited = persona();
+    limited.limits.message_text_bytes = Some(160);
+    let out = run(limited, AppConfig::new(".").message_text_bytes(150)).await;
+    assert_eq!(
+        out["messages"][1]["content"],
+        format!("{header}Hi, ababababababababa\n[truncated: 199983 more bytes]")
+    );
+    // The default, 256 KiB, keeps this message whole.
+    let out = run(persona(), AppConfig::new(".")).await;
+    assert_eq!(
+        out["messages"][1]["content"],
+        format!("{header}Hi, {}", "ab".repeat(100_000))
     );
 }

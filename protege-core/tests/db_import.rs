@@ -418,3 +418,132 @@ async fn connect_creates_sqlite_files_and_names_unreachable_servers() {
         "mysql://u:***@h:1/d?x=1"
     );
 }
+
+/// A thread of 300 HTML-only messages (more than one page of the migration), then one with
+/// both bodies, one with text only and one whose HTML is blank.
+fn html_fixture() -> String {
+    let mut messages: Vec<Value> = (0..300)
+        .map(|i| {
+            json!({"message_id": format!("<h{i}@x>"), "direction": "inbound", "from": "a@x",
+                   "to": ["b@x"], "subject": "S", "sent_at": format!("2026-01-01T00:{:02}:{:02}Z", i / 60, i % 60),
+                   "html_body": format!("<p>Hi &amp; {i}</p><ul><li>one<li>two</ul><script>x()</script>\u{0}")})
+        })
+        .collect();
+    for (id, text, html) in [
+        (
+            "<both@x>",
+            json!("Plain text wins."),
+            json!("<p>HTML loses</p>"),
+        ),
+        ("<text@x>", json!("Only text."), json!(null)),
+        ("<blank@x>", json!(null), json!("  \n ")),
+    ] {
+        messages.push(
+            json!({"message_id": id, "direction": "inbound", "from": "a@x",
+            "to": ["b@x"], "subject": "S", "sent_at": "2026-01-02T00:00:00Z",
+            "text_body": text, "html_body": html}),
+        );
+    }
+    json!({"threads": [{"subject": "S", "messages": messages}]}).to_string()
+}
+
+/// `(Message-ID, html_text)` of every message, in id order.
+async fn html_texts(db: &DatabaseConnection) -> Vec<(String, Option<String>)> {
+    let rows = db
+        .query_all_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            "SELECT message_id, html_text FROM messages ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| {
+            (
+                r.try_get("", "message_id").unwrap(),
+                r.try_get("", "html_text").unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The rendering of every message, and the thread history of a reply after all of them.
+async fn renderings(db: &DatabaseConnection) -> (Vec<String>, Value) {
+    let mut out = Vec::new();
+    for (id, _) in html_texts(db).await {
+        out.push(
+            db::load_message(db, &id)
+                .await
+                .unwrap()
+                .unwrap()
+                .to_llm_text(),
+        );
+    }
+    let ctx = common::reply_ctx(db, "<blank@x>").await;
+    let history = protege_core::ThreadHistory::new().limit(3);
+    let messages = protege_core::Resolver::resolve(&history, &ctx)
+        .await
+        .unwrap();
+    (out, serde_json::to_value(messages).unwrap())
+}
+
+async fn html_is_converted_once(db: DatabaseConnection) {
+    db::import_fixture_str(&db, &html_fixture()).await.unwrap();
+    let stored = html_texts(&db).await;
+    assert_eq!(stored.len(), 303);
+    assert_eq!(
+        stored[7],
+        ("<h7@x>".to_owned(), Some("Hi & 7\n* one\n* two".to_owned()))
+    );
+    assert_eq!(
+        stored[300..],
+        [
+            ("<both@x>".to_owned(), Some("HTML loses".to_owned())),
+            ("<text@x>".to_owned(), None),
+            ("<blank@x>".to_owned(), Some(String::new())),
+        ]
+    );
+    let rendered = renderings(&db).await;
+    assert_eq!(
+        rendered.0[7],
+        "From: a@x\nTo: b@x\nCc:\nDate: Thu, 1 Jan 2026 00:00:07 +0000\nSubject: S\n\nHi & 7\n* one\n* two"
+    );
+    assert_eq!(
+        rendered.1,
+        json!([
+            {"role": "user", "content": "From: a@x\nTo: b@x\nCc:\nDate: Thu, 1 Jan 2026 00:04:59 +0000\nSubject: S\n\nHi & 299\n* one\n* two"},
+            {"role": "user", "content": "From: a@x\nTo: b@x\nCc:\nDate: Fri, 2 Jan 2026 00:00:00 +0000\nSubject: S\n\nPlain text wins."},
+            {"role": "user", "content": "From: a@x\nTo: b@x\nCc:\nDate: Fri, 2 Jan 2026 00:00:00 +0000\nSubject: S\n\nOnly text."},
+        ])
+    );
+
+    // Rows stored before the column existed: the migration converts each of them.
+    Migrator::down(&db, Some(1)).await.unwrap();
+    let old = db
+        .query_all_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            "SELECT html_text FROM messages",
+        ))
+        .await;
+    assert!(old.is_err(), "the column is dropped");
+    db::migrate(&db).await.unwrap();
+    assert_eq!(html_texts(&db).await, stored);
+    assert_eq!(renderings(&db).await, rendered);
+
+    // A row stored without its text (by an older version) still renders the same.
+    db.execute_unprepared("UPDATE messages SET html_text = NULL")
+        .await
+        .unwrap();
+    assert_eq!(renderings(&db).await, rendered);
+}
+
+/// HTML bodies are converted to text once, when stored (fixture import here; `import-eml`
+/// and `POST /v1/mail` share the write path); the migration that adds the column converts
+/// the rows stored before it; every rendering stays byte for byte the same, on every
+/// backend and on a SQLite file (read by the embedded reader).
+#[tokio::test]
+async fn html_bodies_are_stored_as_text_once_and_migrated() {
+    on_each_backend("html_text", |db, _| html_is_converted_once(db)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    html_is_converted_once(db::open(&url).await.unwrap()).await;
+}

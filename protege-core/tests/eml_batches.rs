@@ -320,6 +320,7 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
             subject: Set("Parcel".into()),
             text_body: Set(Some("Where is it?\n".into())),
             html_body: Set(None),
+            html_text: Set(None),
             in_reply_to: Set(None),
             sent_at: Set(sent_at),
         })

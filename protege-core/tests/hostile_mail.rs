@@ -419,6 +419,7 @@ async fn old_rows_with_line_breaks_render_five_header_lines() {
             subject: Set("Hi\nX-Injected: 1\r\n".into()),
             text_body: Set(Some("Body keeps\nits lines.".into())),
             html_body: Set(None),
+            html_text: Set(None),
             in_reply_to: Set(None),
             sent_at: Set("2026-01-05T09:00:00Z".parse::<DateTime<Utc>>().unwrap()),
         })

@@ -58,7 +58,7 @@ async fn where_from_with_a_template_matches_the_acceptance_case() {
                     .template_str("Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})"),
             );
         let messages = protege_core::Chain::resolve(&chain, &ctx).await.unwrap();
-        let request = build_request(Some(user_turn(ctx.message().unwrap())), vec![], messages).unwrap();
+        let request = build_request(Some(user_turn(ctx.message().unwrap(), ctx.mail_limits())), vec![], messages).unwrap();
         assert_eq!(serde_json::to_value(&request).unwrap(), expected("loadrecord-where-from.json"));
     })
     .await;

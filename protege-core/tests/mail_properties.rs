@@ -145,6 +145,7 @@ proptest! {
             sent_at: "2026-01-05T10:00:00Z".parse().unwrap(),
             text_body: Some(body),
             html_body: None,
+            html_text: None,
             in_reply_to: None,
             attachments: vec![Attachment {
                 attachment_id: "att-1".into(),

@@ -30,8 +30,12 @@ async fn support_request(
         .with(history);
     let messages = Chain::resolve(&chain, &ctx).await.unwrap();
     let tools = serde_json::from_value(tools).unwrap();
-    let request = build_request(Some(user_turn(ctx.message().unwrap())), tools, messages)
-        .expect("a well-formed request");
+    let request = build_request(
+        Some(user_turn(ctx.message().unwrap(), ctx.mail_limits())),
+        tools,
+        messages,
+    )
+    .expect("a well-formed request");
     serde_json::to_value(&request).unwrap()
 }
 

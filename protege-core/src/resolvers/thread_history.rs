@@ -142,19 +142,20 @@ impl ThreadHistory {
 
 impl ThreadHistory {
     /// Renders the turns read from the database: one list of messages per turn (a message
-    /// and its tool rounds), oldest first.
-    fn render(&self, turns: Vec<PriorTurn>) -> Result<Vec<Vec<Message>>> {
+    /// and its tool rounds), oldest first; each message's rendering is cut to `text_limit`
+    /// bytes.
+    fn render(&self, turns: Vec<PriorTurn>, text_limit: usize) -> Result<Vec<Vec<Message>>> {
         let mut out = Vec::with_capacity(turns.len());
         for turn in turns {
             let mut messages = Vec::with_capacity(1);
             let m = &turn.message;
-            let body = m.readable_body();
+            let body = m.readable();
             if !body.is_empty() || !m.attachments.is_empty() {
                 let role = match m.direction {
                     Direction::Inbound => Role::User,
                     Direction::Outbound => Role::Assistant,
                 };
-                messages.push(message(role, m.render_with_body(&body)));
+                messages.push(message(role, m.render_within(&body, text_limit)));
             }
             if self.include_tool_calls && !turn.tool_uses.is_empty() {
                 self.push_rounds(&m.message_id, turn.tool_uses, &mut messages)?;
@@ -270,7 +271,7 @@ impl Resolver for ThreadHistory {
             self.include_tool_calls,
         )
         .await?;
-        let mut turns = self.render(turns)?;
+        let mut turns = self.render(turns, ctx.mail_limits().message_text_bytes)?;
         if let Some(budget) = self.max_tokens {
             fit_budget(&mut turns, budget, ctx.tokenizer());
         }

@@ -342,7 +342,12 @@ async fn resolve(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let bytes = body(&headers, "application/json", RESOLVE_LIMIT, bytes)?;
-    let input: ResolveInput = serde_json::from_slice(&bytes)
+    off_the_workers(async move { resolved(&app, &bytes).await }).await
+}
+
+/// The answer of `POST /v1/resolve` to the body `bytes`.
+async fn resolved(app: &App, bytes: &[u8]) -> Result<Response, ApiError> {
+    let input: ResolveInput = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("invalid resolve body: {e}")))?;
     let start = Instant::now();
     let out = app.engine.resolve(&input).await?;
@@ -413,8 +418,13 @@ async fn mail(
         .flat_map(|p| p.info().mail.trusted_authserv_ids.clone())
         .chain(app.trusted_authserv_ids.iter().cloned())
         .collect();
-    let db = app.engine.db().await?;
-    let outcome = match ingest_eml(db, &raw, &options).await {
+    let engine = app.engine.clone();
+    let ingested = off_the_workers(async move {
+        let db = engine.db().await?;
+        Ok(ingest_eml(db, &raw, &options).await)
+    })
+    .await?;
+    let outcome = match ingested {
         Ok(outcome) => outcome,
         Err(e) => {
             let (status, error) = match e.kind() {
@@ -485,6 +495,20 @@ async fn summaries(
             "through_message_id": stored.through_message_id,
         }),
     )
+}
+
+/// Runs `work` to its end on a thread of the blocking pool, its I/O still driven by the
+/// runtime. The CPU it spends (parsing and converting a huge mail, rendering a thread,
+/// counting tokens, encoding the answer) never holds a worker of the runtime, so
+/// `/healthz` answers meanwhile and the deadline answers 504 on time; when the deadline
+/// answers first, the work goes on to its end and its answer is dropped.
+async fn off_the_workers<T: Send + 'static>(
+    work: impl Future<Output = Result<T, ApiError>> + Send + 'static,
+) -> Result<T, ApiError> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(work))
+        .await
+        .map_err(|e| ApiError::internal(format!("the request's work stopped: {e}")))?
 }
 
 /// `value` as pretty JSON with a final newline: what `protege resolve` prints.

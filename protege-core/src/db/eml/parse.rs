@@ -278,6 +278,7 @@ pub(super) fn parse_eml(
             sent_at,
             text_body,
             html_body,
+            html_text: None,
             in_reply_to,
             attachments,
         },

@@ -155,7 +155,21 @@ impl Statements {
         use message::Column as M;
         let mut messages = prior_ids(current, limit, step, after_summary);
         messages.clear_selects();
-        messages.columns(columns(message::Entity));
+        for (table, column) in columns(message::Entity) {
+            if matches!(column, M::HtmlBody) {
+                // The history renders the HTML's stored text: the HTML itself (up to the
+                // size of a whole mail) is read only for a row stored without that text.
+                messages.expr_as(
+                    Expr::case(
+                        Expr::col((table, M::HtmlText)).is_null(),
+                        Expr::col((table, M::HtmlBody)),
+                    ),
+                    M::HtmlBody,
+                );
+            } else {
+                messages.column((table, column));
+            }
+        }
 
         use attachment::Column as A;
         // The attachments without their bytes (the last column): the history only names

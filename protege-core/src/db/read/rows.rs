@@ -195,6 +195,7 @@ pub(crate) fn message(row: &impl Row) -> Result<MailMessage> {
             sent_at: row.get(M::SentAt)?,
             text_body: row.get(M::TextBody)?,
             html_body: row.get(M::HtmlBody)?,
+            html_text: row.get(M::HtmlText)?,
             in_reply_to: row.get(M::InReplyTo)?,
             message_id,
             attachments: Vec::new(),

@@ -32,7 +32,8 @@ fn row_weight(row: &Email) -> usize {
         + row.from.len()
         + row.to.iter().chain(&row.cc).map(String::len).sum::<usize>()
         + text(&row.text_body)
-        + text(&row.html_body)
+        // The HTML body, and its readable text stored beside it (at most about as long).
+        + 2 * text(&row.html_body)
         + text(&row.in_reply_to)
 }
 

@@ -27,6 +27,7 @@ use crate::db::dates;
 use crate::db::entities::{attachment, email_thread, message, tool_use};
 use crate::db::fixture::FixtureToolUse;
 use crate::error::{Error, Result};
+use crate::html_text::html_to_text;
 use crate::mail::{Attachment, Email, one_line, without_nul};
 
 pub(in crate::db) use bulk::{insert_attachments, insert_messages, insert_threads};
@@ -193,7 +194,20 @@ fn message_row(thread_id: i64, email: &Email) -> message::ActiveModel {
         html_body: Set(email.html_body.as_deref().map(text)),
         in_reply_to: Set(email.in_reply_to.as_deref().map(text)),
         sent_at: Set(email.sent_at),
+        html_text: Set(html_text(email)),
     }
+}
+
+/// The readable text of `email`'s HTML body, stored beside it so that no read converts
+/// HTML again: its [`Email::html_text`] when set, else the stored HTML (NUL removed)
+/// converted now; `None` without an HTML body.
+fn html_text(email: &Email) -> Option<String> {
+    let html = email.html_body.as_deref()?;
+    Some(match email.html_text.as_deref() {
+        Some(text) => without_nul(text).into_owned(),
+        // The converter writes no NUL when its input has none.
+        None => html_to_text(&without_nul(html)),
+    })
 }
 
 /// The row of attachment `att` of the message whose row id is `message_id`.

@@ -39,6 +39,10 @@ pub struct Model {
     pub in_reply_to: Option<String>,
     /// When it was sent (UTC).
     pub sent_at: DateTimeUtc,
+    /// The HTML body as readable text, converted once when the message was stored (`NULL`
+    /// when there is no HTML body).
+    #[sea_orm(column_type = "Text", nullable)]
+    pub html_text: Option<String>,
 }
 
 /// The relations of `messages`.
