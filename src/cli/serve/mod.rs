@@ -53,6 +53,9 @@ struct App {
     deadline_secs: f64,
     /// `--trusted-authserv-id`, added to the personas' `[mail] trusted_authserv_ids`.
     trusted_authserv_ids: Arc<[String]>,
+    /// The slots of the blocking pool that requests' work may take at once (see
+    /// [`off_the_workers`]).
+    work_slots: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
@@ -103,6 +106,7 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         deadline: Duration::from_secs_f64(args.deadline),
         deadline_secs: args.deadline,
         trusted_authserv_ids: args.trusted_authserv_ids.clone().into(),
+        work_slots: Arc::new(tokio::sync::Semaphore::new(work_slots())),
     };
     let limits = conn::Limits {
         header_timeout: Duration::from_secs_f64(args.header_timeout),
@@ -342,7 +346,8 @@ async fn resolve(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let bytes = body(&headers, "application/json", RESOLVE_LIMIT, bytes)?;
-    off_the_workers(async move { resolved(&app, &bytes).await }).await
+    let slots = app.work_slots.clone();
+    off_the_workers(&slots, async move { resolved(&app, &bytes).await }).await
 }
 
 /// The answer of `POST /v1/resolve` to the body `bytes`.
@@ -419,7 +424,7 @@ async fn mail(
         .chain(app.trusted_authserv_ids.iter().cloned())
         .collect();
     let engine = app.engine.clone();
-    let ingested = off_the_workers(async move {
+    let ingested = off_the_workers(&app.work_slots, async move {
         let db = engine.db().await?;
         Ok(ingest_eml(db, &raw, &options).await)
     })
@@ -497,18 +502,36 @@ async fn summaries(
     )
 }
 
+/// How many requests' work may run at once on the blocking pool: four per core. Beyond
+/// it a request waits for a slot (its deadline still runs), so a burst of connections
+/// does not turn into as many threads sharing the cores, each answer slower than the last.
+fn work_slots() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get() * 4)
+}
+
 /// Runs `work` to its end on a thread of the blocking pool, its I/O still driven by the
-/// runtime. The CPU it spends (parsing and converting a huge mail, rendering a thread,
-/// counting tokens, encoding the answer) never holds a worker of the runtime, so
-/// `/healthz` answers meanwhile and the deadline answers 504 on time; when the deadline
-/// answers first, the work goes on to its end and its answer is dropped.
+/// runtime, once one of `slots` is free. The CPU it spends (parsing and converting a huge
+/// mail, rendering a thread, counting tokens, encoding the answer) never holds a worker of
+/// the runtime, so `/healthz` answers meanwhile and the deadline answers 504 on time; when
+/// the deadline answers first, the work goes on to its end (keeping its slot) and its
+/// answer is dropped.
 async fn off_the_workers<T: Send + 'static>(
+    slots: &Arc<tokio::sync::Semaphore>,
     work: impl Future<Output = Result<T, ApiError>> + Send + 'static,
 ) -> Result<T, ApiError> {
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(work))
+    let slot = slots
+        .clone()
+        .acquire_owned()
         .await
-        .map_err(|e| ApiError::internal(format!("the request's work stopped: {e}")))?
+        .map_err(|e| ApiError::internal(format!("the request's work cannot start: {e}")))?;
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let answer = runtime.block_on(work);
+        drop(slot);
+        answer
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the request's work stopped: {e}")))?
 }
 
 /// `value` as pretty JSON with a final newline: what `protege resolve` prints.
