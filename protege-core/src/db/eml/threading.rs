@@ -69,16 +69,12 @@ pub(super) fn key(address: &str) -> String {
 /// addresses of an outbound message (those the persona wrote to). The To and Cc of an
 /// inbound message were chosen by its sender, a stranger perhaps: they add no one.
 fn participant_keys(email: &Email) -> impl Iterator<Item = String> + '_ {
-    let recipients: &[String] = match email.direction {
-        Direction::Outbound => &email.to,
-        Direction::Inbound => &[],
-    };
-    let cc: &[String] = match email.direction {
-        Direction::Outbound => &email.cc,
-        Direction::Inbound => &[],
+    let (to, cc): (&[String], &[String]) = match email.direction {
+        Direction::Outbound => (&email.to, &email.cc),
+        Direction::Inbound => (&[], &[]),
     };
     std::iter::once(&email.from)
-        .chain(recipients)
+        .chain(to)
         .chain(cc)
         .map(|a| key(a))
 }
