@@ -25,7 +25,7 @@ use serde::Deserialize;
 /// options are serde's: the TOML keys, and the names `resolvers!` takes in braces.
 #[derive(Debug, Deserialize, protege::Options)]
 #[serde(deny_unknown_fields)]
-struct OpenOrders {
+pub(crate) struct OpenOrders {
     /// The statuses that count as open.
     statuses: Vec<String>,
     /// The line above the list (default `Open orders:`).
@@ -63,7 +63,7 @@ impl Resolver for OpenOrders {
 }
 
 /// The persona file: two built-ins around the custom resolver.
-const PERSONA: &str = r#"
+pub(crate) const PERSONA: &str = r#"
 instructions = "You answer questions about orders, briefly."
 addresses = ["shop@acme.test"]
 
@@ -81,13 +81,13 @@ template = "Reply to {{ message.from_display }}."
 "#;
 
 /// The mail: one inbound message.
-const MAIL: &str = r#"{"threads":[{"subject":"Where is my order?","messages":[
+pub(crate) const MAIL: &str = r#"{"threads":[{"subject":"Where is my order?","messages":[
   {"message_id":"<q1@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
    "to":["shop@acme.test"],"subject":"Where is my order?","sent_at":"2026-01-05T09:00:00Z",
    "text_body":"Hi, when will my orders arrive?"}]}]}"#;
 
 /// The application's own table, next to protege's.
-const ORDERS: &str = "
+pub(crate) const ORDERS: &str = "
 CREATE TABLE orders (number TEXT PRIMARY KEY, email TEXT NOT NULL, status TEXT NOT NULL);
 INSERT INTO orders (number, email, status) VALUES
   ('A-1', 'alice@example.com', 'shipped'),

@@ -4,8 +4,15 @@
 //!
 //! This crate is the one to depend on: it re-exports the engine (`protege-core`, at the
 //! crate root, with its [`db`] and [`wire`] modules) and the TOML personas
-//! (`protege-config`, as [`config`]), and ships the `protege` command line. The database
-//! layer, SeaORM, is re-exported as [`db::sea_orm`].
+//! (`protege-config`, as [`config`]). The database layer, SeaORM, is re-exported as
+//! [`db::sea_orm`]. The `protege` command line is the `protege-cli` package; its HTTP
+//! routes are `serve::router`, with the cargo feature `serve`.
+//!
+//! # Cargo features
+//!
+//! - `sqlite` (default), `postgres`, `mysql`: the database drivers compiled in;
+//! - `serve`: `serve::router`, protege's HTTP routes as an axum `Router` to mount in an
+//!   application of your own.
 //!
 //! # Where to start
 //!
@@ -146,6 +153,8 @@
 //! ```
 
 mod engine;
+#[cfg(feature = "serve")]
+pub mod serve;
 
 // The engine of `protege-core`: payload, context, resolvers, chains, templates, the
 // database (`db`) and the wire formats (`wire`), all at their own paths.
@@ -156,6 +165,6 @@ pub use protege_config as config;
 
 // The front door: a persona folder and a database in, the finished request out.
 pub use engine::{
-    CacheReport, CacheReportRow, Engine, EngineBuilder, EngineError, EngineErrorKind, Format,
-    Resolution, ResolveInput, SUMMARY_MAX_BYTES, problem_summary,
+    CacheReport, CacheReportRow, EmlImport, EmlImported, Engine, EngineBuilder, EngineError,
+    EngineErrorKind, Format, Resolution, ResolveInput, SUMMARY_MAX_BYTES, problem_summary,
 };

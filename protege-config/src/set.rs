@@ -100,16 +100,7 @@ impl PersonaSet {
         dir: impl Into<PathBuf>,
         registry: Registry,
     ) -> Result<(PersonaSet, Diagnostics)> {
-        let dir = dir.into();
-        let set = PersonaSet {
-            shared: Arc::new(Shared {
-                dir,
-                registry,
-                state: ArcSwap::from_pointee(State::default()),
-                write: Mutex::new(Rejections::default()),
-                keys: RandomState::default(),
-            }),
-        };
+        let set = Self::empty(dir, registry);
         let mut diagnostics = Diagnostics::default();
         let mut state = State::default();
         let mut rejected = Rejections::default();
@@ -130,6 +121,20 @@ impl PersonaSet {
         set.shared.state.store(Arc::new(state));
         *set.shared.write.lock().unwrap_or_else(|p| p.into_inner()) = rejected;
         Ok((set, diagnostics))
+    }
+
+    /// A set of no personas for `dir`, without reading it: what an engine serves when its
+    /// persona folder is missing and it only writes the database.
+    pub fn empty(dir: impl Into<PathBuf>, registry: Registry) -> PersonaSet {
+        PersonaSet {
+            shared: Arc::new(Shared {
+                dir: dir.into(),
+                registry,
+                state: ArcSwap::from_pointee(State::default()),
+                write: Mutex::new(Rejections::default()),
+                keys: RandomState::default(),
+            }),
+        }
     }
 
     /// The folder this set reads.

@@ -145,11 +145,7 @@ impl Engine {
         format: Format,
         model: Option<&str>,
     ) -> Result<CacheReport, EngineError> {
-        let info = self
-            .persona(persona)
-            .ok_or_else(|| self.unknown_persona(persona))?
-            .info()
-            .clone();
+        let info = self.require_persona(persona)?.info().clone();
         let provider = match format {
             Format::Openai => Provider::Openai,
             Format::Anthropic => Provider::Anthropic,

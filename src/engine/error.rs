@@ -19,6 +19,9 @@ pub enum EngineErrorKind {
     Unavailable,
     /// The persona folder could not be loaded or watched.
     Config,
+    /// The input clashes with what is stored: a Message-ID already stored for another
+    /// message.
+    Conflict,
 }
 
 /// An error of the engine: one sentence and its kind; when it reports an error of the
@@ -61,6 +64,11 @@ impl EngineError {
             message: format!("persona `{name}` (`{}`): {}", path.display(), self.message),
             ..self
         }
+    }
+
+    /// The same error, of another kind.
+    pub(crate) fn with_kind(self, kind: EngineErrorKind) -> Self {
+        Self { kind, ..self }
     }
 
     /// What kind of error this is.

@@ -4,7 +4,9 @@
 
 mod cache_report;
 mod error;
+mod fixture;
 mod input;
+mod mail;
 mod message_id;
 mod summary;
 
@@ -23,6 +25,7 @@ use tokio::sync::{OnceCell, broadcast};
 pub use cache_report::{CacheReport, CacheReportRow};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
+pub use mail::{EmlImport, EmlImported};
 pub use summary::SUMMARY_MAX_BYTES;
 
 /// The result of [`Engine::resolve`].
@@ -54,6 +57,8 @@ pub struct EngineBuilder {
     registry: Option<Registry>,
     config: Option<AppConfig>,
     watch: bool,
+    trusted_authserv_ids: Vec<String>,
+    connect_timeout: Option<std::time::Duration>,
 }
 
 impl EngineBuilder {
@@ -70,10 +75,45 @@ impl EngineBuilder {
         self
     }
 
-    /// The database URL (default `$PROTEGE_DATABASE_URL`, else `sqlite://<root>/protege.db`,
-    /// created and migrated on first use).
+    /// The database URL (default `sqlite://<root>/protege.db`, created and migrated on first
+    /// use; [`from_env`](Self::from_env) reads `PROTEGE_DATABASE_URL`).
     pub fn database(mut self, url: impl Into<String>) -> Self {
         self.database = Some(url.into());
+        self
+    }
+
+    /// How long connecting to the database may take (default
+    /// [`db::DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// The settings of the process environment, as the `protege` command reads them: the
+    /// database URL of `PROTEGE_DATABASE_URL` and the connect timeout of
+    /// `PROTEGE_CONNECT_TIMEOUT` (see [`db::parse_connect_timeout`]); set but empty counts as
+    /// unset. Nothing else of the library reads the environment. An invalid timeout is an
+    /// [`EngineErrorKind::BadRequest`] error.
+    pub fn from_env(mut self) -> Result<Self, EngineError> {
+        if let Some(url) = std::env::var("PROTEGE_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            self.database = Some(url);
+        }
+        if let Ok(text) = std::env::var("PROTEGE_CONNECT_TIMEOUT") {
+            self.connect_timeout = Some(
+                db::parse_connect_timeout(&text)
+                    .map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::BadRequest))?,
+            );
+        }
+        Ok(self)
+    }
+
+    /// Authserv-ids (RFC 8601) whose `Authentication-Results` headers mail imports trust,
+    /// beside each persona's `[mail] trusted_authserv_ids`.
+    pub fn trusted_authserv_ids(mut self, ids: impl IntoIterator<Item = String>) -> Self {
+        self.trusted_authserv_ids.extend(ids);
         self
     }
 
@@ -104,36 +144,44 @@ impl EngineBuilder {
     /// Loads the persona folder (invalid files are kept as [`Engine::diagnostics`]),
     /// starts watching it when asked, and prepares the database, which is connected on
     /// first use.
+    ///
+    /// A missing persona folder is an error only when the engine is to watch it: otherwise
+    /// the engine serves the database doors ([`Engine::import_fixture`],
+    /// [`Engine::import_eml`], [`Engine::store_summary`]…) and the calls that need personas
+    /// say the folder is missing.
     pub async fn build(self) -> Result<Engine, EngineError> {
         let root = self.root.unwrap_or_else(|| PathBuf::from("."));
         let personas = self.personas.unwrap_or_else(|| root.join("personas"));
-        if !personas.is_dir() {
-            return Err(EngineError::new(
+        let registry = self.registry.unwrap_or_default();
+        let folder_problem = (!personas.is_dir()).then(|| {
+            EngineError::new(
                 EngineErrorKind::Config,
                 if personas.exists() {
                     format!("persona folder `{}` is not a directory", personas.display())
                 } else {
                     format!("persona folder `{}` does not exist", personas.display())
                 },
-            ));
-        }
-        let registry = self.registry.unwrap_or_default();
-        let (set, diagnostics) = PersonaSet::load_with(&personas, registry)?;
+            )
+        });
+        let (set, diagnostics) = match &folder_problem {
+            Some(problem) if self.watch => return Err(problem.clone()),
+            Some(_) => (
+                PersonaSet::empty(&personas, registry),
+                Diagnostics::default(),
+            ),
+            None => PersonaSet::load_with(&personas, registry)?,
+        };
         let events = if self.watch {
             let watch = set.watch()?;
-            let (tx, _) = broadcast::channel(256);
+            // Room for a burst of edits: a receiver that falls further behind misses events.
+            let (tx, first) = broadcast::channel(4096);
             tokio::spawn(forward(watch, tx.clone()));
-            Some(tx)
+            Some((tx, std::sync::Mutex::new(Some(first))))
         } else {
             None
         };
         let database = self
             .database
-            .or_else(|| {
-                std::env::var("PROTEGE_DATABASE_URL")
-                    .ok()
-                    .filter(|u| !u.is_empty())
-            })
             .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
         let mut config = self.config.unwrap_or_default();
         config.root = root;
@@ -142,6 +190,9 @@ impl EngineBuilder {
                 config,
                 set,
                 diagnostics,
+                folder_problem,
+                trusted_authserv_ids: self.trusted_authserv_ids,
+                connect_timeout: self.connect_timeout.unwrap_or(db::DEFAULT_CONNECT_TIMEOUT),
                 database,
                 db: match self.connection {
                     Some(conn) => OnceCell::new_with(Some(conn)),
@@ -183,9 +234,18 @@ struct Inner {
     config: AppConfig,
     set: PersonaSet,
     diagnostics: Diagnostics,
+    /// Why the persona folder could not be read, when it could not.
+    folder_problem: Option<EngineError>,
+    trusted_authserv_ids: Vec<String>,
+    connect_timeout: std::time::Duration,
     database: String,
     db: OnceCell<DatabaseConnection>,
-    events: Option<broadcast::Sender<Event>>,
+    /// The reload events, and the receiver made with the channel, kept for the first
+    /// caller of [`Engine::events`] so it misses nothing since the engine was built.
+    events: Option<(
+        broadcast::Sender<Event>,
+        std::sync::Mutex<Option<broadcast::Receiver<Event>>>,
+    )>,
 }
 
 impl Engine {
@@ -211,15 +271,55 @@ impl Engine {
         self.inner.set.get(name)
     }
 
+    /// The persona called `name`, or the error that says why there is none: the persona
+    /// folder is missing ([`EngineErrorKind::Config`]), or no valid persona has the name
+    /// ([`EngineErrorKind::NotFound`], naming the known personas or the invalid files).
+    pub fn require_persona(&self, name: &str) -> Result<Arc<Persona>, EngineError> {
+        self.personas_ready()?;
+        self.persona(name).ok_or_else(|| self.unknown_persona(name))
+    }
+
     /// The problems of the persona files that were invalid when the engine was built.
     pub fn diagnostics(&self) -> &Diagnostics {
         &self.inner.diagnostics
     }
 
-    /// The reload events of the persona folder, from now on; `None` when
+    /// Checks the persona folder, as `protege check` does: the names of the valid personas
+    /// when every file is valid, else the problems of the invalid files. A missing folder
+    /// is an [`EngineErrorKind::Config`] error.
+    pub fn check(&self) -> Result<Result<Vec<String>, Diagnostics>, EngineError> {
+        self.personas_ready()?;
+        if self.inner.diagnostics.is_empty() {
+            Ok(Ok(self.inner.set.names()))
+        } else {
+            Ok(Err(self.inner.diagnostics.clone()))
+        }
+    }
+
+    /// The error of a call that needs personas when the persona folder could not be read.
+    pub(crate) fn personas_ready(&self) -> Result<(), EngineError> {
+        match &self.inner.folder_problem {
+            Some(problem) => Err(problem.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that the database answers (connecting first if needed), as `/readyz` does.
+    pub async fn ping(&self) -> Result<(), EngineError> {
+        self.db()
+            .await?
+            .ping()
+            .await
+            .map_err(|e| protege_core::Error::from(e).into())
+    }
+
+    /// The reload events of the persona folder: from when the engine was built for the
+    /// first call, from now on for the others; `None` when
     /// the engine does not watch its folder.
     pub fn events(&self) -> Option<broadcast::Receiver<Event>> {
-        self.inner.events.as_ref().map(broadcast::Sender::subscribe)
+        let (tx, first) = self.inner.events.as_ref()?;
+        let kept = first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        Some(kept.unwrap_or_else(|| tx.subscribe()))
     }
 
     /// The database, connected (and migrated) on first use.
@@ -227,7 +327,8 @@ impl Engine {
         self.inner
             .db
             .get_or_try_init(|| async {
-                let conn = db::connect(&self.inner.database).await?;
+                let conn =
+                    db::connect_within(&self.inner.database, self.inner.connect_timeout).await?;
                 db::migrate(&conn).await?;
                 Ok::<_, EngineError>(conn)
             })
@@ -237,6 +338,7 @@ impl Engine {
     /// Resolves `input`: runs the persona's chain for the trigger, appends the user turn
     /// and the tools, validates, and encodes the request in the asked format.
     pub async fn resolve(&self, input: &ResolveInput) -> Result<Resolution, EngineError> {
+        self.personas_ready()?;
         if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
             return Err(EngineError::new(
                 EngineErrorKind::BadRequest,
@@ -248,9 +350,7 @@ impl Engine {
             .map(input::run_time)
             .transpose()
             .map_err(|message| EngineError::new(EngineErrorKind::BadRequest, message))?;
-        let persona = self
-            .persona(&input.persona)
-            .ok_or_else(|| self.unknown_persona(&input.persona))?;
+        let persona = self.require_persona(&input.persona)?;
         let info = persona.info();
         let model = match input.format {
             Format::Messages => None,
@@ -350,7 +450,7 @@ impl Engine {
         })
     }
 
-    fn unknown_persona(&self, name: &str) -> EngineError {
+    pub(crate) fn unknown_persona(&self, name: &str) -> EngineError {
         let known: Vec<String> = self
             .personas()
             .iter()

@@ -1,6 +1,5 @@
-//! Connecting: database URLs, the connect timeout (`PROTEGE_CONNECT_TIMEOUT`), the first
-//! probe of a server, and passwords kept out of every message (URLs and driver errors
-//! alike).
+//! Connecting: database URLs, the connect timeout, the first probe of a server, and
+//! passwords kept out of every message (URLs and driver errors alike).
 
 use std::time::Duration;
 
@@ -8,24 +7,22 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection};
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The connect timeout when `PROTEGE_CONNECT_TIMEOUT` is not set.
+/// The connect timeout of [`connect`] (the `protege` command's when `PROTEGE_CONNECT_TIMEOUT`
+/// is not set).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a SQLite connection waits for another writer's lock before giving up.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The connect timeout: `PROTEGE_CONNECT_TIMEOUT` seconds (a positive number, fractions
-/// allowed) or [`DEFAULT_CONNECT_TIMEOUT`] when it is unset or empty.
+/// The connect timeout written as `PROTEGE_CONNECT_TIMEOUT` is: a number of seconds above 0
+/// and at most 86400, fractions allowed; blank means [`DEFAULT_CONNECT_TIMEOUT`].
 ///
-/// Any other value is an error of kind [`InvalidInput`](ErrorKind::InvalidInput).
-pub fn connect_timeout() -> Result<Duration> {
-    match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
-        Ok(text) if !text.trim().is_empty() => parse_timeout(&text),
-        _ => Ok(DEFAULT_CONNECT_TIMEOUT),
+/// Any other value is an error of kind [`InvalidInput`](ErrorKind::InvalidInput) naming the
+/// variable.
+pub fn parse_connect_timeout(text: &str) -> Result<Duration> {
+    if text.trim().is_empty() {
+        return Ok(DEFAULT_CONNECT_TIMEOUT);
     }
-}
-
-fn parse_timeout(text: &str) -> Result<Duration> {
     text.trim()
         .parse::<f64>()
         .ok()
@@ -45,15 +42,15 @@ fn parse_timeout(text: &str) -> Result<Duration> {
 /// `postgres://` / `postgresql://`, or `mysql://` / `mariadb://`.
 ///
 /// Every attempt, including the first probe of a server, is bounded by
-/// [`connect_timeout`]: a server that accepts the TCP connection but never answers is an
+/// [`DEFAULT_CONNECT_TIMEOUT`] ([`connect_within`] sets another): a server that accepts the TCP connection but never answers is an
 /// error within it. SQLite connections wait up to [`SQLITE_BUSY_TIMEOUT`] for another
 /// writer. An unreachable server or unopenable file is an error of kind
 /// [`Database`](ErrorKind::Database) naming the URL without its password.
 pub async fn connect(url: &str) -> Result<DatabaseConnection> {
-    connect_within(url, connect_timeout()?).await
+    connect_within(url, DEFAULT_CONNECT_TIMEOUT).await
 }
 
-/// [`connect`] with an explicit connect timeout instead of `PROTEGE_CONNECT_TIMEOUT`.
+/// [`connect`] with another connect timeout.
 pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConnection> {
     let shown = redact_url(url);
     let url = if let Some(rest) = url.strip_prefix("mariadb://") {

@@ -41,8 +41,8 @@ mod store;
 
 pub(crate) use connect::db_reason;
 pub use connect::{
-    DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_timeout, connect_within, open,
-    redact_text, redact_url,
+    DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,
+    parse_connect_timeout, redact_text, redact_url,
 };
 pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,

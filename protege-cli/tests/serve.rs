@@ -9,15 +9,30 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// The `protege` binary, run from the workspace root as before it had a package of its own.
+fn protege_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
+    command.current_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace root"),
+    );
+    command
+}
+
 const NOW: &str = "2026-03-10T08:00:00Z";
 const TOKEN: &str = "s3cret-token";
 
+/// The workspace root: the shipped personas, examples and expected outputs.
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_owned()
 }
 
 fn protege(root: &Path, db: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protege"));
+    let mut cmd = protege_command();
     cmd.arg("--root")
         .arg(root)
         .arg("--database")
@@ -670,8 +685,8 @@ async fn mail_is_stored_then_resolved() {
 
 /// A fresh database on the server of `url` (PostgreSQL or MariaDB), for one test.
 async fn fresh_server_db(url: &str, name: &str) -> String {
-    use sea_orm::ConnectionTrait as _;
-    let conn = sea_orm::Database::connect(url).await.unwrap();
+    use protege::db::sea_orm::ConnectionTrait as _;
+    let conn = protege::db::sea_orm::Database::connect(url).await.unwrap();
     conn.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
         .await
         .unwrap();
@@ -727,10 +742,10 @@ async fn two_replicas_ingest_the_same_mail_once() {
         let created = sa.iter().chain(&sb).filter(|s| **s == 201).count();
         let duplicate = sa.iter().chain(&sb).filter(|s| **s == 200).count();
         assert_eq!((created, duplicate), (20, 20), "{var}: {sa:?} {sb:?}");
-        use sea_orm::ConnectionTrait as _;
-        let conn = sea_orm::Database::connect(&url).await.unwrap();
+        use protege::db::sea_orm::ConnectionTrait as _;
+        let conn = protege::db::sea_orm::Database::connect(&url).await.unwrap();
         let row = conn
-            .query_one_raw(sea_orm::Statement::from_string(
+            .query_one_raw(protege::db::sea_orm::Statement::from_string(
                 conn.get_database_backend(),
                 "SELECT COUNT(*) AS n, COUNT(DISTINCT email_thread_id) AS t FROM messages",
             ))
@@ -742,7 +757,9 @@ async fn two_replicas_ingest_the_same_mail_once() {
         assert_eq!((n, t), (20, 1), "{var}");
         drop((a, b));
         conn.close().await.unwrap();
-        let admin = sea_orm::Database::connect(&server_url).await.unwrap();
+        let admin = protege::db::sea_orm::Database::connect(&server_url)
+            .await
+            .unwrap();
         let _ = admin
             .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
             .await;
@@ -1122,8 +1139,10 @@ async fn outage(server_url: &str) {
     );
     drop(server);
     relay.cut();
-    use sea_orm::ConnectionTrait as _;
-    let admin = sea_orm::Database::connect(server_url).await.unwrap();
+    use protege::db::sea_orm::ConnectionTrait as _;
+    let admin = protege::db::sea_orm::Database::connect(server_url)
+        .await
+        .unwrap();
     let _ = admin
         .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
         .await;
@@ -1638,8 +1657,8 @@ async fn every_backend(dir: &Path, name: &str) -> Vec<(String, Option<String>)> 
 }
 
 async fn execute(url: &str, sql: &str) {
-    use sea_orm::ConnectionTrait as _;
-    let conn = sea_orm::Database::connect(url).await.unwrap();
+    use protege::db::sea_orm::ConnectionTrait as _;
+    let conn = protege::db::sea_orm::Database::connect(url).await.unwrap();
     conn.execute_unprepared(sql).await.unwrap();
     conn.close().await.unwrap();
 }
@@ -2308,10 +2327,10 @@ async fn mail_too_large_for_the_database_is_422_and_breaks_nothing() {
         let (status, body) = server.post("/v1/mail", "message/rfc822", next).await;
         assert_eq!(status, 201, "{var}: {body}");
 
-        use sea_orm::ConnectionTrait as _;
-        let conn = sea_orm::Database::connect(&url).await.unwrap();
+        use protege::db::sea_orm::ConnectionTrait as _;
+        let conn = protege::db::sea_orm::Database::connect(&url).await.unwrap();
         let row = conn
-            .query_one_raw(sea_orm::Statement::from_string(
+            .query_one_raw(protege::db::sea_orm::Statement::from_string(
                 conn.get_database_backend(),
                 "SELECT a.byte_size AS size, a.data IS NULL AS no_data FROM attachments a",
             ))
@@ -2332,7 +2351,9 @@ async fn mail_too_large_for_the_database_is_422_and_breaks_nothing() {
         assert_eq!(protege::rfc3339_z(&m.sent_at), "2038-01-19T03:14:08Z");
         drop(server);
         conn.close().await.unwrap();
-        let admin = sea_orm::Database::connect(&server_url).await.unwrap();
+        let admin = protege::db::sea_orm::Database::connect(&server_url)
+            .await
+            .unwrap();
         let _ = admin
             .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
             .await;

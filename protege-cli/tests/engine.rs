@@ -2,15 +2,29 @@
 //! format, and reports each kind of mistake with its kind.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use chrono::{DateTime, Utc};
 use protege::{Engine, EngineErrorKind, ErrorKind, Format, ResolveInput, Tokenizer};
 
+/// The `protege` binary, run from the workspace root as before it had a package of its own.
+fn protege_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
+    command.current_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace root"),
+    );
+    command
+}
+
 const NOW: &str = "2026-03-10T08:00:00Z";
 
+/// The workspace root: the shipped personas, examples and expected outputs.
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_owned()
 }
 
 fn now() -> DateTime<Utc> {
@@ -21,7 +35,7 @@ fn now() -> DateTime<Utc> {
 fn demo_db() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("demo.db").display());
-    let out = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let out = protege_command()
         .arg("--root")
         .arg(project())
         .arg("--database")

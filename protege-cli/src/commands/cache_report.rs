@@ -1,10 +1,10 @@
 //! `cache-report`: what a provider's prompt cache would serve over a thread's reply runs.
 
 use super::args::{CacheReportArgs, WireFormat};
-use super::{CliResult, Env, Failure, output, resolve};
+use super::{CliResult, Env, Failure, output};
 
 pub(crate) async fn run(env: &Env, args: &CacheReportArgs) -> CliResult {
-    let engine = resolve::engine(env).await?;
+    let engine = env.engine().await?;
     let format = match args.format {
         Some(WireFormat::Openai) => protege::Format::Openai,
         Some(WireFormat::Anthropic) => protege::Format::Anthropic,

@@ -8,10 +8,25 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The `protege` binary, run from the workspace root as before it had a package of its own.
+fn protege_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
+    command.current_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace root"),
+    );
+    command
+}
+
 const NOW: &str = "2026-03-10T08:00:00Z";
 
+/// The workspace root: the shipped personas, examples and expected outputs.
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_owned()
 }
 
 struct Run {
@@ -21,7 +36,7 @@ struct Run {
 }
 
 fn protege(db: &str, root: &Path, args: &[&str]) -> Run {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let out: Output = protege_command()
         .arg("--root")
         .arg(root)
         .arg("--database")
@@ -492,7 +507,7 @@ fn watch_prints_one_json_line_per_event() {
         |text: &str| format!("[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{text}\"\n");
     std::fs::write(&file, valid("v1")).unwrap();
     let url = format!("sqlite://{}", dir.path().join("x.db").display());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let mut child = protege_command()
         .arg("--root")
         .arg(dir.path())
         .arg("--database")

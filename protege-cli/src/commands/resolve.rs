@@ -7,7 +7,7 @@ use super::args::{Format, ResolveArgs};
 use super::{CliResult, Env, Failure, explain, output};
 
 pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
-    let engine = engine(env).await?;
+    let engine = env.engine().await?;
     let out = resolve(&engine, &input(args)).await?;
     if args.explain {
         output::err(&explain::table(&out))?;
@@ -15,17 +15,6 @@ pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
     output::out(&format!("{text}\n"))
-}
-
-/// The engine of the command line: the app root, persona folder and database of `env`.
-pub(crate) async fn engine(env: &Env) -> CliResult<Engine> {
-    Engine::builder()
-        .root(&env.root)
-        .personas(&env.personas)
-        .database(&env.database)
-        .build()
-        .await
-        .map_err(Failure::from)
 }
 
 /// The engine's input for the command line's arguments.

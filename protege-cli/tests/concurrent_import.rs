@@ -4,10 +4,20 @@
 //! `PROTEGE_TEST_POSTGRES_URL` / `PROTEGE_TEST_MYSQL_URL`.
 
 use std::path::Path;
-use std::process::Command;
 
-use protege_core::db::{self, entities::message};
-use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
+use protege::db::sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
+use protege::db::{self, entities::message};
+
+/// The `protege` binary, run from the workspace root as before it had a package of its own.
+fn protege_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
+    command.current_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace root"),
+    );
+    command
+}
 
 const PROCESSES: usize = 4;
 
@@ -45,7 +55,7 @@ fn write_mbox(path: &Path, range: std::ops::Range<usize>) {
 }
 
 async fn run_on(url: &str, dir: &Path) {
-    let status = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let status = protege_command()
         .args(["--root"])
         .arg(dir)
         .args(["--database", url, "db", "migrate"])
@@ -60,7 +70,7 @@ async fn run_on(url: &str, dir: &Path) {
             } else {
                 ("b.mbox", "a.mbox")
             };
-            Command::new(env!("CARGO_BIN_EXE_protege"))
+            protege_command()
                 .arg("--root")
                 .arg(dir)
                 .args(["--database", url, "db", "import-eml"])

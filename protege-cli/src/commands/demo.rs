@@ -1,34 +1,36 @@
 //! `demo`: migrate the database, import the demo data, resolve the support persona for the
 //! newest inbound message with `--explain`, print the request.
 
+use protege::ResolveInput;
 use protege::db::entities::message;
-use sea_orm::{
+use protege::db::sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
     TransactionTrait,
 };
 
-use protege::ResolveInput;
-
-use super::{CliResult, Env, Failure, db, explain, output, resolve};
+use super::{CliResult, Env, Failure, explain, output, resolve};
 
 const FIXTURE: &str = "examples/data/demo.json";
 const CUSTOMERS: &str = "examples/data/customers.sql";
 const PERSONA: &str = "support";
 
 pub(crate) async fn run(env: &Env) -> CliResult {
-    let conn = db::connect(env).await?;
+    let engine = env.engine().await?;
+    engine.migrate().await?;
     output::err(&format!(
         "database: {}\n",
         protege::db::redact_url(&env.database)
     ))?;
-    ensure_customers(env, &conn).await?;
-    let summary = db::import_file(&conn, &env.root.join(FIXTURE)).await?;
+    // The demo's own table and query: the application's side of the database.
+    let conn = engine.db().await?;
+    ensure_customers(env, conn).await?;
+    let summary = engine.import_fixture(&env.root.join(FIXTURE)).await?;
     output::err(&format!("demo data: {summary}\n"))?;
     let newest = message::Entity::find()
         .filter(message::Column::Direction.eq("inbound"))
         .order_by_desc(message::Column::SentAt)
         .order_by_desc(message::Column::Id)
-        .one(&conn)
+        .one(conn)
         .await
         .map_err(protege::Error::from)?
         .ok_or_else(|| Failure::invalid("the demo data holds no inbound message"))?;
@@ -36,12 +38,6 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         "resolving persona `{PERSONA}` for the newest inbound message {} ({:?})\n\n",
         newest.message_id, newest.subject
     ))?;
-    let engine = protege::Engine::builder()
-        .root(&env.root)
-        .personas(&env.personas)
-        .connection(conn)
-        .build()
-        .await?;
     let input = ResolveInput::reply(PERSONA, newest.message_id).explain(true);
     let out = resolve::resolve(&engine, &input).await?;
     output::err(&format!("{}\n", explain::table(&out)))?;

@@ -11,15 +11,30 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use protege::db;
-use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+use protege::db::sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 
+/// The `protege` binary, run from the workspace root as before it had a package of its own.
+fn protege_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
+    command.current_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace root"),
+    );
+    command
+}
+
+/// The workspace root: the shipped personas, examples and expected outputs.
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_owned()
 }
 
 /// `protege --root <project> --database URL ARGS...` with a clean environment.
 fn command(url: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protege"));
+    let mut cmd = protege_command();
     cmd.arg("--root")
         .arg(project())
         .arg("--database")
@@ -413,7 +428,7 @@ fn a_server_that_never_answers_is_an_error_within_the_timeout() {
 #[test]
 fn connect_timeout_and_empty_database_url_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let out = protege_command()
         .arg("--root")
         .arg(dir.path())
         .args(["db", "migrate"])

@@ -122,7 +122,7 @@ pub(crate) struct ImportEmlArgs {
     pub(crate) persona: Option<String>,
     /// Attachment data larger than this many bytes is not stored (the attachment keeps
     /// its name, type and size; a warning names it).
-    #[arg(long, value_name = "BYTES", default_value_t = protege_core::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = protege::db::DEFAULT_MAX_ATTACHMENT_BYTES)]
     pub(crate) max_attachment_bytes: u64,
     /// The direction of the messages.
     #[arg(long, value_enum, default_value_t = DirectionArg::Auto)]

@@ -16,6 +16,17 @@ use std::time::{Duration, Instant};
 
 use protege::{Engine, ResolveInput};
 
+/// The `protege` binary, run from the workspace root as before it had a package of its own.
+fn protege_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
+    command.current_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace root"),
+    );
+    command
+}
+
 struct Options {
     url: Option<String>,
     body: Option<PathBuf>,
@@ -45,13 +56,17 @@ fn options() -> Options {
 
 const BODY: &str = r#"{"persona":"support","message_id":"<refund-3@example.com>","format":"anthropic","now":"2026-03-10T08:00:00Z"}"#;
 
+/// The workspace root: the shipped personas, examples and expected outputs.
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_owned()
 }
 
 /// Runs `protege demo` against `database` so the support persona has its thread.
 fn prepare(database: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let out = protege_command()
         .arg("--root")
         .arg(project())
         .arg("--database")
@@ -68,7 +83,7 @@ fn prepare(database: &str) {
 
 /// Starts `protege serve` on a free port; returns the child and the resolve URL.
 fn start(database: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protege"))
+    let mut child = protege_command()
         .arg("--root")
         .arg(project())
         .arg("--database")

@@ -5,18 +5,20 @@ mod cache_report;
 mod db;
 mod demo;
 mod explain;
-mod output;
+pub(crate) mod output;
 mod personas;
 mod resolve;
-mod serve;
 mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser as _;
+use protege::config::Registry;
+use protege::{Engine, EngineBuilder};
 
-pub(crate) use args::{Cli, Command, DbCommand};
+pub(crate) use args::{Cli, Command, DbCommand, LogFormat, ServeArgs};
 
 /// A failed command: the one sentence printed to stderr and the exit code.
 #[derive(Debug)]
@@ -51,16 +53,18 @@ impl From<protege::Error> for Failure {
 
 pub(crate) type CliResult<T = ()> = Result<T, Failure>;
 
-/// The paths and database URL every command works with.
+/// The paths, database settings and resolvers every command works with.
 #[derive(Debug, Clone)]
 pub(crate) struct Env {
     pub(crate) root: PathBuf,
     pub(crate) personas: PathBuf,
     pub(crate) database: String,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) registry: Registry,
 }
 
 impl Env {
-    fn from_cli(cli: &Cli) -> CliResult<Env> {
+    fn from_cli(cli: &Cli, registry: Registry) -> CliResult<Env> {
         let cwd = std::env::current_dir()
             .map_err(|e| Failure::invalid(format!("cannot read the current directory: {e}")))?;
         // `join` keeps an absolute path as it is.
@@ -84,20 +88,41 @@ impl Env {
             .clone()
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
-        protege::db::connect_timeout().map_err(|e| Failure {
-            code: 2,
-            message: e.to_string(),
-        })?;
+        let connect_timeout = match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
+            Ok(text) => protege::db::parse_connect_timeout(&text).map_err(|e| Failure {
+                code: 2,
+                message: e.to_string(),
+            })?,
+            Err(_) => protege::db::DEFAULT_CONNECT_TIMEOUT,
+        };
         Ok(Env {
             root,
             personas,
             database,
+            connect_timeout,
+            registry,
         })
+    }
+
+    /// The engine of these settings, not yet built.
+    pub(crate) fn engine_builder(&self) -> EngineBuilder {
+        Engine::builder()
+            .root(&self.root)
+            .personas(&self.personas)
+            .database(&self.database)
+            .connect_timeout(self.connect_timeout)
+            .registry(self.registry.clone())
+    }
+
+    /// The engine of these settings.
+    pub(crate) async fn engine(&self) -> CliResult<Engine> {
+        Ok(self.engine_builder().build().await?)
     }
 }
 
-/// Parses the arguments, runs the command and maps the outcome to an exit code.
-pub(crate) fn main() -> ExitCode {
+/// Parses the arguments, runs the command with the resolvers of `registry` and maps the
+/// outcome to an exit code.
+pub(crate) fn main(registry: Registry) -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // Help, version and usage errors, written like every other output.
@@ -129,7 +154,7 @@ pub(crate) fn main() -> ExitCode {
     };
     let mut database = String::new();
     let outcome = runtime.block_on(async {
-        let env = Env::from_cli(&cli)?;
+        let env = Env::from_cli(&cli, registry)?;
         database = env.database.clone();
         run(cli.command, &env).await
     });
@@ -147,7 +172,7 @@ pub(crate) fn main() -> ExitCode {
 
 async fn run(command: Command, env: &Env) -> CliResult {
     match command {
-        Command::Check => personas::check(env),
+        Command::Check => personas::check(env).await,
         Command::Db { command } => match command {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,
@@ -158,6 +183,6 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
-        Command::Serve(args) => serve::run(env, &args).await,
+        Command::Serve(args) => crate::serve::run(env, &args).await,
     }
 }

@@ -1,14 +1,14 @@
 //! The JSON errors of the HTTP service: `{"error":{"kind":KIND,"message":TEXT}}`.
 
+use crate::{EngineError, EngineErrorKind};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use protege::{EngineError, EngineErrorKind};
 use serde_json::json;
 
 /// An error answer: its status, kind and sentence.
 #[derive(Debug)]
-pub(super) struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     kind: &'static str,
     message: String,
@@ -24,12 +24,12 @@ impl ApiError {
     }
 
     /// 400: the body is malformed.
-    pub(super) fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
 
     /// 401: no or a wrong bearer token.
-    pub(super) fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -38,12 +38,12 @@ impl ApiError {
     }
 
     /// 404: an unknown route, persona, message or responsibility.
-    pub(super) fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
     /// 405: a known route with another method.
-    pub(super) fn method_not_allowed() -> Self {
+    pub(crate) fn method_not_allowed() -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "method_not_allowed",
@@ -52,12 +52,12 @@ impl ApiError {
     }
 
     /// 409: the body clashes with what is stored (a Message-ID stored for another message).
-    pub(super) fn conflict(message: impl Into<String>) -> Self {
+    pub(crate) fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "conflict", message)
     }
 
     /// 413: the body is over the route's limit.
-    pub(super) fn payload_too_large(limit: usize) -> Self {
+    pub(crate) fn payload_too_large(limit: usize) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
@@ -66,12 +66,12 @@ impl ApiError {
     }
 
     /// 413: what the body holds is over its cap (a summary over 1 MiB).
-    pub(super) fn too_large(message: impl Into<String>) -> Self {
+    pub(crate) fn too_large(message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
     }
 
     /// 415: the body's content type is not the route's.
-    pub(super) fn unsupported_media_type(expected: &str) -> Self {
+    pub(crate) fn unsupported_media_type(expected: &str) -> Self {
         Self::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
@@ -80,17 +80,17 @@ impl ApiError {
     }
 
     /// 422: well-formed but cannot be done.
-    pub(super) fn invalid_input(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_input(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
     }
 
     /// 503: the database is down, or nothing is ready yet.
-    pub(super) fn unavailable(message: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
     }
 
     /// 504: over the per-request deadline.
-    pub(super) fn timeout(seconds: f64) -> Self {
+    pub(crate) fn timeout(seconds: f64) -> Self {
         Self::new(
             StatusCode::GATEWAY_TIMEOUT,
             "timeout",
@@ -99,7 +99,7 @@ impl ApiError {
     }
 
     /// 500: a bug.
-    pub(super) fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
 }
@@ -112,6 +112,7 @@ impl From<EngineError> for ApiError {
             EngineErrorKind::NotFound => Self::not_found(message),
             EngineErrorKind::Unavailable => Self::unavailable(message),
             EngineErrorKind::InvalidInput => Self::invalid_input(message),
+            EngineErrorKind::Conflict => Self::conflict(message),
             _ => Self::internal(message),
         }
     }

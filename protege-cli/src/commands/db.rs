@@ -1,0 +1,78 @@
+//! `db migrate`, `db import`, `db import-eml` and `db summary`: the engine's database doors.
+
+use std::path::Path;
+
+use protege::EmlImport;
+
+use super::args::{DirectionArg, ImportEmlArgs};
+use super::{CliResult, Env, Failure, output, personas};
+
+pub(crate) async fn migrate(env: &Env) -> CliResult {
+    env.engine().await?.migrate().await?;
+    output::out("database schema is up to date\n")
+}
+
+pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {
+    let summary = env.engine().await?.import_fixture(file).await?;
+    output::out(&format!("{summary}\n"))
+}
+
+/// `db summary`: FILE's text as the summary of a thread through a message.
+pub(crate) async fn summary(env: &Env, message: &str, file: &Path) -> CliResult {
+    let shown = format!("`{}`", file.display());
+    let bytes = protege::read_regular_file(file, &shown, protege::SUMMARY_MAX_BYTES as u64)?
+        .ok_or_else(|| Failure::invalid(format!("file not found: {shown}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Failure::invalid(format!("{shown} is not UTF-8 text")))?;
+    let engine = env.engine().await?;
+    let stored = engine.store_summary(message, &text).await?;
+    output::out(&format!(
+        "stored summary {} of thread {} through {}\n",
+        stored.id, stored.thread_id, stored.through_message_id
+    ))
+}
+
+pub(crate) async fn import_eml(env: &Env, args: &ImportEmlArgs) -> CliResult {
+    let engine = env
+        .engine_builder()
+        .trusted_authserv_ids(args.trusted_authserv_ids.iter().cloned())
+        .build()
+        .await?;
+    if let Some(name) = &args.persona {
+        personas::require(&engine, name)?;
+    }
+    let options = EmlImport {
+        persona: args.persona.clone(),
+        direction: match args.direction {
+            DirectionArg::Auto => None,
+            DirectionArg::Inbound => Some(protege::Direction::Inbound),
+            DirectionArg::Outbound => Some(protege::Direction::Outbound),
+        },
+        max_attachment_bytes: args.max_attachment_bytes,
+    };
+    let imported = engine.import_eml(&args.paths, &options).await?;
+    for warning in &imported.persona_warnings {
+        output::err(&format!("warning: {warning}\n"))?;
+    }
+    let summary = &imported.summary;
+    let text = summary.to_string();
+    let (notes, last) = text.rsplit_once('\n').unwrap_or(("", &text));
+    if !notes.is_empty() {
+        output::err(&format!("{notes}\n"))?;
+    }
+    if !summary.failed.is_empty() {
+        return Err(Failure::invalid(last.to_owned()));
+    }
+    output::out(&format!("{last}\n"))?;
+    let invalid = &imported.invalid_persona_files;
+    if invalid.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::invalid(format!(
+        "the persona folder has {} invalid {} ({}): run `protege check`, fix {} and check the direction of the mail imported",
+        invalid.len(),
+        if invalid.len() == 1 { "file" } else { "files" },
+        invalid.join(", "),
+        if invalid.len() == 1 { "it" } else { "them" },
+    )))
+}

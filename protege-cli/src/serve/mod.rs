@@ -1,0 +1,181 @@
+//! `serve`: the engine's HTTP routes (`protege::serve`) behind a connection loop with
+//! timeouts and a cap, the Prometheus exporter, structured logs and a graceful shutdown.
+
+mod conn;
+
+use std::time::Duration;
+
+use metrics_exporter_prometheus::PrometheusBuilder;
+use protege::config::Event;
+use protege::serve::Service;
+use tokio::sync::broadcast;
+
+use crate::commands::{CliResult, Env, Failure, LogFormat, ServeArgs};
+
+/// How long requests in flight may take to finish after SIGTERM/SIGINT.
+const DRAIN: Duration = Duration::from_secs(30);
+/// Histogram buckets in seconds, from 100 µs to 10 s.
+const BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0,
+];
+
+pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
+    init_logging(args.log_format);
+    let token = token(args)?;
+    let metrics = PrometheusBuilder::new()
+        .set_buckets(&BUCKETS)
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|e| Failure::invalid(format!("cannot set up the metrics: {e}")))?;
+    let engine = env
+        .engine_builder()
+        .trusted_authserv_ids(args.trusted_authserv_ids.iter().cloned())
+        .watch(!args.no_watch)
+        .build()
+        .await?;
+    // Serving needs the persona folder, watched or not; its invalid files are logged below.
+    let _invalid = engine.check()?;
+    for problem in engine.diagnostics() {
+        tracing::warn!(path = %problem.path().display(), error = %problem, "persona rejected");
+    }
+    for persona in engine.personas() {
+        tracing::info!(persona = persona.name(), path = %persona.path().display(), "persona loaded");
+    }
+    if let Some(events) = engine.events() {
+        tokio::spawn(log_reloads(events));
+    }
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| Failure::invalid(format!("cannot listen on `{}`: {e}", args.listen)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::invalid(format!("cannot read the listening address: {e}")))?;
+    if token.is_none() {
+        if !args.no_auth && !address.ip().is_loopback() {
+            return Err(Failure::usage(format!(
+                "`{}` is not a loopback address and `PROTEGE_SERVE_TOKEN` is not set: set a token, or pass `--no-auth` to serve without authentication",
+                args.listen
+            )));
+        }
+        tracing::warn!(
+            "authentication is off: `/v1/*` and `/metrics` are open to anyone who reaches {address}"
+        );
+    }
+    tracing::info!("listening on http://{address}");
+    let router = Service::new(engine)
+        .token(token)
+        .deadline(Duration::from_secs_f64(args.deadline))
+        .metrics(move || metrics.render())
+        .router();
+    let limits = conn::Limits {
+        header_timeout: Duration::from_secs_f64(args.header_timeout),
+        idle_timeout: Duration::from_secs_f64(args.idle_timeout),
+        max_connections: args.max_connections as usize,
+    };
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+    let drain_limit = async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing the requests in flight");
+        let _ = stopping_tx.send(true);
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        () = conn::serve(listener, router, limits, stopping_rx) => {}
+        () = drain_limit => tracing::warn!("requests still in flight after 30 s; exiting"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The bearer token of `PROTEGE_SERVE_TOKEN`: none when unset; set but empty is a usage
+/// error (it would silently turn authentication off), and so is a token with `--no-auth`.
+fn token(args: &ServeArgs) -> CliResult<Option<String>> {
+    let token = match std::env::var("PROTEGE_SERVE_TOKEN") {
+        Ok(token) if token.is_empty() => {
+            return Err(Failure::usage(
+                "`PROTEGE_SERVE_TOKEN` is set but empty: set it to the token clients must send, or unset it to serve without authentication",
+            ));
+        }
+        Ok(token) => Some(token),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(Failure::usage(
+                "`PROTEGE_SERVE_TOKEN` is not valid UTF-8: set it to a token of printable characters",
+            ));
+        }
+    };
+    if token.is_some() && args.no_auth {
+        return Err(Failure::usage(
+            "`--no-auth` and `PROTEGE_SERVE_TOKEN` contradict each other: unset the token or drop `--no-auth`",
+        ));
+    }
+    Ok(token)
+}
+
+async fn log_reloads(mut events: broadcast::Receiver<Event>) {
+    loop {
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "persona reload events were missed");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let outcome = match &event {
+            Event::Loaded { .. } => continue,
+            Event::Reloaded { .. } => "reloaded",
+            Event::Added { .. } => "added",
+            Event::Removed { .. } => "removed",
+            Event::Rejected { .. } => "rejected",
+            _ => "other",
+        };
+        metrics::counter!("protege_persona_reloads_total", "outcome" => outcome).increment(1);
+        match event.error_text() {
+            Some(error) => tracing::warn!(
+                outcome,
+                path = %event.path().display(),
+                error,
+                "persona reload"
+            ),
+            None => tracing::info!(
+                outcome,
+                persona = event.persona().unwrap_or_default(),
+                path = %event.path().display(),
+                "persona reload"
+            ),
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}

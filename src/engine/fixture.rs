@@ -1,0 +1,23 @@
+//! The database doors of the engine that need no persona: the schema and fixtures.
+
+use std::path::Path;
+
+use protege_core::db::{self, ImportSummary};
+
+use super::{Engine, EngineError};
+
+impl Engine {
+    /// Connects to the database and brings its schema up to date, as `protege db migrate`
+    /// does (every other call does it on first use).
+    pub async fn migrate(&self) -> Result<(), EngineError> {
+        self.db().await.map(|_| ())
+    }
+
+    /// Imports the JSON fixture at `path`, all or nothing, as `protege db import` does: the
+    /// file is read and validated before anything is written (see
+    /// [`db::import_fixture_file`]).
+    pub async fn import_fixture(&self, path: &Path) -> Result<ImportSummary, EngineError> {
+        let conn = self.db().await?;
+        Ok(db::import_fixture_file(conn, path).await?)
+    }
+}

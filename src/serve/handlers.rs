@@ -1,0 +1,265 @@
+//! The handlers of the routes.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::App;
+use super::error::ApiError;
+use super::extract::{Json, JsonBody, Raw, Rfc822};
+use super::layers::authorized;
+use crate::{Direction, EngineErrorKind, ResolveInput};
+
+pub(super) async fn healthz() -> Response {
+    axum::Json(json!({ "status": "ok" })).into_response()
+}
+
+/// What the open `/readyz` says when the service is not ready; the reason is logged, and
+/// shown to a request that carries the service's token.
+const NOT_READY: &str = "the service is not ready; the reason is in its log";
+
+pub(super) async fn readyz(
+    State(app): State<App>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Some(reason) = not_ready(&app).await else {
+        return Ok(axum::Json(json!({ "status": "ready" })).into_response());
+    };
+    tracing::warn!(reason = %reason, "not ready");
+    Err(ApiError::unavailable(
+        if app.token.is_some() && authorized(&app, &headers) {
+            reason
+        } else {
+            NOT_READY.to_owned()
+        },
+    ))
+}
+
+/// Why the service is not ready: the database is unreachable or no persona is loaded.
+async fn not_ready(app: &App) -> Option<String> {
+    if let Err(e) = app.engine.ping().await {
+        return Some(e.to_string());
+    }
+    app.engine
+        .personas()
+        .is_empty()
+        .then(|| "no persona is loaded".to_owned())
+}
+
+pub(super) async fn metrics(State(app): State<App>) -> Response {
+    let text = app
+        .metrics
+        .as_ref()
+        .map(|render| render())
+        .unwrap_or_default();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+pub(super) async fn personas(State(app): State<App>) -> Response {
+    let personas: Vec<serde_json::Value> = app
+        .engine
+        .personas()
+        .iter()
+        .map(|p| {
+            let info = p.info();
+            json!({
+                "name": info.name,
+                "path": p.path().display().to_string(),
+                "addresses": info.addresses,
+                "responsibilities": info.responsibilities.iter().map(|r| &r.name).collect::<Vec<_>>(),
+                "model": info.model,
+            })
+        })
+        .collect();
+    axum::Json(json!({ "personas": personas })).into_response()
+}
+
+impl JsonBody for ResolveInput {
+    const WHAT: &'static str = "resolve";
+}
+
+pub(super) async fn resolve(
+    State(app): State<App>,
+    Json(input): Json<ResolveInput>,
+) -> Result<Response, ApiError> {
+    let slots = app.work_slots.clone();
+    off_the_workers(&slots, async move { resolved(&app, &input).await }).await
+}
+
+/// The answer of `POST /v1/resolve` to `input`.
+async fn resolved(app: &App, input: &ResolveInput) -> Result<Response, ApiError> {
+    let start = Instant::now();
+    let out = app.engine.resolve(input).await?;
+    metrics::histogram!("protege_resolve_seconds", "persona" => input.persona.clone())
+        .record(start.elapsed().as_secs_f64());
+    for step in out.steps.iter().filter(|s| s.position != 0) {
+        metrics::histogram!("protege_resolver_seconds", "resolver" => step.name.clone())
+            .record(step.elapsed.as_secs_f64());
+    }
+    let body = if input.explain {
+        let rows: Vec<serde_json::Value> = out
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "resolver": s.name,
+                    "messages": s.messages,
+                    "chars": s.chars,
+                    "tokens": s.tokens.unwrap_or_default(),
+                    "ms": s.elapsed.as_secs_f64() * 1000.0,
+                })
+            })
+            .collect();
+        json!({ "request": out.body, "explain": rows })
+    } else {
+        out.body
+    };
+    json_text(StatusCode::OK, &body)
+}
+
+/// `?direction=` of `POST /v1/mail`: `inbound` (the default), `outbound` or `auto` (`None`).
+pub(super) struct MailDirection(Option<Direction>);
+
+/// The query string of `POST /v1/mail`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MailQuery {
+    direction: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for MailDirection {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Query(query) = Query::<MailQuery>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        match query.direction.as_deref() {
+            None | Some("inbound") => Ok(Self(Some(Direction::Inbound))),
+            Some("outbound") => Ok(Self(Some(Direction::Outbound))),
+            Some("auto") => Ok(Self(None)),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "unknown direction `{other}`; valid: `inbound`, `outbound`, `auto`"
+            ))),
+        }
+    }
+}
+
+pub(super) async fn mail(
+    State(app): State<App>,
+    MailDirection(direction): MailDirection,
+    Raw(raw, ..): Raw<Rfc822>,
+) -> Result<Response, ApiError> {
+    let engine = app.engine.clone();
+    let ingested = off_the_workers(&app.work_slots, async move {
+        Ok(engine.ingest_mail(&raw, direction).await)
+    })
+    .await?;
+    let outcome = match ingested {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            let status = match e.kind() {
+                EngineErrorKind::InvalidInput => "rejected",
+                EngineErrorKind::Conflict => "conflict",
+                _ => "failed",
+            };
+            metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
+            return Err(e.into());
+        }
+    };
+    for warning in &outcome.warnings {
+        tracing::warn!(message_id = %outcome.message_id, warning = %warning, "mail stored with a fallback");
+    }
+    let (status, code) = if outcome.imported {
+        ("imported", StatusCode::CREATED)
+    } else {
+        ("duplicate", StatusCode::OK)
+    };
+    metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
+    json_text(
+        code,
+        &json!({
+            "status": status,
+            "message_id": outcome.message_id,
+            "thread_id": outcome.thread_id,
+            "direction": outcome.direction.as_str(),
+        }),
+    )
+}
+
+/// The body of `POST /v1/summaries`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SummaryBody {
+    message_id: String,
+    content: String,
+}
+
+impl JsonBody for SummaryBody {
+    const WHAT: &'static str = "summary";
+}
+
+pub(super) async fn summaries(
+    State(app): State<App>,
+    Json(input): Json<SummaryBody>,
+) -> Result<Response, ApiError> {
+    if input.content.len() > crate::SUMMARY_MAX_BYTES {
+        return Err(ApiError::too_large(format!(
+            "the summary through `{}` is {} bytes, over the limit of {}",
+            input.message_id,
+            input.content.len(),
+            crate::SUMMARY_MAX_BYTES
+        )));
+    }
+    let stored = app
+        .engine
+        .store_summary(&input.message_id, &input.content)
+        .await?;
+    json_text(
+        StatusCode::CREATED,
+        &json!({
+            "status": "stored",
+            "id": stored.id,
+            "thread_id": stored.thread_id,
+            "through_message_id": stored.through_message_id,
+        }),
+    )
+}
+
+/// Runs `work` to its end on a thread of the blocking pool, its I/O still driven by the
+/// runtime, once one of `slots` is free. The CPU it spends (parsing and converting a huge
+/// mail, rendering a thread, counting tokens, encoding the answer) never holds a worker of
+/// the runtime, so `/healthz` answers meanwhile and the deadline answers 504 on time; when
+/// the deadline answers first, the work goes on to its end (keeping its slot) and its
+/// answer is dropped.
+pub(super) async fn off_the_workers<T: Send + 'static>(
+    slots: &Arc<tokio::sync::Semaphore>,
+    work: impl Future<Output = Result<T, ApiError>> + Send + 'static,
+) -> Result<T, ApiError> {
+    let slot = slots
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| ApiError::internal(format!("the request's work cannot start: {e}")))?;
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let answer = runtime.block_on(work);
+        drop(slot);
+        answer
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the request's work stopped: {e}")))?
+}
+
+/// `value` as pretty JSON with a final newline: what `protege resolve` prints.
+fn json_text(status: StatusCode, value: &serde_json::Value) -> Result<Response, ApiError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| ApiError::internal(format!("cannot serialise the answer: {e}")))?;
+    text.push('\n');
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], text).into_response())
+}
