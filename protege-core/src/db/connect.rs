@@ -69,6 +69,14 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
             ),
         ));
     };
+    if let Some(feature) = missing_driver(&url) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "database URL `{shown}` needs protege's cargo feature `{feature}`, which this build leaves out"
+            ),
+        ));
+    }
     let cannot = |reason: String| {
         Error::new(
             ErrorKind::Database,
@@ -90,16 +98,19 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
         }
         Ok(Ok(())) => {}
     }
-    let create = url.starts_with("sqlite:") && !url.contains("mode=");
     let mut options = ConnectOptions::new(url.clone());
     options
         .sqlx_logging(false)
         .connect_timeout(timeout)
-        .acquire_timeout(timeout)
-        .map_sqlx_sqlite_opts(move |o| {
+        .acquire_timeout(timeout);
+    #[cfg(feature = "sqlite")]
+    {
+        let create = url.starts_with("sqlite:") && !url.contains("mode=");
+        options.map_sqlx_sqlite_opts(move |o| {
             o.create_if_missing(create)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
         });
+    }
     match tokio::time::timeout(timeout, Database::connect(options)).await {
         Err(_) => Err(timed_out()),
         Ok(Err(e)) => Err(cannot(db_reason(&e)).with_db_err(e)),
@@ -117,16 +128,33 @@ fn seconds(d: Duration) -> String {
     }
 }
 
+/// The cargo feature the driver of `url` (a supported scheme) needs, when this build
+/// leaves it out.
+fn missing_driver(url: &str) -> Option<&'static str> {
+    if url.starts_with("sqlite:") {
+        (!cfg!(feature = "sqlite")).then_some("sqlite")
+    } else if url.starts_with("postgres") {
+        (!cfg!(feature = "postgres")).then_some("postgres")
+    } else {
+        (!cfg!(feature = "mysql")).then_some("mysql")
+    }
+}
+
 /// Opens and closes one connection to a server URL (SQLite files need no probe).
 async fn probe(url: &str) -> std::result::Result<(), sea_orm::sqlx::Error> {
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     use sea_orm::sqlx::{ConnectOptions as _, Connection as _};
+    #[cfg(feature = "postgres")]
     if url.starts_with("postgres") {
         let options: sea_orm::sqlx::postgres::PgConnectOptions = url.parse()?;
         options.connect().await?.close().await?;
-    } else if url.starts_with("mysql") {
+    }
+    #[cfg(feature = "mysql")]
+    if url.starts_with("mysql") {
         let options: sea_orm::sqlx::mysql::MySqlConnectOptions = url.parse()?;
         options.connect().await?.close().await?;
     }
+    let _ = url;
     Ok(())
 }
 
@@ -135,6 +163,7 @@ fn sqlx_reason(err: &sea_orm::sqlx::Error) -> String {
         // PostgreSQL's error says `at line N` after its message: the line of the server's
         // own source file that raised it (with the file and routine in other fields), of no
         // use to the user and a detail of the server's build; only the message is kept.
+        #[cfg(feature = "postgres")]
         sea_orm::sqlx::Error::Database(e) => {
             match e.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>() {
                 Some(pg) => format!("error returned from database: {}", pg.message()),

@@ -8,10 +8,8 @@
 //! message whose own text is over it cannot be stored (an error of the input, never a
 //! database error). PostgreSQL and SQLite take rows far larger than the import's caps.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
+use sea_orm::{DatabaseConnection, DbBackend};
 
 use crate::error::Result;
 use crate::mail::Email;
@@ -26,6 +24,20 @@ pub(crate) async fn max_row_bytes(db: &DatabaseConnection) -> Result<Option<u64>
     if db.get_database_backend() != DbBackend::MySql {
         return Ok(None);
     }
+    #[cfg(not(feature = "mysql"))]
+    return Ok(None);
+    #[cfg(feature = "mysql")]
+    mysql_max_row_bytes(db).await
+}
+
+/// [`max_row_bytes`] on a MySQL/MariaDB connection.
+#[cfg(feature = "mysql")]
+async fn mysql_max_row_bytes(db: &DatabaseConnection) -> Result<Option<u64>> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    use sea_orm::{ConnectionTrait, Statement};
+
     static LIMITS: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
     let options = db.get_mysql_connection_pool().connect_options();
     let key = format!(

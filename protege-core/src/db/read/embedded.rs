@@ -13,6 +13,9 @@
 //! reopened when the path starts naming another file (the database was deleted and
 //! created again), so a reader never serves rows of a file that is gone.
 
+
+// Without the `sqlite` feature no connection is SQLite's, and the reader is never made.
+#![cfg_attr(not(feature = "sqlite"), allow(dead_code, unused_imports))]
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -141,6 +144,14 @@ struct Pool {
 
 /// The reader for `db` when it is a SQLite database file; `None` for an in-memory
 /// database, another backend, or a file that does not exist.
+#[cfg(not(feature = "sqlite"))]
+pub(crate) fn reader(_db: &DatabaseConnection) -> Option<Arc<Reader>> {
+    None
+}
+
+/// The reader for `db` when it is a SQLite database file; `None` for an in-memory
+/// database, another backend, or a file that does not exist.
+#[cfg(feature = "sqlite")]
 pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
     let DatabaseConnectionType::SqlxSqlitePoolConnection(_) = &db.inner else {
         return None;

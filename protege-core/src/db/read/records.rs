@@ -40,13 +40,22 @@
 //! (`1e308` becomes `null`); MySQL's `BOOLEAN` becomes `0` while SQLite's stored 0 becomes
 //! `false`; decimals become strings.
 
+
+// A build without every driver leaves some of the shared value helpers unused.
+#![cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(dead_code, unused_imports)
+)]
 use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rusqlite::types::ValueRef;
 use sea_orm::prelude::Decimal;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};
+#[cfg(feature = "mysql")]
 use sea_orm::sqlx::mysql::{MySql, MySqlRow};
+#[cfg(feature = "postgres")]
 use sea_orm::sqlx::postgres::{PgRow, PgTypeKind, Postgres};
+#[cfg(feature = "sqlite")]
 use sea_orm::sqlx::sqlite::{Sqlite, SqliteRow};
 use sea_orm::sqlx::{Column, ColumnIndex, Database, Row, Type, TypeInfo, ValueRef as _};
 use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
@@ -125,12 +134,15 @@ pub(crate) async fn select(
 
 /// Turns one row into a JSON object, columns in the order the backend returns them.
 fn row_to_json(row: &QueryResult, table: &str) -> Result<Map<String, Value>> {
+    #[cfg(feature = "sqlite")]
     if let Some(r) = row.try_as_sqlite_row() {
         return object(r, table, sqlite_value);
     }
+    #[cfg(feature = "postgres")]
     if let Some(r) = row.try_as_pg_row() {
         return object(r, table, pg_value);
     }
+    #[cfg(feature = "mysql")]
     if let Some(r) = row.try_as_mysql_row() {
         return object(r, table, mysql_value);
     }
@@ -243,6 +255,7 @@ fn embedded_row(row: &rusqlite::Row<'_>, table: &str) -> Result<Map<String, Valu
     Ok(out)
 }
 
+#[cfg(feature = "sqlite")]
 /// A value read by SeaORM's SQLite driver, whose type is the value's storage class.
 fn sqlite_value(row: &SqliteRow, i: usize, ty: &TypeOf<SqliteRow>) -> Rendered {
     type S = Sqlite;
@@ -258,6 +271,7 @@ fn sqlite_value(row: &SqliteRow, i: usize, ty: &TypeOf<SqliteRow>) -> Rendered {
     stored(value).map_err(|e| Unreadable::Decode(sea_orm::sqlx::Error::Decode(e.into())))
 }
 
+#[cfg(feature = "postgres")]
 fn pg_value(row: &PgRow, i: usize, ty: &TypeOf<PgRow>) -> Rendered {
     type P = Postgres;
     Ok(if is::<i16, P>(ty) {
@@ -312,6 +326,7 @@ fn pg_value(row: &PgRow, i: usize, ty: &TypeOf<PgRow>) -> Rendered {
     })
 }
 
+#[cfg(feature = "postgres")]
 /// The bytes of column `i` as the server sent them (binary format), for the types read
 /// without a Rust type of their own.
 fn pg_wire(row: &PgRow, i: usize) -> std::result::Result<&[u8], Unreadable> {
@@ -319,9 +334,11 @@ fn pg_wire(row: &PgRow, i: usize) -> std::result::Result<&[u8], Unreadable> {
     Ok(raw.as_bytes().map_err(sea_orm::sqlx::Error::Decode)?)
 }
 
+#[cfg(feature = "postgres")]
 /// PostgreSQL's `uuid`, a built-in type whose OID never changes.
 const PG_UUID: sea_orm::sqlx::postgres::types::Oid = sea_orm::sqlx::postgres::types::Oid(2950);
 
+#[cfg(feature = "postgres")]
 /// A UUID's 16 bytes as PostgreSQL prints them: `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
 fn uuid_text(bytes: &[u8]) -> Option<String> {
     use std::fmt::Write as _;
@@ -336,6 +353,7 @@ fn uuid_text(bytes: &[u8]) -> Option<String> {
     Some(out)
 }
 
+#[cfg(feature = "mysql")]
 fn mysql_value(row: &MySqlRow, i: usize, ty: &TypeOf<MySqlRow>) -> Rendered {
     type M = MySql;
     // The two decisions made on the type's name (see the module documentation).
@@ -385,6 +403,7 @@ fn date(d: NaiveDate) -> Value {
 fn time(t: NaiveTime) -> Value {
     Value::String(t.format("%H:%M:%S%.f").to_string())
 }
+#[cfg(feature = "postgres")]
 /// Decodes PostgreSQL's binary `NUMERIC` (base-10000 digits) into a JSON number.
 fn pg_numeric(bytes: &[u8]) -> Option<Value> {
     let word = |i: usize| -> Option<i16> {
