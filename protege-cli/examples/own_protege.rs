@@ -18,7 +18,7 @@ use protege::config::Registry;
 
 #[allow(dead_code)]
 #[path = "../../examples/custom_resolver.rs"]
-mod custom_resolver;
+pub(crate) mod custom_resolver;
 
 pub(crate) fn main() -> ExitCode {
     let mut registry = Registry::new();

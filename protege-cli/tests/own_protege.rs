@@ -11,12 +11,10 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-#[allow(dead_code)]
-#[path = "../../examples/custom_resolver.rs"]
-mod custom_resolver;
-
 #[path = "../examples/own_protege.rs"]
 mod own_protege;
+
+use own_protege::custom_resolver;
 
 /// Set when this binary is to be the example.
 const RUN_EXAMPLE: &str = "PROTEGE_TEST_RUN_EXAMPLE";

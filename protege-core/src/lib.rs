@@ -42,7 +42,6 @@
 //! - [`wire`]: a request as an OpenAI or Anthropic request body;
 //! - one error type: [`Error`] with its [`ErrorKind`].
 
-
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!(
     "protege needs a database driver: enable at least one of the features `sqlite`, `postgres` and `mysql`"

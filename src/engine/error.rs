@@ -37,7 +37,8 @@ pub enum EngineErrorKind {
 pub struct EngineError {
     kind: EngineErrorKind,
     message: String,
-    cause: Option<Cause>,
+    /// Boxed: most errors carry none, and a `Result` of the engine stays small.
+    cause: Option<Box<Cause>>,
 }
 
 /// The library error an [`EngineError`] reports.
@@ -80,7 +81,7 @@ impl EngineError {
     /// tells a template error, a missing file, a path outside the root or a database
     /// failure apart.
     pub fn core_error(&self) -> Option<&protege_core::Error> {
-        match &self.cause {
+        match self.cause.as_deref() {
             Some(Cause::Core(e)) => Some(e),
             _ => None,
         }
@@ -88,7 +89,7 @@ impl EngineError {
 
     /// The persona folder's error this one reports, if any.
     pub fn config_error(&self) -> Option<&protege_config::Error> {
-        match &self.cause {
+        match self.cause.as_deref() {
             Some(Cause::Config(e)) => Some(e),
             _ => None,
         }
@@ -103,7 +104,7 @@ impl std::fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.cause {
+        match self.cause.as_deref() {
             Some(Cause::Core(e)) => e.source(),
             Some(Cause::Config(e)) => e.source(),
             None => None,
@@ -134,7 +135,7 @@ impl From<protege_core::Error> for EngineError {
         Self {
             kind,
             message: e.to_string(),
-            cause: Some(Cause::Core(e)),
+            cause: Some(Box::new(Cause::Core(e))),
         }
     }
 }
@@ -144,7 +145,7 @@ impl From<protege_config::Error> for EngineError {
         Self {
             kind: EngineErrorKind::Config,
             message: e.to_string(),
-            cause: Some(Cause::Config(e)),
+            cause: Some(Box::new(Cause::Config(e))),
         }
     }
 }

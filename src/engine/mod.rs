@@ -204,6 +204,9 @@ impl EngineBuilder {
     }
 }
 
+/// The receiver made with the reload channel, until [`Engine::events`] hands it out.
+type FirstReceiver = std::sync::Mutex<Option<broadcast::Receiver<Event>>>;
+
 async fn forward(mut watch: Watch, tx: broadcast::Sender<Event>) {
     while let Some(event) = watch.next().await {
         // No subscriber is fine: the set reloads whether anyone listens or not.
@@ -242,10 +245,7 @@ struct Inner {
     db: OnceCell<DatabaseConnection>,
     /// The reload events, and the receiver made with the channel, kept for the first
     /// caller of [`Engine::events`] so it misses nothing since the engine was built.
-    events: Option<(
-        broadcast::Sender<Event>,
-        std::sync::Mutex<Option<broadcast::Receiver<Event>>>,
-    )>,
+    events: Option<(broadcast::Sender<Event>, FirstReceiver)>,
 }
 
 impl Engine {

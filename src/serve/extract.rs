@@ -21,7 +21,7 @@ impl<S: Send + Sync, T: JsonBody> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Raw::<JSON>::from_request(request, state).await?.0;
+        let bytes = Raw::<JsonMedia>::from_request(request, state).await?.0;
         serde_json::from_slice(&bytes)
             .map(Json)
             .map_err(|e| ApiError::bad_request(format!("invalid {} body: {e}", T::WHAT)))
@@ -37,9 +37,9 @@ pub(super) trait Kind {
 }
 
 /// `application/json`, optional.
-pub(super) struct JSON;
+pub(super) struct JsonMedia;
 
-impl Kind for JSON {
+impl Kind for JsonMedia {
     const MEDIA_TYPE: &'static str = "application/json";
     const REQUIRED: bool = false;
 }

@@ -8,7 +8,6 @@
 //! message whose own text is over it cannot be stored (an error of the input, never a
 //! database error). PostgreSQL and SQLite take rows far larger than the import's caps.
 
-
 use sea_orm::{DatabaseConnection, DbBackend};
 
 use crate::error::Result;

@@ -13,7 +13,6 @@
 //! reopened when the path starts naming another file (the database was deleted and
 //! created again), so a reader never serves rows of a file that is gone.
 
-
 // Without the `sqlite` feature no connection is SQLite's, and the reader is never made.
 #![cfg_attr(not(feature = "sqlite"), allow(dead_code, unused_imports))]
 use std::collections::HashMap;

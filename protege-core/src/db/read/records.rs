@@ -40,7 +40,6 @@
 //! (`1e308` becomes `null`); MySQL's `BOOLEAN` becomes `0` while SQLite's stored 0 becomes
 //! `false`; decimals become strings.
 
-
 // A build without every driver leaves some of the shared value helpers unused.
 #![cfg_attr(
     not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
