@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use protege_core::db::{self, entities::message};
+use protege::db::{self, entities::message};
 use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
 
 const PROCESSES: usize = 4;
