@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use protege_core::db;
+use protege::db;
 use protege_core::{
     AppConfig, Context, MailMessage, Message, PersonaInfo, Resolver, Role, ThreadHistory, ToolCall,
     Trigger, message,

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use protege_core::db;
+use protege::db;
 use protege_core::{
     AppConfig, Content, Context, Message, Part, PersonaInfo, Resolver, ThreadHistory, Tokenizer,
 };

@@ -3,8 +3,9 @@
 //! as TOML files or as Rust code.
 //!
 //! This crate is the one to depend on: it re-exports the engine (`protege-core`, at the
-//! crate root, with its [`db`] and [`wire`] modules) and the TOML personas
-//! (`protege-config`, as [`config`]). The database layer, SeaORM, is re-exported as
+//! crate root, with its mail types from `protege-mail` and its [`wire`] module), the
+//! database ([`db`]: `protege-core`'s reads and `protege-store`'s imports) and the TOML
+//! personas (`protege-config`, as [`config`]). The database layer, SeaORM, is re-exported as
 //! [`db::sea_orm`]. The `protege` command line is the `protege-cli` package; its HTTP
 //! routes are `serve::router`, with the cargo feature `serve`.
 //!
@@ -157,8 +158,35 @@ mod engine;
 pub mod serve;
 
 // The engine of `protege-core`: payload, context, resolvers, chains, templates, the
-// database (`db`) and the wire formats (`wire`), all at their own paths.
+// wire formats (`wire`) and the mail types of `protege-mail`, all at their own paths.
 pub use protege_core::*;
+
+/// The database: connecting and migrating ([`open`](db::open)), importing mail
+/// ([`import_fixture_file`](db::import_fixture_file), [`import_eml_paths`](db::import_eml_paths)),
+/// finding a message by its Message-ID ([`load_message`](db::load_message)) and the
+/// messages of its thread ([`thread_messages`](db::thread_messages)), protege's SeaORM
+/// entities ([`entities`](db::entities)), and SeaORM itself ([`sea_orm`](db::sea_orm)). The
+/// same tables feed `ThreadHistory`, `ThreadSummary` and `LoadRecord`.
+///
+/// SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the same code.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> protege::Result<()> {
+/// use protege::db;
+/// let conn = db::open("sqlite::memory:").await?;
+/// let fixture = db::parse_fixture(r#"{"threads":[]}"#)?;
+/// let summary = db::import_fixture(&conn, &fixture).await?;
+/// assert_eq!(summary.to_string(), "imported 0 threads, 0 messages (0 already present)");
+/// # Ok(()) }
+/// ```
+///
+/// Connections, the schema and every read are `protege-core`'s; importing mail and every
+/// other write are `protege-store`'s.
+pub mod db {
+    pub use protege_core::db::*;
+    pub use protege_store::*;
+}
 
 // TOML personas: the `protege-config` crate.
 pub use protege_config as config;

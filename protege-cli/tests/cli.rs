@@ -429,7 +429,7 @@ fn check_reports_a_misspelt_template_variable_with_a_suggestion() {
 fn import_eml_then_resolve_replays_the_thread() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("mail.db").display());
-    let mail = project().join("protege-core/tests/data/eml");
+    let mail = project().join("protege-store/tests/data/eml");
     let files: Vec<String> = (1..=4)
         .map(|i| mail.join(format!("refund-{i}.eml")).display().to_string())
         .rev() // out of order on purpose
@@ -1284,7 +1284,7 @@ fn a_history_with_the_largest_limit_and_step_resolves() {
     )
     .unwrap();
     let url = format!("sqlite://{}", dir.path().join("mail.db").display());
-    let mail = project().join("protege-core/tests/data/eml");
+    let mail = project().join("protege-store/tests/data/eml");
     let files: Vec<String> = (1..=4)
         .map(|i| mail.join(format!("refund-{i}.eml")).display().to_string())
         .collect();

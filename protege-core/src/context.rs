@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheMode;
 use crate::mail::{
-    DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, MailLimits, MailMessage, rfc3339_z,
+    DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, MailLimits, MailMessage,
+    TemplateValue as _, rfc3339_z,
 };
 use crate::message::ToolDef;
 use crate::template::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};

@@ -139,7 +139,8 @@ impl Error {
 
     /// The same error with another detail, for context such as the file being imported;
     /// kind, causes and line are kept.
-    pub(crate) fn with_detail(mut self, detail: impl Into<Cow<'static, str>>) -> Self {
+    #[doc(hidden)]
+    pub fn with_detail(mut self, detail: impl Into<Cow<'static, str>>) -> Self {
         self.detail = detail.into();
         self.reason_at = None;
         self
@@ -261,20 +262,6 @@ mod tests {
             )
         );
         assert!(err.db_err().is_some());
-    }
-
-    #[tokio::test]
-    async fn a_file_error_prints_its_reason_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = crate::db::open("sqlite::memory:").await.unwrap();
-        let err = crate::db::import_fixture_file(&db, dir.path())
-            .await
-            .unwrap_err();
-        let reason = "Is a directory (os error 21)";
-        assert_eq!(
-            printed(err, reason),
-            format!("cannot read fixture `{}`: {reason}", dir.path().display())
-        );
     }
 
     #[tokio::test]

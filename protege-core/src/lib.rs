@@ -38,7 +38,7 @@
 //! - the built-in resolvers: [`LoadText`], [`LoadFile`], [`LoadRecord`], [`ThreadHistory`]
 //!   and [`ThreadSummary`];
 //! - templates ([`Template`]) and token counts ([`Tokenizer`]);
-//! - [`db`]: connecting, migrating, importing mail and reading it back;
+//! - [`db`]: connecting, migrating and reading mail back (importing it is `protege-store`'s);
 //! - [`wire`]: a request as an OpenAI or Anthropic request body;
 //! - one error type: [`Error`] with its [`ErrorKind`].
 
@@ -54,7 +54,6 @@ mod context;
 pub mod db;
 mod error;
 mod file;
-mod html_text;
 mod macros;
 mod mail;
 mod message;
@@ -76,7 +75,7 @@ pub use context::{
     AppConfig, Context, ContextBuilder, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail,
     Provider, Responsibility, Trigger,
 };
-pub use mail::{
+pub use protege_mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, bare_address, cap_text, rfc3339_z,
 };
@@ -103,7 +102,7 @@ pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 
 // Templates, token counts, files and mail text.
 pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
-pub use html_text::html_to_text;
+pub use protege_mail::html_to_text;
 pub use template::{Template, TemplateLimits};
 pub use tokens::Tokenizer;
 

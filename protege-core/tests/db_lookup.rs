@@ -4,7 +4,7 @@
 mod common;
 
 use common::on_each_backend;
-use protege_core::db;
+use protege::db;
 use protege_core::{Direction, MailMessage};
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{expected, import, on_each_backend, reply_ctx, resolve_json};
-use protege_core::db;
+use protege::db;
 use protege_core::{
     AppConfig, CacheHints, Chain, Context, Conversation, DynChain, LoadText, PersonaInfo, Resolver,
     Responsibility, Role, ThreadHistory, ThreadSummary, Tokenizer, Trigger, Window, build_request,

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use protege_core::db::{self, ImportSummary};
+use crate::db::{self, ImportSummary};
 
 use super::{Engine, EngineError};
 

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::db::{self, EmlOptions, EmlSummary, Ingested};
 use protege_config::{PERSONA_FILE_MAX_BYTES, addresses_in};
 use protege_core::Direction;
-use protege_core::db::{self, EmlOptions, EmlSummary, Ingested};
 
 use super::{Engine, EngineError, EngineErrorKind};
 

@@ -1,6 +1,6 @@
 //! Running summaries written by the application: [`Engine::store_summary`].
 
-use protege_core::db::{self, StoredSummary};
+use crate::db::{self, StoredSummary};
 
 use super::{Engine, EngineError, EngineErrorKind};
 

@@ -319,7 +319,7 @@ pub fn redact_text(text: &str, url: &str) -> String {
 }
 
 /// The useful part of a SeaORM error, without its debug wrapping.
-pub(crate) fn db_reason(err: &sea_orm::DbErr) -> String {
+pub fn db_reason(err: &sea_orm::DbErr) -> String {
     use sea_orm::{DbErr, RuntimeErr};
     let text = match err {
         DbErr::Conn(RuntimeErr::SqlxError(e))

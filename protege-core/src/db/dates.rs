@@ -8,28 +8,17 @@
 //! `DATETIME` in UTC (the connection's time zone is `+00:00`). A date outside the range is
 //! refused before it is written ([`check`]), as invalid input, never as a database error.
 
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Utc};
+use protege_mail::{FIRST_YEAR, LAST_YEAR, in_range, rfc3339_z};
 use sea_orm::sea_query::Value;
 use sea_orm::{ConnectionTrait, DbBackend, Statement, StatementBuilder};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mail::rfc3339_z;
-
-/// The first year stored.
-pub(crate) const FIRST_YEAR: i32 = 1970;
-
-/// The last year stored.
-pub(crate) const LAST_YEAR: i32 = 9999;
-
-/// Whether every backend stores `at`.
-pub(crate) fn in_range(at: &DateTime<Utc>) -> bool {
-    (FIRST_YEAR..=LAST_YEAR).contains(&at.year())
-}
 
 /// `Ok` when every backend stores `at`; else an error of kind
 /// [`InvalidInput`](ErrorKind::InvalidInput) naming `what` (e.g. the `sent_at` of a
 /// message) and the date.
-pub(crate) fn check(what: &str, at: &DateTime<Utc>) -> Result<()> {
+pub fn check(what: &str, at: &DateTime<Utc>) -> Result<()> {
     if in_range(at) {
         return Ok(());
     }
@@ -44,7 +33,7 @@ pub(crate) fn check(what: &str, at: &DateTime<Utc>) -> Result<()> {
 
 /// `stmt` built for `db`'s backend; on MySQL/MariaDB its dates are bound as `DATETIME`
 /// values in UTC instead of the driver's `TIMESTAMP`.
-pub(crate) fn statement<C: ConnectionTrait, S: StatementBuilder>(db: &C, stmt: &S) -> Statement {
+pub fn statement<C: ConnectionTrait, S: StatementBuilder>(db: &C, stmt: &S) -> Statement {
     built_for(db.get_database_backend(), stmt)
 }
 

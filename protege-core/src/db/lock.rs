@@ -76,7 +76,7 @@ pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<(), DbErr>
 
 /// Begins the transaction of a fixture import and takes the import lock in it: imports
 /// run one at a time, each seeing what the previous ones committed.
-pub(super) async fn begin_import(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+pub async fn begin_import(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
     let backend = db.get_database_backend();
     let txn = begin_exclusive(db).await?;
     match backend {

@@ -1,21 +1,10 @@
-//! The database: connecting and migrating ([`open`]), importing mail
-//! ([`import_fixture_file`], [`import_eml_paths`]), finding a message by its Message-ID
+//! The database: connecting and migrating ([`open`]), finding a message by its Message-ID
 //! ([`load_message`]) and the messages of its thread ([`thread_messages`]), protege's SeaORM
 //! entities ([`entities`]), and SeaORM itself ([`sea_orm`]). The same tables feed
-//! `ThreadHistory`, `ThreadSummary` and `LoadRecord`.
+//! `ThreadHistory`, `ThreadSummary` and `LoadRecord`. Importing mail and every other write
+//! are `protege-store`'s; the `protege::db` module holds both.
 //!
 //! SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the same code.
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> protege::Result<()> {
-//! use protege::db;
-//! let conn = db::open("sqlite::memory:").await?;
-//! let fixture = db::parse_fixture(r#"{"threads":[]}"#)?;
-//! let summary = db::import_fixture(&conn, &fixture).await?;
-//! assert_eq!(summary.to_string(), "imported 0 threads, 0 messages (0 already present)");
-//! # Ok(()) }
-//! ```
 //!
 //! The module by responsibility:
 //!
@@ -23,38 +12,33 @@
 //!   passwords in URLs and driver messages;
 //! - `schema`: the entities, the migrations and applying them;
 //! - `lock`: the locks under which migrations and imports write, one process at a time;
+//! - `dates`: the dates every backend stores, and statements that bind them alike;
 //! - `read`: every read: rows decoded by column name, the SQLite file read through the
 //!   SQLite C library, the trigger lookup, thread history, `LoadRecord`'s records and
-//!   summaries;
-//! - `fixture` and `eml`: importing mail; `store`: every write of mail, and storing a
-//!   running summary.
+//!   summaries.
 
 mod connect;
-mod dates;
-mod eml;
-mod fixture;
-mod lock;
-mod packet;
+#[doc(hidden)]
+pub mod dates;
+#[doc(hidden)]
+pub mod lock;
 pub(crate) mod read;
 mod schema;
-mod store;
 
-pub(crate) use connect::db_reason;
 pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,
     parse_connect_timeout, redact_text, redact_url,
 };
-pub use eml::{
-    DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
-    ingest_eml,
-};
-pub use fixture::{
-    Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
-    import_fixture_file, import_fixture_str, parse_fixture,
-};
 pub use read::{embedded_statements, load_message, thread_inbound_messages, thread_messages};
 pub use schema::{Migrator, entities, migrate};
-pub use store::{StoredSummary, store_summary};
+
+// Used by `protege-store`, the write side; not a public API.
+#[doc(hidden)]
+pub use connect::db_reason;
+// The import's default attachment cap at the path the command line names; the import
+// itself is `protege-store`'s.
+#[doc(hidden)]
+pub use protege_mail::eml::DEFAULT_MAX_ATTACHMENT_BYTES;
 
 /// SeaORM, the database layer protege is built on, re-exported so an application queries
 /// protege's tables ([`entities`]) and its own with the same version and features, without

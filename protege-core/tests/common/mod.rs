@@ -8,7 +8,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::FutureExt as _;
-use protege_core::db;
+use protege::db;
 use protege_core::{AppConfig, Chain, Context, DynChain, Message, PersonaInfo, Trigger};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 

@@ -458,7 +458,7 @@ async fn convert_group<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<(), Db
         };
         let update = Query::update()
             .table(message::Entity)
-            .value(M::HtmlText, crate::html_text::html_to_text(&html))
+            .value(M::HtmlText, protege_mail::html_to_text(&html))
             .and_where(Expr::col(M::Id).eq(id))
             .to_owned();
         db.execute(&update).await?;

@@ -1,0 +1,83 @@
+//! HTML to text at 1, 2, 4 and 8 MiB of three shapes (flat paragraphs, nested `<div>`s,
+//! unclosed `<li>`s): `html_to_text` against a hand-written baseline that only strips
+//! tags (one pass over the bytes, no entities, no blocks).
+//!
+//! `cargo bench -p protege-mail --bench html_text` prints, before criterion's own report,
+//! one line per shape and size: the time, the time per MiB (flat when the cost is linear)
+//! and the engine/baseline ratio.
+
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use protege_mail::html_to_text;
+
+const MIB: usize = 1 << 20;
+
+fn input(shape: &str, bytes: usize) -> String {
+    match shape {
+        "flat" => "<p>Hello <b>team</b> &amp; thanks, see you.</p>".repeat(bytes / 46),
+        "nested-div" => {
+            let depth = bytes / 11;
+            format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth))
+        }
+        _ => format!("<ul>{}", "<li>item ".repeat(bytes / 9)),
+    }
+}
+
+/// The baseline: text outside `<...>`, nothing else.
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() / 2);
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn median(mut f: impl FnMut() -> usize) -> Duration {
+    let mut times: Vec<Duration> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(f());
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[2]
+}
+
+fn main() {
+    for shape in ["flat", "nested-div", "unclosed-li"] {
+        for mib in [1, 2, 4, 8] {
+            let html = input(shape, mib * MIB);
+            let engine = median(|| html_to_text(&html).len());
+            let baseline = median(|| strip_tags(&html).len());
+            println!(
+                "html_text {shape} {mib} MiB: {:.1} ms, {:.1} ms per MiB; baseline {:.1} ms, ratio {:.1}x",
+                engine.as_secs_f64() * 1e3,
+                engine.as_secs_f64() * 1e3 / mib as f64,
+                baseline.as_secs_f64() * 1e3,
+                engine.as_secs_f64() / baseline.as_secs_f64()
+            );
+        }
+    }
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    for shape in ["flat", "nested-div", "unclosed-li"] {
+        let html = input(shape, MIB);
+        c.bench_function(&format!("html_to_text {shape} 1 MiB"), |b| {
+            b.iter(|| html_to_text(&html))
+        });
+        c.bench_function(&format!("strip_tags {shape} 1 MiB"), |b| {
+            b.iter(|| strip_tags(&html))
+        });
+    }
+    c.final_summary();
+}

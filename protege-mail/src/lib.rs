@@ -1,0 +1,28 @@
+//! Mail as protege reads it, with no database and no async: the content of an email
+//! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
+//! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`]) and the parsing of RFC 5322 and
+//! mbox mail.
+//!
+//! Applications depend on the `protege` crate, which re-exports these items at its root;
+//! the examples are written through it. `protege-core` renders mail into requests and
+//! reads it from the database; `protege-store` parses and imports it with the `eml`
+//! module here.
+
+mod dates;
+#[doc(hidden)]
+pub mod eml;
+mod html_text;
+mod mail;
+
+pub use html_text::html_to_text;
+pub use mail::{
+    Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
+    MailMessage, bare_address, cap_text, rfc3339_z,
+};
+
+// Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
+#[doc(hidden)]
+pub use dates::{FIRST_YEAR, LAST_YEAR, in_range};
+#[doc(hidden)]
+pub use mail::{one_line, without_nul};

@@ -1,0 +1,41 @@
+//! The write side of protege's database: importing mail from fixtures
+//! ([`import_fixture_file`]) and RFC 5322 / mbox files ([`import_eml_paths`],
+//! [`ingest_eml`]), threading it, and every write of mail and of a thread's running
+//! summary ([`store_summary`]).
+//!
+//! Applications depend on the `protege` crate, whose `protege::db` module holds these items
+//! next to `protege-core`'s reads, connections and migrations; the examples are written
+//! through it.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> protege::Result<()> {
+//! use protege::db;
+//! let conn = db::open("sqlite::memory:").await?;
+//! let fixture = db::parse_fixture(r#"{"threads":[]}"#)?;
+//! let summary = db::import_fixture(&conn, &fixture).await?;
+//! assert_eq!(summary.to_string(), "imported 0 threads, 0 messages (0 already present)");
+//! # Ok(()) }
+//! ```
+//!
+//! The crate by responsibility:
+//!
+//! - `fixture` and `eml`: importing mail (the parsing of RFC 5322 and mbox mail is
+//!   `protege-mail`'s), and threading it;
+//! - `store`: every write of mail, and storing a running summary;
+//! - `packet`: keeping each row under the server's packet limit on MySQL/MariaDB.
+
+mod eml;
+mod fixture;
+mod packet;
+mod store;
+
+pub use eml::{
+    DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
+    ingest_eml,
+};
+pub use fixture::{
+    Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
+    import_fixture_file, import_fixture_str, parse_fixture,
+};
+pub use store::{StoredSummary, store_summary};
