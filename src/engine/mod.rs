@@ -359,53 +359,9 @@ impl Engine {
                 input.model.as_deref(),
             )?),
         };
-        let format = match input.format {
-            Format::Provider => match info.model.as_ref().and_then(|m| m.provider) {
-                Some(Provider::Openai) => Format::Openai,
-                Some(Provider::Anthropic) => Format::Anthropic,
-                None => {
-                    return Err(EngineError::new(
-                        EngineErrorKind::InvalidInput,
-                        format!(
-                            "persona `{}` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`",
-                            info.name
-                        ),
-                    ));
-                }
-            },
-            other => other,
-        };
+        let format = wire_format(info, input.format)?;
         let conn = self.db().await?;
-        let trigger = match (&input.message_id, &input.responsibility) {
-            (Some(id), None) => {
-                let m = db::load_message(conn, id).await?.ok_or_else(|| {
-                    EngineError::new(
-                        EngineErrorKind::NotFound,
-                        format!("unknown message `{id}`: no message with this Message-ID in the database"),
-                    )
-                })?;
-                if m.direction == protege_core::Direction::Outbound {
-                    return Err(EngineError::new(
-                        EngineErrorKind::InvalidInput,
-                        format!(
-                            "message `{id}` was sent by the persona; a reply run answers an inbound message"
-                        ),
-                    ));
-                }
-                Trigger::Message(Arc::new(m))
-            }
-            (None, Some(name)) => Trigger::Responsibility(
-                info.responsibility(name)
-                    .cloned()
-                    .ok_or_else(|| unknown_responsibility(info, name))?,
-            ),
-            _ => {
-                return Err(EngineError::new(
-                    EngineErrorKind::BadRequest,
-                    "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
-                ));
-            }
-        };
+        let trigger = trigger(conn, info, input).await?;
         let is_reply = matches!(trigger, Trigger::Message(_));
         let model_name = input
             .model
@@ -431,16 +387,7 @@ impl Engine {
         if input.explain {
             assembled.count_tokens();
         }
-        let body = match (format, model) {
-            (Format::Openai, Some(m)) => to_openai(&assembled.request, &m)?,
-            (Format::Anthropic, Some(m)) => to_anthropic(&assembled.request, &m)?,
-            _ => serde_json::to_value(&assembled.request).map_err(|e| {
-                EngineError::new(
-                    EngineErrorKind::InvalidInput,
-                    format!("cannot serialise the request: {e}"),
-                )
-            })?,
-        };
+        let body = encode(&assembled.request, format, model)?;
         Ok(Resolution {
             request: assembled.request,
             body,
@@ -476,6 +423,79 @@ impl Engine {
             },
         )
     }
+}
+
+/// The wire format a resolve asked for, `provider` replaced by the persona's.
+fn wire_format(info: &protege_core::PersonaInfo, format: Format) -> Result<Format, EngineError> {
+    match format {
+        Format::Provider => match info.model.as_ref().and_then(|m| m.provider) {
+            Some(Provider::Openai) => Ok(Format::Openai),
+            Some(Provider::Anthropic) => Ok(Format::Anthropic),
+            None => Err(EngineError::new(
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "persona `{}` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`",
+                    info.name
+                ),
+            )),
+        },
+        other => Ok(other),
+    }
+}
+
+/// The trigger of a resolve: the inbound message of `message_id`, or the persona's
+/// responsibility.
+async fn trigger(
+    conn: &DatabaseConnection,
+    info: &protege_core::PersonaInfo,
+    input: &ResolveInput,
+) -> Result<Trigger, EngineError> {
+    match (&input.message_id, &input.responsibility) {
+        (Some(id), None) => {
+            let m = db::load_message(conn, id).await?.ok_or_else(|| {
+                EngineError::new(
+                    EngineErrorKind::NotFound,
+                    format!("unknown message `{id}`: no message with this Message-ID in the database"),
+                )
+            })?;
+            if m.direction == protege_core::Direction::Outbound {
+                return Err(EngineError::new(
+                    EngineErrorKind::InvalidInput,
+                    format!(
+                        "message `{id}` was sent by the persona; a reply run answers an inbound message"
+                    ),
+                ));
+            }
+            Ok(Trigger::Message(Arc::new(m)))
+        }
+        (None, Some(name)) => Ok(Trigger::Responsibility(
+            info.responsibility(name)
+                .cloned()
+                .ok_or_else(|| unknown_responsibility(info, name))?,
+        )),
+        _ => Err(EngineError::new(
+            EngineErrorKind::BadRequest,
+            "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
+        )),
+    }
+}
+
+/// `request` in `format`: a provider's body, or protege's canonical JSON.
+fn encode(
+    request: &Request,
+    format: Format,
+    model: Option<ModelSpec>,
+) -> Result<serde_json::Value, EngineError> {
+    Ok(match (format, model) {
+        (Format::Openai, Some(m)) => to_openai(request, &m)?,
+        (Format::Anthropic, Some(m)) => to_anthropic(request, &m)?,
+        _ => serde_json::to_value(request).map_err(|e| {
+            EngineError::new(
+                EngineErrorKind::InvalidInput,
+                format!("cannot serialise the request: {e}"),
+            )
+        })?,
+    })
 }
 
 fn unknown_responsibility(info: &protege_core::PersonaInfo, name: &str) -> EngineError {

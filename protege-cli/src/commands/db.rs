@@ -55,15 +55,14 @@ pub(crate) async fn import_eml(env: &Env, args: &ImportEmlArgs) -> CliResult {
         output::err(&format!("warning: {warning}\n"))?;
     }
     let summary = &imported.summary;
-    let text = summary.to_string();
-    let (notes, last) = text.rsplit_once('\n').unwrap_or(("", &text));
+    let notes: String = summary.notes().map(|note| note + "\n").collect();
     if !notes.is_empty() {
-        output::err(&format!("{notes}\n"))?;
+        output::err(&notes)?;
     }
     if !summary.failed.is_empty() {
-        return Err(Failure::invalid(last.to_owned()));
+        return Err(Failure::invalid(summary.totals().to_string()));
     }
-    output::out(&format!("{last}\n"))?;
+    output::out(&format!("{}\n", summary.totals()))?;
     let invalid = &imported.invalid_persona_files;
     if invalid.is_empty() {
         return Ok(());

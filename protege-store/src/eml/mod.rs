@@ -132,25 +132,46 @@ pub struct EmlSummary {
     pub warnings: Vec<String>,
 }
 
-impl fmt::Display for EmlSummary {
+impl EmlSummary {
+    /// The last line of the summary: `imported 3 messages, skipped 1 duplicate, 1 failed`.
+    pub fn totals(&self) -> impl fmt::Display + '_ {
+        Totals(self)
+    }
+
+    /// The lines before the totals: one `warning: …` per warning, then one `failed: …` per
+    /// failure, in file order.
+    pub fn notes(&self) -> impl Iterator<Item = String> + '_ {
+        let warnings = self.warnings.iter().map(|w| format!("warning: {w}"));
+        warnings.chain(self.failed.iter().map(|f| format!("failed: {f}")))
+    }
+}
+
+/// [`EmlSummary::totals`].
+struct Totals<'a>(&'a EmlSummary);
+
+impl fmt::Display for Totals<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for warning in &self.warnings {
-            writeln!(f, "warning: {warning}")?;
-        }
-        for failure in &self.failed {
-            writeln!(f, "failed: {failure}")?;
-        }
+        let s = self.0;
         let plural =
             |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
         write!(
             f,
             "imported {} {}, skipped {} {}, {} failed",
-            self.imported,
-            plural(self.imported, "message", "messages"),
-            self.duplicates,
-            plural(self.duplicates, "duplicate", "duplicates"),
-            self.failed.len()
+            s.imported,
+            plural(s.imported, "message", "messages"),
+            s.duplicates,
+            plural(s.duplicates, "duplicate", "duplicates"),
+            s.failed.len()
         )
+    }
+}
+
+impl fmt::Display for EmlSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for note in self.notes() {
+            writeln!(f, "{note}")?;
+        }
+        write!(f, "{}", self.totals())
     }
 }
 
