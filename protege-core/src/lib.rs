@@ -77,8 +77,8 @@ pub use mail::{
 };
 
 // Resolvers, chains and the finished request.
-pub use assemble::{Assembled, StepReport, assemble};
-pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
+pub use assemble::{Assembled, Step, StepReport};
+pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, assemble};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 
 // The built-in resolvers and their option types.
