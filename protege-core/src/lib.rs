@@ -50,6 +50,7 @@ pub mod db;
 mod error;
 mod file;
 mod html_text;
+mod limits;
 mod macros;
 mod mail;
 mod message;
@@ -99,7 +100,8 @@ pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 // Templates, token counts, files and mail text.
 pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use html_text::html_to_text;
-pub use template::{Template, TemplateLimits};
+pub use limits::TemplateLimits;
+pub use template::Template;
 pub use tokens::Tokenizer;
 
 // Errors.
