@@ -21,6 +21,7 @@
 //!
 //! - `connect`: database URLs, the connect timeout, connecting, and the redaction of
 //!   passwords in URLs and driver messages;
+//! - `reason`: the reason a database failed, as every database error quotes it;
 //! - `schema`: the entities, the migrations and applying them;
 //! - `lock`: the locks under which migrations and imports write, one process at a time;
 //! - `read`: every read: rows decoded by column name, the SQLite file read through the
@@ -36,10 +37,10 @@ mod fixture;
 mod lock;
 mod packet;
 pub(crate) mod read;
+mod reason;
 mod schema;
 mod store;
 
-pub(crate) use connect::db_reason;
 pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_timeout, connect_within, open,
     redact_text, redact_url,
@@ -53,6 +54,7 @@ pub use fixture::{
     import_fixture_file, import_fixture_str, parse_fixture,
 };
 pub use read::{embedded_statements, load_message, thread_inbound_messages, thread_messages};
+pub(crate) use reason::db_reason;
 pub use schema::{Migrator, entities, migrate};
 pub use store::{StoredSummary, store_summary};
 
