@@ -27,6 +27,7 @@
 mod builtins;
 mod diagnostic;
 mod error;
+mod event;
 mod names;
 mod persona;
 mod reader;
@@ -42,8 +43,9 @@ pub use persona::{PERSONA_FILE_MAX_BYTES, Persona, addresses_in};
 pub use registry::Registry;
 
 // A folder of personas, reloaded while the application runs.
+pub use event::Event;
 pub use set::PersonaSet;
-pub use watch::{DEFAULT_DEBOUNCE, Event, Watch};
+pub use watch::{DEFAULT_DEBOUNCE, Watch};
 
 // Problems in a file, pointing at their place.
 pub use diagnostic::{Diagnostic, Diagnostics, render};

@@ -10,10 +10,10 @@ use foldhash::quality::RandomState;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::persona::Persona;
 use crate::registry::Registry;
 use crate::templates::Templates;
-use crate::watch::Event;
 
 /// The personas of a folder (`*.toml` files), looked up by name.
 ///
