@@ -1,5 +1,6 @@
-//! The built-in resolvers' TOML options: `LoadText`, `LoadFile`, `LoadRecord`,
-//! `ThreadHistory`, `ThreadSummary`.
+//! Loading a persona, stage 4 of 4, for the built-in resolvers: their TOML options
+//! (`LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`), read from an
+//! entry of a chain ([`chains`](crate::chains)).
 //!
 //! Which keys an entry may have, which are required and how each value is read come from
 //! the shared table of `protege-schema` (the same one the `resolvers!` macro checks
@@ -19,7 +20,7 @@ use protege_schema::{
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
-use crate::reader::{self, Quoted, Sink, Value, check_keys, get, type_name};
+use crate::reader::{self, Quoted, Sink, Value, get, type_name};
 use crate::templates::Templates;
 
 /// What a resolver factory sees: the entry's table and where to report problems.
@@ -530,18 +531,6 @@ pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
         }
     }
     entry.ok.then(|| BoxResolver::new(r))
-}
-
-/// Reports unknown keys of a non-resolver table (used by the persona reader too).
-pub(crate) fn unknown_keys(
-    sink: &mut Sink<'_>,
-    table: &DeTable<'_>,
-    allowed: &[&str],
-    place: &str,
-) {
-    check_keys(sink, table, allowed, |k| {
-        format!("unknown key `{k}`{place}")
-    });
 }
 
 /// Whether `text` is a template (contains `{{` or `{%`) rather than a literal path.

@@ -246,7 +246,7 @@ impl PersonaSet {
 
     /// What the file at `path` holds now.
     fn read(&self, path: &Path) -> File {
-        match crate::persona::read_source(path) {
+        match crate::source::read_source(path) {
             Ok(Some(source)) => {
                 let fingerprint = Fingerprint {
                     len: source.len(),
