@@ -386,12 +386,8 @@ pub(crate) fn report_template_error(
         Some(line) => crate::template_span::line_span(sink.source, value.span(), line),
         None => value.span(),
     };
-    // The core error reads "template `NAME` line N: what"; keep "what".
-    let detail = error.detail();
-    let what = detail
-        .split_once(": ")
-        .map_or(detail, |(_, rest)| rest)
-        .to_owned();
+    // The line is the span above; the detail is what went wrong there.
+    let what = error.detail();
     sink.error(span, format!("invalid template in `{key}`: {what}"));
 }
 

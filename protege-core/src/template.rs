@@ -249,8 +249,9 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
     };
     let undefined = err.kind() == minijinja::ErrorKind::UndefinedError;
     match err.detail() {
-        // minijinja names the undefined value itself: "`message.subject` is undefined".
-        Some(detail) if undefined && detail.contains('`') => what = detail.to_owned(),
+        // minijinja names the undefined value itself: "`message.subject` is undefined" (the
+        // only detail it gives an undefined value).
+        Some(detail) if undefined => what = detail.to_owned(),
         detail => {
             if let (Some(range), Some(src)) = (err.range(), err.template_source())
                 && let Some(expr) = src.get(range)
@@ -264,14 +265,7 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
             }
         }
     }
-    let line = err.line();
-    let detail = match line {
-        Some(line) => format!("template `{name}` line {line}: {what}"),
-        None => format!("template `{name}`: {what}"),
-    };
-    let mut error = Error::new(ErrorKind::Template, detail);
-    error.set_line(line);
-    error
+    Error::new(ErrorKind::Template, what).in_template(name, err.line())
 }
 
 #[cfg(test)]
