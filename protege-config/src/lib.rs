@@ -31,6 +31,7 @@
 
 mod builtins;
 mod chains;
+mod custom;
 mod diagnostic;
 mod error;
 mod event;
