@@ -1,5 +1,6 @@
-//! The built-in resolvers' TOML options: `LoadText`, `LoadFile`, `LoadRecord`,
-//! `ThreadHistory`, `ThreadSummary`.
+//! Loading a persona, stage 4 of 4, for the built-in resolvers: their TOML options
+//! (`LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`), read from an
+//! entry of a chain ([`chains`](crate::chains)).
 //!
 //! Which keys an entry may have, which are required and how each value is read come from
 //! the shared table of `protege-schema` (the same one the `resolvers!` macro checks
@@ -19,7 +20,7 @@ use protege_schema::{
 use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
-use crate::reader::{self, Quoted, Sink, Value, check_keys, get, type_name};
+use crate::reader::{self, Quoted, Sink, Value, get, type_name};
 use crate::templates::Templates;
 
 /// What a resolver factory sees: the entry's table and where to report problems.
@@ -385,12 +386,8 @@ pub(crate) fn report_template_error(
         Some(line) => crate::template_span::line_span(sink.source, value.span(), line),
         None => value.span(),
     };
-    // The core error reads "template `NAME` line N: what"; keep "what".
-    let detail = error.detail();
-    let what = detail
-        .split_once(": ")
-        .map_or(detail, |(_, rest)| rest)
-        .to_owned();
+    // The line is the span above; the detail is what went wrong there.
+    let what = error.detail();
     sink.error(span, format!("invalid template in `{key}`: {what}"));
 }
 
@@ -530,18 +527,6 @@ pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
         }
     }
     entry.ok.then(|| BoxResolver::new(r))
-}
-
-/// Reports unknown keys of a non-resolver table (used by the persona reader too).
-pub(crate) fn unknown_keys(
-    sink: &mut Sink<'_>,
-    table: &DeTable<'_>,
-    allowed: &[&str],
-    place: &str,
-) {
-    check_keys(sink, table, allowed, |k| {
-        format!("unknown key `{k}`{place}")
-    });
 }
 
 /// Whether `text` is a template (contains `{{` or `{%`) rather than a literal path.

@@ -305,6 +305,19 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// A message from another library as a clause of ours: lowercase first letter (unless
+/// the word is an acronym), no trailing newline or period.
+pub(crate) fn lowercase_first(text: &str) -> String {
+    let text = text.trim_end_matches('\n').trim_end_matches('.');
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) if !chars.as_str().starts_with(|c: char| c.is_ascii_uppercase()) => {
+            c.to_lowercase().collect::<String>() + chars.as_str()
+        }
+        _ => text.to_owned(),
+    }
+}
+
 /// The one "did you mean" rule of protege (`protege-schema`), shared with the macro.
 pub(crate) use protege_schema::{did_you_mean, suggestion};
 

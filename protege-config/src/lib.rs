@@ -23,27 +23,38 @@
 //! - [`Diagnostic`] and [`Diagnostics`]: every problem of a file, pointing at its place,
 //!   rendered as `path:line:col` with the line and a caret ([`render`]);
 //! - one error type: [`Error`] with its [`ErrorKind`].
+//!
+//! Loading a persona runs in stages, one module each, read top to bottom: `source` (the
+//! file's text), `syntax` (TOML), `persona` (the schema), `chains` (the resolver entries,
+//! with `registry` and `builtins` for each resolver's options); `set` loads a folder of
+//! them and `watch` reloads it.
 
 mod builtins;
+mod chains;
+mod custom;
 mod diagnostic;
 mod error;
+mod event;
 mod names;
 mod persona;
 mod reader;
 mod registry;
 mod set;
+mod source;
 mod syntax;
 mod template_span;
 mod templates;
 mod watch;
 
 // One persona file and the resolvers it may name.
-pub use persona::{PERSONA_FILE_MAX_BYTES, Persona, addresses_in};
+pub use persona::{Persona, addresses_in};
 pub use registry::Registry;
+pub use source::PERSONA_FILE_MAX_BYTES;
 
 // A folder of personas, reloaded while the application runs.
+pub use event::Event;
 pub use set::PersonaSet;
-pub use watch::{DEFAULT_DEBOUNCE, Event, Watch};
+pub use watch::{DEFAULT_DEBOUNCE, Watch};
 
 // Problems in a file, pointing at their place.
 pub use diagnostic::{Diagnostic, Diagnostics, render};

@@ -1,4 +1,9 @@
-//! One persona file: read with spans, validated into a [`Persona`] with two built chains.
+//! Loading a persona, stage 3 of 4: the persona schema. [`Persona::parse`] runs the
+//! stages in order: the TOML syntax ([`syntax`](crate::syntax)), then the top-level keys
+//! and tables read here (`name`, `addresses`, `[model]`, `[limits]`, `[mail]`,
+//! `[[tools]]`, `[[responsibilities]]`), then the resolver chains
+//! ([`chains`](crate::chains)). Stage 1, the file's text, is [`source`](crate::source);
+//! a folder of personas is [`PersonaSet`](crate::PersonaSet).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,13 +12,13 @@ use protege_core::{
     CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
     Responsibility, ToolDef,
 };
-use protege_template_names::Trigger;
 use toml::de::{DeTable, DeValue};
 
-use crate::builtins::{Options, unknown_keys};
-use crate::diagnostic::{Diagnostic, Diagnostics, suggestion};
-use crate::reader::{self, Sink, Value, get};
+use crate::chains::chain;
+use crate::diagnostic::{Diagnostics, lowercase_first, suggestion};
+use crate::reader::{self, Sink, Value, entries, get, required, unknown_keys};
 use crate::registry::Registry;
+use crate::syntax;
 use crate::templates::Templates;
 
 /// A validated persona: what it is, and its two resolver chains, built once at load.
@@ -86,11 +91,9 @@ impl Persona {
         templates: &mut Templates,
     ) -> Result<Persona, Diagnostics> {
         let mut sink = Sink::new(path, source);
-        let (doc, errors) = DeTable::parse_recoverable(source);
-        if !errors.is_empty() {
-            crate::syntax::report(&mut sink, &errors);
+        let Some(doc) = syntax::parse(&mut sink) else {
             return Err(sink.diagnostics.into());
-        }
+        };
         let persona = read(&mut sink, doc.get_ref(), registry, templates);
         match persona {
             Some(p) if sink.diagnostics.is_empty() => Ok(p),
@@ -106,35 +109,6 @@ impl Persona {
     pub(crate) fn name_span(source: &str) -> std::ops::Range<usize> {
         let (doc, _) = DeTable::parse_recoverable(source);
         get(doc.get_ref(), "name").map_or(0..0, |v| v.span())
-    }
-}
-
-/// The most a persona file may hold: 1 MiB.
-pub const PERSONA_FILE_MAX_BYTES: u64 = 1 << 20;
-
-/// Reads the persona file at `path`: `Ok(None)` when it does not exist; a problem (not a
-/// regular file, over [`PERSONA_FILE_MAX_BYTES`], unreadable, not UTF-8) is a diagnostic
-/// for the whole file. A FIFO or device is never read, so reading never blocks.
-pub(crate) fn read_source(path: &Path) -> Result<Option<String>, Diagnostic> {
-    let shown = format!("`{}`", path.display());
-    let bytes = protege_core::read_regular_file(path, &shown, PERSONA_FILE_MAX_BYTES)
-        .map_err(|e| Diagnostic::whole_file(path, e.detail()))?;
-    let Some(bytes) = bytes else {
-        return Ok(None);
-    };
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| Diagnostic::whole_file(path, "the persona file is not valid UTF-8"))
-}
-
-pub(crate) fn lowercase_first(text: &str) -> String {
-    let text = text.trim_end_matches('\n').trim_end_matches('.');
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) if !chars.as_str().starts_with(|c: char| c.is_ascii_uppercase()) => {
-            c.to_lowercase().collect::<String>() + chars.as_str()
-        }
-        _ => text.to_owned(),
     }
 }
 
@@ -390,46 +364,6 @@ pub fn addresses_in(source: &str) -> Vec<String> {
         .collect()
 }
 
-/// The entries of an array of tables such as `[[tools]]`.
-fn entries<'a, 'i>(
-    sink: &mut Sink<'_>,
-    value: &'a Value<'i>,
-    key: &str,
-) -> Vec<(&'a Value<'i>, &'a DeTable<'i>)> {
-    let Some(items) = reader::array(sink, value, &format!("`{key}`")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for item in items {
-        if let DeValue::Table(t) = item.get_ref() {
-            out.push((item, t));
-        } else {
-            sink.error(
-                item.span(),
-                format!(
-                    "each entry of `{key}` must be a table, found {}",
-                    reader::type_name(item.get_ref())
-                ),
-            );
-        }
-    }
-    out
-}
-
-fn required<'a, 'i>(
-    sink: &mut Sink<'_>,
-    entry: &Value<'_>,
-    t: &'a DeTable<'i>,
-    key: &str,
-    place: &str,
-) -> Option<&'a Value<'i>> {
-    let v = get(t, key);
-    if v.is_none() && !reader::misspelt(t, key) {
-        sink.error(entry.span(), format!("{place} needs the key `{key}`"));
-    }
-    v
-}
-
 fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
     let mut out: Vec<ToolDef> = Vec::new();
     // Every name seen, also of entries with other problems (see `responsibilities`).
@@ -584,82 +518,4 @@ fn parse_cron(schedule: &str) -> Result<(), String> {
             lowercase_first(&detail)
         )
     })
-}
-
-fn chain(
-    sink: &mut Sink<'_>,
-    doc: &DeTable<'_>,
-    key: &str,
-    registry: &Registry,
-    vars: Option<&[&str]>,
-    templates: &mut Templates,
-) -> DynChain {
-    let trigger = if key == "responsibility_resolvers" {
-        Trigger::Responsibility
-    } else {
-        Trigger::Message
-    };
-    let mut chain = DynChain::new();
-    let Some(value) = get(doc, key) else {
-        return chain;
-    };
-    let items = entries(sink, value, key);
-    for (entry, t) in items {
-        let Some(use_value) = get(t, "use") else {
-            if let Some((key, _)) = t.iter().find(|(k, _)| {
-                let k: &str = k.get_ref();
-                crate::diagnostic::did_you_mean(k, ["use"]).is_some()
-            }) {
-                let k: &str = key.get_ref();
-                sink.error(
-                    key.span(),
-                    format!("unknown key `{k}` in a resolver entry, did you mean `use`?"),
-                );
-                continue;
-            }
-            let names = registry
-                .names()
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            sink.error(
-                entry.span(),
-                format!("resolver entry needs `use`, one of {names}"),
-            );
-            continue;
-        };
-        let Some(name) = reader::text(sink, use_value, "`use`") else {
-            continue;
-        };
-        let Some((canonical, factory)) = registry.lookup(name) else {
-            let hint = suggestion(name, registry.names());
-            let message = if hint.is_empty() {
-                let names = registry
-                    .names()
-                    .iter()
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                format!("unknown resolver `{name}`, expected one of {names}")
-            } else {
-                format!("unknown resolver `{name}`{hint}")
-            };
-            sink.error(use_value.span(), message);
-            continue;
-        };
-        let mut options = Options {
-            sink,
-            table: t,
-            span: entry.span(),
-            name: canonical,
-            trigger,
-            vars,
-            templates: &mut *templates,
-        };
-        if let Some(r) = factory(&mut options) {
-            chain.push(r.named(canonical.to_owned()));
-        }
-    }
-    chain
 }

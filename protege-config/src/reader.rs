@@ -62,7 +62,7 @@ pub(crate) fn type_name(value: &DeValue<'_>) -> &'static str {
 
 /// Reports every key of `table` not in `allowed`, with a suggestion, using `describe` to
 /// phrase the message from the key (e.g. "unknown option `limt` for `ThreadHistory`").
-pub(crate) fn check_keys(
+fn check_keys(
     sink: &mut Sink<'_>,
     table: &DeTable<'_>,
     allowed: &[&str],
@@ -75,6 +75,19 @@ pub(crate) fn check_keys(
             sink.error(key.span(), format!("{}{hint}", describe(name)));
         }
     }
+}
+
+/// Reports the keys of a non-resolver table not in `allowed`, `place` saying where the
+/// table is (` in `[model]``).
+pub(crate) fn unknown_keys(
+    sink: &mut Sink<'_>,
+    table: &DeTable<'_>,
+    allowed: &[&str],
+    place: &str,
+) {
+    check_keys(sink, table, allowed, |k| {
+        format!("unknown key `{k}`{place}")
+    });
 }
 
 /// Whether some key of `table` is a near miss of `key` (already reported as unknown with a
@@ -92,6 +105,48 @@ pub(crate) fn get<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a Value
         .iter()
         .find(|(k, _)| k.get_ref().as_ref() == key)
         .map(|(_, v)| v)
+}
+
+/// The entries of an array of tables such as `[[tools]]`.
+pub(crate) fn entries<'a, 'i>(
+    sink: &mut Sink<'_>,
+    value: &'a Value<'i>,
+    key: &str,
+) -> Vec<(&'a Value<'i>, &'a DeTable<'i>)> {
+    let Some(items) = array(sink, value, &format!("`{key}`")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        if let DeValue::Table(t) = item.get_ref() {
+            out.push((item, t));
+        } else {
+            sink.error(
+                item.span(),
+                format!(
+                    "each entry of `{key}` must be a table, found {}",
+                    type_name(item.get_ref())
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The value under `key` of the entry `t`, or a problem saying `place` needs it (unless a
+/// near miss of `key` was already reported as unknown).
+pub(crate) fn required<'a, 'i>(
+    sink: &mut Sink<'_>,
+    entry: &Value<'_>,
+    t: &'a DeTable<'i>,
+    key: &str,
+    place: &str,
+) -> Option<&'a Value<'i>> {
+    let v = get(t, key);
+    if v.is_none() && !misspelt(t, key) {
+        sink.error(entry.span(), format!("{place} needs the key `{key}`"));
+    }
+    v
 }
 
 /// A string, or a type error naming `what` (e.g. "`name`").

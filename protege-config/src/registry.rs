@@ -4,10 +4,9 @@ use std::sync::Arc;
 
 use protege_core::{BoxResolver, Resolver};
 use serde::de::DeserializeOwned;
-use toml::Spanned;
-use toml::de::{DeValue, ValueDeserializer};
 
 use crate::builtins::{self, Options};
+use crate::custom;
 
 pub(crate) type Factory =
     dyn for<'a, 'i, 's> Fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver> + Send + Sync;
@@ -114,13 +113,11 @@ impl Registry {
                     table.insert(k.clone(), v.clone());
                 }
             }
-            let de = ValueDeserializer::from(Spanned::new(o.span.clone(), DeValue::Table(table)));
-            match T::deserialize(de) {
+            match custom::deserialize::<T>(table, o.span.clone()) {
                 Ok(r) => Some(BoxResolver::new(r).named(owned.clone())),
                 Err(e) => {
                     let span = e.span().unwrap_or_else(|| o.span.clone());
-                    let message = custom_message(e.message(), &owned);
-                    o.sink.error(span, message);
+                    o.sink.error(span, e.message(&owned));
                     None
                 }
             }
@@ -154,22 +151,4 @@ impl Registry {
     pub(crate) fn lookup(&self, name: &str) -> Option<(&str, &Factory)> {
         self.find(name).map(|e| (e.name.as_str(), &*e.factory))
     }
-}
-
-/// Rewords serde's messages for custom resolvers in the style of the built-ins.
-fn custom_message(message: &str, resolver: &str) -> String {
-    let message = message.trim_end_matches('\n').trim_end_matches('.');
-    if let Some(rest) = message.strip_prefix("unknown field `")
-        && let Some((field, expected)) = rest.split_once('`')
-    {
-        let options: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-        let hint = crate::diagnostic::suggestion(field, options.iter().copied());
-        return format!("unknown option `{field}` for `{resolver}`{hint}");
-    }
-    if let Some(rest) = message.strip_prefix("missing field `")
-        && let Some((field, _)) = rest.split_once('`')
-    {
-        return format!("`{resolver}` needs the option `{field}`");
-    }
-    format!("invalid options for `{resolver}`: {message}")
 }

@@ -10,10 +10,10 @@ use foldhash::quality::RandomState;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::persona::Persona;
 use crate::registry::Registry;
 use crate::templates::Templates;
-use crate::watch::Event;
 
 /// The personas of a folder (`*.toml` files), looked up by name.
 ///
@@ -251,7 +251,7 @@ impl PersonaSet {
 
     /// What the file at `path` holds now.
     fn read(&self, path: &Path) -> File {
-        match crate::persona::read_source(path) {
+        match crate::source::read_source(path) {
             Ok(Some(source)) => {
                 let fingerprint = Fingerprint {
                     len: source.len(),

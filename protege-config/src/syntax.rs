@@ -1,9 +1,13 @@
-//! TOML syntax errors as diagnostics: each at its line and column, and only the first few
-//! of a file that is not TOML at all.
+//! Loading a persona, stage 2 of 4: the TOML syntax. The text is parsed with spans; its
+//! syntax errors are diagnostics, each at its line and column, and only the first few of a
+//! file that is not TOML at all. The next stage is [`persona`](crate::persona).
 
 use std::ops::Range;
 
-use crate::persona::lowercase_first;
+use toml::Spanned;
+use toml::de::DeTable;
+
+use crate::diagnostic::lowercase_first;
 use crate::reader::Sink;
 
 /// The most syntax errors shown for one file. A file with more is most likely not a
@@ -14,9 +18,20 @@ pub(crate) const MAX_SYNTAX_ERRORS: usize = 5;
 /// The most parts of a dotted key (`a.b.c` has 3) the TOML parser takes.
 const MAX_KEY_PARTS: usize = 80;
 
+/// The document of `sink`'s file, or `None` when it is not valid TOML (its errors are then
+/// in `sink`).
+pub(crate) fn parse<'s>(sink: &mut Sink<'s>) -> Option<Spanned<DeTable<'s>>> {
+    let (doc, errors) = DeTable::parse_recoverable(sink.source);
+    if errors.is_empty() {
+        return Some(doc);
+    }
+    report(sink, &errors);
+    None
+}
+
 /// Records the syntax `errors` of `sink`'s file: the first [`MAX_SYNTAX_ERRORS`], then how
 /// many more there are.
-pub(crate) fn report(sink: &mut Sink<'_>, errors: &[toml::de::Error]) {
+fn report(sink: &mut Sink<'_>, errors: &[toml::de::Error]) {
     for e in errors.iter().take(MAX_SYNTAX_ERRORS) {
         let (span, message) = located(sink.source, e);
         sink.error(span, message);

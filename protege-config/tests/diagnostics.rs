@@ -1,7 +1,8 @@
 //! Every kind of mistake in a persona file gives exactly its expected diagnostics.
 //!
-//! Each `tests/fixtures/err_*.toml` has its expected rendering in the `.stderr` file of the
-//! same name. Set `PROTEGE_BLESS=1` to write the renderings after a deliberate change.
+//! Each `tests/fixtures/err_*.toml` has its expected rendering in the insta snapshot of the
+//! same name (`err_*.snap`). After a deliberate change, `cargo insta review` (or
+//! `INSTA_UPDATE=always`) rewrites the snapshots.
 
 use std::path::{Path, PathBuf};
 
@@ -41,19 +42,15 @@ fn fixtures(prefix: &str) -> Vec<PathBuf> {
     files
 }
 
-fn check_snapshot(expected_path: &Path, actual: &str, failures: &mut Vec<String>) {
-    if std::env::var_os("PROTEGE_BLESS").is_some() {
-        std::fs::write(expected_path, format!("{actual}\n")).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(expected_path).unwrap_or_default();
-    if expected.trim_end_matches('\n') != actual {
-        failures.push(format!(
-            "{}:\n--- expected\n{}\n--- actual\n{actual}\n",
-            expected_path.display(),
-            expected.trim_end_matches('\n')
-        ));
-    }
+/// Asserts that `actual` is the snapshot `name` of `tests/fixtures` (`NAME.snap`).
+fn assert_fixture_snapshot(name: &str, actual: &str) {
+    insta::with_settings!({
+        snapshot_path => "fixtures",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, actual);
+    });
 }
 
 #[test]
@@ -61,16 +58,15 @@ fn every_error_fixture_matches_its_snapshot() {
     let registry = registry();
     let files = fixtures("err_");
     assert!(files.len() >= 30, "only {} error fixtures", files.len());
-    let mut failures = Vec::new();
     for path in &files {
         let source = std::fs::read_to_string(path).unwrap();
         let rendered = match Persona::parse(path, &source, &registry) {
             Ok(_) => format!("{} loaded without errors", path.display()),
             Err(diagnostics) => render(&diagnostics),
         };
-        check_snapshot(&path.with_extension("stderr"), &rendered, &mut failures);
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        assert_fixture_snapshot(name, &rendered);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
@@ -82,13 +78,7 @@ fn duplicate_names_across_files_name_both_files() {
         set.get("support").unwrap().path,
         Path::new("tests/fixtures/dup/a.toml")
     );
-    let mut failures = Vec::new();
-    check_snapshot(
-        Path::new("tests/fixtures/dup.stderr"),
-        &render(&diagnostics),
-        &mut failures,
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_fixture_snapshot("dup", &render(&diagnostics));
 }
 
 /// Diagnostics are an error: `?` turns them into a `Box<dyn Error>` whose text is one

@@ -1,15 +1,27 @@
 //! Finishing a run: the chain's messages, the trigger's user turn and the persona's tools
 //! as one validated [`Request`], with one report row per resolver.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cache::{CacheHints, Conversation, cache_key};
-use crate::chain::Chain;
 use crate::context::{Context, Trigger};
 use crate::error::Result;
 use crate::message::{Content, Message, Request, Role, message};
 use crate::request::{build_request, user_turn};
 use crate::tokens::{Tokenizer, message_chars};
+
+/// The contribution of one resolver in a run, for `--explain` and tracing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step<'a> {
+    /// The resolver's name.
+    pub name: &'a str,
+    /// Its 1-based position in the chain.
+    pub position: usize,
+    /// The messages it contributed.
+    pub messages: Vec<Message>,
+    /// How long it took from its first poll to its completion.
+    pub elapsed: Duration,
+}
 
 /// What one resolver contributed to a finished request: the rows of `--explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,15 +93,10 @@ impl Assembled {
 /// The name of the resolver whose last message is a cache breakpoint.
 const HISTORY: &str = "ThreadHistory";
 
-/// Runs `chain` for `ctx` and finishes the request: the chain's messages, then the user
-/// turn of a reply run (the inbound message's rendering, with its attachments as parts),
-/// then the tools of the context's persona, checked with [`Request::validate`]. The
-/// request's [`CacheHints`] name the last message `ThreadHistory` produced and the
-/// conversation's [`cache_key`]. Token counts are left to [`Assembled::count_tokens`].
-pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Assembled> {
-    let start = Instant::now();
-    let run = chain.run(ctx).await?;
-    let elapsed = start.elapsed();
+/// Finishes the request of a chain's `run` (which took `elapsed`): the chain's messages,
+/// then the user turn of a reply run, then the tools of the context's persona, checked
+/// with [`Request::validate`]; see [`assemble`](crate::assemble).
+pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Result<Assembled> {
     let mut steps = Vec::with_capacity(run.len() + 1);
     let mut messages = Vec::with_capacity(run.iter().map(|s| s.messages.len()).sum());
     let mut history_end = None;

@@ -3,24 +3,11 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::assemble::{Assembled, assemble};
+use crate::assemble::{Assembled, Step, finish};
 use crate::context::Context;
 use crate::error::Result;
 use crate::message::{Message, Request};
 use crate::resolver::{BoxResolver, Resolved, Resolver};
-
-/// The contribution of one resolver in a run, for `--explain` and tracing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step<'a> {
-    /// The resolver's name.
-    pub name: &'a str,
-    /// Its 1-based position in the chain.
-    pub position: usize,
-    /// The messages it contributed.
-    pub messages: Vec<Message>,
-    /// How long it took from its first poll to its completion.
-    pub elapsed: Duration,
-}
 
 /// An ordered list of resolvers with one entry point, [`Chain::resolve`].
 ///
@@ -62,6 +49,18 @@ pub trait Chain: Send + Sync {
     fn assemble<'a>(&'a self, ctx: &'a Context) -> impl Future<Output = Result<Assembled>> + Send {
         assemble(self, ctx)
     }
+}
+
+/// Runs `chain` for `ctx` and finishes the request: the chain's messages, then the user
+/// turn of a reply run (the inbound message's rendering, with its attachments as parts),
+/// then the tools of the context's persona, checked with [`Request::validate`]. The
+/// request's [`CacheHints`](crate::CacheHints) name the last message `ThreadHistory`
+/// produced and the conversation's [`cache_key`](crate::cache_key). Token counts are left to [`Assembled::count_tokens`].
+pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Assembled> {
+    let start = Instant::now();
+    let run = chain.run(ctx).await?;
+    let elapsed = start.elapsed();
+    finish(run, elapsed, ctx)
 }
 
 async fn timed<R: Resolver + ?Sized>(r: &R, ctx: &Context) -> (Result<Resolved>, Duration) {

@@ -8,12 +8,12 @@ use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheMode;
+use crate::limits::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
 use crate::mail::{
     DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, MailLimits, MailMessage,
     TemplateValue as _, rfc3339_z,
 };
 use crate::message::ToolDef;
-use crate::template::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
 use crate::tokens::Tokenizer;
 
 /// Which provider a persona's model belongs to.

@@ -52,12 +52,14 @@ pub enum ErrorKind {
 /// shows it once; a cause attached with [`with_source`](Error::with_source) is the source.
 /// A clone shares the causes of the original.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{detail}")]
 pub struct Error {
     kind: ErrorKind,
     detail: Cow<'static, str>,
     #[source]
     source: Option<Cause>,
+    /// The template the error happened in, which `Display` names before the detail.
+    template: Option<Arc<str>>,
+    /// The 1-based line inside that template.
     line: Option<usize>,
     /// The error of the failed resolver, which the detail quotes.
     resolver: Option<Arc<Error>>,
@@ -101,6 +103,7 @@ impl Error {
             kind,
             detail: detail.into(),
             source: None,
+            template: None,
             line: None,
             resolver: None,
             database: None,
@@ -138,10 +141,11 @@ impl Error {
     }
 
     /// The same error with another detail, for context such as the file being imported;
-    /// kind, causes and line are kept.
+    /// kind, causes and line are kept, and the new detail is the whole sentence.
     #[doc(hidden)]
     pub fn with_detail(mut self, detail: impl Into<Cow<'static, str>>) -> Self {
         self.detail = detail.into();
+        self.template = None;
         self.reason_at = None;
         self
     }
@@ -151,16 +155,27 @@ impl Error {
         self.kind
     }
 
+    /// The same error located in the template `name`, at its 1-based `line` when known:
+    /// `Display` then reads ``template `NAME` line N: DETAIL``.
+    pub(crate) fn in_template(mut self, name: &str, line: Option<usize>) -> Self {
+        self.template = Some(name.into());
+        self.line = line;
+        self
+    }
+
+    /// For a template error: the name of the template.
+    pub fn template_name(&self) -> Option<&str> {
+        self.template.as_deref()
+    }
+
     /// For a template error: the 1-based line inside the template.
     pub fn template_line(&self) -> Option<usize> {
         self.line
     }
 
-    pub(crate) fn set_line(&mut self, line: Option<usize>) {
-        self.line = line;
-    }
-
-    /// The human-readable detail (the same text `Display` prints).
+    /// The human-readable detail: what `Display` prints, less the template and line that
+    /// it puts first for a template error ([`template_name`](Self::template_name),
+    /// [`template_line`](Self::template_line)).
     pub fn detail(&self) -> &str {
         &self.detail
     }
@@ -182,8 +197,9 @@ impl Error {
     pub(crate) fn in_resolver(self, name: &str, position: usize) -> Self {
         Self {
             kind: ErrorKind::Resolver,
-            detail: format!("resolver {position} `{name}` failed: {}", self.detail).into(),
+            detail: format!("resolver {position} `{name}` failed: {self}").into(),
             source: self.source.clone(),
+            template: None,
             line: None,
             database: self.database.clone(),
             reason_at: None,
@@ -194,6 +210,17 @@ impl Error {
     /// The error a resolver failed with, when this error wraps one.
     pub fn resolver_cause(&self) -> Option<&Error> {
         self.resolver.as_deref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.template, self.line) {
+            (Some(name), Some(line)) => write!(f, "template `{name}` line {line}: ")?,
+            (Some(name), None) => write!(f, "template `{name}`: ")?,
+            (None, _) => {}
+        }
+        f.write_str(&self.detail)
     }
 }
 

@@ -134,11 +134,14 @@ fn describe(kind: &std::fs::FileType) -> &'static str {
 
 /// An I/O error's text starting lowercase, without the `(os error N)` tail.
 pub(crate) fn io_reason(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    let text = match text.find(" (os error") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
-    };
+    let mut text = err.to_string();
+    if let Some(code) = err.raw_os_error() {
+        // The standard library's own tail, composed from the code it holds.
+        let tail = format!(" (os error {code})");
+        if text.ends_with(&tail) {
+            text.truncate(text.len() - tail.len());
+        }
+    }
     let mut chars = text.chars();
     match chars.next() {
         Some(first) => first.to_lowercase().chain(chars).collect(),

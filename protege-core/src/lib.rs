@@ -54,6 +54,7 @@ mod context;
 pub mod db;
 mod error;
 mod file;
+mod limits;
 mod macros;
 mod mail;
 mod message;
@@ -81,8 +82,8 @@ pub use protege_mail::{
 };
 
 // Resolvers, chains and the finished request.
-pub use assemble::{Assembled, StepReport, assemble};
-pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, Step};
+pub use assemble::{Assembled, Step, StepReport};
+pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, assemble};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 
 // The built-in resolvers and their option types.
@@ -102,8 +103,9 @@ pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 
 // Templates, token counts, files and mail text.
 pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
+pub use limits::TemplateLimits;
 pub use protege_mail::html_to_text;
-pub use template::{Template, TemplateLimits};
+pub use template::Template;
 pub use tokens::Tokenizer;
 
 // Errors.

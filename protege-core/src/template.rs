@@ -7,32 +7,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
-
-/// The fuel of a render unless configured otherwise: 5,000,000 (minijinja charges about
-/// one per instruction and one per 64 bytes of data it creates).
-pub(crate) const DEFAULT_TEMPLATE_FUEL: u64 = 5_000_000;
-
-/// The output cap of a render unless configured otherwise: 1 MiB of text.
-pub(crate) const DEFAULT_TEMPLATE_OUTPUT_BYTES: usize = 1 << 20;
-
-/// The budget of one render: exceeding either part fails the render with an error naming
-/// the template, instead of hanging or exhausting memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TemplateLimits {
-    /// minijinja fuel: instructions executed plus data created.
-    pub fuel: u64,
-    /// The most bytes of text the render may write.
-    pub output_bytes: usize,
-}
-
-impl Default for TemplateLimits {
-    fn default() -> Self {
-        Self {
-            fuel: DEFAULT_TEMPLATE_FUEL,
-            output_bytes: DEFAULT_TEMPLATE_OUTPUT_BYTES,
-        }
-    }
-}
+use crate::limits::{DEFAULT_TEMPLATE_FUEL, TemplateLimits};
 
 /// Whether `text` is a template (contains `{{` or `{%`) rather than a literal.
 pub(crate) fn is_template(text: &str) -> bool {
@@ -274,8 +249,9 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
     };
     let undefined = err.kind() == minijinja::ErrorKind::UndefinedError;
     match err.detail() {
-        // minijinja names the undefined value itself: "`message.subject` is undefined".
-        Some(detail) if undefined && detail.contains('`') => what = detail.to_owned(),
+        // minijinja names the undefined value itself: "`message.subject` is undefined" (the
+        // only detail it gives an undefined value).
+        Some(detail) if undefined => what = detail.to_owned(),
         detail => {
             if let (Some(range), Some(src)) = (err.range(), err.template_source())
                 && let Some(expr) = src.get(range)
@@ -289,14 +265,7 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
             }
         }
     }
-    let line = err.line();
-    let detail = match line {
-        Some(line) => format!("template `{name}` line {line}: {what}"),
-        None => format!("template `{name}`: {what}"),
-    };
-    let mut error = Error::new(ErrorKind::Template, detail);
-    error.set_line(line);
-    error
+    Error::new(ErrorKind::Template, what).in_template(name, err.line())
 }
 
 #[cfg(test)]

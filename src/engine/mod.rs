@@ -455,7 +455,9 @@ async fn trigger(
             let m = db::load_message(conn, id).await?.ok_or_else(|| {
                 EngineError::new(
                     EngineErrorKind::NotFound,
-                    format!("unknown message `{id}`: no message with this Message-ID in the database"),
+                    format!(
+                        "unknown message `{id}`: no message with this Message-ID in the database"
+                    ),
                 )
             })?;
             if m.direction == protege_core::Direction::Outbound {

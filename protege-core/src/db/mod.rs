@@ -10,6 +10,7 @@
 //!
 //! - `connect`: database URLs, the connect timeout, connecting, and the redaction of
 //!   passwords in URLs and driver messages;
+//! - `reason`: the reason a database failed, as every database error quotes it;
 //! - `schema`: the entities, the migrations and applying them;
 //! - `lock`: the locks under which migrations and imports write, one process at a time;
 //! - `dates`: the dates every backend stores, and statements that bind them alike;
@@ -23,6 +24,7 @@ pub mod dates;
 #[doc(hidden)]
 pub mod lock;
 pub(crate) mod read;
+mod reason;
 mod schema;
 
 pub use connect::{
@@ -34,11 +36,7 @@ pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.
 #[doc(hidden)]
-pub use connect::db_reason;
-// The import's default attachment cap at the path the command line names; the import
-// itself is `protege-store`'s.
-#[doc(hidden)]
-pub use protege_mail::eml::DEFAULT_MAX_ATTACHMENT_BYTES;
+pub use reason::db_reason;
 
 /// SeaORM, the database layer protege is built on, re-exported so an application queries
 /// protege's tables ([`entities`]) and its own with the same version and features, without

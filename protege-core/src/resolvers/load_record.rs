@@ -109,7 +109,7 @@ pub struct LoadRecord {
     template: RecordTemplate,
     role: Role,
     /// The error of a `where` template that did not compile (reported when the chain runs).
-    broken_filter: Option<(ErrorKind, String)>,
+    broken_filter: Option<Error>,
 }
 
 impl LoadRecord {
@@ -177,7 +177,7 @@ impl LoadRecord {
             Ok(t) => self.filters.push((column, WhereValue::Template(t))),
             Err(e) => {
                 if self.broken_filter.is_none() {
-                    self.broken_filter = Some((e.kind(), e.detail().to_owned()));
+                    self.broken_filter = Some(e);
                 }
             }
         }
@@ -262,8 +262,8 @@ impl Resolver for LoadRecord {
     type Output = Option<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
-        if let Some((kind, detail)) = &self.broken_filter {
-            return Err(Error::new(*kind, detail.clone()));
+        if let Some(error) = &self.broken_filter {
+            return Err(error.clone());
         }
         self.template.check()?;
         let Some(db) = ctx.db() else {

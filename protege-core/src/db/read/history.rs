@@ -15,25 +15,13 @@ use sea_orm::sea_query::{
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
+pub(crate) use super::rows::StoredToolUse;
 use super::rows::{self, Row, TableColumn, columns};
 use super::{embedded, summary};
 use crate::db::dates;
 use crate::db::entities::{attachment, message, tool_use};
 use crate::error::Result;
 use crate::mail::MailMessage;
-
-/// A stored tool use, as replayed.
-#[derive(Debug, Clone)]
-pub(crate) struct StoredToolUse {
-    pub(crate) id: i64,
-    pub(crate) run_id: String,
-    pub(crate) turn_index: i32,
-    pub(crate) position: i32,
-    pub(crate) tool_call_id: String,
-    pub(crate) name: String,
-    pub(crate) input: String,
-    pub(crate) result: Option<String>,
-}
 
 /// A prior message and the tool uses of the runs that answered it.
 #[derive(Debug)]

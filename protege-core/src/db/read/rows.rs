@@ -23,7 +23,6 @@ use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use rusqlite::types::ValueRef;
 use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
-use super::history::StoredToolUse;
 use crate::db::entities::{attachment, message, thread_summary, tool_use};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
@@ -239,6 +238,19 @@ pub(crate) fn attachment(row: &impl Row, with_data: bool) -> Result<(i64, Attach
             data: if with_data { row.get(A::Data)? } else { None },
         },
     ))
+}
+
+/// A stored tool use, as replayed.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredToolUse {
+    pub(crate) id: i64,
+    pub(crate) run_id: String,
+    pub(crate) turn_index: i32,
+    pub(crate) position: i32,
+    pub(crate) tool_call_id: String,
+    pub(crate) name: String,
+    pub(crate) input: String,
+    pub(crate) result: Option<String>,
 }
 
 /// The message id and the tool use of a `tool_uses` row.
