@@ -20,6 +20,11 @@ mod serve;
 
 use std::process::ExitCode;
 
+use clap::Parser as _;
+use commands::{
+    Cli, CliResult, Command, DbCommand, Env, cache_report, db, demo, output, personas, resolve,
+    watch,
+};
 use protege::config::Registry;
 
 /// Runs the `protege` command with the built-in resolvers: parses the process's arguments,
@@ -32,5 +37,73 @@ pub fn main() -> ExitCode {
 /// personas (`check`, `resolve`, `cache-report`, `watch`, `serve`, `demo`, `db import-eml`)
 /// accepts personas that use them.
 pub fn main_with(registry: Registry) -> ExitCode {
-    commands::main(registry)
+    run_main(registry)
 }
+
+/// Parses the arguments, runs the command with the resolvers of `registry` and maps the
+/// outcome to an exit code.
+fn run_main(registry: Registry) -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, version and usage errors, written like every other output.
+        Err(e) => {
+            let text = e.render().to_string();
+            let written = if e.use_stderr() {
+                output::err(&text)
+            } else {
+                output::out(&text)
+            };
+            return match written {
+                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+                Err(failure) => {
+                    let _ = output::err(&format!("error: {}\n", failure.message));
+                    ExitCode::from(failure.code)
+                }
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = output::err(&format!("error: cannot start the async runtime: {e}\n"));
+            return ExitCode::from(1);
+        }
+    };
+    let mut database = String::new();
+    let outcome = runtime.block_on(async {
+        let env = Env::from_cli(&cli, registry)?;
+        database = env.database.clone();
+        run(cli.command, &env).await
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            // Whatever a message quotes, the database password never reaches the screen.
+            let message = protege::db::redact_text(&failure.message, &database);
+            // Nothing more can be said when stderr itself fails.
+            let _ = output::err(&format!("error: {message}\n"));
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn run(command: Command, env: &Env) -> CliResult {
+    match command {
+        Command::Check => personas::check(env).await,
+        Command::Db { command } => match command {
+            DbCommand::Migrate => db::migrate(env).await,
+            DbCommand::Import { file } => db::import(env, &file).await,
+            DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
+            DbCommand::ImportEml(args) => db::import_eml(env, &args).await,
+        },
+        Command::Resolve(args) => resolve::run(env, &args).await,
+        Command::CacheReport(args) => cache_report::run(env, &args).await,
+        Command::Watch => watch::run(env).await,
+        Command::Demo => demo::run(env).await,
+        Command::Serve(args) => serve::run(env, &args).await,
+    }
+}
+

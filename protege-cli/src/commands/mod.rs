@@ -1,20 +1,18 @@
 //! Argument parsing and dispatch; each command lives in its own module.
 
-mod args;
-mod cache_report;
-mod db;
-mod demo;
-mod explain;
+pub(crate) mod args;
+pub(crate) mod cache_report;
+pub(crate) mod db;
+pub(crate) mod demo;
+pub(crate) mod explain;
 pub(crate) mod output;
-mod personas;
-mod resolve;
-mod watch;
+pub(crate) mod personas;
+pub(crate) mod resolve;
+pub(crate) mod watch;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser as _;
 use protege::config::Registry;
 use protege::{Engine, EngineBuilder};
 
@@ -64,7 +62,7 @@ pub(crate) struct Env {
 }
 
 impl Env {
-    fn from_cli(cli: &Cli, registry: Registry) -> CliResult<Env> {
+    pub(crate) fn from_cli(cli: &Cli, registry: Registry) -> CliResult<Env> {
         let cwd = std::env::current_dir()
             .map_err(|e| Failure::invalid(format!("cannot read the current directory: {e}")))?;
         // `join` keeps an absolute path as it is.
@@ -117,72 +115,5 @@ impl Env {
     /// The engine of these settings.
     pub(crate) async fn engine(&self) -> CliResult<Engine> {
         Ok(self.engine_builder().build().await?)
-    }
-}
-
-/// Parses the arguments, runs the command with the resolvers of `registry` and maps the
-/// outcome to an exit code.
-pub(crate) fn main(registry: Registry) -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        // Help, version and usage errors, written like every other output.
-        Err(e) => {
-            let text = e.render().to_string();
-            let written = if e.use_stderr() {
-                output::err(&text)
-            } else {
-                output::out(&text)
-            };
-            return match written {
-                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
-                Err(failure) => {
-                    let _ = output::err(&format!("error: {}\n", failure.message));
-                    ExitCode::from(failure.code)
-                }
-            };
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = output::err(&format!("error: cannot start the async runtime: {e}\n"));
-            return ExitCode::from(1);
-        }
-    };
-    let mut database = String::new();
-    let outcome = runtime.block_on(async {
-        let env = Env::from_cli(&cli, registry)?;
-        database = env.database.clone();
-        run(cli.command, &env).await
-    });
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            // Whatever a message quotes, the database password never reaches the screen.
-            let message = protege::db::redact_text(&failure.message, &database);
-            // Nothing more can be said when stderr itself fails.
-            let _ = output::err(&format!("error: {message}\n"));
-            ExitCode::from(failure.code)
-        }
-    }
-}
-
-async fn run(command: Command, env: &Env) -> CliResult {
-    match command {
-        Command::Check => personas::check(env).await,
-        Command::Db { command } => match command {
-            DbCommand::Migrate => db::migrate(env).await,
-            DbCommand::Import { file } => db::import(env, &file).await,
-            DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
-            DbCommand::ImportEml(args) => db::import_eml(env, &args).await,
-        },
-        Command::Resolve(args) => resolve::run(env, &args).await,
-        Command::CacheReport(args) => cache_report::run(env, &args).await,
-        Command::Watch => watch::run(env).await,
-        Command::Demo => demo::run(env).await,
-        Command::Serve(args) => crate::serve::run(env, &args).await,
     }
 }
