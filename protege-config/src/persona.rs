@@ -7,7 +7,7 @@ use protege_core::{
     CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
     Responsibility, ToolDef,
 };
-use protege_template_names::Trigger;
+use protege_schema::names::Trigger;
 use toml::de::{DeTable, DeValue};
 
 use crate::builtins::{Options, unknown_keys};

@@ -1,8 +1,8 @@
 //! Options into builder calls (`where`, `order_by`, roles, windows and the rest) and the
 //! checks of the templates they hold.
 
+use protege_schema::names::{Scope, Trigger};
 use protege_schema::{Applies, Builtin, ROLES, WINDOWS, did_you_mean, is_identifier};
-use protege_template_names::{Scope, Trigger};
 use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::Parser;
@@ -308,7 +308,7 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
         summary: own == Own::Summary,
         vars: None,
     };
-    let problems = protege_template_names::check(&source, &scope, |name, candidates| {
+    let problems = protege_schema::names::check(&source, &scope, |name, candidates| {
         did_you_mean(name, candidates.iter().copied()).map(str::to_owned)
     });
     for p in problems {
