@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use protege_template_names::{MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
+use protege_schema::names::{MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
 
 fn read(file: &str) -> String {
     std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()

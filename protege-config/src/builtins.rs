@@ -13,11 +13,11 @@ use protege_core::{
     BoxResolver, LoadFile, LoadRecord, LoadText, OrderBy, Role, Template, ThreadHistory,
     ThreadSummary, WhereValue, Window,
 };
+use protege_schema::names::{Scope, Trigger};
 use protege_schema::{
     Builtin, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec, ROLES, THREAD_HISTORY,
     THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
 };
-use protege_template_names::{Scope, Trigger};
 use toml::de::{DeTable, DeValue};
 
 use crate::reader::{self, Quoted, Sink, Value, get, type_name};

@@ -5,7 +5,7 @@
 //! registered with [`Registry::register`]).
 
 use protege_core::DynChain;
-use protege_template_names::Trigger;
+use protege_schema::names::Trigger;
 use toml::de::DeTable;
 
 use crate::builtins::Options;

@@ -1,9 +1,9 @@
 //! The names a template uses, checked when the persona loads: each problem found by
-//! `protege_template_names::check_tree` is reported at the name inside the TOML string.
+//! `protege_schema::names::check_tree` is reported at the name inside the TOML string.
 
 use std::ops::Range;
 
-use protege_template_names::{Problem, Scope, check_tree};
+use protege_schema::names::{Problem, Scope, check_tree};
 
 use crate::diagnostic::did_you_mean;
 use crate::reader::{Sink, Value};

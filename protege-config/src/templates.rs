@@ -7,7 +7,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use foldhash::quality::RandomState;
 use protege_core::Template;
-use protege_template_names::{Problem, Scope, Trigger};
+use protege_schema::names::{Problem, Scope, Trigger};
 
 /// Compiled templates by a hash of their name, text and scope. The cache holds no text of
 /// its own: a template carries its name and source, against which a hit is checked.

@@ -5,14 +5,17 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
 use crate::ast::Invocation;
+use crate::ctxt::Ctxt;
 use crate::validate::{self, Call, CallArg, Ctor, Plan, Planned};
 
 /// The whole of `resolvers!` after parsing: check the invocation, then expand its plan, or
 /// every problem found as compile errors.
 pub(crate) fn resolvers(invocation: Invocation) -> TokenStream {
     let krate = invocation.krate.clone();
-    match validate::check(invocation) {
-        Ok(plan) => expand(&krate, &plan),
+    let ctxt = Ctxt::new();
+    let plan = validate::check(&ctxt, invocation);
+    match ctxt.check() {
+        Ok(()) => expand(&krate, &plan),
         // A block, so several errors are several statements in expression position.
         Err(e) => {
             let errors = e.to_compile_error();
@@ -81,14 +84,18 @@ mod tests {
     fn expand(input: proc_macro2::TokenStream) -> String {
         let invocation: crate::ast::Invocation = syn::parse2(input).unwrap();
         let krate = invocation.krate.clone();
-        let plan = crate::validate::check(invocation).unwrap_or_else(|e| panic!("{e}"));
+        let ctxt = crate::ctxt::Ctxt::new();
+        let plan = crate::validate::check(&ctxt, invocation);
+        ctxt.check().unwrap_or_else(|e| panic!("{e}"));
         super::expand(&krate, &plan).to_string()
     }
 
     fn errors(input: proc_macro2::TokenStream) -> Vec<String> {
         let invocation: crate::ast::Invocation = syn::parse2(input).unwrap();
-        match crate::validate::check(invocation) {
-            Ok(_) => Vec::new(),
+        let ctxt = crate::ctxt::Ctxt::new();
+        crate::validate::check(&ctxt, invocation);
+        match ctxt.check() {
+            Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
     }

@@ -2,10 +2,12 @@
 //! compile time and expanded to a statically typed `StaticChain`.
 //!
 //! Use it through `protege::resolvers!`, which documents the grammar; this crate holds
-//! the implementation: parse (`ast`), check (`validate`), generate (`expand`). The
-//! `Options` derive (`options`) gives a struct the options `resolvers!` sets in braces.
+//! the implementation: parse (`ast`), check (`validate`), generate (`expand`), every
+//! problem reported to one collector (`ctxt`). The `Options` derive (`options`) gives a
+//! struct the options `resolvers!` sets in braces.
 
 mod ast;
+mod ctxt;
 mod expand;
 mod options;
 mod validate;

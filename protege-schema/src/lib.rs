@@ -1,10 +1,13 @@
-//! The built-in protege resolvers and their options, declared once.
+//! The built-in protege resolvers and their options, and the names a template may use,
+//! declared once.
 //!
-//! Three places read this table: the TOML reader of `protege-config` (which keys an entry
-//! may have, which are required, how each value is read), the `resolvers!` macro (the same
-//! names, checked at compile time) and the documentation (the options table of the README,
-//! rendered by [`markdown_table`]). The one "did you mean" rule both front ends use lives
-//! here too ([`did_you_mean`]).
+//! Three places read the table of built-ins: the TOML reader of `protege-config` (which keys
+//! an entry may have, which are required, how each value is read), the `resolvers!` macro
+//! (the same names, checked at compile time) and the documentation (the options table of the
+//! README, rendered by [`markdown_table`]). The one "did you mean" rule both front ends use
+//! lives here too ([`did_you_mean`]), and so do the template variables and the check of the
+//! names a template uses ([`names`]): both front ends check templates, and the macro crate
+//! cannot depend on the engine or the TOML front end.
 //!
 //! ```
 //! use protege_schema::{Kind, builtin};
@@ -20,6 +23,9 @@
 mod builtins;
 mod docs;
 mod suggest;
+
+// The template variables and the check of the names a template uses.
+pub mod names;
 
 // The table: each built-in, its options and how each is read.
 pub use builtins::{

@@ -18,10 +18,18 @@ mod model;
 
 use proc_macro2::TokenStream;
 
-/// Derives `Options` for a struct with named fields (or a unit struct).
+use crate::ctxt::Ctxt;
+
+/// Derives `Options` for a struct with named fields (or a unit struct): read the struct,
+/// then, when it was read without a problem, expand it; or every problem found as compile
+/// errors.
 pub(crate) fn derive(input: syn::DeriveInput) -> TokenStream {
-    match model::Model::read(&input) {
-        Ok(model) => expand::expand(&model),
+    let ctxt = Ctxt::new();
+    let expanded = model::Model::read(&ctxt, &input)
+        .filter(|_| !ctxt.has_errors())
+        .and_then(|model| expand::expand(&ctxt, &model));
+    match ctxt.check() {
+        Ok(()) => expanded.unwrap_or_default(),
         Err(e) => e.to_compile_error(),
     }
 }

@@ -11,6 +11,8 @@ use syn::{
     Data, DeriveInput, ExprPath, Fields, GenericArgument, Ident, LitStr, PathArguments, Type,
 };
 
+use crate::ctxt::Ctxt;
+
 /// The struct, read.
 pub(crate) struct Model {
     /// The struct's name.
@@ -148,98 +150,120 @@ impl RenameRule {
     }
 }
 
-impl Model {
-    /// Reads the struct and its serde attributes; every problem is in the error.
-    pub(crate) fn read(input: &DeriveInput) -> syn::Result<Self> {
-        let mut errors = Errors::default();
-        if !input.generics.params.is_empty() || input.generics.where_clause.is_some() {
-            errors.push(syn::Error::new(
-                input.generics.span(),
-                "`protege::Options` is derived for structs without generic parameters",
-            ));
-        }
-        let mut krate: syn::Path = syn::parse_quote!(::protege);
-        let mut rename_all = None;
-        let mut container_default = None;
+/// What the container's attributes say: the path to the crate, serde's `rename_all` and
+/// `default`.
+struct ContainerAttrs {
+    krate: syn::Path,
+    rename_all: Option<RenameRule>,
+    default: Option<DefaultFrom>,
+}
+
+impl ContainerAttrs {
+    /// Reads `#[protege(crate = "...")]` and the `#[serde(...)]` keys the derive needs,
+    /// reporting each attribute that cannot be read or is not supported.
+    fn read(ctxt: &Ctxt, input: &DeriveInput) -> Self {
+        let mut attrs = Self {
+            krate: syn::parse_quote!(::protege),
+            rename_all: None,
+            default: None,
+        };
         for attr in &input.attrs {
             if attr.path().is_ident("protege") {
-                errors.extend(attr.parse_nested_meta(|meta| {
-                    if meta.path.is_ident("crate") {
-                        krate = meta.value()?.parse::<LitStr>()?.parse()?;
-                        Ok(())
-                    } else {
-                        Err(meta.error("expected `crate = \"path\"`"))
-                    }
-                }));
+                ctxt.extend(attr.parse_nested_meta(|meta| attrs.protege_key(&meta)));
             } else if attr.path().is_ident("serde") {
-                errors.extend(attr.parse_nested_meta(|meta| {
-                    let Some(key) = meta.path.get_ident().map(Ident::to_string) else {
-                        return skip(&meta);
-                    };
-                    match key.as_str() {
-                        "rename_all" => {
-                            if let Some(lit) = deserialize_name(&meta)? {
-                                rename_all = Some(RenameRule::parse(&lit)?);
-                            }
-                            Ok(())
-                        }
-                        "default" => {
-                            container_default = Some(default_from(&meta)?);
-                            Ok(())
-                        }
-                        "from" | "try_from" | "transparent" | "remote" => Err(meta.error(format!(
-                            "`protege::Options` sets the struct's own fields, so it does not \
-                             support `#[serde({key})]`"
-                        ))),
-                        _ => skip(&meta),
-                    }
-                }));
+                ctxt.extend(attr.parse_nested_meta(|meta| attrs.serde_key(&meta)));
             }
         }
-        let (named, unit) = match &input.data {
-            Data::Struct(s) => match &s.fields {
-                Fields::Named(named) => (named.named.iter().collect::<Vec<_>>(), false),
-                Fields::Unit => (Vec::new(), true),
-                Fields::Unnamed(_) => {
-                    return Err(errors.with(syn::Error::new(
-                        input.ident.span(),
-                        "`protege::Options` needs a struct with named fields: one option per field",
-                    )));
-                }
-            },
-            _ => {
-                return Err(errors.with(syn::Error::new(
-                    input.ident.span(),
-                    "`protege::Options` needs a struct with named fields: one option per field",
-                )));
-            }
+        attrs
+    }
+
+    /// One key of `#[protege(...)]`: `crate = "path"`.
+    fn protege_key(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        if meta.path.is_ident("crate") {
+            self.krate = meta.value()?.parse::<LitStr>()?.parse()?;
+            Ok(())
+        } else {
+            Err(meta.error("expected `crate = \"path\"`"))
+        }
+    }
+
+    /// One key of the container's `#[serde(...)]`.
+    fn serde_key(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        let Some(key) = meta.path.get_ident().map(Ident::to_string) else {
+            return skip(meta);
         };
-        let mut taken = BTreeSet::new();
-        collect_idents(quote::ToTokens::to_token_stream(input), &mut taken);
-        let mut fields = Vec::with_capacity(named.len());
-        for field in named {
-            match read_field(field, rename_all, &mut taken) {
-                Ok(f) => fields.push(f),
-                Err(e) => errors.push(e),
+        match key.as_str() {
+            "rename_all" => {
+                if let Some(lit) = deserialize_name(meta)? {
+                    self.rename_all = Some(RenameRule::parse(&lit)?);
+                }
+                Ok(())
             }
-        }
-        if let Some(DefaultFrom::Path(p)) = &container_default {
-            collect_idents(quote::ToTokens::to_token_stream(p), &mut taken);
-        }
-        match errors.0 {
-            Some(e) => Err(e),
-            None => Ok(Self {
-                ident: input.ident.clone(),
-                krate,
-                container_default,
-                fields,
-                unit,
-                taken,
-            }),
+            "default" => {
+                self.default = Some(default_from(meta)?);
+                Ok(())
+            }
+            "from" | "try_from" | "transparent" | "remote" => Err(meta.error(format!(
+                "`protege::Options` sets the struct's own fields, so it does not \
+                 support `#[serde({key})]`"
+            ))),
+            _ => skip(meta),
         }
     }
 }
 
+impl Model {
+    /// Reads the struct and its serde attributes, reporting every problem to `ctxt`;
+    /// `None` when the input is not a struct with named fields (or a unit struct).
+    pub(crate) fn read(ctxt: &Ctxt, input: &DeriveInput) -> Option<Self> {
+        if !input.generics.params.is_empty() || input.generics.where_clause.is_some() {
+            ctxt.error(
+                input.generics.span(),
+                "`protege::Options` is derived for structs without generic parameters",
+            );
+        }
+        let attrs = ContainerAttrs::read(ctxt, input);
+        let Some((named, unit)) = named_fields(input) else {
+            ctxt.error(
+                input.ident.span(),
+                "`protege::Options` needs a struct with named fields: one option per field",
+            );
+            return None;
+        };
+        let mut taken = BTreeSet::new();
+        collect_idents(quote::ToTokens::to_token_stream(input), &mut taken);
+        let fields = named
+            .into_iter()
+            .filter_map(|field| ctxt.ok(read_field(field, attrs.rename_all, &mut taken)))
+            .collect();
+        if let Some(DefaultFrom::Path(p)) = &attrs.default {
+            collect_idents(quote::ToTokens::to_token_stream(p), &mut taken);
+        }
+        Some(Self {
+            ident: input.ident.clone(),
+            krate: attrs.krate,
+            container_default: attrs.default,
+            fields,
+            unit,
+            taken,
+        })
+    }
+}
+
+/// The fields of a struct with named fields, or none of a unit struct (and `true`);
+/// `None` for any other input.
+fn named_fields(input: &DeriveInput) -> Option<(Vec<&syn::Field>, bool)> {
+    let Data::Struct(s) = &input.data else {
+        return None;
+    };
+    match &s.fields {
+        Fields::Named(named) => Some((named.named.iter().collect(), false)),
+        Fields::Unit => Some((Vec::new(), true)),
+        Fields::Unnamed(_) => None,
+    }
+}
+
+/// Reads one field: its serde names, its default, and whether serde reads it at all.
 fn read_field(
     field: &syn::Field,
     rename_all: Option<RenameRule>,
@@ -405,38 +429,15 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-/// Several errors reported together.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, err: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(err),
-            None => self.0 = Some(err),
-        }
-    }
-
-    fn extend(&mut self, result: syn::Result<()>) {
-        if let Err(e) = result {
-            self.push(e);
-        }
-    }
-
-    fn with(mut self, err: syn::Error) -> syn::Error {
-        self.push(err);
-        self.0
-            .unwrap_or_else(|| syn::Error::new(Span::call_site(), "invalid input"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{Model, RenameRule};
 
     fn errors(input: syn::DeriveInput) -> Vec<String> {
-        match Model::read(&input) {
-            Ok(_) => Vec::new(),
+        let ctxt = crate::ctxt::Ctxt::new();
+        Model::read(&ctxt, &input);
+        match ctxt.check() {
+            Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
     }
@@ -471,21 +472,26 @@ mod tests {
 
     #[test]
     fn names_defaults_and_required_options_follow_serde() {
-        let model = Model::read(&syn::parse_quote! {
-            #[serde(rename_all(serialize = "UPPERCASE", deserialize = "kebab-case"))]
-            struct Orders {
-                max_count: u32,
-                #[serde(rename(deserialize = "tone"), alias = "voice")]
-                style: Option<String>,
-                #[serde(deserialize_with = "parse", default)]
-                after: Option<u64>,
-                #[serde(with = "seconds")]
-                every: Option<u64>,
-                #[serde(skip_deserializing)]
-                cache: Vec<u8>,
-            }
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let ctxt = crate::ctxt::Ctxt::new();
+        let model = Model::read(
+            &ctxt,
+            &syn::parse_quote! {
+                #[serde(rename_all(serialize = "UPPERCASE", deserialize = "kebab-case"))]
+                struct Orders {
+                    max_count: u32,
+                    #[serde(rename(deserialize = "tone"), alias = "voice")]
+                    style: Option<String>,
+                    #[serde(deserialize_with = "parse", default)]
+                    after: Option<u64>,
+                    #[serde(with = "seconds")]
+                    every: Option<u64>,
+                    #[serde(skip_deserializing)]
+                    cache: Vec<u8>,
+                }
+            },
+        );
+        ctxt.check().unwrap_or_else(|e| panic!("{e}"));
+        let model = model.expect("a struct with named fields");
         let read: Vec<(Vec<String>, bool)> = model
             .fields
             .iter()

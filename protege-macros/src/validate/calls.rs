@@ -1,8 +1,8 @@
 //! Options into builder calls (`where`, `order_by`, roles, windows and the rest) and the
 //! checks of the templates they hold.
 
+use protege_schema::names::{Scope, Trigger};
 use protege_schema::{Applies, Builtin, ROLES, WINDOWS, did_you_mean, is_identifier};
-use protege_template_names::{Scope, Trigger};
 use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::Parser;
@@ -10,8 +10,9 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit, LitStr, Token};
 
-use super::{Call, CallArg, Errors};
+use super::{Call, CallArg};
 use crate::ast::Named;
+use crate::ctxt::Ctxt;
 
 /// The form of `LoadRecord` an option belongs to, from the shared table.
 pub(super) fn applies(builtin: &Builtin, key: &Ident) -> Applies {
@@ -23,32 +24,15 @@ pub(super) fn applies(builtin: &Builtin, key: &Ident) -> Applies {
 /// `where = { column = value, ... }`: one condition per column, bound as TOML binds it — a
 /// string literal is a template rendered and bound as text (`filter_str`), an integer,
 /// float or boolean literal is bound with its type (`filter_value`).
-pub(super) fn where_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
-    let Expr::Verbatim(table) = &option.value else {
-        errors.push(
-            option.value.span(),
-            "`where` takes a table of conditions, e.g. \
-             `where = { email = \"{{ message.from }}\", active = true }`",
-        );
+pub(super) fn where_calls(option: Named, calls: &mut Vec<Call>, ctxt: &Ctxt) {
+    let Some(conditions) = where_conditions(&option.value, ctxt) else {
         return;
-    };
-    let parser = |input: syn::parse::ParseStream<'_>| {
-        let content;
-        syn::braced!(content in input);
-        Punctuated::<Condition, Token![,]>::parse_terminated(&content)
-    };
-    let conditions = match parser.parse2(table.clone()) {
-        Ok(c) => c,
-        Err(e) => {
-            errors.push(e.span(), e);
-            return;
-        }
     };
     let mut seen: Vec<String> = Vec::new();
     for Condition { column, value } in conditions {
         let name = column.unraw().to_string();
         if !is_identifier(&name) {
-            errors.push(
+            ctxt.error(
                 column.span(),
                 format!(
                     "invalid column name `{name}`: use ASCII letters, digits and `_`, not starting with a digit"
@@ -57,45 +41,72 @@ pub(super) fn where_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Err
             continue;
         }
         if seen.contains(&name) {
-            errors.push(
+            ctxt.error(
                 column.span(),
                 format!("duplicate column `{name}` in `where`"),
             );
             continue;
         }
         seen.push(name.clone());
-        let (method, value) = match literal(&value) {
-            Some(Lit::Str(_)) => {
-                check_template(
-                    &value,
-                    &format!("LoadRecord where.{name}"),
-                    Own::Nothing,
-                    errors,
-                );
-                ("filter_str", quote!(#value))
-            }
-            Some(Lit::Int(_)) => ("filter_value", quote!({ let value: i64 = #value; value })),
-            Some(Lit::Float(_)) => ("filter_value", quote!({ let value: f64 = #value; value })),
-            Some(Lit::Bool(_)) => ("filter_value", quote!(#value)),
-            _ => {
-                errors.push(
-                    value.span(),
-                    format!(
-                        "`where.{name}` takes a string literal (a template), an integer, a float \
-                         or a boolean, as in TOML"
-                    ),
-                );
-                continue;
-            }
-        };
-        calls.push(Call {
-            method: Ident::new(method, column.span()),
-            arg: CallArg::Filter {
-                column: LitStr::new(&name, column.span()),
-                value,
-            },
-        });
+        calls.extend(filter_call(&column, &name, value, ctxt));
     }
+}
+
+/// The conditions of the `where` table as written; `None` (reported) when the value is
+/// not a table of `column = value` pairs.
+fn where_conditions(value: &Expr, ctxt: &Ctxt) -> Option<Punctuated<Condition, Token![,]>> {
+    let Expr::Verbatim(table) = value else {
+        ctxt.error(value.span(), WHERE_TAKES_A_TABLE);
+        return None;
+    };
+    let parser = |input: syn::parse::ParseStream<'_>| {
+        let content;
+        syn::braced!(content in input);
+        Punctuated::<Condition, Token![,]>::parse_terminated(&content)
+    };
+    parser
+        .parse2(table.clone())
+        .map_err(|e| ctxt.error(e.span(), e))
+        .ok()
+}
+
+/// The message for a `where` that is not a table.
+const WHERE_TAKES_A_TABLE: &str = "`where` takes a table of conditions, e.g. `where = { email = \"{{ message.from }}\", active = true }`";
+
+/// The call binding one condition: a template as text, a number or boolean with its type;
+/// `None` (reported) for any other value.
+fn filter_call(column: &Ident, name: &str, value: Expr, ctxt: &Ctxt) -> Option<Call> {
+    let (method, value) = match literal(&value) {
+        Some(Lit::Str(_)) => {
+            check_template(
+                &value,
+                &format!("LoadRecord where.{name}"),
+                Own::Nothing,
+                ctxt,
+            );
+            ("filter_str", quote!(#value))
+        }
+        Some(Lit::Int(_)) => ("filter_value", quote!({ let value: i64 = #value; value })),
+        Some(Lit::Float(_)) => ("filter_value", quote!({ let value: f64 = #value; value })),
+        Some(Lit::Bool(_)) => ("filter_value", quote!(#value)),
+        _ => {
+            ctxt.error(
+                value.span(),
+                format!(
+                    "`where.{name}` takes a string literal (a template), an integer, a float \
+                     or a boolean, as in TOML"
+                ),
+            );
+            return None;
+        }
+    };
+    Some(Call {
+        method: Ident::new(method, column.span()),
+        arg: CallArg::Filter {
+            column: LitStr::new(name, column.span()),
+            value,
+        },
+    })
 }
 
 /// One `column = value` of `where`.
@@ -139,14 +150,14 @@ fn literal(expr: &Expr) -> Option<&Lit> {
 }
 
 /// `order_by = "column [asc|desc]"` or an array of such literals: one call per entry.
-pub(super) fn order_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Errors) {
+pub(super) fn order_calls(option: Named, calls: &mut Vec<Call>, ctxt: &Ctxt) {
     let entries: Vec<&Expr> = match &option.value {
         Expr::Array(a) => a.elems.iter().collect(),
         other => vec![other],
     };
     for entry in entries {
         let Some(lit) = str_literal(entry) else {
-            errors.push(
+            ctxt.error(
                 entry.span(),
                 "`order_by` takes a string literal such as `\"id desc\"` or an array of them",
             );
@@ -161,7 +172,7 @@ pub(super) fn order_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Err
             _ => None,
         };
         let Some(desc) = desc else {
-            errors.push(
+            ctxt.error(
                 lit.span(),
                 format!("`order_by` entry `{text}` is not `column`, `column asc` or `column desc`"),
             );
@@ -178,7 +189,7 @@ pub(super) fn order_calls(option: Named, calls: &mut Vec<Call>, errors: &mut Err
 }
 
 /// Turns `key = value` into a builder call; a role option takes a bare role word.
-pub(super) fn option_call(n: Named, role: bool, errors: &mut Errors) -> Option<Call> {
+pub(super) fn option_call(n: Named, role: bool, ctxt: &Ctxt) -> Option<Call> {
     if role
         && let Expr::Path(p) = &n.value
         && p.qself.is_none()
@@ -197,7 +208,7 @@ pub(super) fn option_call(n: Named, role: bool, errors: &mut Errors) -> Option<C
                 }
                 None => format!("unknown role `{written}` (roles: {valid})"),
             };
-            errors.push(word.span(), message);
+            ctxt.error(word.span(), message);
             return None;
         };
         return Some(Call {
@@ -213,7 +224,7 @@ pub(super) fn option_call(n: Named, role: bool, errors: &mut Errors) -> Option<C
 
 /// The `Window` variant of `window = stable`, `window = sliding` or the same as a string
 /// literal; anything else is an error listing the valid words.
-pub(super) fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident> {
+pub(super) fn window_variant(value: &Expr, ctxt: &Ctxt) -> Option<Ident> {
     let (written, span) = match value {
         Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
             let word = p.path.get_ident()?;
@@ -222,7 +233,7 @@ pub(super) fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident>
         other => match str_literal(other) {
             Some(lit) => (lit.value(), lit.span()),
             None => {
-                errors.push(
+                ctxt.error(
                     other.span(),
                     "`window` takes `stable` or `sliding`, e.g. `window = stable`",
                 );
@@ -240,7 +251,7 @@ pub(super) fn window_variant(value: &Expr, errors: &mut Errors) -> Option<Ident>
                 }
                 None => format!("unknown window `{written}` (windows: {valid})"),
             };
-            errors.push(span, message);
+            ctxt.error(span, message);
             None
         }
     }
@@ -276,7 +287,7 @@ pub(super) enum Own {
 /// Then checks the names it uses (`record` or `summary` only where `own` says so): the chain's
 /// trigger and the persona's `[vars]` are not known at compile time, so `message`,
 /// `responsibility` and `persona.vars.X` are taken as they come.
-pub(super) fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Errors) {
+pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
     let Some(lit) = str_literal(expr) else {
         return;
     };
@@ -288,7 +299,7 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Err
             Some(line) => format!("{what} has a syntax error on line {line}{detail}"),
             None => format!("{what} has a syntax error{detail}"),
         };
-        errors.push(lit.span(), message);
+        ctxt.error(lit.span(), message);
         return;
     }
     let scope = Scope {
@@ -297,11 +308,11 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, errors: &mut Err
         summary: own == Own::Summary,
         vars: None,
     };
-    let problems = protege_template_names::check(&source, &scope, |name, candidates| {
+    let problems = protege_schema::names::check(&source, &scope, |name, candidates| {
         did_you_mean(name, candidates.iter().copied()).map(str::to_owned)
     });
     for p in problems {
-        errors.push(lit.span(), format!("{what} line {}: {}", p.line, p.message));
+        ctxt.error(lit.span(), format!("{what} line {}: {}", p.line, p.message));
     }
 }
 

@@ -3,18 +3,18 @@
 //! names templates use), collecting every problem as one combined `syn::Error`.
 
 use proc_macro2::{Span, TokenStream};
-use protege_schema::{Applies, Kind, builtin, did_you_mean};
+use protege_schema::builtin;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprPath, Ident, Lit, LitStr, TypePath};
+use syn::{Expr, ExprPath, Ident, LitStr, TypePath};
 
 use crate::ast::{Arg, Invocation, Item, Named};
+use crate::ctxt::Ctxt;
 
 mod calls;
+mod forms;
 
-use calls::{
-    Own, applies, check_template, is_template, list, option_call, order_calls, str_literal,
-    where_calls, window_variant,
-};
+use calls::option_call;
+use forms::Form;
 
 /// The most resolvers one chain holds (the tuple arities `StaticChain` implements).
 pub(crate) const MAX_RESOLVERS: usize = 16;
@@ -93,31 +93,17 @@ pub(crate) enum CallArg {
     },
 }
 
-/// Several errors reported together.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, span: Span, message: impl std::fmt::Display) {
-        let err = syn::Error::new(span, message);
-        match &mut self.0 {
-            Some(all) => all.combine(err),
-            None => self.0 = Some(err),
-        }
-    }
-}
-
-/// Checks the whole invocation; every problem found is in the returned error.
-pub(crate) fn check(input: Invocation) -> syn::Result<Plan> {
-    let mut errors = Errors::default();
+/// Checks the whole invocation, reporting every problem found to `ctxt`; the plan holds
+/// the items that could be planned.
+pub(crate) fn check(ctxt: &Ctxt, input: Invocation) -> Plan {
     if input.items.is_empty() {
-        errors.push(
+        ctxt.error(
             Span::call_site(),
             "`resolvers!` needs at least one resolver, e.g. `use LoadText(\"You are {{ persona.name }}.\");`",
         );
     }
     if let Some(extra) = input.items.get(MAX_RESOLVERS) {
-        errors.push(
+        ctxt.error(
             extra.use_token.span,
             format!(
                 "a chain holds at most {MAX_RESOLVERS} resolvers and this is resolver {}; \
@@ -126,16 +112,12 @@ pub(crate) fn check(input: Invocation) -> syn::Result<Plan> {
             ),
         );
     }
-    let mut resolvers = Vec::with_capacity(input.items.len());
-    for item in input.items {
-        if let Some(planned) = check_item(item, &mut errors) {
-            resolvers.push(planned);
-        }
-    }
-    match errors.0 {
-        Some(e) => Err(e),
-        None => Ok(Plan { resolvers }),
-    }
+    let resolvers = input
+        .items
+        .into_iter()
+        .filter_map(|item| check_item(item, ctxt))
+        .collect();
+    Plan { resolvers }
 }
 
 /// The arguments of one item after the order and duplicate checks.
@@ -144,7 +126,9 @@ struct Sorted {
     named: Vec<Named>,
 }
 
-fn sort_args(item: &mut Item, errors: &mut Errors) -> Sorted {
+/// Splits an item's arguments into positional and named ones, reporting a positional
+/// argument after a named one and a duplicate option.
+fn sort_args(item: &mut Item, ctxt: &Ctxt) -> Sorted {
     let mut sorted = Sorted {
         positional: Vec::new(),
         named: Vec::new(),
@@ -154,7 +138,7 @@ fn sort_args(item: &mut Item, errors: &mut Errors) -> Sorted {
         match arg {
             Arg::Positional(expr) => {
                 if let Some(first) = sorted.named.first() {
-                    errors.push(
+                    ctxt.error(
                         expr.span(),
                         format!(
                             "positional argument after the named option `{}`: \
@@ -167,7 +151,7 @@ fn sort_args(item: &mut Item, errors: &mut Errors) -> Sorted {
             }
             Arg::Named(named) => {
                 if sorted.named.iter().any(|n| n.key == named.key) {
-                    errors.push(
+                    ctxt.error(
                         named.key.span(),
                         format!("duplicate option `{}`", named.key),
                     );
@@ -180,7 +164,8 @@ fn sort_args(item: &mut Item, errors: &mut Errors) -> Sorted {
     sorted
 }
 
-fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
+/// Checks one item: a built-in by the shared table, a user type by the shape written.
+fn check_item(mut item: Item, ctxt: &Ctxt) -> Option<Planned> {
     let span = item.path_span();
     let builtin = item
         .short_name()
@@ -189,279 +174,73 @@ fn check_item(mut item: Item, errors: &mut Errors) -> Option<Planned> {
     let had_parens = item.args.is_some();
     let braces = item.args.as_ref().is_some_and(|a| a.braces);
     let paren_span = item.args.as_ref().map(|a| a.delim_span);
-    let Sorted { positional, named } = sort_args(&mut item, errors);
+    let Sorted { positional, named } = sort_args(&mut item, ctxt);
     if braces {
         // Options in braces are named, like the keys of a TOML entry.
         for p in &positional {
-            errors.push(
+            ctxt.error(
                 p.span(),
                 "options in braces are named, as in a TOML entry: write `name = value`",
             );
         }
     }
     let Some((builtin, ident)) = builtin else {
-        // A user type: in braces, options set through its `Options` builder; in
-        // parentheses, positional arguments go to `new` and options become builder calls.
-        let mut calls = Vec::with_capacity(named.len());
-        for mut n in named {
-            if n.key == "where" {
-                if let Expr::Verbatim(table) = &n.value {
-                    errors.push(
-                        table.span(),
-                        "a `{ column = value }` table is the value of `LoadRecord`'s `where` only",
-                    );
-                    continue;
-                }
-                // An option named `where` is the method `r#where`.
-                n.key = Ident::new_raw("where", n.key.span());
-            }
-            let role = n.key == "role";
-            calls.extend(option_call(n, role, errors));
-        }
-        let ctor = if braces {
-            let ExprPath { qself, path, .. } = item.path;
-            Ctor::UserOptions(TypePath { qself, path })
+        let shape = if braces {
+            Shape::Braces
         } else if had_parens {
-            Ctor::UserNew(item.path, positional)
+            Shape::Parens(positional)
         } else {
-            Ctor::UserValue(item.path)
+            Shape::Bare
         };
-        return Some(Planned { span, ctor, calls });
+        return Some(user_type(item.path, shape, named, ctxt));
     };
     let positional = if braces { Vec::new() } else { positional };
-    let name = builtin.name;
     let missing_at = paren_span.unwrap_or(span);
-
-    // Unknown options, with a suggestion: the names of the shared table.
-    let options: Vec<&str> = builtin.rust_names().collect();
-    let mut known = Vec::with_capacity(named.len());
-    for n in named {
-        let key = n.key.to_string();
-        if options.contains(&key.as_str()) {
-            known.push(n);
-            continue;
-        }
-        let valid = list(&options);
-        let message = match did_you_mean(&key, options.iter().copied()) {
-            Some(s) => format!(
-                "unknown option `{key}` for `{name}`, did you mean `{s}`? (valid options: {valid})"
-            ),
-            None => format!("unknown option `{key}` for `{name}` (valid options: {valid})"),
-        };
-        errors.push(n.key.span(), message);
-    }
-    let mut named = known;
-    let mut take = |key: &str| {
-        let at = named.iter().position(|n| n.key == key)?;
-        Some(named.remove(at))
-    };
-    let mut extra = Vec::new();
-    let mut positional = positional.into_iter();
-    let first = positional.next();
-    for extra in positional {
-        errors.push(
-            extra.span(),
-            format!("`{name}` takes at most one positional argument"),
-        );
-    }
-
-    let ctor = match name {
-        "LoadText" => {
-            let template = take("template");
-            match (first, template) {
-                (Some(_), Some(t)) => {
-                    errors.push(
-                        t.key.span(),
-                        "`LoadText` got both a positional argument and `template`: give one",
-                    );
-                    return None;
-                }
-                (Some(Expr::Lit(lit)), None) if matches!(lit.lit, Lit::Str(_)) => {
-                    check_template(
-                        &Expr::Lit(lit.clone()),
-                        "LoadText template",
-                        Own::Nothing,
-                        errors,
-                    );
-                    Ctor::TextTemplate(ident, Expr::Lit(lit))
-                }
-                (Some(closure), None) => Ctor::TextFn(ident, closure),
-                (None, Some(t)) => {
-                    check_template(&t.value, "LoadText template", Own::Nothing, errors);
-                    Ctor::TextTemplate(ident, t.value)
-                }
-                (None, None) => {
-                    errors.push(
-                        missing_at,
-                        "`LoadText` needs a template or a closure, e.g. \
-                         `LoadText(template = \"You are {{ persona.name }}.\")`",
-                    );
-                    return None;
-                }
-            }
-        }
-        "LoadFile" => {
-            let path = take("path");
-            let path = match (first, path) {
-                (Some(_), Some(p)) => {
-                    errors.push(
-                        p.key.span(),
-                        "`LoadFile` got both a positional path and `path`: give one",
-                    );
-                    return None;
-                }
-                (Some(p), None) => p,
-                (None, Some(p)) => p.value,
-                (None, None) => {
-                    errors.push(
-                        missing_at,
-                        "`LoadFile` needs a path, e.g. `LoadFile(\"prompts/agent.md\")`",
-                    );
-                    return None;
-                }
-            };
-            if let Some(lit) = str_literal(&path)
-                && is_template(&lit.value())
-            {
-                check_template(&path, "LoadFile path", Own::Nothing, errors);
-            }
-            Ctor::File(ident, path)
-        }
-        "ThreadHistory" => {
-            if let Some(p) = first {
-                errors.push(
-                    p.span(),
-                    "`ThreadHistory` takes no positional argument; use named options \
-                     such as `limit = 10`",
-                );
-            }
-            if let Some(w) = take("window") {
-                let variant = window_variant(&w.value, errors);
-                let stable = variant.as_ref().is_some_and(|v| v == "Stable");
-                if let Some(variant) = variant {
-                    extra.push(Call {
-                        method: w.key,
-                        arg: CallArg::Window(variant),
-                    });
-                }
-                if !stable && let Some(step) = named.iter().find(|n| n.key == "step") {
-                    errors.push(
-                        step.key.span(),
-                        "`step` applies to a stable window: add `window = stable`",
-                    );
-                }
-            } else if let Some(step) = named.iter().find(|n| n.key == "step") {
-                errors.push(
-                    step.key.span(),
-                    "`step` applies to a stable window: add `window = stable`",
-                );
-            }
-            Ctor::History(ident)
-        }
-        "ThreadSummary" => {
-            if let Some(p) = first {
-                errors.push(
-                    p.span(),
-                    "`ThreadSummary` takes no positional argument; use named options \
-                     such as `template = \"Earlier: {{ summary }}\"`",
-                );
-            }
-            Ctor::Summary(ident)
-        }
-        "LoadRecord" => {
-            let table = take("table");
-            let order_by = take("order_by");
-            let conditions = take("where");
-            match (first, table) {
-                (Some(_), Some(t)) => {
-                    errors.push(
-                        t.key.span(),
-                        "`LoadRecord` got both a loader closure and `table`: give one",
-                    );
-                    return None;
-                }
-                (Some(loader), None) => {
-                    let given = named
-                        .iter()
-                        .map(|n| &n.key)
-                        .chain(order_by.as_ref().map(|o| &o.key))
-                        .chain(conditions.as_ref().map(|c| &c.key));
-                    for key in given.filter(|k| applies(builtin, k) == Applies::Table) {
-                        errors.push(
-                            key.span(),
-                            format!(
-                                "`{key}` applies to `LoadRecord(table = ...)`; \
-                                 a loader closure decides itself which records it returns"
-                            ),
-                        );
-                    }
-                    Ctor::RecordLoader(ident, loader)
-                }
-                (None, Some(t)) => {
-                    for n in named
-                        .iter()
-                        .filter(|n| applies(builtin, &n.key) == Applies::Loader)
-                    {
-                        let key = &n.key;
-                        errors.push(
-                            key.span(),
-                            format!(
-                                "`{key}` applies to `LoadRecord(loader)`; \
-                                 a table's records are rendered by `template`"
-                            ),
-                        );
-                    }
-                    if let Some(c) = conditions {
-                        where_calls(c, &mut extra, errors);
-                    }
-                    if let Some(o) = order_by {
-                        order_calls(o, &mut extra, errors);
-                    }
-                    Ctor::RecordTable(ident, t.value)
-                }
-                (None, None) => {
-                    errors.push(
-                        missing_at,
-                        "`LoadRecord` needs a loader closure or a table, e.g. \
-                         `LoadRecord(|ctx| async move { load(ctx).await }, template = \"{{ record.name }}\")`",
-                    );
-                    return None;
-                }
-            }
-        }
-        other => {
-            errors.push(span, format!("`{other}` has no form in `resolvers!`"));
-            return None;
-        }
-    };
-    // The options left are read by their kind in the shared table.
-    let own = match name {
-        "LoadRecord" => Own::Record,
-        "ThreadSummary" => Own::Summary,
-        _ => Own::Nothing,
-    };
-    let mut calls = extra;
-    for mut n in named {
-        let kind = builtin.option(&n.key.to_string()).map(|o| o.kind);
-        match kind {
-            Some(Kind::Template) => {
-                check_template(&n.value, &format!("{name} template"), own, errors);
-                n.key = Ident::new("template_str", n.key.span());
-            }
-            Some(Kind::Step) => {
-                if let Expr::Lit(syn::ExprLit {
-                    lit: Lit::Int(int), ..
-                }) = &n.value
-                    && int.base10_digits() == "0"
-                {
-                    errors.push(int.span(), "`step` must be at least 1");
-                }
-            }
-            _ => {}
-        }
-        calls.extend(option_call(n, kind == Some(Kind::Role), errors));
-    }
+    let mut form = Form::new(builtin, ident, positional, named, missing_at, ctxt);
+    let ctor = form.ctor(span, ctxt)?;
+    let calls = form.into_calls(ctxt);
     Some(Planned { span, ctor, calls })
+}
+
+/// How a user type's arguments were written.
+enum Shape {
+    /// `use my::Type;`: the path is the value.
+    Bare,
+    /// `use my::Type(positional..., key = value...);`: `new`, then builder calls.
+    Parens(Vec<Expr>),
+    /// `use my::Type { key = value };`: the `Options` builder.
+    Braces,
+}
+
+/// A user type: in braces, options set through its `Options` builder; in parentheses,
+/// positional arguments go to `new` and options become builder calls.
+fn user_type(path: ExprPath, shape: Shape, named: Vec<Named>, ctxt: &Ctxt) -> Planned {
+    let span = path.span();
+    let mut calls = Vec::with_capacity(named.len());
+    for mut n in named {
+        if n.key == "where" {
+            if let Expr::Verbatim(table) = &n.value {
+                ctxt.error(
+                    table.span(),
+                    "a `{ column = value }` table is the value of `LoadRecord`'s `where` only",
+                );
+                continue;
+            }
+            // An option named `where` is the method `r#where`.
+            n.key = Ident::new_raw("where", n.key.span());
+        }
+        let role = n.key == "role";
+        calls.extend(option_call(n, role, ctxt));
+    }
+    let ctor = match shape {
+        Shape::Braces => {
+            let ExprPath { qself, path, .. } = path;
+            Ctor::UserOptions(TypePath { qself, path })
+        }
+        Shape::Parens(positional) => Ctor::UserNew(path, positional),
+        Shape::Bare => Ctor::UserValue(path),
+    };
+    Planned { span, ctor, calls }
 }
 
 #[cfg(test)]
@@ -474,8 +253,10 @@ mod tests {
     fn errors(source: &str) -> Vec<String> {
         let tokens: proc_macro2::TokenStream = source.parse().expect("tokens");
         let invocation: crate::ast::Invocation = syn::parse2(tokens).expect("an invocation");
-        match super::check(invocation) {
-            Ok(_) => Vec::new(),
+        let ctxt = crate::ctxt::Ctxt::new();
+        super::check(&ctxt, invocation);
+        match ctxt.check() {
+            Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
     }

@@ -14,7 +14,7 @@ use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
 use minijinja::machinery::{Span, parse};
 use minijinja::syntax::SyntaxConfig;
 
-use crate::variables::{GLOBALS, VARIABLES, attributes};
+use super::variables::{GLOBALS, VARIABLES, attributes};
 
 /// Which trigger the chain of a template runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! wording of a suggestion is the same as in the rest of its messages.
 //!
 //! ```
-//! use protege_template_names::{Scope, Trigger, check};
+//! use protege_schema::names::{Scope, Trigger, check};
 //! let scope = Scope { trigger: Trigger::Message, record: false, summary: false, vars: Some(&["company"]) };
 //! // The front end's own "did you mean"; here: the candidate with the same first three letters.
 //! let suggest = |name: &str, candidates: &[&str]| {
