@@ -106,4 +106,3 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Serve(args) => serve::run(env, &args).await,
     }
 }
-
