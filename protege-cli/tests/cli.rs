@@ -1315,3 +1315,63 @@ fn a_history_with_the_largest_limit_and_step_resolves() {
         .collect();
     assert_eq!(roles, ["user", "assistant", "user", "user"]);
 }
+
+/// The database commands need no persona folder: an app root without one imports a
+/// fixture, stores a summary and imports mail; the commands that need personas say the
+/// folder is missing.
+#[test]
+fn database_commands_work_without_a_persona_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", root.path().join("p.db").display());
+    let fixture = project().join("examples/data/demo.json");
+    let run = protege(
+        &url,
+        root.path(),
+        &["db", "import", fixture.to_str().unwrap()],
+    );
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{}", run.stdout);
+    let file = root.path().join("summary.txt");
+    std::fs::write(&file, "The parcel arrived damaged.\n").unwrap();
+    let run = protege(
+        &url,
+        root.path(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<refund-2@acme.test>",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            0,
+            "stored summary 1 of thread 1 through <refund-2@acme.test>\n",
+            ""
+        )
+    );
+    let personas = root.path().join("personas");
+    let missing = format!(
+        "error: persona folder `{}` does not exist\n",
+        personas.display()
+    );
+    for args in [
+        &["check"][..],
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<refund-3@example.com>",
+        ][..],
+    ] {
+        let run = protege(&url, root.path(), args);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (1, "", missing.as_str()),
+            "{args:?}"
+        );
+    }
+}

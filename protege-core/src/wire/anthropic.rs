@@ -34,54 +34,67 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// the last block of the final message. A marked block is never shortened to a string.
 pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
+    let cache = model.cache == CacheMode::Auto;
+    let (system, mut turns) = merged_turns(request, cache);
+    open_and_close(&mut turns, cache);
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model.name.clone()));
+    body.insert(
+        "max_tokens".into(),
+        Value::from(model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    if !system.is_empty() {
+        let text = system.join("\n\n");
+        let system = if cache {
+            let mut block = vec![text_block(&text)];
+            mark(&mut block);
+            Value::Array(block)
+        } else {
+            Value::from(text)
+        };
+        body.insert("system".into(), system);
+    }
+    let messages = turns.into_iter().map(turn_message).collect();
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    Ok(Value::Object(body))
+}
+
+/// A turn of the body: its role, its blocks, and how many of them (at the start) are tool
+/// results.
+type Turn = (&'static str, Vec<Value>, usize);
+
+/// The texts of the system messages, and the other messages as turns, consecutive turns of
+/// one role merged (a turn's tool results before its other blocks), the `ThreadHistory`
+/// breakpoint marked.
+fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>) {
     let rounds_as_text = request.tools.is_empty();
     // Tool call id → tool name, for results rendered as text.
     let mut call_names: HashMap<&str, &str> = HashMap::new();
     let mut system = Vec::new();
-    // (role, blocks) of the merged turns; a turn's tool results come before its other blocks.
-    let mut turns: Vec<(&'static str, Vec<Value>, usize)> = Vec::new();
-    let cache = model.cache == CacheMode::Auto;
+    let mut turns: Vec<Turn> = Vec::new();
     for (index, m) in request.messages.iter().enumerate() {
-        let (role, mut blocks, results) = match m.role {
-            Role::System => {
-                let text = m.content.text();
-                if !text.trim().is_empty() {
-                    system.push(text);
-                }
-                continue;
+        if m.role == Role::System {
+            let text = m.content.text();
+            if !text.trim().is_empty() {
+                system.push(text);
             }
-            Role::User => ("user", content_blocks(&m.content), 0),
-            Role::Assistant => {
-                let mut blocks = text_blocks(m);
-                for c in &m.tool_calls {
-                    if rounds_as_text {
-                        call_names.insert(&c.id, &c.name);
-                        // `Value`'s `Display` is compact JSON.
-                        let text = format!("[tool call {}] {}", c.name, c.input);
-                        blocks.push(text_block(&text));
-                    } else {
-                        blocks.push(json!({
-                            "type": "tool_use", "id": c.id, "name": c.name, "input": c.input,
-                        }));
-                    }
-                }
-                ("assistant", blocks, 0)
-            }
-            Role::Tool if rounds_as_text => {
-                let id = m.tool_call_id.as_deref().unwrap_or_default();
-                let name = call_names.get(id).copied().unwrap_or_default();
-                let text = format!("[tool result {name}] {}", m.content.text());
-                ("user", vec![text_block(&text)], 1)
-            }
-            Role::Tool => {
-                let block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
-                    "content": m.content.text(),
-                });
-                ("user", vec![block], 1)
-            }
-        };
+            continue;
+        }
+        let (role, mut blocks, results) = turn_of(m, rounds_as_text, &mut call_names);
         if blocks.is_empty() {
             continue;
         }
@@ -102,10 +115,59 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
             _ => turns.push((role, blocks, results)),
         }
     }
+    (system, turns)
+}
+
+/// The turn of one message that is not a system message: tool calls as `tool_use` blocks
+/// and results as `tool_result` blocks, or both as text when the request declares no tools.
+fn turn_of<'a>(
+    m: &'a Message,
+    rounds_as_text: bool,
+    call_names: &mut HashMap<&'a str, &'a str>,
+) -> Turn {
+    match m.role {
+        // System messages go to the top-level `system`: no blocks of a turn.
+        Role::System => ("user", Vec::new(), 0),
+        Role::User => ("user", content_blocks(&m.content), 0),
+        Role::Assistant => {
+            let mut blocks = text_blocks(m);
+            for c in &m.tool_calls {
+                if rounds_as_text {
+                    call_names.insert(&c.id, &c.name);
+                    // `Value`'s `Display` is compact JSON.
+                    let text = format!("[tool call {}] {}", c.name, c.input);
+                    blocks.push(text_block(&text));
+                } else {
+                    blocks.push(json!({
+                        "type": "tool_use", "id": c.id, "name": c.name, "input": c.input,
+                    }));
+                }
+            }
+            ("assistant", blocks, 0)
+        }
+        Role::Tool if rounds_as_text => {
+            let id = m.tool_call_id.as_deref().unwrap_or_default();
+            let name = call_names.get(id).copied().unwrap_or_default();
+            let text = format!("[tool result {name}] {}", m.content.text());
+            ("user", vec![text_block(&text)], 1)
+        }
+        Role::Tool => {
+            let block = json!({
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
+                "content": m.content.text(),
+            });
+            ("user", vec![block], 1)
+        }
+    }
+}
+
+/// Opens the conversation with a user turn when it does not start with one, trims a final
+/// assistant turn (a prefill must not end in whitespace), and marks the last breakpoint.
+fn open_and_close(turns: &mut Vec<Turn>, cache: bool) {
     if turns.first().is_none_or(|(role, _, _)| *role != "user") {
         turns.insert(0, ("user", vec![text_block(CONVERSATION_START)], 0));
     }
-    // A final assistant turn (a prefill) must not end in whitespace.
     if let Some((role, blocks, _)) = turns.last_mut()
         && *role == "assistant"
         && let Some(Value::Object(last)) = blocks.last_mut()
@@ -117,55 +179,20 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     if cache && let Some((_, blocks, _)) = turns.last_mut() {
         mark(blocks);
     }
+}
 
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(model.name.clone()));
-    body.insert(
-        "max_tokens".into(),
-        Value::from(model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-    );
-    if !system.is_empty() {
-        let text = system.join("\n\n");
-        let system = if cache {
-            let mut block = vec![text_block(&text)];
-            mark(&mut block);
-            Value::Array(block)
-        } else {
-            Value::from(text)
-        };
-        body.insert("system".into(), system);
-    }
-    let messages = turns
-        .into_iter()
-        .map(|(role, blocks, _)| {
-            let content = match blocks.as_slice() {
-                [Value::Object(only)]
-                    if only.get("type") == Some(&Value::from("text"))
-                        && !only.contains_key("cache_control") =>
-                {
-                    only["text"].clone()
-                }
-                _ => Value::Array(blocks),
-            };
-            json!({ "role": role, "content": content })
-        })
-        .collect();
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.input_schema,
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    Ok(Value::Object(body))
+/// A turn as a message of the body: a lone unmarked text block as a plain string.
+fn turn_message((role, blocks, _): Turn) -> Value {
+    let content = match blocks.as_slice() {
+        [Value::Object(only)]
+            if only.get("type") == Some(&Value::from("text"))
+                && !only.contains_key("cache_control") =>
+        {
+            only["text"].clone()
+        }
+        _ => Value::Array(blocks),
+    };
+    json!({ "role": role, "content": content })
 }
 
 /// Puts a cache breakpoint on the last of `blocks`.

@@ -200,64 +200,13 @@ pub fn parse_eml(
 
     let (text_body, html_body, unsplit) = bodies(raw, &message);
 
-    let mut attachments = Vec::new();
-    let mut oversized = Vec::new();
-    for &part_id in &message.attachments {
-        // The raw text of an unsplit multipart body is the text body, not an attachment.
-        if unsplit.is_some() && part_id == 0 {
-            continue;
-        }
-        let Some(part) = message.parts.get(part_id as usize) else {
-            continue;
-        };
-        let (data, default_type): (Cow<'_, [u8]>, &str) = match &part.body {
-            PartType::Text(t) => (Cow::Borrowed(t.as_bytes()), "text/plain"),
-            PartType::Html(t) => (Cow::Borrowed(t.as_bytes()), "text/html"),
-            PartType::Binary(b) | PartType::InlineBinary(b) => {
-                (Cow::Borrowed(b.as_ref()), "application/octet-stream")
-            }
-            // A message/rfc822 part parsed in place shares the outer raw bytes: its own
-            // bytes are the part's body range. A transfer-encoded one owns its decoded bytes.
-            PartType::Message(m) => match part.encoding {
-                Encoding::None => (
-                    Cow::Borrowed(
-                        raw.get(part.offset_body as usize..part.offset_end as usize)
-                            .unwrap_or_default(),
-                    ),
-                    "message/rfc822",
-                ),
-                _ => (Cow::Borrowed(m.raw_message.as_ref()), "message/rfc822"),
-            },
-            PartType::Multipart(_) => continue,
-        };
-        let content_type = part
-            .content_type()
-            .map(|ct| match ct.subtype() {
-                Some(sub) => format!("{}/{}", ct.ctype(), sub),
-                None => ct.ctype().to_owned(),
-            })
-            .unwrap_or_else(|| default_type.to_owned())
-            .to_ascii_lowercase();
-        let content_type = one_line(&content_type).into_owned();
-        let filename = match part.attachment_name().map(one_line) {
-            Some(name) if !name.is_empty() => name.into_owned(),
-            _ => format!("part-{part_id}.{}", extension(&content_type)),
-        };
-        let byte_size = data.len();
-        let data = if byte_size as u64 > max_attachment_bytes {
-            oversized.push((filename.clone(), byte_size));
-            None
-        } else {
-            Some(data.into_owned())
-        };
-        attachments.push(Attachment {
-            attachment_id: attachment_id(&message_id, part_id),
-            filename,
-            content_type,
-            byte_size: byte_size as i64,
-            data,
-        });
-    }
+    let (attachments, oversized) = attachments(
+        raw,
+        &message,
+        &message_id,
+        unsplit.is_some(),
+        max_attachment_bytes,
+    );
 
     Ok(ParsedEml {
         email: Email {
@@ -284,6 +233,88 @@ pub fn parse_eml(
         oversized,
         origin,
         unsplit,
+    })
+}
+
+/// The attachments of `message` (without the unsplit multipart body that became the text
+/// body), and the name and size of each whose data is over `max_attachment_bytes` and so
+/// left out.
+fn attachments(
+    raw: &[u8],
+    message: &mail_parser::Message<'_>,
+    message_id: &str,
+    unsplit: bool,
+    max_attachment_bytes: u64,
+) -> (Vec<Attachment>, Vec<(String, usize)>) {
+    let mut attachments = Vec::new();
+    let mut oversized = Vec::new();
+    for &part_id in &message.attachments {
+        // The raw text of an unsplit multipart body is the text body, not an attachment.
+        if unsplit && part_id == 0 {
+            continue;
+        }
+        let Some(part) = message.parts.get(part_id as usize) else {
+            continue;
+        };
+        let Some((data, default_type)) = part_data(raw, part) else {
+            continue;
+        };
+        let content_type = part
+            .content_type()
+            .map(|ct| match ct.subtype() {
+                Some(sub) => format!("{}/{}", ct.ctype(), sub),
+                None => ct.ctype().to_owned(),
+            })
+            .unwrap_or_else(|| default_type.to_owned())
+            .to_ascii_lowercase();
+        let content_type = one_line(&content_type).into_owned();
+        let filename = match part.attachment_name().map(one_line) {
+            Some(name) if !name.is_empty() => name.into_owned(),
+            _ => format!("part-{part_id}.{}", extension(&content_type)),
+        };
+        let byte_size = data.len();
+        let data = if byte_size as u64 > max_attachment_bytes {
+            oversized.push((filename.clone(), byte_size));
+            None
+        } else {
+            Some(data.into_owned())
+        };
+        attachments.push(Attachment {
+            attachment_id: attachment_id(message_id, part_id),
+            filename,
+            content_type,
+            byte_size: byte_size as i64,
+            data,
+        });
+    }
+    (attachments, oversized)
+}
+
+/// The bytes of an attachment part and the content type it has when it declares none;
+/// `None` for a multipart container.
+fn part_data<'a>(
+    raw: &'a [u8],
+    part: &'a mail_parser::MessagePart<'a>,
+) -> Option<(Cow<'a, [u8]>, &'static str)> {
+    Some(match &part.body {
+        PartType::Text(t) => (Cow::Borrowed(t.as_bytes()), "text/plain"),
+        PartType::Html(t) => (Cow::Borrowed(t.as_bytes()), "text/html"),
+        PartType::Binary(b) | PartType::InlineBinary(b) => {
+            (Cow::Borrowed(b.as_ref()), "application/octet-stream")
+        }
+        // A message/rfc822 part parsed in place shares the outer raw bytes: its own
+        // bytes are the part's body range. A transfer-encoded one owns its decoded bytes.
+        PartType::Message(m) => match part.encoding {
+            Encoding::None => (
+                Cow::Borrowed(
+                    raw.get(part.offset_body as usize..part.offset_end as usize)
+                        .unwrap_or_default(),
+                ),
+                "message/rfc822",
+            ),
+            _ => (Cow::Borrowed(m.raw_message.as_ref()), "message/rfc822"),
+        },
+        PartType::Multipart(_) => return None,
     })
 }
 

@@ -113,6 +113,78 @@ struct NewThread {
     participants: HashSet<String>,
 }
 
+/// What the database holds for a batch: the threads of its messages and of the ids they
+/// refer to, who stored each of its Message-IDs already stored, and the stored replies to
+/// its messages (by the matching form of the id they reply to).
+#[derive(Debug)]
+struct Lookup {
+    stored: HashMap<String, i64>,
+    identities: HashMap<String, Identity>,
+    replies: HashMap<String, Vec<Place>>,
+}
+
+impl Lookup {
+    async fn read<C: ConnectionTrait>(txn: &C, batch: &[&ParsedEml]) -> Result<Lookup> {
+        let backend = txn.get_database_backend();
+        let mut wanted: Vec<&str> = Vec::new();
+        let mut own_ids: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for eml in batch {
+            let id = eml.email.message_id.as_str();
+            if seen.insert(id) {
+                own_ids.push(id);
+                wanted.push(id);
+            }
+        }
+        for parent in batch.iter().flat_map(|i| &i.parents) {
+            if seen.insert(parent) {
+                wanted.push(parent);
+            }
+        }
+        let stored = store::stored_threads(txn, &wanted).await?;
+        let again: Vec<&str> = own_ids
+            .iter()
+            .copied()
+            .filter(|id| stored.contains_key(*id))
+            .collect();
+        let identities = store::stored_identities(txn, &again).await?;
+        let mut replies: HashMap<String, Vec<Place>> = HashMap::new();
+        for chunk in own_ids.chunks(IN_CHUNK) {
+            let rows: Vec<(String, i64)> = message::Entity::find()
+                .select_only()
+                .column(message::Column::InReplyTo)
+                .column(message::Column::EmailThreadId)
+                .filter(message::Column::InReplyTo.is_in(chunk.iter().copied()))
+                .order_by_asc(message::Column::Id)
+                .into_tuple()
+                .all(txn)
+                .await?;
+            for (in_reply_to, thread) in rows {
+                replies
+                    .entry(match_key(backend, &in_reply_to).to_owned())
+                    .or_default()
+                    .push(Place::Stored(thread));
+            }
+        }
+        Ok(Lookup {
+            stored,
+            identities,
+            replies,
+        })
+    }
+}
+
+/// Where the messages of a batch go, worked out in memory before anything is written.
+#[derive(Debug)]
+struct Plan {
+    new_threads: Vec<NewThread>,
+    /// Stored threads that take the subject and start of an older message.
+    adopted: Vec<(i64, String, DateTime<Utc>)>,
+    /// Where each message goes; `Err` for one whose Message-ID is known, with the
+    /// sentence of a conflict.
+    places: Vec<std::result::Result<Place, Option<String>>>,
+}
+
 impl Threader {
     /// Starts an import with the persona addresses (bare or header form).
     pub(super) fn new(own_addresses: &[String]) -> Self {
@@ -268,60 +340,18 @@ impl Threader {
         if self.participants.len() > MAX_CACHED_THREADS {
             self.forget();
         }
-
-        // What the database holds: the threads of the messages and of the ids they refer
-        // to, and the stored replies to the messages.
-        let mut wanted: Vec<&str> = Vec::new();
-        let mut own_ids: Vec<&str> = Vec::new();
-        let mut seen: HashSet<&str> = HashSet::new();
-        for eml in batch {
-            let id = eml.email.message_id.as_str();
-            if seen.insert(id) {
-                own_ids.push(id);
-                wanted.push(id);
-            }
-        }
-        for parent in batch.iter().flat_map(|i| &i.parents) {
-            if seen.insert(parent) {
-                wanted.push(parent);
-            }
-        }
-        let stored = store::stored_threads(txn, &wanted).await?;
-        let again: Vec<&str> = own_ids
-            .iter()
-            .copied()
-            .filter(|id| stored.contains_key(*id))
-            .collect();
-        let identities = store::stored_identities(txn, &again).await?;
-        let mut replies: HashMap<String, Vec<Place>> = HashMap::new();
-        for chunk in own_ids.chunks(IN_CHUNK) {
-            let rows: Vec<(String, i64)> = message::Entity::find()
-                .select_only()
-                .column(message::Column::InReplyTo)
-                .column(message::Column::EmailThreadId)
-                .filter(message::Column::InReplyTo.is_in(chunk.iter().copied()))
-                .order_by_asc(message::Column::Id)
-                .into_tuple()
-                .all(txn)
-                .await?;
-            for (in_reply_to, thread) in rows {
-                replies
-                    .entry(match_key(backend, &in_reply_to).to_owned())
-                    .or_default()
-                    .push(Place::Stored(thread));
-            }
-        }
+        let mut lookup = Lookup::read(txn, batch).await?;
 
         // The stored threads a message may join: their participants and start times.
         let mut threads: Vec<i64> = Vec::new();
         for eml in batch {
             for parent in &eml.parents {
-                if let Some(&t) = stored.get(parent) {
+                if let Some(&t) = lookup.stored.get(parent) {
                     threads.push(t);
                 }
             }
         }
-        threads.extend(replies.values().flatten().filter_map(|p| match p {
+        threads.extend(lookup.replies.values().flatten().filter_map(|p| match p {
             Place::Stored(t) => Some(*t),
             Place::New(_) => None,
         }));
@@ -329,29 +359,41 @@ impl Threader {
         threads.dedup();
         self.load_threads(txn, &threads).await?;
 
-        // Thread each message in order, in memory.
-        let mut known: HashMap<&str, Place> = stored
+        let plan = self.place(backend, batch, &mut lookup);
+        self.write(txn, batch, plan).await
+    }
+
+    /// Threads each message of `batch` in order, in memory: where it goes (a stored thread,
+    /// a new one, or nowhere for a known Message-ID), the new threads, and the stored
+    /// threads that take the subject and start of an older message.
+    fn place<'b>(
+        &mut self,
+        backend: DbBackend,
+        batch: &[&'b ParsedEml],
+        lookup: &'b mut Lookup,
+    ) -> Plan {
+        let mut known: HashMap<&str, Place> = lookup
+            .stored
             .iter()
             .map(|(id, &t)| (id.as_str(), Place::Stored(t)))
             .collect();
-        let mut new_threads: Vec<NewThread> = Vec::new();
-        // Stored threads that take the subject and start of an older message.
-        let mut adopted: Vec<(i64, String, DateTime<Utc>)> = Vec::new();
-        // Where each message goes; `Err` for one whose Message-ID is known, with the
-        // sentence of a conflict.
-        let mut places: Vec<std::result::Result<Place, Option<String>>> =
-            Vec::with_capacity(batch.len());
+        let mut plan = Plan {
+            new_threads: Vec::new(),
+            adopted: Vec::new(),
+            places: Vec::with_capacity(batch.len()),
+        };
         // The messages of the batch placed so far, by Message-ID.
         let mut placed: HashMap<&str, &Email> = HashMap::new();
         for eml in batch {
             let email = &eml.email;
             let id = email.message_id.as_str();
             if known.contains_key(id) {
-                let first = identities
+                let first = lookup
+                    .identities
                     .get(id)
                     .cloned()
                     .or_else(|| placed.get(id).map(|e| Identity::of(e)));
-                places.push(Err(conflict(first.as_ref(), email)));
+                plan.places.push(Err(conflict(first.as_ref(), email)));
                 continue;
             }
             let mut candidates: Vec<Place> = Vec::new();
@@ -362,7 +404,8 @@ impl Threader {
                     candidates.push(place);
                 }
             }
-            for &place in replies
+            for &place in lookup
+                .replies
                 .get(match_key(backend, &email.message_id))
                 .into_iter()
                 .flatten()
@@ -371,74 +414,101 @@ impl Threader {
                     candidates.push(place);
                 }
             }
-
-            let senders = &eml.origin.from;
-            let join = if self.forged(email.direction, senders) {
-                None
-            } else {
-                candidates.into_iter().find(|&place| {
-                    senders.iter().all(|sender| {
-                        self.own.contains(sender)
-                            || match place {
-                                Place::Stored(t) => self
-                                    .participants
-                                    .get(&t)
-                                    .is_some_and(|set| set.contains(sender)),
-                                Place::New(n) => new_threads[n].participants.contains(sender),
-                            }
-                    })
-                })
-            };
-
-            let subject = thread_subject(&email.subject);
-            let place = match join {
-                // The thread takes the subject and start of a message older than its start.
-                Some(Place::Stored(t)) => {
-                    if let Some(created) = self.created.get_mut(&t)
-                        && *created > email.sent_at
-                    {
-                        *created = email.sent_at;
-                        match adopted.iter_mut().find(|(a, _, _)| *a == t) {
-                            Some(entry) => *entry = (t, subject, email.sent_at),
-                            None => adopted.push((t, subject, email.sent_at)),
-                        }
-                    }
-                    if let Some(set) = self.participants.get_mut(&t) {
-                        set.extend(participant_keys(email));
-                    }
-                    Place::Stored(t)
-                }
-                Some(Place::New(n)) => {
-                    let thread = &mut new_threads[n];
-                    if thread.created_at > email.sent_at {
-                        thread.created_at = email.sent_at;
-                        thread.subject = subject;
-                    }
-                    thread.participants.extend(participant_keys(email));
-                    Place::New(n)
-                }
-                None => {
-                    new_threads.push(NewThread {
-                        subject,
-                        created_at: email.sent_at,
-                        participants: participant_keys(email).collect(),
-                    });
-                    Place::New(new_threads.len() - 1)
-                }
-            };
+            let join = self.joined(eml, candidates, &plan.new_threads);
+            let place = self.join(email, join, &mut plan);
             known.insert(&email.message_id, place);
             placed.insert(&email.message_id, email);
             if let Some(parent) = &email.in_reply_to {
-                replies
+                lookup
+                    .replies
                     .entry(match_key(backend, parent).to_owned())
                     .or_default()
                     .push(place);
             }
-            places.push(Ok(place));
+            plan.places.push(Ok(place));
         }
+        plan
+    }
 
-        // Write: the new threads, the start of adopted ones, the messages, their
-        // attachments.
+    /// The first of `candidates` whose participants include every sender of `eml` (or
+    /// none, for a message forging a persona's address).
+    fn joined(
+        &self,
+        eml: &ParsedEml,
+        candidates: Vec<Place>,
+        new_threads: &[NewThread],
+    ) -> Option<Place> {
+        let senders = &eml.origin.from;
+        if self.forged(eml.email.direction, senders) {
+            return None;
+        }
+        candidates.into_iter().find(|&place| {
+            senders.iter().all(|sender| {
+                self.own.contains(sender)
+                    || match place {
+                        Place::Stored(t) => self
+                            .participants
+                            .get(&t)
+                            .is_some_and(|set| set.contains(sender)),
+                        Place::New(n) => new_threads[n].participants.contains(sender),
+                    }
+            })
+        })
+    }
+
+    /// Puts `email` in the thread it joins, or in a new thread: the thread takes the
+    /// subject and start of a message older than its start, and the message's participants.
+    fn join(&mut self, email: &Email, join: Option<Place>, plan: &mut Plan) -> Place {
+        let subject = thread_subject(&email.subject);
+        match join {
+            Some(Place::Stored(t)) => {
+                if let Some(created) = self.created.get_mut(&t)
+                    && *created > email.sent_at
+                {
+                    *created = email.sent_at;
+                    match plan.adopted.iter_mut().find(|(a, _, _)| *a == t) {
+                        Some(entry) => *entry = (t, subject, email.sent_at),
+                        None => plan.adopted.push((t, subject, email.sent_at)),
+                    }
+                }
+                if let Some(set) = self.participants.get_mut(&t) {
+                    set.extend(participant_keys(email));
+                }
+                Place::Stored(t)
+            }
+            Some(Place::New(n)) => {
+                let thread = &mut plan.new_threads[n];
+                if thread.created_at > email.sent_at {
+                    thread.created_at = email.sent_at;
+                    thread.subject = subject;
+                }
+                thread.participants.extend(participant_keys(email));
+                Place::New(n)
+            }
+            None => {
+                plan.new_threads.push(NewThread {
+                    subject,
+                    created_at: email.sent_at,
+                    participants: participant_keys(email).collect(),
+                });
+                Place::New(plan.new_threads.len() - 1)
+            }
+        }
+    }
+
+    /// Writes `plan`: the new threads, the start of adopted ones, the messages, their
+    /// attachments; `None` when another writer stored one of the messages meanwhile.
+    async fn write<C: ConnectionTrait>(
+        &mut self,
+        txn: &C,
+        batch: &[&ParsedEml],
+        plan: Plan,
+    ) -> Result<Option<Vec<Stored>>> {
+        let Plan {
+            new_threads,
+            adopted,
+            places,
+        } = plan;
         let thread_rows: Vec<(&str, DateTime<Utc>)> = new_threads
             .iter()
             .map(|t| (t.subject.as_str(), t.created_at))

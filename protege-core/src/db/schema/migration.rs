@@ -99,122 +99,10 @@ impl Types {
 impl MigrationTrait for CreateTables {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let t = Types(manager.get_database_backend());
-
-        manager
-            .create_table(
-                t.table(email_thread::Entity)
-                    .col(t.pk(email_thread::Column::Id))
-                    .col(t.long_text(email_thread::Column::Subject).not_null())
-                    .col(t.timestamp(email_thread::Column::CreatedAt))
-                    .to_owned(),
-            )
-            .await?;
-
-        use message::Column as M;
-        manager
-            .create_table(
-                t.table(message::Entity)
-                    .col(t.pk(M::Id))
-                    .col(ColumnDef::new(M::EmailThreadId).big_integer().not_null())
-                    .col(t.key(M::MessageId).unique_key())
-                    .col(ColumnDef::new(M::Direction).string_len(16).not_null())
-                    .col(t.long_text(M::FromAddress).not_null())
-                    .col(t.long_text(M::ToAddresses).not_null())
-                    .col(t.long_text(M::CcAddresses).not_null())
-                    .col(t.long_text(M::Subject).not_null())
-                    .col(t.long_text(M::TextBody).null())
-                    .col(t.long_text(M::HtmlBody).null())
-                    .col(t.long_text(M::InReplyTo).null())
-                    .col(t.timestamp(M::SentAt))
-                    .foreign_key(
-                        ForeignKey::create()
-                            .name("fk_messages_email_thread")
-                            .from(message::Entity, M::EmailThreadId)
-                            .to(email_thread::Entity, email_thread::Column::Id)
-                            .on_delete(ForeignKeyAction::Cascade),
-                    )
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("idx_messages_thread_sent_at")
-                    .table(message::Entity)
-                    .col(M::EmailThreadId)
-                    .col(M::SentAt)
-                    .col(M::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
-
-        use attachment::Column as A;
-        manager
-            .create_table(
-                t.table(attachment::Entity)
-                    .col(t.pk(A::Id))
-                    .col(ColumnDef::new(A::MessageId).big_integer().not_null())
-                    .col(t.key(A::AttachmentId).unique_key())
-                    .col(t.long_text(A::Filename).not_null())
-                    .col(t.long_text(A::ContentType).not_null())
-                    .col(ColumnDef::new(A::ByteSize).big_integer().not_null())
-                    .col(t.blob(A::Data).null())
-                    .foreign_key(
-                        ForeignKey::create()
-                            .name("fk_attachments_message")
-                            .from(attachment::Entity, A::MessageId)
-                            .to(message::Entity, M::Id)
-                            .on_delete(ForeignKeyAction::Cascade),
-                    )
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("idx_attachments_message")
-                    .table(attachment::Entity)
-                    .col(A::MessageId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
-
-        use tool_use::Column as U;
-        manager
-            .create_table(
-                t.table(tool_use::Entity)
-                    .col(t.pk(U::Id))
-                    .col(ColumnDef::new(U::MessageId).big_integer().not_null())
-                    .col(t.key(U::RunId))
-                    .col(ColumnDef::new(U::TurnIndex).integer().not_null())
-                    .col(ColumnDef::new(U::Position).integer().not_null())
-                    .col(t.key(U::ToolCallId))
-                    .col(t.key(U::Name))
-                    .col(t.long_text(U::Input).not_null())
-                    .col(t.long_text(U::Result).null())
-                    .foreign_key(
-                        ForeignKey::create()
-                            .name("fk_tool_uses_message")
-                            .from(tool_use::Entity, U::MessageId)
-                            .to(message::Entity, M::Id)
-                            .on_delete(ForeignKeyAction::Cascade),
-                    )
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("idx_tool_uses_message")
-                    .table(tool_use::Entity)
-                    .col(U::MessageId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
-        Ok(())
+        create_threads(manager, &t).await?;
+        create_messages(manager, &t).await?;
+        create_attachments(manager, &t).await?;
+        create_tool_uses(manager, &t).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -230,6 +118,138 @@ impl MigrationTrait for CreateTables {
         }
         Ok(())
     }
+}
+
+/// `email_threads`.
+async fn create_threads(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbErr> {
+    manager
+        .create_table(
+            t.table(email_thread::Entity)
+                .col(t.pk(email_thread::Column::Id))
+                .col(t.long_text(email_thread::Column::Subject).not_null())
+                .col(t.timestamp(email_thread::Column::CreatedAt))
+                .to_owned(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// `messages` and their index by thread and date.
+async fn create_messages(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbErr> {
+    use message::Column as M;
+    manager
+        .create_table(
+            t.table(message::Entity)
+                .col(t.pk(M::Id))
+                .col(ColumnDef::new(M::EmailThreadId).big_integer().not_null())
+                .col(t.key(M::MessageId).unique_key())
+                .col(ColumnDef::new(M::Direction).string_len(16).not_null())
+                .col(t.long_text(M::FromAddress).not_null())
+                .col(t.long_text(M::ToAddresses).not_null())
+                .col(t.long_text(M::CcAddresses).not_null())
+                .col(t.long_text(M::Subject).not_null())
+                .col(t.long_text(M::TextBody).null())
+                .col(t.long_text(M::HtmlBody).null())
+                .col(t.long_text(M::InReplyTo).null())
+                .col(t.timestamp(M::SentAt))
+                .foreign_key(
+                    ForeignKey::create()
+                        .name("fk_messages_email_thread")
+                        .from(message::Entity, M::EmailThreadId)
+                        .to(email_thread::Entity, email_thread::Column::Id)
+                        .on_delete(ForeignKeyAction::Cascade),
+                )
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(
+            Index::create()
+                .name("idx_messages_thread_sent_at")
+                .table(message::Entity)
+                .col(M::EmailThreadId)
+                .col(M::SentAt)
+                .col(M::Id)
+                .if_not_exists()
+                .to_owned(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// `attachments` and their index by message.
+async fn create_attachments(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbErr> {
+    use attachment::Column as A;
+    manager
+        .create_table(
+            t.table(attachment::Entity)
+                .col(t.pk(A::Id))
+                .col(ColumnDef::new(A::MessageId).big_integer().not_null())
+                .col(t.key(A::AttachmentId).unique_key())
+                .col(t.long_text(A::Filename).not_null())
+                .col(t.long_text(A::ContentType).not_null())
+                .col(ColumnDef::new(A::ByteSize).big_integer().not_null())
+                .col(t.blob(A::Data).null())
+                .foreign_key(
+                    ForeignKey::create()
+                        .name("fk_attachments_message")
+                        .from(attachment::Entity, A::MessageId)
+                        .to(message::Entity, message::Column::Id)
+                        .on_delete(ForeignKeyAction::Cascade),
+                )
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(
+            Index::create()
+                .name("idx_attachments_message")
+                .table(attachment::Entity)
+                .col(A::MessageId)
+                .if_not_exists()
+                .to_owned(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// `tool_uses` and their index by message.
+async fn create_tool_uses(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbErr> {
+    use tool_use::Column as U;
+    manager
+        .create_table(
+            t.table(tool_use::Entity)
+                .col(t.pk(U::Id))
+                .col(ColumnDef::new(U::MessageId).big_integer().not_null())
+                .col(t.key(U::RunId))
+                .col(ColumnDef::new(U::TurnIndex).integer().not_null())
+                .col(ColumnDef::new(U::Position).integer().not_null())
+                .col(t.key(U::ToolCallId))
+                .col(t.key(U::Name))
+                .col(t.long_text(U::Input).not_null())
+                .col(t.long_text(U::Result).null())
+                .foreign_key(
+                    ForeignKey::create()
+                        .name("fk_tool_uses_message")
+                        .from(tool_use::Entity, U::MessageId)
+                        .to(message::Entity, message::Column::Id)
+                        .on_delete(ForeignKeyAction::Cascade),
+                )
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(
+            Index::create()
+                .name("idx_tool_uses_message")
+                .table(tool_use::Entity)
+                .col(U::MessageId)
+                .if_not_exists()
+                .to_owned(),
+        )
+        .await?;
+
+    Ok(())
 }
 
 /// The second migration: `thread_summaries`, the running summaries of a thread.
