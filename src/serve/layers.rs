@@ -44,8 +44,10 @@ pub(super) async fn log(request: Request, next: Next) -> Response {
 /// open routes are told by their last segment, so the router keeps its protection when an
 /// application nests it under a prefix.
 pub(super) async fn auth(State(app): State<App>, request: Request, next: Next) -> Response {
-    let route = route(&request);
-    let open = route != "unmatched" && (route.ends_with("/healthz") || route.ends_with("/readyz"));
+    let open = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|p| p.as_str().ends_with("/healthz") || p.as_str().ends_with("/readyz"));
     if !open && !authorized(&app, request.headers()) {
         return ApiError::unauthorized().into_response();
     }
