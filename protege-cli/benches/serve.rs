@@ -16,16 +16,9 @@ use std::time::{Duration, Instant};
 
 use protege::{Engine, ResolveInput};
 
-/// The `protege` binary, run from the workspace root as before it had a package of its own.
-fn protege_command() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace root"),
-    );
-    command
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{project, protege_command};
 
 struct Options {
     url: Option<String>,
@@ -55,14 +48,6 @@ fn options() -> Options {
 }
 
 const BODY: &str = r#"{"persona":"support","message_id":"<refund-3@example.com>","format":"anthropic","now":"2026-03-10T08:00:00Z"}"#;
-
-/// The workspace root: the shipped personas, examples and expected outputs.
-fn project() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_owned()
-}
 
 /// Runs `protege demo` against `database` so the support persona has its thread.
 fn prepare(database: &str) {

@@ -5,29 +5,13 @@
 //! a deliberate change (and review the diff). With `PROTEGE_WIRE_OUT=DIR`, every wire body
 //! is also written there for the providers' schema check in `.ci/run`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-/// The `protege` binary, run from the workspace root as before it had a package of its own.
-fn protege_command() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace root"),
-    );
-    command
-}
+mod common;
+use common::{project, protege_command};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
-
-/// The workspace root: the shipped personas, examples and expected outputs.
-fn project() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_owned()
-}
 
 struct Run {
     code: i32,

@@ -8,16 +8,8 @@ use std::path::Path;
 use protege::db::sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
 use protege::db::{self, entities::message};
 
-/// The `protege` binary, run from the workspace root as before it had a package of its own.
-fn protege_command() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace root"),
-    );
-    command
-}
+mod common;
+use common::protege_command;
 
 const PROCESSES: usize = 4;
 

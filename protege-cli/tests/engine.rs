@@ -1,31 +1,13 @@
 //! The front door: `Engine::resolve` gives exactly what `protege resolve` prints, for every
 //! format, and reports each kind of mistake with its kind.
 
-use std::path::PathBuf;
-
 use chrono::{DateTime, Utc};
 use protege::{Engine, EngineErrorKind, ErrorKind, Format, ResolveInput, Tokenizer};
 
-/// The `protege` binary, run from the workspace root as before it had a package of its own.
-fn protege_command() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace root"),
-    );
-    command
-}
+mod common;
+use common::{project, protege_command};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
-
-/// The workspace root: the shipped personas, examples and expected outputs.
-fn project() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_owned()
-}
 
 fn now() -> DateTime<Utc> {
     NOW.parse().unwrap()

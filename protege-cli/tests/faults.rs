@@ -13,24 +13,8 @@ use std::time::{Duration, Instant};
 use protege::db;
 use protege::db::sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 
-/// The `protege` binary, run from the workspace root as before it had a package of its own.
-fn protege_command() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace root"),
-    );
-    command
-}
-
-/// The workspace root: the shipped personas, examples and expected outputs.
-fn project() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_owned()
-}
+mod common;
+use common::{project, protege_command};
 
 /// `protege --root <project> --database URL ARGS...` with a clean environment.
 fn command(url: &str, args: &[&str]) -> Command {

@@ -8,13 +8,16 @@
 //! process without building it again.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 #[path = "../examples/own_protege.rs"]
 mod own_protege;
 
 use own_protege::custom_resolver;
+
+mod common;
+use common::project as workspace;
 
 /// Set when this binary is to be the example.
 const RUN_EXAMPLE: &str = "PROTEGE_TEST_RUN_EXAMPLE";
@@ -28,13 +31,6 @@ fn main() -> std::process::ExitCode {
     own_protege_serves_the_persona_with_the_custom_resolver();
     println!("test own_protege_serves_the_persona_with_the_custom_resolver ... ok");
     std::process::ExitCode::SUCCESS
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_owned()
 }
 
 /// An app root with the shop persona, its mail and the application's `orders` table.

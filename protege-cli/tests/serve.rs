@@ -2,34 +2,18 @@
 //! `protege serve` end to end: the real binary on a free loopback port, spoken to over HTTP.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// The `protege` binary, run from the workspace root as before it had a package of its own.
-fn protege_command() -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the workspace root"),
-    );
-    command
-}
+mod common;
+use common::{project, protege_command};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 const TOKEN: &str = "s3cret-token";
-
-/// The workspace root: the shipped personas, examples and expected outputs.
-fn project() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_owned()
-}
 
 fn protege(root: &Path, db: &str) -> Command {
     let mut cmd = protege_command();

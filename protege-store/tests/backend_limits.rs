@@ -2,6 +2,7 @@
 //! from 1970 to 9999 on every backend (MySQL/MariaDB binds them as `DATETIME`, not as a
 //! 2038-bound `TIMESTAMP`), and attachments over MariaDB's `max_allowed_packet`.
 
+#[path = "../../protege-core/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

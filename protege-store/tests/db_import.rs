@@ -1,6 +1,7 @@
 //! Connecting, migrating, fixture import (errors with JSON paths, nothing half-imported,
 //! idempotence) and `load_message`, on every configured backend.
 
+#[path = "../../protege-core/tests/common/mod.rs"]
 mod common;
 
 use common::{import, on_each_backend};
@@ -21,9 +22,10 @@ async fn counts(db: &DatabaseConnection) -> [u64; 4] {
     ]
 }
 
+/// A fixture of `protege-core/tests/fixtures/`, the ones the shared helpers import.
 fn fixture_file(name: &str) -> String {
     std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{name}",
+        "{}/../protege-core/tests/fixtures/{name}",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap()

@@ -3,6 +3,7 @@
 //! writer stores while a batch is being written is counted once — on every configured
 //! backend.
 
+#[path = "../../protege-core/tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;

@@ -2,6 +2,7 @@
 //! Mail from strangers (`SECURITY.md`): threads belong to their participants, header values are one
 //! line, mbox separators, each message is its own unit — on every configured backend.
 
+#[path = "../../protege-core/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

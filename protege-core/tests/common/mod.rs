@@ -1,6 +1,7 @@
 //! Shared helpers of the database tests: one fresh database per test on every configured
 //! backend (SQLite always; PostgreSQL and MySQL/MariaDB when `PROTEGE_TEST_POSTGRES_URL` /
-//! `PROTEGE_TEST_MYSQL_URL` are set), plus contexts and JSON helpers.
+//! `PROTEGE_TEST_MYSQL_URL` are set), plus contexts and JSON helpers. The tests of
+//! `protege-store` include this module too (`#[path]`), with its fixtures.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -174,16 +175,19 @@ where
     }
 }
 
-/// Imports a fixture file of `tests/fixtures/`.
+/// The `tests/` folder of `protege-core`, whichever package's tests include this module.
+const TESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../protege-core/tests");
+
+/// Imports a fixture file of `protege-core/tests/fixtures/`.
 pub(crate) async fn import(db: &DatabaseConnection, file: &str) {
-    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{TESTS}/fixtures/{file}");
     let text = std::fs::read_to_string(&path).expect("fixture file");
     db::import_fixture_str(db, &text).await.expect("import");
 }
 
-/// Reads a file of `tests/expected/`.
+/// Reads a file of `protege-core/tests/expected/`.
 pub(crate) fn expected(file: &str) -> serde_json::Value {
-    let path = format!("{}/tests/expected/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{TESTS}/expected/{file}");
     serde_json::from_str(&std::fs::read_to_string(&path).expect("expected file")).expect("json")
 }
 
