@@ -196,3 +196,11 @@ pub use engine::{
     CacheReport, CacheReportRow, EmlImport, EmlImported, Engine, EngineBuilder, EngineError,
     EngineErrorKind, Format, Resolution, ResolveInput, SUMMARY_MAX_BYTES, problem_summary,
 };
+
+/// Runs (§13 of the design): what [`Engine::start_run`], [`Engine::record_round`] and
+/// [`Engine::run`] take and give. `Step` lives here rather than at the crate's root, where
+/// [`Step`](crate::Step) is a resolver's step of a chain.
+pub mod runs {
+    pub use crate::engine::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
+    pub use protege_core::wire::{ModelResponse, Outcome, Usage};
+}

@@ -278,8 +278,8 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
     Some(model)
 }
 
-/// The `[limits]` table: positive integers replacing the application's template budget and
-/// how much of each email reaches the model.
+/// The `[limits]` table: positive integers replacing the application's template budget,
+/// how much of each email reaches the model, and the bounds of a run (§13).
 fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     let mut limits = PersonaLimits::default();
     let Some(t) = reader::table(sink, value, "`limits`") else {
@@ -293,6 +293,8 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
             "template_output_bytes",
             "message_text_bytes",
             "attachment_parts",
+            "max_rounds",
+            "tool_result_bytes",
         ],
         " in `[limits]`",
     );
@@ -309,6 +311,14 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     }
     if let Some(v) = get(t, "attachment_parts") {
         limits.attachment_parts = reader::positive(sink, v, "`attachment_parts`")
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(v) = get(t, "max_rounds") {
+        limits.max_rounds =
+            reader::positive(sink, v, "`max_rounds`").map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    if let Some(v) = get(t, "tool_result_bytes") {
+        limits.tool_result_bytes = reader::positive(sink, v, "`tool_result_bytes`")
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     }
     limits

@@ -96,7 +96,19 @@ pub struct PersonaLimits {
     /// The most attachments of a request sent as image or document parts
     /// (`attachment_parts`).
     pub attachment_parts: Option<usize>,
+    /// The most rounds of a run (`max_rounds`, default
+    /// [`DEFAULT_MAX_ROUNDS`](crate::DEFAULT_MAX_ROUNDS)).
+    pub max_rounds: Option<u32>,
+    /// The most bytes of one tool result recorded in a run (`tool_result_bytes`, default
+    /// [`DEFAULT_TOOL_RESULT_BYTES`](crate::DEFAULT_TOOL_RESULT_BYTES)).
+    pub tool_result_bytes: Option<usize>,
 }
+
+/// The default of `[limits] max_rounds`: the most rounds of one run.
+pub const DEFAULT_MAX_ROUNDS: u32 = 16;
+
+/// The default of `[limits] tool_result_bytes`: the most bytes of one tool result (1 MiB).
+pub const DEFAULT_TOOL_RESULT_BYTES: usize = 1 << 20;
 
 impl PersonaInfo {
     /// A persona with `name` and nothing else.

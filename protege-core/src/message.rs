@@ -187,6 +187,10 @@ pub struct Message {
     /// For an assistant message: the tools it calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// For a tool message: whether the tool failed (sent as the `tool_result`'s `is_error`
+    /// in Anthropic bodies, dropped from OpenAI bodies). Omitted from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// Creates a message of `role` with `content`; add calls or a call id with the setters.
@@ -202,6 +206,7 @@ pub fn message(role: Role, content: impl Into<Content>) -> Message {
         content: content.into(),
         tool_call_id: None,
         tool_calls: Vec::new(),
+        is_error: false,
     }
 }
 
@@ -224,6 +229,13 @@ impl Message {
     #[must_use = "returns the changed message"]
     pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
         self.tool_calls = calls;
+        self
+    }
+
+    /// Marks this tool message as the result of a tool that failed.
+    #[must_use = "returns the changed message"]
+    pub fn with_is_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
         self
     }
 

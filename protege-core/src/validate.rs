@@ -9,7 +9,7 @@ impl Request {
     /// Checks the well-formedness rules and returns the first violation.
     ///
     /// The rules: `tool_calls` only on assistant messages; `tool_call_id` only, and
-    /// always, on tool messages; every tool message sits in the contiguous block right
+    /// always, on tool messages; `is_error` only on tool messages; every tool message sits in the contiguous block right
     /// after the assistant message whose calls contain its id; every call is answered
     /// exactly once. The error names the message index and the rule; nothing is repaired.
     pub fn validate(&self) -> Result<()> {
@@ -48,6 +48,12 @@ impl Request {
             if m.role != Role::Tool && m.tool_call_id.is_some() {
                 problems.push(format!(
                     "message {index}: `tool_call_id` is only allowed on tool messages, not on a {} message",
+                    m.role
+                ));
+            }
+            if m.role != Role::Tool && m.is_error {
+                problems.push(format!(
+                    "message {index}: `is_error` is only allowed on tool messages, not on a {} message",
                     m.role
                 ));
             }

@@ -1,7 +1,7 @@
 //! The write side of protege's database: importing mail from fixtures
 //! ([`import_fixture_file`]) and RFC 5322 / mbox files ([`import_eml_paths`],
-//! [`ingest_eml`]), threading it, and every write of mail and of a thread's running
-//! summary ([`store_summary`]).
+//! [`ingest_eml`]), threading it, every write of mail and of a thread's running summary
+//! ([`store_summary`]), and the runs that answer it ([`insert_run`], [`record_round`]).
 //!
 //! Applications depend on the `protege` crate, whose `protege::db` module holds these items
 //! next to `protege-core`'s reads, connections and migrations; the examples are written
@@ -23,11 +23,13 @@
 //! - `fixture` and `eml`: importing mail (the parsing of RFC 5322 and mbox mail is
 //!   `protege-mail`'s), and threading it;
 //! - `store`: every write of mail, and storing a running summary;
+//! - `runs`: a run's row and each of its rounds (§13);
 //! - `packet`: keeping each row under the server's packet limit on MySQL/MariaDB.
 
 mod eml;
 mod fixture;
 mod packet;
+mod runs;
 mod store;
 
 pub use eml::{
@@ -37,5 +39,9 @@ pub use eml::{
 pub use fixture::{
     Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
     import_fixture_file, import_fixture_str, parse_fixture,
+};
+pub use runs::{
+    NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, insert_run, load_rounds, load_run,
+    message_id_of, persona_runs, record_round, stop_run,
 };
 pub use store::{StoredSummary, store_summary};

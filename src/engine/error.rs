@@ -20,8 +20,10 @@ pub enum EngineErrorKind {
     /// The persona folder could not be loaded or watched.
     Config,
     /// The input clashes with what is stored: a Message-ID already stored for another
-    /// message.
+    /// message, a round of a run recorded with another response.
     Conflict,
+    /// A value given is over its cap: a tool result over `[limits] tool_result_bytes`.
+    TooLarge,
 }
 
 /// An error of the engine: one sentence and its kind; when it reports an error of the

@@ -34,7 +34,7 @@ impl Engine {
 }
 
 /// 128 random bits from the operating system.
-fn random_128() -> u128 {
+pub(super) fn random_128() -> u128 {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_ok() {
         return u128::from_le_bytes(bytes);

@@ -8,6 +8,7 @@ mod fixture;
 mod input;
 mod mail;
 mod message_id;
+mod run;
 mod summary;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ pub use cache_report::{CacheReport, CacheReportRow};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 pub use mail::{EmlImport, EmlImported};
+pub(crate) use run::Recorded;
+pub use run::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
 pub use summary::SUMMARY_MAX_BYTES;
 
 /// The result of [`Engine::resolve`].
@@ -338,6 +341,14 @@ impl Engine {
     /// Resolves `input`: runs the persona's chain for the trigger, appends the user turn
     /// and the tools, validates, and encodes the request in the asked format.
     pub async fn resolve(&self, input: &ResolveInput) -> Result<Resolution, EngineError> {
+        Ok(self.resolve_with_parts(input).await?.0)
+    }
+
+    /// [`Engine::resolve`], with what a run keeps of it besides the resolution.
+    pub(crate) async fn resolve_with_parts(
+        &self,
+        input: &ResolveInput,
+    ) -> Result<(Resolution, ResolvedParts), EngineError> {
         self.personas_ready()?;
         if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
             return Err(EngineError::new(
@@ -362,7 +373,11 @@ impl Engine {
         let format = wire_format(info, input.format)?;
         let conn = self.db().await?;
         let trigger = trigger(conn, info, input).await?;
-        let is_reply = matches!(trigger, Trigger::Message(_));
+        let message_row = match &trigger {
+            Trigger::Message(m) => Some(m.id),
+            Trigger::Responsibility(_) => None,
+        };
+        let is_reply = message_row.is_some();
         let model_name = input
             .model
             .as_deref()
@@ -387,14 +402,22 @@ impl Engine {
         if input.explain {
             assembled.count_tokens();
         }
-        let body = encode(&assembled.request, format, model)?;
-        Ok(Resolution {
+        let body = encode(&assembled.request, format, model.clone())?;
+        let resolution = Resolution {
             request: assembled.request,
             body,
             steps: assembled.steps,
             elapsed: assembled.elapsed,
             tokenizer: assembled.tokenizer,
-        })
+        };
+        Ok((
+            resolution,
+            ResolvedParts {
+                format,
+                model,
+                message_row,
+            },
+        ))
     }
 
     pub(crate) fn unknown_persona(&self, name: &str) -> EngineError {
@@ -423,6 +446,16 @@ impl Engine {
             },
         )
     }
+}
+
+/// What a run keeps of a resolve besides its [`Resolution`].
+pub(crate) struct ResolvedParts {
+    /// The format of the body, `provider` replaced by the persona's.
+    pub(crate) format: Format,
+    /// The model of a wire format.
+    pub(crate) model: Option<ModelSpec>,
+    /// The row id of the inbound message of a reply run.
+    pub(crate) message_row: Option<i64>,
 }
 
 /// The wire format a resolve asked for, `provider` replaced by the persona's.

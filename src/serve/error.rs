@@ -113,6 +113,7 @@ impl From<EngineError> for ApiError {
             EngineErrorKind::Unavailable => Self::unavailable(message),
             EngineErrorKind::InvalidInput => Self::invalid_input(message),
             EngineErrorKind::Conflict => Self::conflict(message),
+            EngineErrorKind::TooLarge => Self::too_large(message),
             _ => Self::internal(message),
         }
     }

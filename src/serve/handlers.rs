@@ -257,7 +257,10 @@ pub(super) async fn off_the_workers<T: Send + 'static>(
 }
 
 /// `value` as pretty JSON with a final newline: what `protege resolve` prints.
-fn json_text(status: StatusCode, value: &serde_json::Value) -> Result<Response, ApiError> {
+pub(super) fn json_text(
+    status: StatusCode,
+    value: &serde_json::Value,
+) -> Result<Response, ApiError> {
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| ApiError::internal(format!("cannot serialise the answer: {e}")))?;
     text.push('\n');

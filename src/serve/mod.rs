@@ -1,5 +1,5 @@
 //! The HTTP service's routes, to mount in an axum application of your own (cargo feature
-//! `serve`): resolve, mail ingest, summaries, personas, health and metrics, answering the
+//! `serve`): resolve, runs, mail ingest, summaries, personas, health and metrics, answering the
 //! JSON errors `{"error":{"kind":KIND,"message":TEXT}}` of the README. `protege serve` is
 //! this router behind its own connection loop.
 //!
@@ -22,6 +22,7 @@ mod error;
 mod extract;
 mod handlers;
 mod layers;
+mod runs;
 
 use std::fmt;
 use std::sync::Arc;
@@ -44,6 +45,10 @@ const MAIL_LIMIT: usize = 25 * 1024 * 1024;
 /// summary over [`crate::SUMMARY_MAX_BYTES`] inside this limit is refused after parsing,
 /// with the same status.
 const SUMMARY_LIMIT: usize = 6 * crate::SUMMARY_MAX_BYTES + 64 * 1024;
+/// The body limit of `POST /v1/runs/{id}/rounds`: a response and its tool results, each
+/// result up to its persona's `[limits] tool_result_bytes` (1 MiB by default) in any JSON
+/// encoding.
+const ROUND_LIMIT: usize = 64 * 1024 * 1024;
 /// The per-request deadline of [`router`].
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -134,6 +139,12 @@ impl Service {
             .route(
                 "/v1/summaries",
                 limited(post(handlers::summaries), SUMMARY_LIMIT),
+            )
+            .route("/v1/runs", limited(post(runs::start), RESOLVE_LIMIT))
+            .route("/v1/runs/{id}", get(runs::show))
+            .route(
+                "/v1/runs/{id}/rounds",
+                limited(post(runs::record), ROUND_LIMIT),
             )
             .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
             .method_not_allowed_fallback(async || ApiError::method_not_allowed())

@@ -51,6 +51,11 @@ pub(crate) enum Command {
         after_help = "Example:\n  protege cache-report --persona support --thread 1 --format anthropic"
     )]
     CacheReport(CacheReportArgs),
+    /// Start a run, record its rounds, show it: the loop of an agent, one round at a time.
+    Run {
+        #[command(subcommand)]
+        command: RunCommand,
+    },
     /// Hot-reload the persona folder and print one JSON line per event.
     #[command(after_help = "Example:\n  protege watch --personas personas/")]
     Watch,
@@ -95,6 +100,40 @@ pub(crate) enum DbCommand {
         /// The file holding the summary (UTF-8 text, at most 1 MiB).
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunCommand {
+    /// Start a run: resolve like `resolve` (in a provider's format) and print
+    /// `{"run_id","round","body"}`.
+    #[command(
+        after_help = "Example:\n  protege run start --persona support --message '<m1@example.com>' --format anthropic"
+    )]
+    Start(ResolveArgs),
+    /// Record the provider's response to a round and the results of its tool calls; print
+    /// the next body (`"status":"continue"`) or the final answer (`"done"`, `"stopped"`).
+    #[command(
+        after_help = "Example:\n  protege run record run_01JG... --round 0 --response response.json --results results.json"
+    )]
+    Record {
+        /// The run's id.
+        run_id: String,
+        /// The round the response answers (0 for the body of `run start`).
+        #[arg(long)]
+        round: u32,
+        /// The provider's whole response body (JSON).
+        #[arg(long, value_name = "FILE")]
+        response: PathBuf,
+        /// The tool results: a JSON array of {"tool_call_id","content","is_error"}.
+        #[arg(long, value_name = "FILE")]
+        results: Option<PathBuf>,
+    },
+    /// Print a run and its rounds as JSON.
+    #[command(after_help = "Example:\n  protege run show run_01JG...")]
+    Show {
+        /// The run's id.
+        run_id: String,
     },
 }
 

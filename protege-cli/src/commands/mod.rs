@@ -8,6 +8,7 @@ pub(crate) mod explain;
 pub(crate) mod output;
 pub(crate) mod personas;
 pub(crate) mod resolve;
+pub(crate) mod run;
 pub(crate) mod watch;
 
 use std::path::PathBuf;

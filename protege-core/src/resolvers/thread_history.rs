@@ -212,7 +212,11 @@ impl ThreadHistory {
                     Some(result) => truncate(result, self.result_limit),
                     None => MISSING_RESULT.to_owned(),
                 };
-                out.push(message(Role::Tool, content).with_tool_call_id(&u.tool_call_id));
+                out.push(
+                    message(Role::Tool, content)
+                        .with_tool_call_id(&u.tool_call_id)
+                        .with_is_error(u.is_error),
+                );
             }
             start = end;
         }

@@ -26,7 +26,9 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// tools, so a request without tools (a persona without tools replaying a thread whose
 /// earlier runs used some) gets its tool rounds as text: one `[tool call NAME] INPUT`
 /// block per call (INPUT as compact JSON) in the assistant turn and one
-/// `[tool result NAME] CONTENT` block per result in the following user turn.
+/// `[tool result NAME] CONTENT` block per result in the following user turn
+/// (`[tool error NAME] CONTENT` for a result marked `is_error`). A tool message's `is_error`
+/// is the `tool_result`'s `is_error`.
 ///
 /// With `cache = "auto"` (the default), `cache_control: {"type":"ephemeral"}` marks at most
 /// three breakpoints: the end of `system` (then a list of one text block), the last block
@@ -148,15 +150,19 @@ fn turn_of<'a>(
         Role::Tool if rounds_as_text => {
             let id = m.tool_call_id.as_deref().unwrap_or_default();
             let name = call_names.get(id).copied().unwrap_or_default();
-            let text = format!("[tool result {name}] {}", m.content.text());
+            let kind = if m.is_error { "error" } else { "result" };
+            let text = format!("[tool {kind} {name}] {}", m.content.text());
             ("user", vec![text_block(&text)], 1)
         }
         Role::Tool => {
-            let block = json!({
+            let mut block = json!({
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
                 "content": m.content.text(),
             });
+            if m.is_error {
+                block["is_error"] = Value::Bool(true);
+            }
             ("user", vec![block], 1)
         }
     }

@@ -15,7 +15,7 @@ fn is_o_series(model: &str) -> bool {
 
 /// The Chat Completions body for `request`: `model`, `messages`, `tools` when any, and
 /// `max_tokens` (or `max_completion_tokens` for o-series models) when the model has a
-/// budget. Images become `image_url` data URLs, documents `file` parts, tool calls carry
+/// budget. A tool message's `is_error` is not sent (the API has no such field). Images become `image_url` data URLs, documents `file` parts, tool calls carry
 /// their `arguments` as a JSON string. A request without any message (a scheduled chain
 /// that contributed nothing) gets one user message `(conversation start)`, as Anthropic
 /// bodies do, since the API rejects an empty `messages` array. With `cache = "auto"`,

@@ -236,6 +236,7 @@ fn tool_use_row(message_id: i64, use_: &FixtureToolUse) -> tool_use::ActiveModel
         name: Set(text(&use_.name)),
         input: Set(Value::Object(use_.input.clone()).to_string()),
         result: Set(use_.result.as_deref().map(text)),
+        is_error: Set(use_.is_error),
     }
 }
 

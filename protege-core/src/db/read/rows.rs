@@ -97,7 +97,7 @@ macro_rules! decode_as_rusqlite_does {
     )*};
 }
 
-decode_as_rusqlite_does!(i64, i32, String, Option<String>, Option<Vec<u8>>);
+decode_as_rusqlite_does!(i64, i32, bool, String, Option<String>, Option<Vec<u8>>);
 
 impl Decode for DateTime<Utc> {
     /// Read as SeaORM's SQLite driver reads it, from whichever storage class holds it.
@@ -251,6 +251,7 @@ pub(crate) struct StoredToolUse {
     pub(crate) name: String,
     pub(crate) input: String,
     pub(crate) result: Option<String>,
+    pub(crate) is_error: bool,
 }
 
 /// The message id and the tool use of a `tool_uses` row.
@@ -267,6 +268,7 @@ pub(crate) fn tool_use(row: &impl Row) -> Result<(i64, StoredToolUse)> {
             name: row.get(U::Name)?,
             input: row.get(U::Input)?,
             result: row.get(U::Result)?,
+            is_error: row.get(U::IsError)?,
         },
     ))
 }

@@ -27,6 +27,8 @@ pub struct Model {
     /// The result text, replayed byte for byte; `None` when none was recorded.
     #[sea_orm(column_type = "Text", nullable)]
     pub result: Option<String>,
+    /// Whether the tool failed (sent as the `tool_result`'s `is_error` to Anthropic).
+    pub is_error: bool,
 }
 
 /// The relations of `tool_uses`.

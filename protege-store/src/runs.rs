@@ -1,0 +1,269 @@
+//! Writing runs (§13): a run's row when it starts, and each round in one transaction with
+//! the tool uses it adds to the trigger message.
+//!
+//! Two writers recording the same round of one run race on the run's row: the round is
+//! written only by the writer whose `UPDATE runs ... WHERE rounds = K AND status =
+//! 'started'` changes the row (it holds the row's lock until it commits, and the
+//! `run_rounds` key `(run_id, round)` backs it), and the other learns that it lost
+//! ([`RoundWrite::Raced`]) with nothing written, to read what the winner stored.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveValue::{NotSet, Set},
+    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait, TransactionSession, TransactionTrait,
+    sea_query::{Expr, ExprTrait},
+};
+
+use protege_core::Result;
+use protege_core::db::dates;
+use protege_core::db::entities::{message, run, run_round, tool_use};
+use protege_mail::without_nul;
+
+/// The status of a run that goes on.
+pub const RUN_STARTED: &str = "started";
+
+/// A run about to start: its row of `runs` with nothing recorded yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    /// `run_` and a ULID.
+    pub id: String,
+    /// The persona.
+    pub persona: String,
+    /// The row id of the inbound message answered; `None` for a scheduled run.
+    pub message_id: Option<i64>,
+    /// The responsibility fired; `None` for a reply run.
+    pub responsibility: Option<String>,
+    /// `openai` or `anthropic`.
+    pub format: String,
+    /// The model.
+    pub model: String,
+    /// The SHA-256 of round 0's body (hex).
+    pub request_sha256: String,
+    /// Round 0's request as the engine keeps it.
+    pub request: String,
+    /// When it starts.
+    pub started_at: DateTime<Utc>,
+}
+
+/// Inserts the row of a run that starts.
+pub async fn insert_run<C: ConnectionTrait>(db: &C, new: &NewRun) -> Result<()> {
+    dates::check("the start of the run", &new.started_at)?;
+    let row = run::ActiveModel {
+        id: Set(new.id.clone()),
+        persona: Set(new.persona.clone()),
+        message_id: Set(new.message_id),
+        responsibility: Set(new.responsibility.clone()),
+        format: Set(new.format.clone()),
+        model: Set(without_nul(&new.model).into_owned()),
+        status: Set(RUN_STARTED.to_owned()),
+        rounds: Set(0),
+        input_tokens: Set(0),
+        output_tokens: Set(0),
+        cache_read_tokens: Set(0),
+        cache_write_tokens: Set(0),
+        request_sha256: Set(new.request_sha256.clone()),
+        request: Set(without_nul(&new.request).into_owned()),
+        started_at: Set(new.started_at),
+        finished_at: Set(None),
+    };
+    let insert = run::Entity::insert(row).into_query();
+    db.execute_raw(dates::statement(db, &insert)).await?;
+    Ok(())
+}
+
+/// The run `id`, when there is one.
+pub async fn load_run<C: ConnectionTrait>(db: &C, id: &str) -> Result<Option<run::Model>> {
+    Ok(run::Entity::find_by_id(id.to_owned()).one(db).await?)
+}
+
+/// The Message-ID of the message whose row id is `row`.
+pub async fn message_id_of<C: ConnectionTrait>(db: &C, row: i64) -> Result<Option<String>> {
+    Ok(message::Entity::find_by_id(row)
+        .select_only()
+        .column(message::Column::MessageId)
+        .into_tuple()
+        .one(db)
+        .await?)
+}
+
+/// The recorded rounds of run `id`, in order.
+pub async fn load_rounds<C: ConnectionTrait>(db: &C, id: &str) -> Result<Vec<run_round::Model>> {
+    Ok(run_round::Entity::find()
+        .filter(run_round::Column::RunId.eq(id))
+        .order_by_asc(run_round::Column::Round)
+        .all(db)
+        .await?)
+}
+
+/// The runs of `persona` started at or after `since` (all of them with `None`), oldest
+/// first.
+pub async fn persona_runs<C: ConnectionTrait>(
+    db: &C,
+    persona: &str,
+    since: Option<DateTime<Utc>>,
+) -> Result<Vec<run::Model>> {
+    let mut query = run::Entity::find().filter(run::Column::Persona.eq(persona));
+    if let Some(since) = since {
+        query = query.filter(run::Column::StartedAt.gte(since));
+    }
+    let select = query
+        .order_by_asc(run::Column::StartedAt)
+        .order_by_asc(run::Column::Id)
+        .into_query();
+    let rows = db.query_all_raw(dates::statement(db, &select)).await?;
+    rows.iter()
+        .map(|row| Ok(run::Model::from_query_result(row, "")?))
+        .collect()
+}
+
+/// A tool call of a round with its result, as it becomes a `tool_uses` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundToolUse {
+    /// The call id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments: a JSON object as text.
+    pub input: String,
+    /// The result text.
+    pub result: String,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// A round to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRound {
+    /// The round's number: the run's `rounds` so far.
+    pub round: i32,
+    /// The response as recorded.
+    pub response: String,
+    /// The results as recorded (a JSON array).
+    pub results: String,
+    /// The response's stop reason.
+    pub stop_reason: String,
+    /// Input, output, cache read and cache write tokens.
+    pub usage: [i64; 4],
+    /// The run's status once the round is recorded.
+    pub status: &'static str,
+    /// The calls with their results, as `tool_uses` rows of the trigger message (none for
+    /// a scheduled run or a round without calls).
+    pub tool_uses: Vec<RoundToolUse>,
+    /// When it is recorded.
+    pub at: DateTime<Utc>,
+}
+
+/// What [`record_round`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundWrite {
+    /// The round is stored.
+    Recorded,
+    /// Another writer changed the run first (recorded this round, or ended the run):
+    /// nothing was written.
+    Raced,
+}
+
+/// Records `round` of `run` in one transaction: the run's count, status and usage, the
+/// round's row, and its tool uses as rows of the run's trigger message (`run_id` the run,
+/// `turn_index` the round, `position` the call's place).
+pub async fn record_round<C>(db: &C, run: &run::Model, round: &NewRound) -> Result<RoundWrite>
+where
+    C: ConnectionTrait + TransactionTrait,
+{
+    let txn = db.begin().await?;
+    let [input, output, cache_read, cache_write] = round.usage;
+    let mut update = run::Entity::update_many()
+        .col_expr(run::Column::Rounds, Expr::value(round.round + 1))
+        .col_expr(run::Column::Status, Expr::value(round.status))
+        .col_expr(
+            run::Column::InputTokens,
+            Expr::col(run::Column::InputTokens).add(input),
+        )
+        .col_expr(
+            run::Column::OutputTokens,
+            Expr::col(run::Column::OutputTokens).add(output),
+        )
+        .col_expr(
+            run::Column::CacheReadTokens,
+            Expr::col(run::Column::CacheReadTokens).add(cache_read),
+        )
+        .col_expr(
+            run::Column::CacheWriteTokens,
+            Expr::col(run::Column::CacheWriteTokens).add(cache_write),
+        );
+    if round.status != RUN_STARTED {
+        update = update.col_expr(run::Column::FinishedAt, Expr::value(round.at));
+    }
+    let update = update
+        .filter(run::Column::Id.eq(&run.id))
+        .filter(run::Column::Rounds.eq(round.round))
+        .filter(run::Column::Status.eq(RUN_STARTED))
+        .into_query();
+    if txn
+        .execute_raw(dates::statement(&txn, &update))
+        .await?
+        .rows_affected()
+        == 0
+    {
+        txn.rollback().await?;
+        return Ok(RoundWrite::Raced);
+    }
+    let row = run_round::ActiveModel {
+        id: NotSet,
+        run_id: Set(run.id.clone()),
+        round: Set(round.round),
+        response: Set(without_nul(&round.response).into_owned()),
+        results: Set(without_nul(&round.results).into_owned()),
+        stop_reason: Set(without_nul(&round.stop_reason).into_owned()),
+        input_tokens: Set(input),
+        output_tokens: Set(output),
+        cache_read_tokens: Set(cache_read),
+        cache_write_tokens: Set(cache_write),
+        created_at: Set(round.at),
+    };
+    let insert = run_round::Entity::insert(row).into_query();
+    txn.execute_raw(dates::statement(&txn, &insert)).await?;
+    if let Some(message_id) = run.message_id {
+        for (position, use_) in round.tool_uses.iter().enumerate() {
+            let text = |v: &str| without_nul(v).into_owned();
+            let row = tool_use::ActiveModel {
+                id: NotSet,
+                message_id: Set(message_id),
+                run_id: Set(run.id.clone()),
+                turn_index: Set(round.round),
+                position: Set(i32::try_from(position).unwrap_or(i32::MAX)),
+                tool_call_id: Set(text(&use_.tool_call_id)),
+                name: Set(text(&use_.name)),
+                input: Set(text(&use_.input)),
+                result: Set(Some(text(&use_.result))),
+                is_error: Set(use_.is_error),
+            };
+            tool_use::Entity::insert(row).exec(&txn).await?;
+        }
+    }
+    txn.commit().await?;
+    Ok(RoundWrite::Recorded)
+}
+
+/// Ends run `run` as `stopped` without recording a round (a loop over `[limits]
+/// max_rounds`), unless another writer changed it since it was read.
+pub async fn stop_run<C: ConnectionTrait>(
+    db: &C,
+    run: &run::Model,
+    at: DateTime<Utc>,
+) -> Result<RoundWrite> {
+    let update = run::Entity::update_many()
+        .col_expr(run::Column::Status, Expr::value("stopped"))
+        .col_expr(run::Column::FinishedAt, Expr::value(at))
+        .filter(run::Column::Id.eq(&run.id))
+        .filter(run::Column::Rounds.eq(run.rounds))
+        .filter(run::Column::Status.eq(RUN_STARTED))
+        .into_query();
+    let done = db.execute_raw(dates::statement(db, &update)).await?;
+    Ok(if done.rows_affected() == 0 {
+        RoundWrite::Raced
+    } else {
+        RoundWrite::Recorded
+    })
+}

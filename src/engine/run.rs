@@ -1,0 +1,754 @@
+//! Runs (§13): [`Engine::start_run`], [`Engine::record_round`] and [`Engine::run`].
+//!
+//! A run answers one trigger. Round 0 is the body a resolve builds; the application sends
+//! it, records the provider's response and the results of the tools it asked for, and gets
+//! the next body, until the model answers without tool calls. Each round is one
+//! transaction; its calls and results become `tool_uses` rows of the trigger message, so
+//! the next reply's `ThreadHistory` replays them like rows imported from a fixture.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use protege_core::db::entities::{run as run_row, run_round};
+use protege_core::wire::{
+    ModelResponse, ModelSpec, Outcome, Usage, from_anthropic_response, from_openai_response,
+};
+use protege_core::{
+    CacheHints, CacheMode, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, Message, Request, Role,
+    message,
+};
+
+use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput, encode};
+use crate::db;
+
+/// A run that started: its id and round 0's body (exactly what a resolve of the same input
+/// gives). Serialises as `{"run_id","round","body"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    /// The run's id: `run_` and a ULID (unique, sortable by start time).
+    #[serde(rename = "run_id")]
+    pub id: String,
+    /// The round `body` is: 0.
+    pub round: u32,
+    /// The request body to send to the provider.
+    pub body: Value,
+}
+
+/// One tool result of a round: the call it answers, its text, and whether the tool failed.
+///
+/// `content` is text; any other JSON value given in its place is kept as its compact JSON
+/// text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResult {
+    /// The id of the call it answers.
+    pub tool_call_id: String,
+    /// The result text, replayed byte for byte.
+    #[serde(deserialize_with = "content_text")]
+    pub content: String,
+    /// Whether the tool failed (default false).
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+fn content_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(text) => text,
+        other => other.to_string(),
+    })
+}
+
+impl ToolResult {
+    /// The result `content` of call `tool_call_id`.
+    pub fn new(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// Marks the result as a tool's error.
+    #[must_use = "returns the changed result"]
+    pub fn error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+}
+
+/// One round to record: its number, the provider's whole response body, and one result
+/// per tool call of the response (none when it calls no tool). Also the JSON body of
+/// `POST /v1/runs/{id}/rounds`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoundInput {
+    /// The round answered: 0 for the body of [`Engine::start_run`], then the `round` of
+    /// each [`Step::Continue`].
+    pub round: u32,
+    /// The provider's response to that round's body (non-streamed, the whole 200 body).
+    pub response: Value,
+    /// The results of the response's tool calls.
+    #[serde(default)]
+    pub results: Vec<ToolResult>,
+}
+
+/// What comes after a recorded round.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The model called tools: send `body` (round 0's request, each round's assistant turn
+    /// and tool results) and record its response as round `round`.
+    Continue {
+        /// The next round's number.
+        round: u32,
+        /// Its request body.
+        body: Value,
+    },
+    /// The model answered without tool calls: `text` is its final answer, `usage` the
+    /// run's (the sum of its rounds').
+    Done {
+        /// The answer's text.
+        text: String,
+        /// The run's usage.
+        usage: Usage,
+    },
+    /// The response ended the run early (a refusal, an output budget reached, a filter):
+    /// its text so far, the run's usage, and the provider's stop reason.
+    Stopped {
+        /// The text of the last response.
+        text: String,
+        /// The run's usage.
+        usage: Usage,
+        /// The provider's stop reason, e.g. `max_tokens`, `length` or `refusal`.
+        stop_reason: String,
+    },
+}
+
+impl Serialize for Step {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Step::Continue { round, body } => {
+                json!({ "status": "continue", "round": round, "body": body })
+            }
+            Step::Done { text, usage } => json!({ "status": "done", "text": text, "usage": usage }),
+            Step::Stopped {
+                text,
+                usage,
+                stop_reason,
+            } => json!({
+                "status": "stopped", "text": text, "usage": usage, "stop_reason": stop_reason,
+            }),
+        }
+        .serialize(s)
+    }
+}
+
+/// A run as stored, with its rounds: the answer of `GET /v1/runs/{id}` and `protege run
+/// show`, `{"run":{...},"rounds":[{"round","response","results","usage"}]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// The run's columns (its `message_id` the Message-ID answered).
+    pub run: RunInfo,
+    /// Its rounds, in order.
+    pub rounds: Vec<RoundRecord>,
+}
+
+/// The columns of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunInfo {
+    /// `run_` and a ULID.
+    pub id: String,
+    /// The persona.
+    pub persona: String,
+    /// The Message-ID of the inbound message answered; `None` for a scheduled run.
+    pub message_id: Option<String>,
+    /// The responsibility fired; `None` for a reply run.
+    pub responsibility: Option<String>,
+    /// `openai` or `anthropic`.
+    pub format: String,
+    /// The model.
+    pub model: String,
+    /// `started`, `done` or `stopped`.
+    pub status: String,
+    /// How many rounds are recorded.
+    pub rounds: u32,
+    /// Uncached input tokens, summed over the rounds.
+    pub input_tokens: u64,
+    /// Output tokens, summed over the rounds.
+    pub output_tokens: u64,
+    /// Input tokens read from the cache, summed over the rounds.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the cache, summed over the rounds.
+    pub cache_write_tokens: u64,
+    /// The SHA-256 of round 0's body as compact JSON (hex).
+    pub request_sha256: String,
+    /// When it started (RFC 3339, UTC).
+    pub started_at: String,
+    /// When it ended.
+    pub finished_at: Option<String>,
+}
+
+/// A recorded round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundRecord {
+    /// The round's number.
+    pub round: u32,
+    /// The response as recorded.
+    pub response: Value,
+    /// The results as recorded.
+    pub results: Vec<ToolResult>,
+    /// The usage the response reported.
+    pub usage: Usage,
+}
+
+/// Round 0's request as a run keeps it (the `request` column): the canonical request, its
+/// cache hints and the model, so the next bodies are built without resolving again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct StoredRequest {
+    request: Request,
+    history_end: Option<usize>,
+    cache_key: Option<String>,
+    model: String,
+    max_tokens: Option<u32>,
+    cache: CacheMode,
+}
+
+impl StoredRequest {
+    fn spec(&self) -> ModelSpec {
+        ModelSpec::new(self.model.clone())
+            .max_tokens(self.max_tokens)
+            .cache(self.cache)
+    }
+}
+
+impl Engine {
+    /// Starts a run of `input` (a reply to an inbound message or a responsibility), in a
+    /// provider's format (`openai`, `anthropic`, or `provider` for the persona's):
+    /// resolves it as [`Engine::resolve`] does, stores the run, and returns its id and
+    /// round 0's body. The canonical `messages` format is a
+    /// [`EngineErrorKind::BadRequest`]: a run parses the provider's responses.
+    pub async fn start_run(&self, input: &ResolveInput) -> Result<Run, EngineError> {
+        if input.format == Format::Messages {
+            return Err(EngineError::new(
+                EngineErrorKind::BadRequest,
+                "a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`",
+            ));
+        }
+        let (out, parts) = self.resolve_with_parts(input).await?;
+        let spec = parts
+            .model
+            .ok_or_else(|| EngineError::new(EngineErrorKind::BadRequest, "a run needs a model"))?;
+        let started_at = match input.now {
+            Some(now) => super::input::run_time(now)
+                .map_err(|m| EngineError::new(EngineErrorKind::BadRequest, m))?,
+            None => Utc::now(),
+        };
+        // Microseconds, as every backend stores a time.
+        let started_at = micros(started_at);
+        let stored = StoredRequest {
+            history_end: out.request.cache.history_end,
+            cache_key: out.request.cache.key.clone(),
+            model: spec.name.clone(),
+            max_tokens: spec.max_tokens,
+            cache: spec.cache,
+            request: out.request,
+        };
+        let id = new_run_id(started_at);
+        let body_bytes = serde_json::to_vec(&out.body).unwrap_or_default();
+        let new = db::NewRun {
+            id: id.clone(),
+            persona: input.persona.clone(),
+            message_id: parts.message_row,
+            responsibility: input.responsibility.clone(),
+            format: format_name(parts.format).to_owned(),
+            model: spec.name,
+            request_sha256: sha256_hex(&body_bytes),
+            request: serde_json::to_string(&stored).unwrap_or_default(),
+            started_at,
+        };
+        db::insert_run(self.db().await?, &new).await?;
+        Ok(Run {
+            id,
+            round: 0,
+            body: out.body,
+        })
+    }
+
+    /// Records round `input.round` of run `run_id` and says what comes next.
+    ///
+    /// The response must be one of the run's format (else [`EngineErrorKind::InvalidInput`]
+    /// naming the JSON path, nothing stored); the results must answer exactly its tool
+    /// calls, one per call id (else `InvalidInput` naming the id). Recording a round again
+    /// with the same response and results returns the same answer; a different one, a
+    /// round other than the next, or any round of a run that ended is
+    /// [`EngineErrorKind::Conflict`]. A result over `[limits] tool_result_bytes` is
+    /// [`EngineErrorKind::TooLarge`]; a response asking for tools in the last round
+    /// `[limits] max_rounds` allows is recorded, stops the run and is `InvalidInput`.
+    pub async fn record_round(&self, run_id: &str, input: RoundInput) -> Result<Step, EngineError> {
+        self.record_round_counted(run_id, input).await?.0
+    }
+
+    /// [`Engine::record_round`], with what this call recorded for the metrics (`None` when
+    /// it recorded nothing new: a retry). The outer error means nothing was recorded; the
+    /// inner one is the answer to a round that was (a run stopped by `max_rounds`).
+    pub(crate) async fn record_round_counted(
+        &self,
+        run_id: &str,
+        input: RoundInput,
+    ) -> Result<(Result<Step, EngineError>, Option<Recorded>), EngineError> {
+        let conn = self.db().await?;
+        let run = self.load_run_row(run_id).await?;
+        let response = parse_response(&run, &input.response)?;
+        let results = normalised(&input.results);
+        let round = i32::try_from(input.round).unwrap_or(i32::MAX);
+        if round < run.rounds {
+            let step = self.replayed(&run, input.round, &input.response, &results);
+            return Ok((step.await, None));
+        }
+        if run.status != db::RUN_STARTED {
+            return Err(ended(&run));
+        }
+        if round != run.rounds {
+            return Err(EngineError::new(
+                EngineErrorKind::Conflict,
+                format!(
+                    "run `{}` expects round {} next, not round {}",
+                    run.id, run.rounds, input.round
+                ),
+            ));
+        }
+        let (max_rounds, max_bytes) = self.run_limits(&run.persona);
+        check_results(&run, input.round, &response, &results, max_bytes)?;
+        let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
+        let status = match response.outcome {
+            Outcome::ToolCalls if !over => db::RUN_STARTED,
+            Outcome::Done => "done",
+            _ => "stopped",
+        };
+        let new = new_round(round, &input.response, &results, &response, status);
+        match db::record_round(conn, &run, &new).await? {
+            db::RoundWrite::Recorded => {}
+            // Another writer recorded this round or ended the run first: answer as a retry.
+            db::RoundWrite::Raced => {
+                let run = self.load_run_row(run_id).await?;
+                if round < run.rounds {
+                    let step = self.replayed(&run, input.round, &input.response, &results);
+                    return Ok((step.await, None));
+                }
+                return Err(ended(&run));
+            }
+        }
+        let recorded = Recorded {
+            persona: run.persona.clone(),
+            usage: response.usage,
+            ended: (status != db::RUN_STARTED).then_some(input.round + 1),
+        };
+        let run = self.load_run_row(run_id).await?;
+        Ok((self.step_after(&run, input.round).await, Some(recorded)))
+    }
+
+    /// The run `run_id` as stored, with its rounds; [`EngineErrorKind::NotFound`] for an
+    /// unknown run.
+    pub async fn run(&self, run_id: &str) -> Result<RunRecord, EngineError> {
+        let conn = self.db().await?;
+        let run = self.load_run_row(run_id).await?;
+        let message_id = match run.message_id {
+            Some(row) => db::message_id_of(conn, row).await?,
+            None => None,
+        };
+        let rounds = db::load_rounds(conn, &run.id)
+            .await?
+            .into_iter()
+            .map(|r| RoundRecord {
+                round: u32::try_from(r.round).unwrap_or_default(),
+                response: serde_json::from_str(&r.response).unwrap_or(Value::Null),
+                results: serde_json::from_str(&r.results).unwrap_or_default(),
+                usage: round_usage(&r),
+            })
+            .collect();
+        Ok(RunRecord {
+            run: RunInfo {
+                message_id,
+                ..run_info(&run)
+            },
+            rounds,
+        })
+    }
+
+    /// The row of run `run_id`, or [`EngineErrorKind::NotFound`].
+    async fn load_run_row(&self, run_id: &str) -> Result<run_row::Model, EngineError> {
+        db::load_run(self.db().await?, run_id)
+            .await?
+            .ok_or_else(|| {
+                EngineError::new(
+                    EngineErrorKind::NotFound,
+                    format!("unknown run `{run_id}`: no run with this id in the database"),
+                )
+            })
+    }
+
+    /// `[limits] max_rounds` and `tool_result_bytes` of `persona` (the defaults when the
+    /// persona is gone).
+    fn run_limits(&self, persona: &str) -> (u32, usize) {
+        let limits = self.persona(persona).map(|p| p.info().limits);
+        (
+            limits
+                .and_then(|l| l.max_rounds)
+                .unwrap_or(DEFAULT_MAX_ROUNDS),
+            limits
+                .and_then(|l| l.tool_result_bytes)
+                .unwrap_or(DEFAULT_TOOL_RESULT_BYTES),
+        )
+    }
+
+    /// The answer to round `round` recorded again: the same answer when the response and
+    /// results are the ones recorded, else a conflict.
+    async fn replayed(
+        &self,
+        run: &run_row::Model,
+        round: u32,
+        response: &Value,
+        results: &[ToolResult],
+    ) -> Result<Step, EngineError> {
+        let rounds = db::load_rounds(self.db().await?, &run.id).await?;
+        let stored = rounds.iter().find(|r| r.round == round as i32);
+        let same = stored.is_some_and(|r| {
+            serde_json::from_str::<Value>(&r.response).ok().as_ref() == Some(response)
+                && serde_json::from_str::<Vec<ToolResult>>(&r.results)
+                    .ok()
+                    .as_deref()
+                    == Some(results)
+        });
+        if !same {
+            return Err(EngineError::new(
+                EngineErrorKind::Conflict,
+                format!(
+                    "round {round} of run `{}` is recorded with another response or other results; the round expected next is {}",
+                    run.id,
+                    if run.status == db::RUN_STARTED {
+                        run.rounds.to_string()
+                    } else {
+                        format!("none (the run is {})", run.status)
+                    }
+                ),
+            ));
+        }
+        self.step_after(run, round).await
+    }
+
+    /// What comes after round `round` of `run`, from what is stored.
+    async fn step_after(&self, run: &run_row::Model, round: u32) -> Result<Step, EngineError> {
+        let rounds = db::load_rounds(self.db().await?, &run.id).await?;
+        let upto: Vec<&run_round::Model> =
+            rounds.iter().filter(|r| r.round <= round as i32).collect();
+        let last = upto.last().copied();
+        let is_last = round as i32 + 1 == run.rounds;
+        if !is_last || run.status == db::RUN_STARTED {
+            let body = next_body(run, &upto)?;
+            return Ok(Step::Continue {
+                round: round + 1,
+                body,
+            });
+        }
+        let last = last.ok_or_else(|| broken(run, "has no recorded round"))?;
+        let response = parse_response(
+            run,
+            &serde_json::from_str(&last.response).unwrap_or_default(),
+        )?;
+        let usage = run_usage(run);
+        let text = response.message.content.text();
+        match (run.status.as_str(), response.outcome) {
+            ("done", _) => Ok(Step::Done { text, usage }),
+            (_, Outcome::ToolCalls) => {
+                let (max_rounds, _) = self.run_limits(&run.persona);
+                Err(EngineError::new(
+                    EngineErrorKind::InvalidInput,
+                    format!(
+                        "run `{}` reached `[limits] max_rounds` ({max_rounds}): round {round} asks for tools again; the round is recorded and the run is stopped",
+                        run.id
+                    ),
+                ))
+            }
+            _ => Ok(Step::Stopped {
+                text,
+                usage,
+                stop_reason: response.stop_reason,
+            }),
+        }
+    }
+}
+
+/// What one call of [`Engine::record_round`] recorded, for the service's metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    /// The run's persona.
+    pub(crate) persona: String,
+    /// The usage of the round.
+    pub(crate) usage: Usage,
+    /// The run's number of rounds when this round ended it.
+    pub(crate) ended: Option<u32>,
+}
+
+/// The error of a round recorded after its run ended.
+fn ended(run: &run_row::Model) -> EngineError {
+    EngineError::new(
+        EngineErrorKind::Conflict,
+        format!(
+            "run `{}` has ended ({}) after {} rounds; no round can be recorded",
+            run.id, run.status, run.rounds
+        ),
+    )
+}
+
+fn broken(run: &run_row::Model, what: &str) -> EngineError {
+    EngineError::new(
+        EngineErrorKind::Unavailable,
+        format!("database error: run `{}` {what}", run.id),
+    )
+}
+
+/// `response` parsed in the run's format.
+fn parse_response(run: &run_row::Model, response: &Value) -> Result<ModelResponse, EngineError> {
+    let bytes = serde_json::to_vec(response).unwrap_or_default();
+    let parsed = match run.format.as_str() {
+        "openai" => from_openai_response(&bytes),
+        _ => from_anthropic_response(&bytes),
+    };
+    parsed.map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::InvalidInput))
+}
+
+/// The results as stored and compared: as given, in the given order.
+fn normalised(results: &[ToolResult]) -> Vec<ToolResult> {
+    results.to_vec()
+}
+
+/// Checks that `results` answer exactly the tool calls of `response` (round `round` of
+/// `run`), each within `max_bytes`.
+fn check_results(
+    run: &run_row::Model,
+    round: u32,
+    response: &ModelResponse,
+    results: &[ToolResult],
+    max_bytes: usize,
+) -> Result<(), EngineError> {
+    let invalid = |message: String| EngineError::new(EngineErrorKind::InvalidInput, message);
+    let calls = &response.message.tool_calls;
+    let mut answered = std::collections::HashSet::new();
+    for r in results {
+        if !calls.iter().any(|c| c.id == r.tool_call_id) {
+            return Err(invalid(format!(
+                "the result for `{}` answers no tool call of round {round}'s response in run `{}`",
+                r.tool_call_id, run.id
+            )));
+        }
+        if !answered.insert(r.tool_call_id.as_str()) {
+            return Err(invalid(format!(
+                "tool call `{}` has more than one result in round {round} of run `{}`",
+                r.tool_call_id, run.id
+            )));
+        }
+        if r.content.len() > max_bytes {
+            return Err(EngineError::new(
+                EngineErrorKind::TooLarge,
+                format!(
+                    "the result of tool call `{}` is {} bytes, over `[limits] tool_result_bytes` ({max_bytes})",
+                    r.tool_call_id,
+                    r.content.len()
+                ),
+            ));
+        }
+    }
+    if let Some(missing) = calls.iter().find(|c| !answered.contains(c.id.as_str())) {
+        return Err(invalid(format!(
+            "tool call `{}` ({}) of round {round}'s response in run `{}` has no result",
+            missing.id, missing.name, run.id
+        )));
+    }
+    Ok(())
+}
+
+/// The row of a round to record.
+fn new_round(
+    round: i32,
+    raw: &Value,
+    results: &[ToolResult],
+    response: &ModelResponse,
+    status: &'static str,
+) -> db::NewRound {
+    let u = &response.usage;
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let tool_uses = response
+        .message
+        .tool_calls
+        .iter()
+        .filter_map(|call| {
+            let result = results.iter().find(|r| r.tool_call_id == call.id)?;
+            Some(db::RoundToolUse {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.to_string(),
+                result: result.content.clone(),
+                is_error: result.is_error,
+            })
+        })
+        .collect();
+    db::NewRound {
+        round,
+        response: raw.to_string(),
+        results: serde_json::to_string(results).unwrap_or_default(),
+        stop_reason: response.stop_reason.clone(),
+        usage: [
+            count(u.input),
+            count(u.output),
+            count(u.cache_read),
+            count(u.cache_write),
+        ],
+        status,
+        tool_uses,
+        at: micros(Utc::now()),
+    }
+}
+
+/// The body after `rounds`: round 0's request, then per round the assistant message and
+/// one tool message per result in the order of the calls, encoded in the run's format.
+fn next_body(run: &run_row::Model, rounds: &[&run_round::Model]) -> Result<Value, EngineError> {
+    let stored: StoredRequest = serde_json::from_str(&run.request)
+        .map_err(|_| broken(run, "holds an unreadable request"))?;
+    let mut request = stored.request.clone();
+    request.cache = CacheHints {
+        history_end: stored.history_end,
+        key: stored.cache_key.clone(),
+    };
+    for r in rounds {
+        let response = parse_response(run, &serde_json::from_str(&r.response).unwrap_or_default())?;
+        let results: Vec<ToolResult> = serde_json::from_str(&r.results).unwrap_or_default();
+        request
+            .messages
+            .extend(round_messages(response.message, &results));
+    }
+    let format = if run.format == "openai" {
+        Format::Openai
+    } else {
+        Format::Anthropic
+    };
+    encode(&request, format, Some(stored.spec()))
+}
+
+/// The messages of one round: the assistant message, then one tool message per call.
+fn round_messages(assistant: Message, results: &[ToolResult]) -> Vec<Message> {
+    let tools: Vec<Message> = assistant
+        .tool_calls
+        .iter()
+        .filter_map(|call| {
+            let r = results.iter().find(|r| r.tool_call_id == call.id)?;
+            Some(
+                message(Role::Tool, r.content.clone())
+                    .with_tool_call_id(&call.id)
+                    .with_is_error(r.is_error),
+            )
+        })
+        .collect();
+    std::iter::once(assistant).chain(tools).collect()
+}
+
+fn round_usage(r: &run_round::Model) -> Usage {
+    let n = |v: i64| u64::try_from(v).unwrap_or_default();
+    Usage {
+        input: n(r.input_tokens),
+        output: n(r.output_tokens),
+        cache_read: n(r.cache_read_tokens),
+        cache_write: n(r.cache_write_tokens),
+    }
+}
+
+fn run_usage(r: &run_row::Model) -> Usage {
+    let n = |v: i64| u64::try_from(v).unwrap_or_default();
+    Usage {
+        input: n(r.input_tokens),
+        output: n(r.output_tokens),
+        cache_read: n(r.cache_read_tokens),
+        cache_write: n(r.cache_write_tokens),
+    }
+}
+
+fn run_info(r: &run_row::Model) -> RunInfo {
+    let time = |t: &DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+    let usage = run_usage(r);
+    RunInfo {
+        id: r.id.clone(),
+        persona: r.persona.clone(),
+        message_id: None,
+        responsibility: r.responsibility.clone(),
+        format: r.format.clone(),
+        model: r.model.clone(),
+        status: r.status.clone(),
+        rounds: u32::try_from(r.rounds).unwrap_or_default(),
+        input_tokens: usage.input,
+        output_tokens: usage.output,
+        cache_read_tokens: usage.cache_read,
+        cache_write_tokens: usage.cache_write,
+        request_sha256: r.request_sha256.clone(),
+        started_at: time(&r.started_at),
+        finished_at: r.finished_at.as_ref().map(time),
+    }
+}
+
+/// `at` cut to whole microseconds, as PostgreSQL and MySQL/MariaDB store it.
+fn micros(at: DateTime<Utc>) -> DateTime<Utc> {
+    use chrono::Timelike as _;
+    at.with_nanosecond(at.nanosecond() / 1000 * 1000)
+        .unwrap_or(at)
+}
+
+fn format_name(format: Format) -> &'static str {
+    match format {
+        Format::Openai => "openai",
+        _ => "anthropic",
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// Crockford's Base32 alphabet, the digits of a ULID.
+const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/// `run_` and a ULID: 48 bits of milliseconds since 1970 at `at`, then 80 random bits, as
+/// 26 Base32 digits, so ids sort by start time.
+fn new_run_id(at: DateTime<Utc>) -> String {
+    let millis = u128::try_from(at.timestamp_millis()).unwrap_or_default() & ((1 << 48) - 1);
+    let random = super::message_id::random_128() & ((1 << 80) - 1);
+    let value = (millis << 80) | random;
+    let mut digits = [0u8; 26];
+    for (i, d) in digits.iter_mut().enumerate() {
+        let shift = 5 * (25 - i);
+        *d = CROCKFORD[((value >> shift) & 31) as usize];
+    }
+    format!("run_{}", String::from_utf8_lossy(&digits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_sort_by_start_and_are_ulids() {
+        let a = new_run_id("2026-01-05T10:00:00Z".parse().unwrap());
+        let b = new_run_id("2026-01-05T10:00:00.001Z".parse().unwrap());
+        assert_eq!(a.len(), 30);
+        assert!(
+            a.starts_with("run_01KE") && a[4..].chars().all(|c| CROCKFORD.contains(&(c as u8))),
+            "{a}"
+        );
+        assert!(a < b, "{a} {b}");
+        assert_ne!(new_run_id(Utc::now()), new_run_id(Utc::now()));
+    }
+}
