@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+pub(crate) mod server;
+
 /// The workspace root: the shipped personas, examples and expected outputs.
 pub(crate) fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

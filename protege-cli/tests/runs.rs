@@ -1,0 +1,510 @@
+// One test follows the whole loop over HTTP, step by step, with the exact answers.
+//! Runs (§13) end to end: mail in, a run with two parallel tool calls and a final answer,
+//! the reply sent, the customer's next mail, and its request replaying the tool round
+//! exactly as the same history imported from a fixture, on every backend; then the rules
+//! of rounds (retries, conflicts, limits, concurrent writers) through the engine.
+
+use std::path::Path;
+
+use protege::runs::{RoundInput, Step, ToolResult, Usage};
+use protege::{Direction, Engine, EngineErrorKind, Format, ResolveInput};
+use serde_json::{Value, json};
+
+mod common;
+use common::protege_command;
+use common::server::{Server, TOKEN, every_backend, execute};
+
+const NOW: &str = "2026-03-10T10:00:00Z";
+
+/// The persona of these tests: instructions, the thread, two tools, a scheduled task.
+const AGENT: &str = r#"addresses = ["support@acme.test"]
+
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+
+[limits]
+max_rounds = 3
+tool_result_bytes = 4096
+
+[[tools]]
+name = "lookup_order"
+description = "Find an order"
+input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
+
+[[tools]]
+name = "tracking_log"
+description = "The carrier's events of an order"
+input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
+
+[[message_resolvers]]
+use = "LoadText"
+template = "You are Acme's support agent."
+
+[[message_resolvers]]
+use = "ThreadHistory"
+
+[[responsibilities]]
+name = "digest"
+schedule = "0 8 * * *"
+instructions = "Summarise yesterday's orders."
+
+[[responsibility_resolvers]]
+use = "LoadText"
+template = "Summarise yesterday's orders."
+"#;
+
+/// An app root holding the `agent` persona.
+fn agent_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(root.path().join("personas/agent.toml"), AGENT).unwrap();
+    root
+}
+
+/// A raw message.
+fn mail(id: &str, from: &str, to: &str, reply_to: Option<&str>, date: &str, subject: &str, body: &str) -> String {
+    let reply = reply_to
+        .map(|p| format!("In-Reply-To: {p}\r\nReferences: {p}\r\n"))
+        .unwrap_or_default();
+    format!(
+        "Message-ID: {id}\r\nFrom: {from}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {date}\r\n{reply}\r\n{body}\r\n"
+    )
+}
+
+const ZOE: &str = "Zoe <zoe@example.com>";
+const FIRST: &str = "<loop-1@example.com>";
+const SENT: &str = "<loop-2@acme.test>";
+const NEXT: &str = "<loop-3@example.com>";
+const ANSWER: &str = "Hello Zoe,\n\nyour order A-1042 left our warehouse on 9 March; the carrier has it in transit.\n\nBest,\nAcme Support";
+
+fn first_mail() -> String {
+    mail(FIRST, ZOE, "support@acme.test", None, "Tue, 10 Mar 2026 09:00:00 +0000", "Where is my order?", "Where is order A-1042?")
+}
+
+fn sent_mail() -> String {
+    mail(SENT, "Acme Support <support@acme.test>", ZOE, Some(FIRST), "Tue, 10 Mar 2026 09:05:00 +0000", "Re: Where is my order?", ANSWER)
+}
+
+fn next_mail() -> String {
+    mail(NEXT, ZOE, "support@acme.test", Some(SENT), "Tue, 10 Mar 2026 09:30:00 +0000", "Re: Where is my order?", "Thanks! Can you also refund the shipping?")
+}
+
+/// A response fixture of `tests/fixtures/responses/anthropic/`.
+fn response(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses/anthropic").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+const LOOKUP: &str = "toolu_01LookupA1042";
+const TRACK: &str = "toolu_01TrackA1042";
+const ORDER: &str = r#"{"order":"A-1042","status":"shipped"}"#;
+
+fn round_0_results() -> Value {
+    json!([
+        {"tool_call_id": LOOKUP, "content": ORDER},
+        {"tool_call_id": TRACK, "content": "carrier timeout", "is_error": true},
+    ])
+}
+
+fn tools() -> Value {
+    json!([
+        {"name": "lookup_order", "description": "Find an order", "input_schema": {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}},
+        {"name": "tracking_log", "description": "The carrier's events of an order", "input_schema": {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}},
+    ])
+}
+
+const FIRST_RENDERED: &str = "From: Zoe <zoe@example.com>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Where is my order?\n\nWhere is order A-1042?";
+
+/// Round 0's body: the instructions and the customer's mail.
+fn round_0_body() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": "You are Acme's support agent.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": FIRST_RENDERED, "cache_control": {"type": "ephemeral"}}]},
+        ],
+        "tools": tools(),
+    })
+}
+
+/// Round 1's body: round 0's, the assistant's calls, the two results, the final breakpoint
+/// moved to the newest block.
+fn round_1_body() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": "You are Acme's support agent.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": FIRST_RENDERED},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "I'll look up the order and its tracking."},
+                {"type": "tool_use", "id": LOOKUP, "name": "lookup_order", "input": {"order": "A-1042"}},
+                {"type": "tool_use", "id": TRACK, "name": "tracking_log", "input": {"order": "A-1042"}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": LOOKUP, "content": ORDER},
+                {"type": "tool_result", "tool_use_id": TRACK, "content": "carrier timeout", "is_error": true, "cache_control": {"type": "ephemeral"}},
+            ]},
+        ],
+        "tools": tools(),
+    })
+}
+
+/// The same thread as a fixture: the three messages, the first with the run's tool round.
+fn fixture(run_id: &str) -> Value {
+    json!({"threads": [{"subject": "Where is my order?", "messages": [
+        {"message_id": FIRST, "direction": "inbound", "from": ZOE, "to": ["support@acme.test"],
+         "subject": "Where is my order?", "sent_at": "2026-03-10T09:00:00Z", "text_body": "Where is order A-1042?",
+         "tool_uses": [
+            {"run_id": run_id, "turn_index": 0, "position": 0, "tool_call_id": LOOKUP, "name": "lookup_order", "input": {"order": "A-1042"}, "result": ORDER},
+            {"run_id": run_id, "turn_index": 0, "position": 1, "tool_call_id": TRACK, "name": "tracking_log", "input": {"order": "A-1042"}, "result": "carrier timeout", "is_error": true},
+         ]},
+        {"message_id": SENT, "direction": "outbound", "from": "Acme Support <support@acme.test>", "to": [ZOE],
+         "subject": "Re: Where is my order?", "sent_at": "2026-03-10T09:05:00Z", "text_body": ANSWER, "in_reply_to": FIRST},
+        {"message_id": NEXT, "direction": "inbound", "from": ZOE, "to": ["support@acme.test"],
+         "subject": "Re: Where is my order?", "sent_at": "2026-03-10T09:30:00Z",
+         "text_body": "Thanks! Can you also refund the shipping?", "in_reply_to": SENT},
+    ]}]})
+}
+
+async fn post(server: &Server, path: &str, body: &Value) -> (u16, String) {
+    server.post(path, "application/json", body.to_string()).await
+}
+
+fn parsed(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn api_error(kind: &str, message: &str) -> String {
+    json!({"error": {"kind": kind, "message": message}}).to_string()
+}
+
+#[tokio::test]
+async fn the_loop_closes_on_every_backend() {
+    let root = agent_root();
+    let name = format!("pt_runs_loop_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        let replayed = the_loop(&server, root.path()).await;
+        // The same history imported from a fixture resolves to the same bytes.
+        let run_id = replayed.0;
+        let fixture_dir = tempfile::tempdir().unwrap();
+        let fixture_file = fixture_dir.path().join("thread.json");
+        std::fs::write(&fixture_file, fixture(&run_id).to_string()).unwrap();
+        let fixture_db = format!("sqlite://{}", fixture_dir.path().join("f.db").display());
+        let cli = |args: &[&str]| {
+            let out = protege_command()
+                .arg("--root")
+                .arg(root.path())
+                .arg("--database")
+                .arg(&fixture_db)
+                .args(args)
+                .env_remove("PROTEGE_DATABASE_URL")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        cli(&["db", "import", fixture_file.to_str().unwrap()]);
+        for (format, over_http) in [("messages", &replayed.1), ("anthropic", &replayed.2)] {
+            let from_fixture = cli(&["resolve", "--persona", "agent", "--message", NEXT, "--format", format, "--now", NOW]);
+            assert_eq!(&from_fixture, over_http, "{format} on {url}");
+        }
+        drop(server);
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
+
+/// The loop over HTTP; returns the run's id and the next mail's request as the service
+/// printed it, in the canonical and the Anthropic format.
+async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
+    let (status, text) = server.post("/v1/mail", "message/rfc822", first_mail()).await;
+    assert_eq!(status, 201, "{text}");
+
+    let input = json!({"persona": "agent", "message_id": FIRST, "format": "anthropic", "now": NOW});
+    let (status, text) = post(server, "/v1/runs", &input).await;
+    assert_eq!(status, 201, "{text}");
+    let started = parsed(&text);
+    let run_id = started["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(started, json!({"run_id": run_id, "round": 0, "body": round_0_body()}));
+    let (status, text) = server.resolve(input.clone()).await;
+    assert_eq!((status, parsed(&text)), (200, round_0_body()), "round 0 is what a resolve gives");
+
+    let rounds = format!("/v1/runs/{run_id}/rounds");
+    let round_0 = json!({"round": 0, "response": response("good-loop-round-0.json"), "results": round_0_results()});
+    let (status, text) = post(server, &rounds, &round_0).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(parsed(&text), json!({"status": "continue", "round": 1, "body": round_1_body()}));
+    // A retry gets the same answer; another answer to a recorded round is a conflict.
+    assert_eq!(post(server, &rounds, &round_0).await, (200, text.clone()));
+    let mut other = round_0.clone();
+    other["results"][1]["is_error"] = json!(false);
+    assert_eq!(
+        post(server, &rounds, &other).await,
+        (409, api_error("conflict", &format!("round 0 of run `{run_id}` is recorded with another response or other results; the round expected next is 1")))
+    );
+    let skipped = json!({"round": 2, "response": response("good-loop-round-1.json")});
+    assert_eq!(
+        post(server, &rounds, &skipped).await,
+        (409, api_error("conflict", &format!("run `{run_id}` expects round 1 next, not round 2")))
+    );
+
+    let round_1 = json!({"round": 1, "response": response("good-loop-round-1.json")});
+    let (status, text) = post(server, &rounds, &round_1).await;
+    assert_eq!(status, 200, "{text}");
+    let usage = json!({"input": 955, "output": 153, "cache_read": 1460, "cache_write": 1672});
+    assert_eq!(parsed(&text), json!({"status": "done", "text": ANSWER, "usage": usage}));
+
+    let (status, text) = server.get(&format!("/v1/runs/{run_id}"), Some(TOKEN)).await;
+    assert_eq!(status, 200, "{text}");
+    let mut shown = parsed(&text);
+    let finished = shown["run"]["finished_at"].take();
+    assert!(finished.as_str().is_some_and(|t| t.ends_with('Z')), "{finished}");
+    assert_eq!(
+        shown["run"],
+        json!({
+            "id": run_id, "persona": "agent", "message_id": FIRST, "responsibility": null,
+            "format": "anthropic", "model": "claude-sonnet-4-5", "status": "done", "rounds": 2,
+            "input_tokens": 955, "output_tokens": 153, "cache_read_tokens": 1460, "cache_write_tokens": 1672,
+            "request_sha256": sha256_hex(&serde_json::to_vec(&round_0_body()).unwrap()),
+            "started_at": NOW, "finished_at": null,
+        })
+    );
+    assert_eq!(
+        shown["rounds"],
+        json!([
+            {"round": 0, "response": response("good-loop-round-0.json"),
+             "results": [{"tool_call_id": LOOKUP, "content": ORDER, "is_error": false},
+                         {"tool_call_id": TRACK, "content": "carrier timeout", "is_error": true}],
+             "usage": {"input": 812, "output": 96, "cache_read": 0, "cache_write": 1460}},
+            {"round": 1, "response": response("good-loop-round-1.json"), "results": [],
+             "usage": {"input": 143, "output": 57, "cache_read": 1460, "cache_write": 212}},
+        ])
+    );
+    assert_eq!(
+        server.get("/v1/runs/run_nope", Some(TOKEN)).await,
+        (404, api_error("not_found", "unknown run `run_nope`: no run with this id in the database"))
+    );
+
+    // The reply goes out and the customer answers.
+    let (status, text) = server.post("/v1/mail?direction=outbound", "message/rfc822", sent_mail()).await;
+    assert_eq!(status, 201, "{text}");
+    let (status, text) = server.post("/v1/mail", "message/rfc822", next_mail()).await;
+    assert_eq!(status, 201, "{text}");
+
+    let mut printed = Vec::new();
+    for format in ["messages", "anthropic"] {
+        let (status, text) = server
+            .resolve(json!({"persona": "agent", "message_id": NEXT, "format": format, "now": NOW}))
+            .await;
+        assert_eq!(status, 200, "{text}");
+        printed.push(text);
+    }
+    // The tool round sits right after the message it answered (§6 rule 4).
+    let messages = parsed(&printed[0])["messages"].clone();
+    assert_eq!(
+        messages.as_array().unwrap()[1..5].to_vec(),
+        vec![
+            json!({"role": "user", "content": FIRST_RENDERED}),
+            json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": LOOKUP, "name": "lookup_order", "input": {"order": "A-1042"}},
+                {"id": TRACK, "name": "tracking_log", "input": {"order": "A-1042"}},
+            ]}),
+            json!({"role": "tool", "tool_call_id": LOOKUP, "content": ORDER}),
+            json!({"role": "tool", "tool_call_id": TRACK, "content": "carrier timeout", "is_error": true}),
+        ]
+    );
+
+    let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    for line in [
+        r#"protege_input_tokens_total{persona="agent",kind="uncached"} 955"#,
+        r#"protege_input_tokens_total{persona="agent",kind="cache_read"} 1460"#,
+        r#"protege_input_tokens_total{persona="agent",kind="cache_write"} 1672"#,
+        r#"protege_output_tokens_total{persona="agent"} 153"#,
+        "protege_run_rounds_count 1",
+        "protege_run_rounds_sum 2",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "no `{line}` in\n{metrics}");
+    }
+    let [messages, anthropic] = <[String; 2]>::try_from(printed).unwrap();
+    (run_id, messages, anthropic)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An engine over a fresh SQLite database of `root` holding the first mail.
+async fn engine_with_mail(root: &Path) -> Engine {
+    let url = format!("sqlite://{}?mode=rwc", root.join("runs.db").display());
+    let engine = Engine::builder().root(root).database(url).build().await.unwrap();
+    engine.ingest_mail(first_mail().as_bytes(), Some(Direction::Inbound)).await.unwrap();
+    engine
+}
+
+fn start_input() -> ResolveInput {
+    ResolveInput::reply("agent", FIRST)
+        .format(Format::Anthropic)
+        .now(NOW.parse().unwrap())
+}
+
+fn round(n: u32, file: &str, results: Vec<ToolResult>) -> RoundInput {
+    RoundInput {
+        round: n,
+        response: response(file),
+        results,
+    }
+}
+
+fn both_results() -> Vec<ToolResult> {
+    vec![
+        ToolResult::new(LOOKUP, ORDER),
+        ToolResult::new(TRACK, "carrier timeout").error(true),
+    ]
+}
+
+#[tokio::test]
+async fn a_round_answers_exactly_the_calls_within_the_limits() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    let run = engine.start_run(&start_input()).await.unwrap();
+    let fail = |r: Result<Step, protege::EngineError>| {
+        let e = r.unwrap_err();
+        (e.kind(), e.to_string())
+    };
+    let id = &run.id;
+    assert_eq!(
+        fail(engine.record_round(id, round(0, "good-loop-round-0.json", vec![ToolResult::new(LOOKUP, ORDER)])).await),
+        (EngineErrorKind::InvalidInput, format!("tool call `{TRACK}` (tracking_log) of round 0's response in run `{id}` has no result"))
+    );
+    let mut extra = both_results();
+    extra.push(ToolResult::new("toolu_other", "x"));
+    assert_eq!(
+        fail(engine.record_round(id, round(0, "good-loop-round-0.json", extra)).await),
+        (EngineErrorKind::InvalidInput, format!("the result for `toolu_other` answers no tool call of round 0's response in run `{id}`"))
+    );
+    let mut twice = both_results();
+    twice.push(ToolResult::new(LOOKUP, ORDER));
+    assert_eq!(
+        fail(engine.record_round(id, round(0, "good-loop-round-0.json", twice)).await),
+        (EngineErrorKind::InvalidInput, format!("tool call `{LOOKUP}` has more than one result in round 0 of run `{id}`"))
+    );
+    let big = vec![ToolResult::new(LOOKUP, "x".repeat(4097)), ToolResult::new(TRACK, "")];
+    assert_eq!(
+        fail(engine.record_round(id, round(0, "good-loop-round-0.json", big)).await),
+        (EngineErrorKind::TooLarge, format!("the result of tool call `{LOOKUP}` is 4097 bytes, over `[limits] tool_result_bytes` (4096)"))
+    );
+    // The other provider's response is not one of this run's.
+    let openai = RoundInput {
+        round: 0,
+        response: json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi", "refusal": null}, "logprobs": null, "finish_reason": "stop"}]}),
+        results: vec![],
+    };
+    let (kind, message) = fail(engine.record_round(id, openai).await);
+    assert_eq!(kind, EngineErrorKind::InvalidInput);
+    assert!(message.contains("$.type") && message.contains("OpenAI"), "{message}");
+    // Nothing of the refused rounds was stored.
+    let shown = engine.run(id).await.unwrap();
+    assert_eq!((shown.run.rounds, shown.rounds.len(), shown.run.status.as_str()), (0, 0, "started"));
+
+    // `max_rounds = 3`: rounds 0 and 1 call tools, round 2 calls them again and stops the run.
+    for n in 0..2 {
+        let step = engine.record_round(id, round(n, "good-loop-round-0.json", both_results())).await;
+        assert!(matches!(step, Ok(Step::Continue { round, .. }) if round == n + 1), "{step:?}");
+    }
+    let over = format!("run `{id}` reached `[limits] max_rounds` (3): round 2 asks for tools again; the round is recorded and the run is stopped");
+    assert_eq!(
+        fail(engine.record_round(id, round(2, "good-loop-round-0.json", both_results())).await),
+        (EngineErrorKind::InvalidInput, over.clone())
+    );
+    // The same round again gets the same answer; a next round is a conflict.
+    assert_eq!(
+        fail(engine.record_round(id, round(2, "good-loop-round-0.json", both_results())).await),
+        (EngineErrorKind::InvalidInput, over)
+    );
+    assert_eq!(
+        fail(engine.record_round(id, round(3, "good-loop-round-1.json", vec![])).await),
+        (EngineErrorKind::Conflict, format!("run `{id}` has ended (stopped) after 3 rounds; no round can be recorded"))
+    );
+    let shown = engine.run(id).await.unwrap();
+    assert_eq!((shown.run.rounds, shown.run.status.as_str(), shown.run.input_tokens), (3, "stopped", 3 * 812));
+}
+
+#[tokio::test]
+async fn runs_refuse_what_they_cannot_record() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    let fail = |e: protege::EngineError| (e.kind(), e.to_string());
+    assert_eq!(
+        fail(engine.start_run(&start_input().format(Format::Messages)).await.unwrap_err()),
+        (EngineErrorKind::BadRequest, "a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`".to_owned())
+    );
+    engine.ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound)).await.unwrap();
+    assert_eq!(
+        fail(engine.start_run(&ResolveInput::reply("agent", SENT).format(Format::Anthropic)).await.unwrap_err()),
+        (EngineErrorKind::InvalidInput, format!("message `{SENT}` was sent by the persona; a reply run answers an inbound message"))
+    );
+    assert_eq!(
+        fail(engine.record_round("run_unknown", round(0, "good-loop-round-1.json", vec![])).await.unwrap_err()),
+        (EngineErrorKind::NotFound, "unknown run `run_unknown`: no run with this id in the database".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_scheduled_run_keeps_its_rounds_to_itself() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    let run = engine
+        .start_run(&ResolveInput::scheduled("agent", "digest").format(Format::Provider).now(NOW.parse().unwrap()))
+        .await
+        .unwrap();
+    let step = engine.record_round(&run.id, round(0, "good-loop-round-0.json", both_results())).await.unwrap();
+    assert!(matches!(step, Step::Continue { round: 1, .. }), "{step:?}");
+    let step = engine.record_round(&run.id, round(1, "good-loop-round-1.json", vec![])).await.unwrap();
+    assert_eq!(
+        step,
+        Step::Done { text: ANSWER.to_owned(), usage: Usage { input: 955, output: 153, cache_read: 1460, cache_write: 1672 } }
+    );
+    let shown = engine.run(&run.id).await.unwrap();
+    assert_eq!((shown.run.message_id, shown.run.responsibility.as_deref()), (None, Some("digest")));
+    // Nothing of it is replayed into the customer's thread.
+    engine.ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound)).await.unwrap();
+    engine.ingest_mail(next_mail().as_bytes(), Some(Direction::Inbound)).await.unwrap();
+    let out = engine.resolve(&ResolveInput::reply("agent", NEXT)).await.unwrap();
+    assert!(out.request.messages.iter().all(|m| m.tool_calls.is_empty()), "{:?}", out.request.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_of_one_round_record_it_once() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    for _ in 0..5 {
+        let run = engine.start_run(&start_input()).await.unwrap();
+        let (a, b) = tokio::join!(
+            engine.record_round(&run.id, round(0, "good-loop-round-0.json", both_results())),
+            engine.record_round(&run.id, round(0, "good-loop-round-0.json", both_results())),
+        );
+        assert_eq!(a.unwrap(), b.unwrap());
+        let shown = engine.run(&run.id).await.unwrap();
+        assert_eq!((shown.run.rounds, shown.run.input_tokens), (1, 812));
+        // One writer wins with another answer: the other is told of the conflict.
+        let other = vec![ToolResult::new(LOOKUP, "other"), ToolResult::new(TRACK, "other")];
+        let (a, b) = tokio::join!(
+            engine.record_round(&run.id, round(1, "good-loop-round-0.json", both_results())),
+            engine.record_round(&run.id, round(1, "good-loop-round-0.json", other)),
+        );
+        let kinds = [&a, &b].map(|r| r.as_ref().err().map(|e| e.kind()));
+        assert!(kinds.contains(&None) && kinds.contains(&Some(EngineErrorKind::Conflict)), "{a:?} {b:?}");
+    }
+    // Each run's two rounds left two tool uses each in the thread, no more.
+    let db = format!("sqlite://{}", root.path().join("runs.db").display());
+    let conn = protege::db::open(&db).await.unwrap();
+    use protege::db::sea_orm::{EntityTrait as _, PaginatorTrait as _};
+    assert_eq!(protege::db::entities::tool_use::Entity::find().count(&conn).await.unwrap(), 5 * 2 * 2);
+}
