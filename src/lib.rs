@@ -27,7 +27,9 @@
 //!   ([`db::load_message`]) and its thread ([`db::thread_messages`]), and SeaORM itself
 //!   ([`db::sea_orm`]) for queries of your own;
 //! - [`wire`]: a finished [`Request`] as an OpenAI or Anthropic request body
-//!   ([`wire::to_openai`], [`wire::to_anthropic`]);
+//!   ([`wire::to_openai`], [`wire::to_anthropic`]), and the provider's answer back as a
+//!   [`wire::ModelResponse`] ([`wire::from_openai_response`],
+//!   [`wire::from_anthropic_response`]);
 //! - [`config`]: TOML personas on their own, with their diagnostics and hot reload.
 //!
 //! # Template variables

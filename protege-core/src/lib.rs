@@ -39,7 +39,8 @@
 //!   and [`ThreadSummary`];
 //! - templates ([`Template`]) and token counts ([`Tokenizer`]);
 //! - [`db`]: connecting, migrating and reading mail back (importing it is `protege-store`'s);
-//! - [`wire`]: a request as an OpenAI or Anthropic request body;
+//! - [`wire`]: a request as an OpenAI or Anthropic request body, and a provider's answer
+//!   back as a [`wire::ModelResponse`];
 //! - one error type: [`Error`] with its [`ErrorKind`].
 
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
