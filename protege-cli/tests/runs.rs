@@ -63,7 +63,15 @@ fn agent_root() -> tempfile::TempDir {
 }
 
 /// A raw message.
-fn mail(id: &str, from: &str, to: &str, reply_to: Option<&str>, date: &str, subject: &str, body: &str) -> String {
+fn mail(
+    id: &str,
+    from: &str,
+    to: &str,
+    reply_to: Option<&str>,
+    date: &str,
+    subject: &str,
+    body: &str,
+) -> String {
     let reply = reply_to
         .map(|p| format!("In-Reply-To: {p}\r\nReferences: {p}\r\n"))
         .unwrap_or_default();
@@ -79,20 +87,46 @@ const NEXT: &str = "<loop-3@example.com>";
 const ANSWER: &str = "Hello Zoe,\n\nyour order A-1042 left our warehouse on 9 March; the carrier has it in transit.\n\nBest,\nAcme Support";
 
 fn first_mail() -> String {
-    mail(FIRST, ZOE, "support@acme.test", None, "Tue, 10 Mar 2026 09:00:00 +0000", "Where is my order?", "Where is order A-1042?")
+    mail(
+        FIRST,
+        ZOE,
+        "support@acme.test",
+        None,
+        "Tue, 10 Mar 2026 09:00:00 +0000",
+        "Where is my order?",
+        "Where is order A-1042?",
+    )
 }
 
 fn sent_mail() -> String {
-    mail(SENT, "Acme Support <support@acme.test>", ZOE, Some(FIRST), "Tue, 10 Mar 2026 09:05:00 +0000", "Re: Where is my order?", ANSWER)
+    mail(
+        SENT,
+        "Acme Support <support@acme.test>",
+        ZOE,
+        Some(FIRST),
+        "Tue, 10 Mar 2026 09:05:00 +0000",
+        "Re: Where is my order?",
+        ANSWER,
+    )
 }
 
 fn next_mail() -> String {
-    mail(NEXT, ZOE, "support@acme.test", Some(SENT), "Tue, 10 Mar 2026 09:30:00 +0000", "Re: Where is my order?", "Thanks! Can you also refund the shipping?")
+    mail(
+        NEXT,
+        ZOE,
+        "support@acme.test",
+        Some(SENT),
+        "Tue, 10 Mar 2026 09:30:00 +0000",
+        "Re: Where is my order?",
+        "Thanks! Can you also refund the shipping?",
+    )
 }
 
 /// A response fixture of `tests/fixtures/responses/anthropic/`.
 fn response(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses/anthropic").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/responses/anthropic")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -170,7 +204,9 @@ fn fixture(run_id: &str) -> Value {
 }
 
 async fn post(server: &Server, path: &str, body: &Value) -> (u16, String) {
-    server.post(path, "application/json", body.to_string()).await
+    server
+        .post(path, "application/json", body.to_string())
+        .await
 }
 
 fn parsed(text: &str) -> Value {
@@ -204,12 +240,26 @@ async fn the_loop_closes_on_every_backend() {
                 .env_remove("PROTEGE_DATABASE_URL")
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             String::from_utf8(out.stdout).unwrap()
         };
         cli(&["db", "import", fixture_file.to_str().unwrap()]);
         for (format, over_http) in [("messages", &replayed.1), ("anthropic", &replayed.2)] {
-            let from_fixture = cli(&["resolve", "--persona", "agent", "--message", NEXT, "--format", format, "--now", NOW]);
+            let from_fixture = cli(&[
+                "resolve",
+                "--persona",
+                "agent",
+                "--message",
+                NEXT,
+                "--format",
+                format,
+                "--now",
+                NOW,
+            ]);
             assert_eq!(&from_fixture, over_http, "{format} on {url}");
         }
         drop(server);
@@ -222,7 +272,9 @@ async fn the_loop_closes_on_every_backend() {
 /// The loop over HTTP; returns the run's id and the next mail's request as the service
 /// printed it, in the canonical and the Anthropic format.
 async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
-    let (status, text) = server.post("/v1/mail", "message/rfc822", first_mail()).await;
+    let (status, text) = server
+        .post("/v1/mail", "message/rfc822", first_mail())
+        .await;
     assert_eq!(status, 201, "{text}");
 
     let input = json!({"persona": "agent", "message_id": FIRST, "format": "anthropic", "now": NOW});
@@ -230,40 +282,70 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
     assert_eq!(status, 201, "{text}");
     let started = parsed(&text);
     let run_id = started["run_id"].as_str().unwrap().to_owned();
-    assert_eq!(started, json!({"run_id": run_id, "round": 0, "body": round_0_body()}));
+    assert_eq!(
+        started,
+        json!({"run_id": run_id, "round": 0, "body": round_0_body()})
+    );
     let (status, text) = server.resolve(input.clone()).await;
-    assert_eq!((status, parsed(&text)), (200, round_0_body()), "round 0 is what a resolve gives");
+    assert_eq!(
+        (status, parsed(&text)),
+        (200, round_0_body()),
+        "round 0 is what a resolve gives"
+    );
 
     let rounds = format!("/v1/runs/{run_id}/rounds");
     let round_0 = json!({"round": 0, "response": response("good-loop-round-0.json"), "results": round_0_results()});
     let (status, text) = post(server, &rounds, &round_0).await;
     assert_eq!(status, 200, "{text}");
-    assert_eq!(parsed(&text), json!({"status": "continue", "round": 1, "body": round_1_body()}));
+    assert_eq!(
+        parsed(&text),
+        json!({"status": "continue", "round": 1, "body": round_1_body()})
+    );
     // A retry gets the same answer; another answer to a recorded round is a conflict.
     assert_eq!(post(server, &rounds, &round_0).await, (200, text.clone()));
     let mut other = round_0.clone();
     other["results"][1]["is_error"] = json!(false);
     assert_eq!(
         post(server, &rounds, &other).await,
-        (409, api_error("conflict", &format!("round 0 of run `{run_id}` is recorded with another response or other results; the round expected next is 1")))
+        (
+            409,
+            api_error(
+                "conflict",
+                &format!(
+                    "round 0 of run `{run_id}` is recorded with another response or other results; the round expected next is 1"
+                )
+            )
+        )
     );
     let skipped = json!({"round": 2, "response": response("good-loop-round-1.json")});
     assert_eq!(
         post(server, &rounds, &skipped).await,
-        (409, api_error("conflict", &format!("run `{run_id}` expects round 1 next, not round 2")))
+        (
+            409,
+            api_error(
+                "conflict",
+                &format!("run `{run_id}` expects round 1 next, not round 2")
+            )
+        )
     );
 
     let round_1 = json!({"round": 1, "response": response("good-loop-round-1.json")});
     let (status, text) = post(server, &rounds, &round_1).await;
     assert_eq!(status, 200, "{text}");
     let usage = json!({"input": 955, "output": 153, "cache_read": 1460, "cache_write": 1672});
-    assert_eq!(parsed(&text), json!({"status": "done", "text": ANSWER, "usage": usage}));
+    assert_eq!(
+        parsed(&text),
+        json!({"status": "done", "text": ANSWER, "usage": usage})
+    );
 
     let (status, text) = server.get(&format!("/v1/runs/{run_id}"), Some(TOKEN)).await;
     assert_eq!(status, 200, "{text}");
     let mut shown = parsed(&text);
     let finished = shown["run"]["finished_at"].take();
-    assert!(finished.as_str().is_some_and(|t| t.ends_with('Z')), "{finished}");
+    assert!(
+        finished.as_str().is_some_and(|t| t.ends_with('Z')),
+        "{finished}"
+    );
     assert_eq!(
         shown["run"],
         json!({
@@ -287,11 +369,19 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
     );
     assert_eq!(
         server.get("/v1/runs/run_nope", Some(TOKEN)).await,
-        (404, api_error("not_found", "unknown run `run_nope`: no run with this id in the database"))
+        (
+            404,
+            api_error(
+                "not_found",
+                "unknown run `run_nope`: no run with this id in the database"
+            )
+        )
     );
 
     // The reply goes out and the customer answers.
-    let (status, text) = server.post("/v1/mail?direction=outbound", "message/rfc822", sent_mail()).await;
+    let (status, text) = server
+        .post("/v1/mail?direction=outbound", "message/rfc822", sent_mail())
+        .await;
     assert_eq!(status, 201, "{text}");
     let (status, text) = server.post("/v1/mail", "message/rfc822", next_mail()).await;
     assert_eq!(status, 201, "{text}");
@@ -328,7 +418,10 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
         "protege_run_rounds_count 1",
         "protege_run_rounds_sum 2",
     ] {
-        assert!(metrics.lines().any(|l| l == line), "no `{line}` in\n{metrics}");
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in\n{metrics}"
+        );
     }
     let [messages, anthropic] = <[String; 2]>::try_from(printed).unwrap();
     (run_id, messages, anthropic)
@@ -336,14 +429,30 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
 
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// An engine over a fresh SQLite database of `root` holding the first mail.
 async fn engine_with_mail(root: &Path) -> Engine {
     let url = format!("sqlite://{}?mode=rwc", root.join("runs.db").display());
-    let engine = Engine::builder().root(root).database(url).build().await.unwrap();
-    engine.ingest_mail(first_mail().as_bytes(), Some(Direction::Inbound)).await.unwrap();
+    engine_on(root, &url).await
+}
+
+/// An engine of `root` over the database `url` holding the first mail.
+async fn engine_on(root: &Path, url: &str) -> Engine {
+    let engine = Engine::builder()
+        .root(root)
+        .database(url)
+        .build()
+        .await
+        .unwrap();
+    engine
+        .ingest_mail(first_mail().as_bytes(), Some(Direction::Inbound))
+        .await
+        .unwrap();
     engine
 }
 
@@ -379,25 +488,69 @@ async fn a_round_answers_exactly_the_calls_within_the_limits() {
     };
     let id = &run.id;
     assert_eq!(
-        fail(engine.record_round(id, round(0, "good-loop-round-0.json", vec![ToolResult::new(LOOKUP, ORDER)])).await),
-        (EngineErrorKind::InvalidInput, format!("tool call `{TRACK}` (tracking_log) of round 0's response in run `{id}` has no result"))
+        fail(
+            engine
+                .record_round(
+                    id,
+                    round(
+                        0,
+                        "good-loop-round-0.json",
+                        vec![ToolResult::new(LOOKUP, ORDER)]
+                    )
+                )
+                .await
+        ),
+        (
+            EngineErrorKind::InvalidInput,
+            format!(
+                "tool call `{TRACK}` (tracking_log) of round 0's response in run `{id}` has no result"
+            )
+        )
     );
     let mut extra = both_results();
     extra.push(ToolResult::new("toolu_other", "x"));
     assert_eq!(
-        fail(engine.record_round(id, round(0, "good-loop-round-0.json", extra)).await),
-        (EngineErrorKind::InvalidInput, format!("the result for `toolu_other` answers no tool call of round 0's response in run `{id}`"))
+        fail(
+            engine
+                .record_round(id, round(0, "good-loop-round-0.json", extra))
+                .await
+        ),
+        (
+            EngineErrorKind::InvalidInput,
+            format!(
+                "the result for `toolu_other` answers no tool call of round 0's response in run `{id}`"
+            )
+        )
     );
     let mut twice = both_results();
     twice.push(ToolResult::new(LOOKUP, ORDER));
     assert_eq!(
-        fail(engine.record_round(id, round(0, "good-loop-round-0.json", twice)).await),
-        (EngineErrorKind::InvalidInput, format!("tool call `{LOOKUP}` has more than one result in round 0 of run `{id}`"))
+        fail(
+            engine
+                .record_round(id, round(0, "good-loop-round-0.json", twice))
+                .await
+        ),
+        (
+            EngineErrorKind::InvalidInput,
+            format!("tool call `{LOOKUP}` has more than one result in round 0 of run `{id}`")
+        )
     );
-    let big = vec![ToolResult::new(LOOKUP, "x".repeat(4097)), ToolResult::new(TRACK, "")];
+    let big = vec![
+        ToolResult::new(LOOKUP, "x".repeat(4097)),
+        ToolResult::new(TRACK, ""),
+    ];
     assert_eq!(
-        fail(engine.record_round(id, round(0, "good-loop-round-0.json", big)).await),
-        (EngineErrorKind::TooLarge, format!("the result of tool call `{LOOKUP}` is 4097 bytes, over `[limits] tool_result_bytes` (4096)"))
+        fail(
+            engine
+                .record_round(id, round(0, "good-loop-round-0.json", big))
+                .await
+        ),
+        (
+            EngineErrorKind::TooLarge,
+            format!(
+                "the result of tool call `{LOOKUP}` is 4097 bytes, over `[limits] tool_result_bytes` (4096)"
+            )
+        )
     );
     // The other provider's response is not one of this run's.
     let openai = RoundInput {
@@ -408,32 +561,71 @@ async fn a_round_answers_exactly_the_calls_within_the_limits() {
     };
     let (kind, message) = fail(engine.record_round(id, openai).await);
     assert_eq!(kind, EngineErrorKind::InvalidInput);
-    assert!(message.contains("$.type") && message.contains("OpenAI"), "{message}");
+    assert!(
+        message.contains("$.type") && message.contains("OpenAI"),
+        "{message}"
+    );
     // Nothing of the refused rounds was stored.
     let shown = engine.run(id).await.unwrap();
-    assert_eq!((shown.run.rounds, shown.rounds.len(), shown.run.status.as_str()), (0, 0, "started"));
+    assert_eq!(
+        (
+            shown.run.rounds,
+            shown.rounds.len(),
+            shown.run.status.as_str()
+        ),
+        (0, 0, "started")
+    );
 
     // `max_rounds = 3`: rounds 0 and 1 call tools, round 2 calls them again and stops the run.
     for n in 0..2 {
-        let step = engine.record_round(id, round(n, "good-loop-round-0.json", both_results())).await;
-        assert!(matches!(step, Ok(Step::Continue { round, .. }) if round == n + 1), "{step:?}");
+        let step = engine
+            .record_round(id, round(n, "good-loop-round-0.json", both_results()))
+            .await;
+        assert!(
+            matches!(step, Ok(Step::Continue { round, .. }) if round == n + 1),
+            "{step:?}"
+        );
     }
-    let over = format!("run `{id}` reached `[limits] max_rounds` (3): round 2 asks for tools again; the round is recorded and the run is stopped");
+    let over = format!(
+        "run `{id}` reached `[limits] max_rounds` (3): round 2 asks for tools again; the round is recorded and the run is stopped"
+    );
     assert_eq!(
-        fail(engine.record_round(id, round(2, "good-loop-round-0.json", both_results())).await),
+        fail(
+            engine
+                .record_round(id, round(2, "good-loop-round-0.json", both_results()))
+                .await
+        ),
         (EngineErrorKind::InvalidInput, over.clone())
     );
     // The same round again gets the same answer; a next round is a conflict.
     assert_eq!(
-        fail(engine.record_round(id, round(2, "good-loop-round-0.json", both_results())).await),
+        fail(
+            engine
+                .record_round(id, round(2, "good-loop-round-0.json", both_results()))
+                .await
+        ),
         (EngineErrorKind::InvalidInput, over)
     );
     assert_eq!(
-        fail(engine.record_round(id, round(3, "good-loop-round-1.json", vec![])).await),
-        (EngineErrorKind::Conflict, format!("run `{id}` has ended (stopped) after 3 rounds; no round can be recorded"))
+        fail(
+            engine
+                .record_round(id, round(3, "good-loop-round-1.json", vec![]))
+                .await
+        ),
+        (
+            EngineErrorKind::Conflict,
+            format!("run `{id}` has ended (stopped) after 3 rounds; no round can be recorded")
+        )
     );
     let shown = engine.run(id).await.unwrap();
-    assert_eq!((shown.run.rounds, shown.run.status.as_str(), shown.run.input_tokens), (3, "stopped", 3 * 812));
+    assert_eq!(
+        (
+            shown.run.rounds,
+            shown.run.status.as_str(),
+            shown.run.input_tokens
+        ),
+        (3, "stopped", 3 * 812)
+    );
 }
 
 #[tokio::test]
@@ -442,17 +634,47 @@ async fn runs_refuse_what_they_cannot_record() {
     let engine = engine_with_mail(root.path()).await;
     let fail = |e: protege::EngineError| (e.kind(), e.to_string());
     assert_eq!(
-        fail(engine.start_run(&start_input().format(Format::Messages)).await.unwrap_err()),
-        (EngineErrorKind::BadRequest, "a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`".to_owned())
+        fail(
+            engine
+                .start_run(&start_input().format(Format::Messages))
+                .await
+                .unwrap_err()
+        ),
+        (
+            EngineErrorKind::BadRequest,
+            "a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`"
+                .to_owned()
+        )
     );
-    engine.ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound)).await.unwrap();
+    engine
+        .ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound))
+        .await
+        .unwrap();
     assert_eq!(
-        fail(engine.start_run(&ResolveInput::reply("agent", SENT).format(Format::Anthropic)).await.unwrap_err()),
-        (EngineErrorKind::InvalidInput, format!("message `{SENT}` was sent by the persona; a reply run answers an inbound message"))
+        fail(
+            engine
+                .start_run(&ResolveInput::reply("agent", SENT).format(Format::Anthropic))
+                .await
+                .unwrap_err()
+        ),
+        (
+            EngineErrorKind::InvalidInput,
+            format!(
+                "message `{SENT}` was sent by the persona; a reply run answers an inbound message"
+            )
+        )
     );
     assert_eq!(
-        fail(engine.record_round("run_unknown", round(0, "good-loop-round-1.json", vec![])).await.unwrap_err()),
-        (EngineErrorKind::NotFound, "unknown run `run_unknown`: no run with this id in the database".to_owned())
+        fail(
+            engine
+                .record_round("run_unknown", round(0, "good-loop-round-1.json", vec![]))
+                .await
+                .unwrap_err()
+        ),
+        (
+            EngineErrorKind::NotFound,
+            "unknown run `run_unknown`: no run with this id in the database".to_owned()
+        )
     );
 }
 
@@ -461,29 +683,73 @@ async fn a_scheduled_run_keeps_its_rounds_to_itself() {
     let root = agent_root();
     let engine = engine_with_mail(root.path()).await;
     let run = engine
-        .start_run(&ResolveInput::scheduled("agent", "digest").format(Format::Provider).now(NOW.parse().unwrap()))
+        .start_run(
+            &ResolveInput::scheduled("agent", "digest")
+                .format(Format::Provider)
+                .now(NOW.parse().unwrap()),
+        )
         .await
         .unwrap();
-    let step = engine.record_round(&run.id, round(0, "good-loop-round-0.json", both_results())).await.unwrap();
+    let step = engine
+        .record_round(&run.id, round(0, "good-loop-round-0.json", both_results()))
+        .await
+        .unwrap();
     assert!(matches!(step, Step::Continue { round: 1, .. }), "{step:?}");
-    let step = engine.record_round(&run.id, round(1, "good-loop-round-1.json", vec![])).await.unwrap();
+    let step = engine
+        .record_round(&run.id, round(1, "good-loop-round-1.json", vec![]))
+        .await
+        .unwrap();
     assert_eq!(
         step,
-        Step::Done { text: ANSWER.to_owned(), usage: Usage { input: 955, output: 153, cache_read: 1460, cache_write: 1672 } }
+        Step::Done {
+            text: ANSWER.to_owned(),
+            usage: Usage {
+                input: 955,
+                output: 153,
+                cache_read: 1460,
+                cache_write: 1672
+            }
+        }
     );
     let shown = engine.run(&run.id).await.unwrap();
-    assert_eq!((shown.run.message_id, shown.run.responsibility.as_deref()), (None, Some("digest")));
+    assert_eq!(
+        (shown.run.message_id, shown.run.responsibility.as_deref()),
+        (None, Some("digest"))
+    );
     // Nothing of it is replayed into the customer's thread.
-    engine.ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound)).await.unwrap();
-    engine.ingest_mail(next_mail().as_bytes(), Some(Direction::Inbound)).await.unwrap();
-    let out = engine.resolve(&ResolveInput::reply("agent", NEXT)).await.unwrap();
-    assert!(out.request.messages.iter().all(|m| m.tool_calls.is_empty()), "{:?}", out.request.messages);
+    engine
+        .ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound))
+        .await
+        .unwrap();
+    engine
+        .ingest_mail(next_mail().as_bytes(), Some(Direction::Inbound))
+        .await
+        .unwrap();
+    let out = engine
+        .resolve(&ResolveInput::reply("agent", NEXT))
+        .await
+        .unwrap();
+    assert!(
+        out.request.messages.iter().all(|m| m.tool_calls.is_empty()),
+        "{:?}",
+        out.request.messages
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_writers_of_one_round_record_it_once() {
     let root = agent_root();
-    let engine = engine_with_mail(root.path()).await;
+    let name = format!("pt_runs_writers_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        two_writers(root.path(), &url).await;
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
+
+async fn two_writers(root: &Path, url: &str) {
+    let engine = engine_on(root, url).await;
     for _ in 0..5 {
         let run = engine.start_run(&start_input()).await.unwrap();
         let (a, b) = tokio::join!(
@@ -494,17 +760,28 @@ async fn two_writers_of_one_round_record_it_once() {
         let shown = engine.run(&run.id).await.unwrap();
         assert_eq!((shown.run.rounds, shown.run.input_tokens), (1, 812));
         // One writer wins with another answer: the other is told of the conflict.
-        let other = vec![ToolResult::new(LOOKUP, "other"), ToolResult::new(TRACK, "other")];
+        let other = vec![
+            ToolResult::new(LOOKUP, "other"),
+            ToolResult::new(TRACK, "other"),
+        ];
         let (a, b) = tokio::join!(
             engine.record_round(&run.id, round(1, "good-loop-round-0.json", both_results())),
             engine.record_round(&run.id, round(1, "good-loop-round-0.json", other)),
         );
         let kinds = [&a, &b].map(|r| r.as_ref().err().map(|e| e.kind()));
-        assert!(kinds.contains(&None) && kinds.contains(&Some(EngineErrorKind::Conflict)), "{a:?} {b:?}");
+        assert!(
+            kinds.contains(&None) && kinds.contains(&Some(EngineErrorKind::Conflict)),
+            "{a:?} {b:?}"
+        );
     }
     // Each run's two rounds left two tool uses each in the thread, no more.
-    let db = format!("sqlite://{}", root.path().join("runs.db").display());
-    let conn = protege::db::open(&db).await.unwrap();
+    let conn = protege::db::open(url).await.unwrap();
     use protege::db::sea_orm::{EntityTrait as _, PaginatorTrait as _};
-    assert_eq!(protege::db::entities::tool_use::Entity::find().count(&conn).await.unwrap(), 5 * 2 * 2);
+    assert_eq!(
+        protege::db::entities::tool_use::Entity::find()
+            .count(&conn)
+            .await
+            .unwrap(),
+        5 * 2 * 2
+    );
 }

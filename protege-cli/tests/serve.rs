@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 mod common;
-use common::server::{Server, TOKEN, demo_db, every_backend, execute, fresh_server_db, protege};
 use common::project;
+use common::server::{Server, TOKEN, demo_db, every_backend, execute, fresh_server_db, protege};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 

@@ -142,7 +142,7 @@ fn anthropic_fixtures() {
                 )]),
                 [415, 76, 0, 0],
                 "tool_use",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         // Accepted: unknown fields are ignored.
@@ -216,7 +216,7 @@ fn anthropic_fixtures() {
                 parallel,
                 [418, 113, 0, 0],
                 "tool_use",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -230,7 +230,7 @@ fn anthropic_fixtures() {
                 )]),
                 [3182, 237, 0, 0],
                 "tool_use",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -279,7 +279,7 @@ fn anthropic_fixtures() {
                 ]),
                 [42, 96, 2048, 1024],
                 "tool_use",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -297,7 +297,7 @@ fn anthropic_fixtures() {
                 )]),
                 [512, 148, 0, 0],
                 "tool_use",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -311,7 +311,7 @@ fn anthropic_fixtures() {
                 )]),
                 [617, 995, 0, 0],
                 "tool_use",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -390,7 +390,7 @@ fn openai_fixtures() {
                 )]),
                 [82, 17, 0, 0],
                 "tool_calls",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         // Accepted: unknown fields are ignored.
@@ -491,7 +491,7 @@ fn openai_fixtures() {
                 ]),
                 [149, 60, 0, 0],
                 "tool_calls",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -520,9 +520,9 @@ fn openai_fixtures() {
                         json!({"order": "A-2", "include": ["items", "tracking"]})
                     ),
                 ]),
-                [952, 64, 2048, 512],
+                [440, 64, 2048, 512],
                 "tool_calls",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
@@ -536,7 +536,7 @@ fn openai_fixtures() {
         // A forced call (`tool_choice` required or named) finishes with `stop`.
         (
             "good-tool-call-forced-stop.json",
-            answer(json!(""), weather(), [76, 24, 0, 0], "stop", "toolcalls"),
+            answer(json!(""), weather(), [76, 24, 0, 0], "stop", "tool_calls"),
         ),
         (
             "good-tool-call.json",
@@ -545,12 +545,12 @@ fn openai_fixtures() {
                 weather(),
                 [76, 24, 0, 0],
                 "tool_calls",
-                "toolcalls",
+                "tool_calls",
             ),
         ),
         (
             "good-usage-cache-read-write.json",
-            answer(json!(hello), json!([]), [86, 300, 1920, 86], "stop", "done"),
+            answer(json!(hello), json!([]), [0, 300, 1920, 86], "stop", "done"),
         ),
     ];
     check_fixtures("openai", from_openai_response, cases);
@@ -1107,7 +1107,7 @@ fn a_response_round_trips_through_its_json() {
         response
     );
     for (outcome, name) in [
-        (Outcome::ToolCalls, "toolcalls"),
+        (Outcome::ToolCalls, "tool_calls"),
         (Outcome::Done, "done"),
         (Outcome::Stopped, "stopped"),
     ] {

@@ -106,10 +106,11 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
         .acquire_timeout(timeout);
     #[cfg(feature = "sqlite")]
     {
+        // A `mode=` of the URL says itself whether the file is created (`rwc`) or not.
         let create = url.starts_with("sqlite:") && !url.contains("mode=");
         options.map_sqlx_sqlite_opts(move |o| {
-            o.create_if_missing(create)
-                .busy_timeout(SQLITE_BUSY_TIMEOUT)
+            let o = if create { o.create_if_missing(true) } else { o };
+            o.busy_timeout(SQLITE_BUSY_TIMEOUT)
         });
     }
     match tokio::time::timeout(timeout, Database::connect(options)).await {

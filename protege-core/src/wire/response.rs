@@ -46,7 +46,7 @@ pub struct ModelResponse {
 
 /// What a response asks of the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The model called tools: run each, answer it with a tool message, and ask again.
     ToolCalls,
@@ -64,7 +64,8 @@ pub enum Outcome {
 pub struct Usage {
     /// Input tokens neither read from nor written to the prompt cache: Anthropic
     /// `input_tokens`; OpenAI `prompt_tokens` less `prompt_tokens_details.cached_tokens`
-    /// (0 rather than below).
+    /// and `cache_write_tokens` (0 rather than below), so the four counts add up to what the
+    /// provider billed once each.
     pub input: u64,
     /// Output tokens: Anthropic `output_tokens`, OpenAI `completion_tokens`.
     pub output: u64,
@@ -513,7 +514,11 @@ fn openai_usage(root: &Object) -> Result<Usage> {
         }
     };
     Ok(Usage {
-        input: count(usage, "$.usage", "prompt_tokens")?.saturating_sub(cached),
+        // The prompt tokens less those read from and written to the cache, as Anthropic's
+        // `input_tokens` counts: the four counts add up to the prompt.
+        input: count(usage, "$.usage", "prompt_tokens")?
+            .saturating_sub(cached)
+            .saturating_sub(written),
         output: count(usage, "$.usage", "completion_tokens")?,
         cache_read: cached,
         cache_write: written,
