@@ -278,6 +278,15 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
     assert_eq!(status, 201, "{text}");
 
     let input = json!({"persona": "agent", "message_id": FIRST, "format": "anthropic", "now": NOW});
+    // The routes of runs ask for the token like every `/v1` route.
+    let anonymous = server
+        .client
+        .post(server.url("/v1/runs"))
+        .json(&input)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
     let (status, text) = post(server, "/v1/runs", &input).await;
     assert_eq!(status, 201, "{text}");
     let started = parsed(&text);
@@ -301,6 +310,8 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
         parsed(&text),
         json!({"status": "continue", "round": 1, "body": round_1_body()})
     );
+    wire_out("runs-loop-round-0.anthropic.json", &round_0_body());
+    wire_out("runs-loop-round-1.anthropic.json", &round_1_body());
     // A retry gets the same answer; another answer to a recorded round is a conflict.
     assert_eq!(post(server, &rounds, &round_0).await, (200, text.clone()));
     let mut other = round_0.clone();
@@ -783,5 +794,258 @@ async fn two_writers(root: &Path, url: &str) {
             .await
             .unwrap(),
         5 * 2 * 2
+    );
+}
+
+/// `protege ARGS` on the `agent` root and the database `db`: exit code, stdout, stderr.
+fn cli_run(root: &Path, db: &str, args: &[&str]) -> (i32, String, String) {
+    let out = protege_command()
+        .arg("--root")
+        .arg(root)
+        .arg("--database")
+        .arg(db)
+        .args(args)
+        .env_remove("PROTEGE_DATABASE_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_command_line_records_a_run() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    drop(engine);
+    let db = format!("sqlite://{}", root.path().join("runs.db").display());
+    let files = root.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses/anthropic");
+    std::fs::write(files.join("results.json"), round_0_results().to_string()).unwrap();
+    std::fs::write(files.join("garbage.json"), "{\"id\": ").unwrap();
+
+    let start = [
+        "run",
+        "start",
+        "--persona",
+        "agent",
+        "--message",
+        FIRST,
+        "--now",
+        NOW,
+    ];
+    let (code, out, err) = cli_run(root.path(), &db, &start);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            2,
+            "",
+            "error: a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`\n"
+        )
+    );
+    let (code, out, err) = cli_run(
+        root.path(),
+        &db,
+        &[&start[..], &["--format", "provider"]].concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let started = parsed(&out);
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        out,
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(
+                &json!({"run_id": id, "round": 0, "body": round_0_body()})
+            )
+            .unwrap()
+        )
+    );
+
+    let round_0 = fixtures.join("good-loop-round-0.json");
+    let round_1 = fixtures.join("good-loop-round-1.json");
+    let results = files.join("results.json");
+    let record = |round: &str, response: &Path, results: Option<&Path>| {
+        let mut args = vec![
+            "run",
+            "record",
+            &id,
+            "--round",
+            round,
+            "--response",
+            response.to_str().unwrap(),
+        ];
+        if let Some(results) = results {
+            args.extend(["--results", results.to_str().unwrap()]);
+        }
+        cli_run(root.path(), &db, &args)
+    };
+    let (code, out, err) = record("0", &round_0, Some(&results));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        parsed(&out),
+        json!({"status": "continue", "round": 1, "body": round_1_body()})
+    );
+    let garbage = files.join("garbage.json");
+    let (code, _, err) = record("1", &garbage, None);
+    assert_eq!(
+        (code, err),
+        (
+            1,
+            format!(
+                "error: `{}` is not a valid response file: EOF while parsing a value at line 1 column 7\n",
+                garbage.display()
+            )
+        )
+    );
+    let (code, out, err) = record("1", &round_1, None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        format!("{}\n", serde_json::to_string_pretty(&json!({"status": "done", "text": ANSWER, "usage": {"input": 955, "output": 153, "cache_read": 1460, "cache_write": 1672}})).unwrap())
+    );
+    let (code, out, err) = cli_run(root.path(), &db, &["run", "show", &id]);
+    assert_eq!(code, 0, "{err}");
+    let shown = parsed(&out);
+    assert_eq!(
+        (
+            shown["run"]["status"].clone(),
+            shown["run"]["rounds"].clone()
+        ),
+        (json!("done"), json!(2))
+    );
+    assert_eq!(
+        shown["rounds"][1]["response"],
+        response("good-loop-round-1.json")
+    );
+
+    for args in [
+        &["run", "show", "run_nope"][..],
+        &[
+            "run",
+            "record",
+            "run_nope",
+            "--round",
+            "0",
+            "--response",
+            round_1.to_str().unwrap(),
+        ],
+    ] {
+        let (code, out, err) = cli_run(root.path(), &db, args);
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (
+                1,
+                "",
+                "error: unknown run `run_nope`: no run with this id in the database\n"
+            ),
+            "{args:?}"
+        );
+    }
+}
+
+/// Writes `body` to `$PROTEGE_WIRE_OUT/<name>` when set, for the providers' schema check.
+fn wire_out(name: &str, body: &Value) {
+    if let Ok(dir) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            Path::new(&dir).join(name),
+            serde_json::to_string_pretty(body).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+fn openai_response(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/responses/openai")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn an_openai_run_sends_the_round_back_in_its_own_format() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    let run = engine
+        .start_run(&start_input().format(Format::Openai).model("gpt-4o"))
+        .await
+        .unwrap();
+    let key = run.body["prompt_cache_key"].clone();
+    assert!(key.as_str().is_some_and(|k| k.len() == 16), "{key}");
+    let openai_tools: Vec<Value> = tools()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!({"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}))
+        .collect();
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are Acme's support agent."}),
+        json!({"role": "user", "content": FIRST_RENDERED}),
+    ];
+    assert_eq!(
+        run.body,
+        json!({"model": "gpt-4o", "messages": messages, "tools": openai_tools, "prompt_cache_key": key})
+    );
+    wire_out("runs-openai-round-0.openai.json", &run.body);
+
+    let results = vec![
+        ToolResult::new("call_LookupA1042", ORDER),
+        ToolResult::new("call_TrackA1042", "carrier timeout").error(true),
+    ];
+    let step = engine
+        .record_round(
+            &run.id,
+            RoundInput {
+                round: 0,
+                response: openai_response("good-loop-round-0.json"),
+                results,
+            },
+        )
+        .await
+        .unwrap();
+    messages.extend([
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_LookupA1042", "type": "function", "function": {"name": "lookup_order", "arguments": "{\"order\":\"A-1042\"}"}},
+            {"id": "call_TrackA1042", "type": "function", "function": {"name": "tracking_log", "arguments": "{\"order\":\"A-1042\"}"}},
+        ]}),
+        // OpenAI has no `is_error`: the failed result goes as its text.
+        json!({"role": "tool", "tool_call_id": "call_LookupA1042", "content": ORDER}),
+        json!({"role": "tool", "tool_call_id": "call_TrackA1042", "content": "carrier timeout"}),
+    ]);
+    let body = json!({"model": "gpt-4o", "messages": messages, "tools": openai_tools, "prompt_cache_key": key});
+    assert_eq!(
+        step,
+        Step::Continue {
+            round: 1,
+            body: body.clone()
+        }
+    );
+    wire_out("runs-openai-round-1.openai.json", &body);
+    let step = engine
+        .record_round(
+            &run.id,
+            RoundInput {
+                round: 1,
+                response: openai_response("good-loop-round-1.json"),
+                results: vec![],
+            },
+        )
+        .await
+        .unwrap();
+    // Input is the prompt less the cached tokens.
+    assert_eq!(
+        step,
+        Step::Done {
+            text: "Your order A-1042 is in transit.".to_owned(),
+            usage: Usage {
+                input: 312 + 134,
+                output: 53,
+                cache_read: 1920 + 2176,
+                cache_write: 0
+            }
+        }
     );
 }

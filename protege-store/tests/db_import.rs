@@ -373,9 +373,53 @@ async fn migrations_are_idempotent_and_reversible() {
         };
         assert!(select("messages").await.is_err());
         assert!(select("thread_summaries").await.is_err());
+        assert!(select("runs").await.is_err());
+        assert!(select("run_rounds").await.is_err());
         db::migrate(&db).await.unwrap();
         assert_eq!(counts(&db).await, [0, 0, 0, 0]);
         assert_eq!(select("thread_summaries").await.unwrap().len(), 0);
+        assert_eq!(select("runs").await.unwrap().len(), 0);
+        assert_eq!(select("run_rounds").await.unwrap().len(), 0);
+    })
+    .await;
+}
+
+/// The runs' migration adds `tool_uses.is_error` to rows stored before it (as false), and
+/// its down removes the column and the runs' tables, keeping the tool uses.
+#[tokio::test]
+async fn the_runs_migration_keeps_the_tool_uses() {
+    on_each_backend("runs_migration", |db, _| async move {
+        Migrator::down(&db, Some(1)).await.unwrap();
+        let select = |sql: &str| {
+            db.query_all_raw(sea_orm::Statement::from_string(
+                db.get_database_backend(),
+                sql.to_owned(),
+            ))
+        };
+        assert!(select("SELECT is_error FROM tool_uses").await.is_err());
+        assert!(select("SELECT id FROM runs").await.is_err());
+        db.execute_unprepared(
+            "INSERT INTO email_threads (id, subject, created_at) VALUES (1, 'S', '2026-01-01 00:00:00')",
+        )
+        .await
+        .unwrap();
+        db.execute_unprepared(
+            "INSERT INTO messages (id, email_thread_id, message_id, direction, from_address, to_addresses, cc_addresses, subject, sent_at) \
+             VALUES (1, 1, '<m@x>', 'inbound', 'a@x', '[]', '[]', 'S', '2026-01-01 00:00:00')",
+        )
+        .await
+        .unwrap();
+        db.execute_unprepared(
+            "INSERT INTO tool_uses (message_id, run_id, turn_index, position, tool_call_id, name, input, result) \
+             VALUES (1, 'r', 0, 0, 'c', 'n', '{}', 'ok')",
+        )
+        .await
+        .unwrap();
+        db::migrate(&db).await.unwrap();
+        let rows = select("SELECT is_error FROM tool_uses").await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert!(!rows[0].try_get_by_index::<bool>(0).unwrap());
+        assert_eq!(select("SELECT id FROM runs").await.unwrap().len(), 0);
     })
     .await;
 }
@@ -518,8 +562,9 @@ async fn html_is_converted_once(db: DatabaseConnection) {
         ])
     );
 
-    // Rows stored before the column existed: the migration converts each of them.
-    Migrator::down(&db, Some(1)).await.unwrap();
+    // Rows stored before the column existed: the migration converts each of them (down
+    // two: the runs' migration came after it).
+    Migrator::down(&db, Some(2)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),
