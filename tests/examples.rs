@@ -5,8 +5,8 @@
 //! The quickstart prints exactly what `protege resolve` prints for the same input
 //! (`tests/expected/support-refund.anthropic.json`); the other outputs live in
 //! `tests/expected/examples/`. Set `PROTEGE_BLESS=1` to rewrite them after a deliberate
-//! change. With `PROTEGE_WIRE_OUT=DIR`, the quickstart's Anthropic body is also written
-//! there for the providers' schema check in `.ci/run`.
+//! change. With `PROTEGE_WIRE_OUT=DIR`, the quickstart's Anthropic body and every body the
+//! agent loop sends are also written there for the providers' schema check in `.ci/run`.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,10 @@ mod typed_chain;
 #[path = "../examples/hot_reload.rs"]
 mod hot_reload;
 
+#[allow(dead_code)]
+#[path = "../examples/agent_loop.rs"]
+mod agent_loop;
+
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -43,6 +47,14 @@ fn expect(name: &str, actual: &str) {
     assert_eq!(actual, expected, "output differs from {}", path.display());
 }
 
+/// Writes `body` to `$PROTEGE_WIRE_OUT/name` when the variable is set.
+fn wire_out(name: &str, body: &str) {
+    if let Ok(out) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(Path::new(&out).join(name), body).unwrap();
+    }
+}
+
 /// What `main` prints: `run`'s text and a newline.
 fn printed(text: String) -> String {
     text + "\n"
@@ -54,14 +66,7 @@ async fn quickstart_prints_what_protege_resolve_prints() {
     let body = quickstart::run(&dir.path().join("protege.db"))
         .await
         .unwrap();
-    if let Ok(out) = std::env::var("PROTEGE_WIRE_OUT") {
-        std::fs::create_dir_all(&out).unwrap();
-        std::fs::write(
-            Path::new(&out).join("example-quickstart.anthropic.json"),
-            &body,
-        )
-        .unwrap();
-    }
+    wire_out("example-quickstart.anthropic.json", &body);
     // The CLI's committed output for `resolve --persona support --message
     // '<refund-3@example.com>' --format anthropic --now 2026-03-10T08:00:00Z`.
     let cli =
@@ -88,4 +93,20 @@ async fn hot_reload_sees_the_valid_edit_and_keeps_it_over_the_invalid_one() {
     let dir = tempfile::tempdir().unwrap();
     let out = hot_reload::run(dir.path()).await.unwrap();
     expect("examples/hot_reload.txt", &out);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_loop_closes_the_loop_and_the_next_request_replays_its_tool_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, sent) = agent_loop::run(&dir.path().join("protege.db"))
+        .await
+        .unwrap();
+    assert_eq!(sent.len(), 2, "two rounds: the tool calls, then the answer");
+    for (round, body) in sent.iter().enumerate() {
+        wire_out(
+            &format!("example-agent-loop-round-{round}.anthropic.json"),
+            &serde_json::to_string_pretty(body).unwrap(),
+        );
+    }
+    expect("examples/agent_loop.txt", &out);
 }
