@@ -196,3 +196,76 @@ impl CalibrationFit {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Role, message};
+
+    #[test]
+    fn twenty_runs_make_a_fit() {
+        let mut fit = CalibrationFit::default();
+        for n in 1..20 {
+            fit.add(100 * n + 7 * (n % 3), n % 4 + 1, (30 * n) as u64, 0);
+            assert_eq!(fit.calibration(), None, "{n} runs");
+        }
+        fit.add(2000, 1, 600, 0);
+        assert_eq!(fit.calibration().map(|c| c.runs), Some(20));
+    }
+
+    #[test]
+    fn proportional_runs_scale_the_estimate() {
+        // Every request has 40 characters per message: the two terms cannot be told
+        // apart, so the estimate's shape (10 + 4 per message) is scaled: ×2 here.
+        let mut fit = CalibrationFit::default();
+        for n in 1..=20 {
+            fit.add(40 * n, n, 28 * n as u64, 0);
+        }
+        let c = fit.calibration().unwrap();
+        assert!(
+            (c.per_char - 0.5).abs() < 1e-9 && (c.per_message - 8.0).abs() < 1e-9,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn a_negative_per_message_is_refitted_as_zero() {
+        let mut fit = CalibrationFit::default();
+        for n in 1..=20 {
+            // Billed a quarter of the characters, less 3 per message.
+            let (chars, messages) = (400 * n, 1 + n % 5);
+            fit.add(chars, messages, (chars / 4 - 3 * messages) as u64, 0);
+        }
+        let c = fit.calibration().unwrap();
+        assert_eq!(c.per_message, 0.0);
+        assert!(c.per_char > 0.2 && c.per_char < 0.25, "{c:?}");
+    }
+
+    #[test]
+    fn data_counts_with_the_estimate_outside_the_fit() {
+        let mut fit = CalibrationFit::default();
+        for n in 1..=20 {
+            // 1 token per 2 characters and 3 per message, plus 50 tokens of data.
+            let (chars, messages) = (20 * n, 1 + n % 3);
+            fit.add(chars, messages, (chars / 2 + 3 * messages + 50) as u64, 50);
+        }
+        let c = fit.calibration().unwrap();
+        assert!(
+            (c.per_char - 0.5).abs() < 1e-9 && (c.per_message - 3.0).abs() < 1e-9,
+            "{c:?}"
+        );
+        let image = Message {
+            content: Content::Parts(vec![
+                Part::Text {
+                    text: "x".repeat(10),
+                },
+                Part::Image {
+                    media_type: "image/png".into(),
+                    data: "A".repeat(400),
+                },
+            ]),
+            ..message(Role::User, "")
+        };
+        assert_eq!(c.count(&[image]), 5 + 3 + 100);
+    }
+}
