@@ -518,8 +518,9 @@ async fn html_is_converted_once(db: DatabaseConnection) {
         ])
     );
 
-    // Rows stored before the column existed: the migration converts each of them.
-    Migrator::down(&db, Some(1)).await.unwrap();
+    // Rows stored before the column existed: the migration converts each of them (the
+    // runs' migration, the newer one, goes down first).
+    Migrator::down(&db, Some(2)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),
