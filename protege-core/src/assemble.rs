@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::cache::{CacheHints, Conversation, cache_key};
+use crate::calibration::Calibration;
 use crate::context::{Context, Trigger};
 use crate::error::Result;
 use crate::message::{Content, Message, Request, Role, message};
@@ -73,17 +74,25 @@ impl Assembled {
     /// Counts the tokens of every step with [`Assembled::tokenizer`] (the `tokens` column
     /// of `--explain`); a step already counted is not counted again.
     pub fn count_tokens(&mut self) {
+        let tokenizer = self.tokenizer;
+        self.count_steps(|messages| messages.iter().map(|m| tokenizer.count_message(m)).sum());
+    }
+
+    /// Counts the tokens of every step with `calibration` (fitted to the model's recorded
+    /// usage) instead of [`Assembled::tokenizer`]; a step already counted is not counted
+    /// again.
+    pub fn count_tokens_calibrated(&mut self, calibration: &Calibration) {
+        self.count_steps(|messages| calibration.count(messages));
+    }
+
+    /// Sets each step's tokens not counted yet to `count` of its messages.
+    fn count_steps(&mut self, count: impl Fn(&[Message]) -> usize) {
         let messages = &self.request.messages;
         let mut start = 0;
         for step in &mut self.steps {
             let end = (start + step.messages).min(messages.len());
             if step.tokens.is_none() {
-                step.tokens = Some(
-                    messages[start..end]
-                        .iter()
-                        .map(|m| self.tokenizer.count_message(m))
-                        .sum(),
-                );
+                step.tokens = Some(count(&messages[start..end]));
             }
             start = end;
         }

@@ -37,7 +37,7 @@
 //!   [`assemble`] for a finished request with a report per resolver;
 //! - the built-in resolvers: [`LoadText`], [`LoadFile`], [`LoadRecord`], [`ThreadHistory`]
 //!   and [`ThreadSummary`];
-//! - templates ([`Template`]) and token counts ([`Tokenizer`]);
+//! - templates ([`Template`]) and token counts ([`Tokenizer`], [`Calibration`]);
 //! - [`db`]: connecting, migrating and reading mail back (importing it is `protege-store`'s);
 //! - [`wire`]: a request as an OpenAI or Anthropic request body, and a provider's answer
 //!   back as a [`wire::ModelResponse`];
@@ -50,6 +50,7 @@ compile_error!(
 
 mod assemble;
 mod cache;
+mod calibration;
 mod chain;
 mod context;
 pub mod db;
@@ -103,6 +104,7 @@ pub use protege_macros::Options;
 pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 
 // Templates, token counts, files and mail text.
+pub use calibration::{CALIBRATION_MIN_RUNS, Calibration, CalibrationFit};
 pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use limits::TemplateLimits;
 pub use protege_mail::html_to_text;

@@ -267,3 +267,88 @@ pub async fn stop_run<C: ConnectionTrait>(
         RoundWrite::Recorded
     })
 }
+
+/// The round 0 of a run, with the run's stored request and the usage the round reported:
+/// one sample of a token calibration.
+#[derive(Debug, Clone, PartialEq, Eq, FromQueryResult)]
+pub struct UsageSample {
+    /// The round's row id (rows are numbered in the order they are written).
+    pub round_id: i64,
+    /// The run's stored round-0 request.
+    pub request: String,
+    /// Uncached input tokens.
+    pub input_tokens: i64,
+    /// Input tokens read from the cache.
+    pub cache_read_tokens: i64,
+    /// Input tokens written to the cache.
+    pub cache_write_tokens: i64,
+}
+
+/// The round-0 rows of the runs of `model` that reported input tokens.
+fn usage_rounds(model: &str) -> sea_orm::Select<run_round::Entity> {
+    let billed = Expr::col((run_round::Entity, run_round::Column::InputTokens))
+        .add(Expr::col((
+            run_round::Entity,
+            run_round::Column::CacheReadTokens,
+        )))
+        .add(Expr::col((
+            run_round::Entity,
+            run_round::Column::CacheWriteTokens,
+        )));
+    run_round::Entity::find()
+        .join(
+            sea_orm::JoinType::InnerJoin,
+            sea_orm::RelationTrait::def(&run_round::Relation::Run),
+        )
+        .filter(run::Column::Model.eq(model))
+        .filter(run_round::Column::Round.eq(0))
+        .filter(billed.gt(0))
+}
+
+/// How many runs of `model` have a round 0 that reported input tokens, and the highest
+/// row id of those rounds.
+pub async fn usage_sample_stats<C: ConnectionTrait>(
+    db: &C,
+    model: &str,
+) -> Result<(u64, Option<i64>)> {
+    let row: Option<(i64, Option<i64>)> = usage_rounds(model)
+        .select_only()
+        .column_as(
+            Expr::col((run_round::Entity, run_round::Column::Id)).count(),
+            "n",
+        )
+        .column_as(
+            Expr::col((run_round::Entity, run_round::Column::Id)).max(),
+            "max_id",
+        )
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(row.map_or((0, None), |(n, max)| {
+        (u64::try_from(n).unwrap_or_default(), max)
+    }))
+}
+
+/// The samples of [`usage_sample_stats`] whose round row id is over `after` (all of them
+/// with `None`), in the order they were written.
+pub async fn usage_samples<C: ConnectionTrait>(
+    db: &C,
+    model: &str,
+    after: Option<i64>,
+) -> Result<Vec<UsageSample>> {
+    let mut query = usage_rounds(model);
+    if let Some(after) = after {
+        query = query.filter(run_round::Column::Id.gt(after));
+    }
+    Ok(query
+        .select_only()
+        .column_as(run_round::Column::Id, "round_id")
+        .column_as(run::Column::Request, "request")
+        .column_as(run_round::Column::InputTokens, "input_tokens")
+        .column_as(run_round::Column::CacheReadTokens, "cache_read_tokens")
+        .column_as(run_round::Column::CacheWriteTokens, "cache_write_tokens")
+        .order_by_asc(run_round::Column::Id)
+        .into_model::<UsageSample>()
+        .all(db)
+        .await?)
+}

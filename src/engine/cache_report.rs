@@ -53,7 +53,7 @@ impl CacheReport {
     }
 }
 
-fn percent(part: usize, whole: usize) -> String {
+pub(super) fn percent(part: usize, whole: usize) -> String {
     if whole == 0 {
         "-".to_owned()
     } else {

@@ -3,12 +3,14 @@
 //! examples and embedding applications.
 
 mod cache_report;
+mod calibrate;
 mod error;
 mod fixture;
 mod input;
 mod mail;
 mod message_id;
 mod run;
+mod runs_report;
 mod summary;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ use protege_config::{Diagnostic, Diagnostics, Event, Persona, PersonaSet, Regist
 use protege_core::db;
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
-    AppConfig, Context, Provider, Request, StepReport, Tokenizer, Trigger, assemble,
+    AppConfig, Calibration, Context, Provider, Request, StepReport, Tokenizer, Trigger, assemble,
 };
 use sea_orm::DatabaseConnection;
 use tokio::sync::{OnceCell, broadcast};
@@ -29,6 +31,7 @@ pub use input::{Format, ResolveInput};
 pub use mail::{EmlImport, EmlImported};
 pub(crate) use run::Recorded;
 pub use run::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
+pub use runs_report::{RunCacheReport, RunCacheRow};
 pub use summary::SUMMARY_MAX_BYTES;
 
 /// The result of [`Engine::resolve`].
@@ -47,6 +50,32 @@ pub struct Resolution {
     /// How tokens are counted for this run: the tokenizer of the input's `model`, else of
     /// the persona's `[model] name` (the estimate for a model that is not OpenAI's).
     pub tokenizer: Tokenizer,
+    /// The calibration the `tokens` of [`steps`](Self::steps) were counted with instead of
+    /// the estimate: set when the input asks for [`ResolveInput::explain`], the model has
+    /// no public tokenizer, and enough of its runs are recorded
+    /// ([`Engine::calibration`]).
+    pub calibration: Option<Calibration>,
+}
+
+impl Resolution {
+    /// Where the `tokens` of [`steps`](Self::steps) come from: `estimate`, `tokenizer
+    /// NAME` (e.g. `tokenizer o200k_base`) or `calibrated from N runs`.
+    pub fn token_source(&self) -> String {
+        match (&self.calibration, self.tokenizer) {
+            (Some(c), _) => c.source(),
+            (None, Tokenizer::Estimate) => "estimate".to_owned(),
+            (None, t) => format!("tokenizer {}", t.name()),
+        }
+    }
+
+    /// The sentence that explains the token column of `--explain`: the tokenizer's
+    /// ([`Tokenizer::describe`]), or the calibration's ([`Calibration::describe`]).
+    pub fn describe_tokens(&self) -> String {
+        match &self.calibration {
+            Some(c) => c.describe(),
+            None => self.tokenizer.describe().to_owned(),
+        }
+    }
 }
 
 /// Builds an [`Engine`]: where the app lives, its personas and its database.
@@ -202,6 +231,7 @@ impl EngineBuilder {
                     None => OnceCell::new(),
                 },
                 events,
+                fits: calibrate::Fits::default(),
             }),
         })
     }
@@ -249,6 +279,8 @@ struct Inner {
     /// The reload events, and the receiver made with the channel, kept for the first
     /// caller of [`Engine::events`] so it misses nothing since the engine was built.
     events: Option<(broadcast::Sender<Event>, FirstReceiver)>,
+    /// The token calibrations of the models, as [`Engine::calibration`] keeps them.
+    fits: calibrate::Fits,
 }
 
 impl Engine {
@@ -399,8 +431,18 @@ impl Engine {
             let shown = path.strip_prefix(self.root()).unwrap_or(path);
             EngineError::from(e).in_persona(&info.name, shown)
         })?;
+        let mut calibration = None;
         if input.explain {
-            assembled.count_tokens();
+            // A model without a public tokenizer counts with its calibration, once enough
+            // of its runs are recorded. `ThreadHistory`'s budget keeps the estimate: it is
+            // spent before this point, without a query for the calibration.
+            if let Some(name) = model_name.filter(|_| assembled.tokenizer == Tokenizer::Estimate) {
+                calibration = self.calibration(name).await?;
+            }
+            match &calibration {
+                Some(c) => assembled.count_tokens_calibrated(c),
+                None => assembled.count_tokens(),
+            }
         }
         let body = encode(&assembled.request, format, model.clone())?;
         let resolution = Resolution {
@@ -409,6 +451,7 @@ impl Engine {
             steps: assembled.steps,
             elapsed: assembled.elapsed,
             tokenizer: assembled.tokenizer,
+            calibration,
         };
         Ok((
             resolution,

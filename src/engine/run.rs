@@ -214,6 +214,34 @@ struct StoredRequest {
     cache: CacheMode,
 }
 
+/// The bodies of `run` that its recorded `rounds` (in order) answered: body k is what
+/// [`Engine::record_round`] gave after round k − 1 (round 0's for k = 0), built the same
+/// way from the stored request.
+pub(super) fn round_bodies(
+    run: &run_row::Model,
+    rounds: &[run_round::Model],
+) -> Result<Vec<Value>, EngineError> {
+    let rounds: Vec<&run_round::Model> = rounds.iter().collect();
+    (0..rounds.len())
+        .map(|k| next_body(run, &rounds[..k]))
+        .collect()
+}
+
+/// The conversation of a run: the cache key of its stored request (`None` when it has
+/// none or cannot be read).
+pub(super) fn stored_cache_key(text: &str) -> Option<String> {
+    serde_json::from_str::<StoredRequest>(text)
+        .ok()
+        .and_then(|s| s.cache_key)
+}
+
+/// The canonical round-0 request of a run's stored `request` column, with its tools.
+pub(super) fn stored_request(text: &str) -> Option<Request> {
+    serde_json::from_str::<StoredRequest>(text)
+        .ok()
+        .map(|s| s.request)
+}
+
 impl StoredRequest {
     fn spec(&self) -> ModelSpec {
         ModelSpec::new(self.model.clone())

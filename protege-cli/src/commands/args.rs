@@ -45,10 +45,11 @@ pub(crate) enum Command {
     )]
     Resolve(ResolveArgs),
     /// Resolve the reply run for every inbound message of a thread and print what a
-    /// provider's prompt cache would serve of each request.
+    /// provider's prompt cache would serve of each request; with --from-runs, the cache
+    /// share the provider reported for each recorded run next to the simulated one.
     #[command(
         name = "cache-report",
-        after_help = "Example:\n  protege cache-report --persona support --thread 1 --format anthropic"
+        after_help = "Examples:\n  protege cache-report --persona support --thread 1 --format anthropic\n  protege cache-report --from-runs --persona support --since 2026-03-01T00:00:00Z"
     )]
     CacheReport(CacheReportArgs),
     /// Start a run, record its rounds, show it: the loop of an agent, one round at a time.
@@ -226,14 +227,21 @@ pub(crate) struct CacheReportArgs {
     #[arg(long)]
     pub(crate) persona: String,
     /// The thread's id (`email_threads.id`).
-    #[arg(long, value_name = "THREAD_ID")]
-    pub(crate) thread: i64,
+    #[arg(long, value_name = "THREAD_ID", required_unless_present = "from_runs")]
+    pub(crate) thread: Option<i64>,
     /// The wire format (default: the persona's `[model] provider`).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, conflicts_with = "from_runs")]
     pub(crate) format: Option<WireFormat>,
     /// Model name of the requests (overrides the persona's [model] name).
-    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new(), conflicts_with = "from_runs")]
     pub(crate) model: Option<String>,
+    /// Report the persona's recorded runs instead: per run the cache share the provider
+    /// reported next to the simulated one.
+    #[arg(long, conflicts_with = "thread")]
+    pub(crate) from_runs: bool,
+    /// With --from-runs: only the runs started at or after this time.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_now, conflicts_with = "thread")]
+    pub(crate) since: Option<DateTime<Utc>>,
 }
 
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {

@@ -35,7 +35,7 @@ pub(crate) fn table(out: &Resolution) -> String {
         })
         .collect();
     let chain_time = out.elapsed;
-    let tokenizer = out.tokenizer;
+    let footer = out.describe_tokens();
     let total = Row {
         position: String::new(),
         name: "total".into(),
@@ -68,7 +68,7 @@ pub(crate) fn table(out: &Resolution) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out.push_str(tokenizer.describe());
+    out.push_str(&footer);
     out.push('\n');
     out
 }
