@@ -680,24 +680,34 @@ fn round_messages(assistant: Message, results: &[ToolResult]) -> Vec<Message> {
     std::iter::once(assistant).chain(tools).collect()
 }
 
-fn round_usage(r: &run_round::Model) -> Usage {
-    let n = |v: i64| u64::try_from(v).unwrap_or_default();
+/// The usage of four stored counts (input, output, cache read, cache write).
+fn usage_of(counts: [i64; 4]) -> Usage {
+    let [input, output, cache_read, cache_write] =
+        counts.map(|v| u64::try_from(v).unwrap_or_default());
     Usage {
-        input: n(r.input_tokens),
-        output: n(r.output_tokens),
-        cache_read: n(r.cache_read_tokens),
-        cache_write: n(r.cache_write_tokens),
+        input,
+        output,
+        cache_read,
+        cache_write,
     }
 }
 
+fn round_usage(r: &run_round::Model) -> Usage {
+    usage_of([
+        r.input_tokens,
+        r.output_tokens,
+        r.cache_read_tokens,
+        r.cache_write_tokens,
+    ])
+}
+
 fn run_usage(r: &run_row::Model) -> Usage {
-    let n = |v: i64| u64::try_from(v).unwrap_or_default();
-    Usage {
-        input: n(r.input_tokens),
-        output: n(r.output_tokens),
-        cache_read: n(r.cache_read_tokens),
-        cache_write: n(r.cache_write_tokens),
-    }
+    usage_of([
+        r.input_tokens,
+        r.output_tokens,
+        r.cache_read_tokens,
+        r.cache_write_tokens,
+    ])
 }
 
 fn run_info(r: &run_row::Model) -> RunInfo {
