@@ -11,54 +11,18 @@ use protege::{Direction, Engine, EngineErrorKind, Format, ResolveInput};
 use serde_json::{Value, json};
 
 mod common;
-use common::protege_command;
 use common::server::{Server, TOKEN, every_backend, execute};
+use common::{AGENT, protege_command};
 
 const NOW: &str = "2026-03-10T10:00:00Z";
-
-/// The persona of these tests: instructions, the thread, two tools, a scheduled task.
-const AGENT: &str = r#"addresses = ["support@acme.test"]
-
-[model]
-provider = "anthropic"
-name = "claude-sonnet-4-5"
-
-[limits]
-max_rounds = 3
-tool_result_bytes = 4096
-
-[[tools]]
-name = "lookup_order"
-description = "Find an order"
-input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
-
-[[tools]]
-name = "tracking_log"
-description = "The carrier's events of an order"
-input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
-
-[[message_resolvers]]
-use = "LoadText"
-template = "You are Acme's support agent."
-
-[[message_resolvers]]
-use = "ThreadHistory"
-
-[[responsibilities]]
-name = "digest"
-schedule = "0 8 * * *"
-instructions = "Summarise yesterday's orders."
-
-[[responsibility_resolvers]]
-use = "LoadText"
-template = "Summarise yesterday's orders."
-"#;
 
 /// An app root holding the `agent` persona.
 fn agent_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("personas")).unwrap();
-    std::fs::write(root.path().join("personas/agent.toml"), AGENT).unwrap();
+    // The shared persona, its runs bounded.
+    let persona = format!("{AGENT}\n[limits]\nmax_rounds = 3\ntool_result_bytes = 4096\n");
+    std::fs::write(root.path().join("personas/agent.toml"), persona).unwrap();
     root
 }
 

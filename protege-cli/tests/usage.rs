@@ -9,41 +9,8 @@ use protege::{Engine, EngineErrorKind, Format, ResolveInput, RunCacheRow};
 use serde_json::{Value, json};
 
 mod common;
+use common::AGENT;
 use common::server::{every_backend, execute, protege};
-
-/// The persona of the report: instructions, the thread, two tools, a scheduled task.
-const AGENT: &str = r#"addresses = ["support@acme.test"]
-
-[model]
-provider = "anthropic"
-name = "claude-sonnet-4-5"
-
-[[tools]]
-name = "lookup_order"
-description = "Find an order"
-input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
-
-[[tools]]
-name = "tracking_log"
-description = "The carrier's events of an order"
-input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
-
-[[message_resolvers]]
-use = "LoadText"
-template = "You are Acme's support agent."
-
-[[message_resolvers]]
-use = "ThreadHistory"
-
-[[responsibilities]]
-name = "digest"
-schedule = "0 8 * * *"
-instructions = "Summarise yesterday's orders."
-
-[[responsibility_resolvers]]
-use = "LoadText"
-template = "Summarise yesterday's orders."
-"#;
 
 const ZOE: &str = "Zoe <zoe@example.com>";
 const FIRST: &str = "<usage-1@example.com>";

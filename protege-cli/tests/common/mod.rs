@@ -19,3 +19,38 @@ pub(crate) fn protege_command() -> std::process::Command {
     command.current_dir(project());
     command
 }
+
+/// The `agent` persona of the runs' tests: instructions, the thread, two tools, a scheduled
+/// task, on a model without a public tokenizer.
+pub(crate) const AGENT: &str = r#"addresses = ["support@acme.test"]
+
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+
+[[tools]]
+name = "lookup_order"
+description = "Find an order"
+input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
+
+[[tools]]
+name = "tracking_log"
+description = "The carrier's events of an order"
+input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
+
+[[message_resolvers]]
+use = "LoadText"
+template = "You are Acme's support agent."
+
+[[message_resolvers]]
+use = "ThreadHistory"
+
+[[responsibilities]]
+name = "digest"
+schedule = "0 8 * * *"
+instructions = "Summarise yesterday's orders."
+
+[[responsibility_resolvers]]
+use = "LoadText"
+template = "Summarise yesterday's orders."
+"#;
