@@ -187,46 +187,107 @@ async fn the_loop_closes_on_every_backend() {
     let name = format!("pt_runs_loop_{}", std::process::id());
     for (url, server_url) in every_backend(root.path(), &name).await {
         let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
-        let replayed = the_loop(&server, root.path()).await;
+        let (run_id, messages, anthropic) = the_loop(&server, root.path()).await;
         // The same history imported from a fixture resolves to the same bytes.
-        let run_id = replayed.0;
-        let fixture_dir = tempfile::tempdir().unwrap();
-        let fixture_file = fixture_dir.path().join("thread.json");
-        std::fs::write(&fixture_file, fixture(&run_id).to_string()).unwrap();
-        let fixture_db = format!("sqlite://{}", fixture_dir.path().join("f.db").display());
-        let cli = |args: &[&str]| {
-            let out = protege_command()
-                .arg("--root")
-                .arg(root.path())
-                .arg("--database")
-                .arg(&fixture_db)
-                .args(args)
-                .env_remove("PROTEGE_DATABASE_URL")
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap()
-        };
-        cli(&["db", "import", fixture_file.to_str().unwrap()]);
-        for (format, over_http) in [("messages", &replayed.1), ("anthropic", &replayed.2)] {
-            let from_fixture = cli(&[
-                "resolve",
-                "--persona",
-                "agent",
-                "--message",
-                NEXT,
-                "--format",
-                format,
-                "--now",
-                NOW,
-            ]);
-            assert_eq!(&from_fixture, over_http, "{format} on {url}");
-        }
+        let from_fixture = resolved_from_fixture(root.path(), &run_id);
+        assert_eq!(from_fixture, [messages, anthropic], "on {url}");
         drop(server);
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
+
+/// What `protege resolve` prints for the next mail, in the canonical and the Anthropic
+/// format, when the thread with run `run_id`'s tool round is imported from a fixture.
+fn resolved_from_fixture(root: &Path, run_id: &str) -> [String; 2] {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("thread.json");
+    std::fs::write(&file, fixture(run_id).to_string()).unwrap();
+    let db = format!("sqlite://{}", dir.path().join("f.db").display());
+    let cli = |args: &[&str]| {
+        let (code, out, err) = cli_run(root, &db, args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    cli(&["db", "import", file.to_str().unwrap()]);
+    ["messages", "anthropic"].map(|format| {
+        cli(&[
+            "resolve",
+            "--persona",
+            "agent",
+            "--message",
+            NEXT,
+            "--format",
+            format,
+            "--now",
+            NOW,
+        ])
+    })
+}
+
+/// The same loop through the library: the engine's answers, then the next mail's request
+/// printed as `protege resolve` prints it, equal to the fixture's.
+#[tokio::test]
+async fn the_loop_closes_through_the_library_on_every_backend() {
+    let root = agent_root();
+    let name = format!("pt_runs_library_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        let engine = engine_on(root.path(), &url).await;
+        let run = engine.start_run(&start_input()).await.unwrap();
+        assert_eq!(run.body, round_0_body());
+        let step = engine
+            .record_round(&run.id, round(0, "good-loop-round-0.json", both_results()))
+            .await;
+        assert_eq!(
+            step.unwrap(),
+            Step::Continue {
+                round: 1,
+                body: round_1_body()
+            }
+        );
+        let step = engine
+            .record_round(&run.id, round(1, "good-loop-round-1.json", vec![]))
+            .await;
+        let usage = Usage {
+            input: 955,
+            output: 153,
+            cache_read: 1460,
+            cache_write: 1672,
+        };
+        assert_eq!(
+            step.unwrap(),
+            Step::Done {
+                text: ANSWER.to_owned(),
+                usage
+            }
+        );
+        engine
+            .ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound))
+            .await
+            .unwrap();
+        engine
+            .ingest_mail(next_mail().as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let printed = [Format::Messages, Format::Anthropic].map(|format| {
+            let input = ResolveInput::reply("agent", NEXT)
+                .format(format)
+                .now(NOW.parse().unwrap());
+            let engine = engine.clone();
+            async move {
+                let out = engine.resolve(&input).await.unwrap();
+                format!("{}\n", serde_json::to_string_pretty(&out.body).unwrap())
+            }
+        });
+        let [messages, anthropic] = printed;
+        let printed = [messages.await, anthropic.await];
+        assert_eq!(
+            resolved_from_fixture(root.path(), &run.id),
+            printed,
+            "on {url}"
+        );
+        close(&engine).await;
         if let Some(server_url) = server_url {
             execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
         }
@@ -437,10 +498,24 @@ fn start_input() -> ResolveInput {
         .now(NOW.parse().unwrap())
 }
 
-fn round(n: u32, file: &str, results: Vec<ToolResult>) -> RoundInput {
+/// Round `n` answering with the response `file` and `results`; from round 1 on, the calls'
+/// ids (and the results') end in `_N`, as a run's tool call ids are unique.
+fn round(n: u32, file: &str, mut results: Vec<ToolResult>) -> RoundInput {
+    let mut response = response(file);
+    if n > 0 {
+        let renamed = |id: &str| format!("{id}_{n}");
+        for block in response["content"].as_array_mut().unwrap() {
+            if let Some(id) = block.get("id").and_then(Value::as_str) {
+                block["id"] = json!(renamed(id));
+            }
+        }
+        for r in &mut results {
+            r.tool_call_id = renamed(&r.tool_call_id);
+        }
+    }
     RoundInput {
         round: n,
-        response: response(file),
+        response,
         results,
     }
 }
@@ -670,6 +745,23 @@ async fn a_scheduled_run_keeps_its_rounds_to_itself() {
         .await
         .unwrap();
     assert!(matches!(step, Step::Continue { round: 1, .. }), "{step:?}");
+    // A call id of round 0 again in round 1 is refused, and nothing is stored.
+    let again = RoundInput {
+        round: 1,
+        response: response("good-loop-round-0.json"),
+        results: both_results(),
+    };
+    let e = engine.record_round(&run.id, again).await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.to_string()),
+        (
+            EngineErrorKind::InvalidInput,
+            format!(
+                "tool call id `{LOOKUP}` of round 1's response was used in round 0 of run `{}`; a run's tool call ids are unique",
+                run.id
+            )
+        )
+    );
     let step = engine
         .record_round(&run.id, round(1, "good-loop-round-1.json", vec![]))
         .await
@@ -723,6 +815,11 @@ async fn two_writers_of_one_round_record_it_once() {
     }
 }
 
+/// Closes the engine's connections, so its database can be dropped.
+async fn close(engine: &Engine) {
+    engine.db().await.unwrap().clone().close().await.unwrap();
+}
+
 async fn two_writers(root: &Path, url: &str) {
     let engine = engine_on(root, url).await;
     for _ in 0..5 {
@@ -759,6 +856,8 @@ async fn two_writers(root: &Path, url: &str) {
             .unwrap(),
         5 * 2 * 2
     );
+    conn.close().await.unwrap();
+    close(&engine).await;
 }
 
 /// `protege ARGS` on the `agent` root and the database `db`: exit code, stdout, stderr.

@@ -348,6 +348,10 @@ impl Engine {
         }
         let (max_rounds, max_bytes) = self.run_limits(&run.persona);
         check_results(&run, input.round, &response, &results, max_bytes)?;
+        if input.round > 0 && !response.message.tool_calls.is_empty() {
+            self.check_new_call_ids(&run, input.round, &response)
+                .await?;
+        }
         let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
         let status = match response.outcome {
             Outcome::ToolCalls if !over => db::RUN_STARTED,
@@ -428,6 +432,38 @@ impl Engine {
                 .and_then(|l| l.tool_result_bytes)
                 .unwrap_or(DEFAULT_TOOL_RESULT_BYTES),
         )
+    }
+
+    /// Checks that no tool call of `response` (round `round` of `run`) reuses the id of a
+    /// call of an earlier round: the next body would hold two calls of one id, which the
+    /// providers refuse.
+    async fn check_new_call_ids(
+        &self,
+        run: &run_row::Model,
+        round: u32,
+        response: &ModelResponse,
+    ) -> Result<(), EngineError> {
+        let rounds = db::load_rounds(self.db().await?, &run.id).await?;
+        // Only the rounds before this one: another writer may have recorded this very round.
+        for earlier in rounds.iter().filter(|r| r.round < round as i32) {
+            let stored = serde_json::from_str(&earlier.response).unwrap_or_default();
+            let earlier_calls = parse_response(run, &stored)?.message.tool_calls;
+            if let Some(call) = response
+                .message
+                .tool_calls
+                .iter()
+                .find(|c| earlier_calls.iter().any(|e| e.id == c.id))
+            {
+                return Err(EngineError::new(
+                    EngineErrorKind::InvalidInput,
+                    format!(
+                        "tool call id `{}` of round {round}'s response was used in round {} of run `{}`; a run's tool call ids are unique",
+                        call.id, earlier.round, run.id
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The answer to round `round` recorded again: the same answer when the response and
