@@ -29,6 +29,7 @@ pub use cache_report::{CacheReport, CacheReportRow};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 pub use mail::{EmlImport, EmlImported};
+#[cfg(feature = "serve")]
 pub(crate) use run::Recorded;
 pub use run::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
 pub use runs_report::{RunCacheReport, RunCacheRow};
