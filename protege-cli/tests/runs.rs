@@ -1112,3 +1112,48 @@ async fn an_openai_run_sends_the_round_back_in_its_own_format() {
         }
     );
 }
+
+/// A service killed between two rounds leaves the recorded rounds whole: another process
+/// reads the run as it was and records the next round.
+#[tokio::test]
+async fn a_run_survives_its_service_killed_between_rounds() {
+    let root = agent_root();
+    let name = format!("pt_runs_killed_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        let (status, text) = server
+            .post("/v1/mail", "message/rfc822", first_mail())
+            .await;
+        assert_eq!(status, 201, "{text}");
+        let input =
+            json!({"persona": "agent", "message_id": FIRST, "format": "anthropic", "now": NOW});
+        let (status, text) = post(&server, "/v1/runs", &input).await;
+        assert_eq!(status, 201, "{text}");
+        let run_id = parsed(&text)["run_id"].as_str().unwrap().to_owned();
+        let rounds = format!("/v1/runs/{run_id}/rounds");
+        let round_0 = json!({"round": 0, "response": response("good-loop-round-0.json"), "results": round_0_results()});
+        let (status, continued) = post(&server, &rounds, &round_0).await;
+        assert_eq!(status, 200, "{continued}");
+        let (_, before) = server.get(&format!("/v1/runs/{run_id}"), Some(TOKEN)).await;
+        // SIGKILL: no shutdown of any kind.
+        drop(server);
+
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        assert_eq!(
+            server.get(&format!("/v1/runs/{run_id}"), Some(TOKEN)).await,
+            (200, before)
+        );
+        assert_eq!(post(&server, &rounds, &round_0).await, (200, continued));
+        let round_1 = json!({"round": 1, "response": response("good-loop-round-1.json")});
+        let (status, text) = post(&server, &rounds, &round_1).await;
+        assert_eq!(
+            (status, parsed(&text)["status"].clone()),
+            (200, json!("done")),
+            "{text}"
+        );
+        drop(server);
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
