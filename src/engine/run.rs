@@ -328,10 +328,10 @@ impl Engine {
         let conn = self.db().await?;
         let run = self.load_run_row(run_id).await?;
         let response = parse_response(&run, &input.response)?;
-        let results = normalised(&input.results);
+        let results = &input.results;
         let round = i32::try_from(input.round).unwrap_or(i32::MAX);
         if round < run.rounds {
-            let step = self.replayed(&run, input.round, &input.response, &results);
+            let step = self.replayed(&run, input.round, &input.response, results);
             return Ok((step.await, None));
         }
         if run.status != db::RUN_STARTED {
@@ -347,7 +347,7 @@ impl Engine {
             ));
         }
         let (max_rounds, max_bytes) = self.run_limits(&run.persona);
-        check_results(&run, input.round, &response, &results, max_bytes)?;
+        check_results(&run, input.round, &response, results, max_bytes)?;
         if input.round > 0 && !response.message.tool_calls.is_empty() {
             self.check_new_call_ids(&run, input.round, &response)
                 .await?;
@@ -358,14 +358,14 @@ impl Engine {
             Outcome::Done => "done",
             _ => "stopped",
         };
-        let new = new_round(round, &input.response, &results, &response, status);
+        let new = new_round(round, &input.response, results, &response, status);
         match db::record_round(conn, &run, &new).await? {
             db::RoundWrite::Recorded => {}
             // Another writer recorded this round or ended the run first: answer as a retry.
             db::RoundWrite::Raced => {
                 let run = self.load_run_row(run_id).await?;
                 if round < run.rounds {
-                    let step = self.replayed(&run, input.round, &input.response, &results);
+                    let step = self.replayed(&run, input.round, &input.response, results);
                     return Ok((step.await, None));
                 }
                 return Err(ended(&run));
@@ -580,11 +580,6 @@ fn parse_response(run: &run_row::Model, response: &Value) -> Result<ModelRespons
         _ => from_anthropic_response(&bytes),
     };
     parsed.map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::InvalidInput))
-}
-
-/// The results as stored and compared: as given, in the given order.
-fn normalised(results: &[ToolResult]) -> Vec<ToolResult> {
-    results.to_vec()
 }
 
 /// Checks that `results` answer exactly the tool calls of `response` (round `round` of
