@@ -272,13 +272,21 @@ async fn readiness_needs_a_persona() {
         server.get("/readyz", Some(TOKEN)).await,
         (503, error("unavailable", "no persona is loaded"))
     );
-    let logged: Vec<String> = server.log.try_iter().collect();
-    assert!(
-        logged
-            .iter()
-            .any(|l| l.contains("not ready") && l.contains("no persona is loaded")),
-        "{logged:#?}"
-    );
+    // The line is written after the answer: wait for it (a watchdog, not a timing).
+    let mut logged = Vec::new();
+    let found = loop {
+        match server.log.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => {
+                let found = line.contains("not ready") && line.contains("no persona is loaded");
+                logged.push(line);
+                if found {
+                    break true;
+                }
+            }
+            Err(_) => break false,
+        }
+    };
+    assert!(found, "{logged:#?}");
 }
 
 /// The open `/readyz` when the service is not ready, whatever the reason.

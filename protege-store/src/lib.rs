@@ -41,8 +41,7 @@ pub use fixture::{
     import_fixture_file, import_fixture_str, parse_fixture,
 };
 pub use runs::{
-    NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample, insert_run, load_rounds,
-    load_run, message_id_of, persona_runs, record_round, stop_run, usage_sample_stats,
-    usage_samples,
+    NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample, insert_run,
+    message_id_of, persona_runs, record_round, stop_run, usage_sample_stats, usage_samples,
 };
 pub use store::{StoredSummary, store_summary};

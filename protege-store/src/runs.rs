@@ -10,14 +10,14 @@
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
-    ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait, TransactionSession, TransactionTrait,
-    sea_query::{Expr, ExprTrait},
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, FromQueryResult, QueryFilter,
+    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
+    sea_query::{Expr, ExprTrait, InsertStatement, UpdateStatement},
 };
 
 use protege_core::Result;
-use protege_core::db::dates;
 use protege_core::db::entities::{message, run, run_round, tool_use};
+use protege_core::db::{dates, embedded_write};
 use protege_mail::without_nul;
 
 /// The status of a run that goes on.
@@ -72,11 +72,6 @@ pub async fn insert_run<C: ConnectionTrait>(db: &C, new: &NewRun) -> Result<()> 
     Ok(())
 }
 
-/// The run `id`, when there is one.
-pub async fn load_run<C: ConnectionTrait>(db: &C, id: &str) -> Result<Option<run::Model>> {
-    Ok(run::Entity::find_by_id(id.to_owned()).one(db).await?)
-}
-
 /// The Message-ID of the message whose row id is `row`.
 pub async fn message_id_of<C: ConnectionTrait>(db: &C, row: i64) -> Result<Option<String>> {
     Ok(message::Entity::find_by_id(row)
@@ -84,15 +79,6 @@ pub async fn message_id_of<C: ConnectionTrait>(db: &C, row: i64) -> Result<Optio
         .column(message::Column::MessageId)
         .into_tuple()
         .one(db)
-        .await?)
-}
-
-/// The recorded rounds of run `id`, in order.
-pub async fn load_rounds<C: ConnectionTrait>(db: &C, id: &str) -> Result<Vec<run_round::Model>> {
-    Ok(run_round::Entity::find()
-        .filter(run_round::Column::RunId.eq(id))
-        .order_by_asc(run_round::Column::Round)
-        .all(db)
         .await?)
 }
 
@@ -166,12 +152,52 @@ pub enum RoundWrite {
 
 /// Records `round` of `run` in one transaction: the run's count, status and usage, the
 /// round's row, and its tool uses as rows of the run's trigger message (`run_id` the run,
-/// `turn_index` the round, `position` the call's place).
-pub async fn record_round<C>(db: &C, run: &run::Model, round: &NewRound) -> Result<RoundWrite>
-where
-    C: ConnectionTrait + TransactionTrait,
-{
+/// `turn_index` the round, `position` the call's place). Three statements; on a SQLite
+/// file they run through the SQLite C library ([`embedded_write`]).
+pub async fn record_round(
+    db: &DatabaseConnection,
+    run: &run::Model,
+    round: &NewRound,
+) -> Result<RoundWrite> {
+    let (update, insert_round, insert_uses) = round_statements(run, round);
+    if let Some(done) = embedded_write(db, |tx| {
+        if tx.execute(&update)? == 0 {
+            return Ok(RoundWrite::Raced);
+        }
+        tx.execute(&insert_round)?;
+        if let Some(insert_uses) = &insert_uses {
+            tx.execute(insert_uses)?;
+        }
+        Ok(RoundWrite::Recorded)
+    }) {
+        return done;
+    }
     let txn = db.begin().await?;
+    if txn
+        .execute_raw(dates::statement(&txn, &update))
+        .await?
+        .rows_affected()
+        == 0
+    {
+        txn.rollback().await?;
+        return Ok(RoundWrite::Raced);
+    }
+    txn.execute_raw(dates::statement(&txn, &insert_round))
+        .await?;
+    if let Some(insert_uses) = &insert_uses {
+        txn.execute_raw(dates::statement(&txn, insert_uses)).await?;
+    }
+    txn.commit().await?;
+    Ok(RoundWrite::Recorded)
+}
+
+/// The statements of [`record_round`]: the run's update (it changes no row when another
+/// writer changed the run first), the round's insert, and the insert of its tool uses
+/// (`None` without any).
+fn round_statements(
+    run: &run::Model,
+    round: &NewRound,
+) -> (UpdateStatement, InsertStatement, Option<InsertStatement>) {
     let [input, output, cache_read, cache_write] = round.usage;
     let mut update = run::Entity::update_many()
         .col_expr(run::Column::Rounds, Expr::value(round.round + 1))
@@ -200,15 +226,6 @@ where
         .filter(run::Column::Rounds.eq(round.round))
         .filter(run::Column::Status.eq(RUN_STARTED))
         .into_query();
-    if txn
-        .execute_raw(dates::statement(&txn, &update))
-        .await?
-        .rows_affected()
-        == 0
-    {
-        txn.rollback().await?;
-        return Ok(RoundWrite::Raced);
-    }
     let row = run_round::ActiveModel {
         id: NotSet,
         run_id: Set(run.id.clone()),
@@ -222,28 +239,32 @@ where
         cache_write_tokens: Set(cache_write),
         created_at: Set(round.at),
     };
-    let insert = run_round::Entity::insert(row).into_query();
-    txn.execute_raw(dates::statement(&txn, &insert)).await?;
-    if let Some(message_id) = run.message_id {
-        for (position, use_) in round.tool_uses.iter().enumerate() {
-            let text = |v: &str| without_nul(v).into_owned();
-            let row = tool_use::ActiveModel {
-                id: NotSet,
-                message_id: Set(message_id),
-                run_id: Set(run.id.clone()),
-                turn_index: Set(round.round),
-                position: Set(i32::try_from(position).unwrap_or(i32::MAX)),
-                tool_call_id: Set(text(&use_.tool_call_id)),
-                name: Set(text(&use_.name)),
-                input: Set(text(&use_.input)),
-                result: Set(Some(text(&use_.result))),
-                is_error: Set(use_.is_error),
-            };
-            tool_use::Entity::insert(row).exec(&txn).await?;
-        }
-    }
-    txn.commit().await?;
-    Ok(RoundWrite::Recorded)
+    let insert_round = run_round::Entity::insert(row).into_query();
+    let uses: Vec<tool_use::ActiveModel> = match run.message_id {
+        Some(message_id) => round
+            .tool_uses
+            .iter()
+            .enumerate()
+            .map(|(position, use_)| {
+                let text = |v: &str| without_nul(v).into_owned();
+                tool_use::ActiveModel {
+                    id: NotSet,
+                    message_id: Set(message_id),
+                    run_id: Set(run.id.clone()),
+                    turn_index: Set(round.round),
+                    position: Set(i32::try_from(position).unwrap_or(i32::MAX)),
+                    tool_call_id: Set(text(&use_.tool_call_id)),
+                    name: Set(text(&use_.name)),
+                    input: Set(text(&use_.input)),
+                    result: Set(Some(text(&use_.result))),
+                    is_error: Set(use_.is_error),
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let insert_uses = (!uses.is_empty()).then(|| tool_use::Entity::insert_many(uses).into_query());
+    (update, insert_round, insert_uses)
 }
 
 /// Ends run `run` as `stopped` without recording a round (a loop over `[limits]

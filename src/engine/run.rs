@@ -222,8 +222,9 @@ pub(super) fn round_bodies(
     rounds: &[run_round::Model],
 ) -> Result<Vec<Value>, EngineError> {
     let rounds: Vec<&run_round::Model> = rounds.iter().collect();
-    (0..rounds.len())
-        .map(|k| next_body(run, &rounds[..k]))
+    let parsed = parse_rounds(run, &rounds)?;
+    (0..parsed.len())
+        .map(|k| next_body(run, &parsed[..k]))
         .collect()
 }
 
@@ -348,10 +349,20 @@ impl Engine {
         }
         let (max_rounds, max_bytes) = self.run_limits(&run.persona);
         check_results(&run, input.round, &response, results, max_bytes)?;
-        if input.round > 0 && !response.message.tool_calls.is_empty() {
-            self.check_new_call_ids(&run, input.round, &response)
-                .await?;
-        }
+        // The rounds before this one, read and parsed once: their call ids are checked
+        // against this round's, and they make the next body.
+        let mut rounds = if input.round > 0 {
+            let stored = db::load_rounds(conn, &run.id).await?;
+            // Only the rounds before this one: another writer may have recorded this very
+            // round.
+            let earlier: Vec<&run_round::Model> =
+                stored.iter().filter(|r| r.round < round).collect();
+            let parsed = parse_rounds(&run, &earlier)?;
+            check_new_call_ids(&run, input.round, &response, &earlier, &parsed)?;
+            parsed
+        } else {
+            Vec::new()
+        };
         let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
         let status = match response.outcome {
             Outcome::ToolCalls if !over => db::RUN_STARTED,
@@ -376,8 +387,13 @@ impl Engine {
             usage: response.usage,
             ended: (status != db::RUN_STARTED).then_some(input.round + 1),
         };
-        let run = self.load_run_row(run_id).await?;
-        Ok((self.step_after(&run, input.round).await, Some(recorded)))
+        // The run as this transaction left it: it changed the row only if nobody else had.
+        let run = run_after(run, &new);
+        rounds.push(ParsedRound {
+            response,
+            results: input.results,
+        });
+        Ok((self.step(&run, input.round, &rounds), Some(recorded)))
     }
 
     /// The run `run_id` as stored, with its rounds; [`EngineErrorKind::NotFound`] for an
@@ -434,38 +450,6 @@ impl Engine {
         )
     }
 
-    /// Checks that no tool call of `response` (round `round` of `run`) reuses the id of a
-    /// call of an earlier round: the next body would hold two calls of one id, which the
-    /// providers refuse.
-    async fn check_new_call_ids(
-        &self,
-        run: &run_row::Model,
-        round: u32,
-        response: &ModelResponse,
-    ) -> Result<(), EngineError> {
-        let rounds = db::load_rounds(self.db().await?, &run.id).await?;
-        // Only the rounds before this one: another writer may have recorded this very round.
-        for earlier in rounds.iter().filter(|r| r.round < round as i32) {
-            let stored = serde_json::from_str(&earlier.response).unwrap_or_default();
-            let earlier_calls = parse_response(run, &stored)?.message.tool_calls;
-            if let Some(call) = response
-                .message
-                .tool_calls
-                .iter()
-                .find(|c| earlier_calls.iter().any(|e| e.id == c.id))
-            {
-                return Err(EngineError::new(
-                    EngineErrorKind::InvalidInput,
-                    format!(
-                        "tool call id `{}` of round {round}'s response was used in round {} of run `{}`; a run's tool call ids are unique",
-                        call.id, earlier.round, run.id
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// The answer to round `round` recorded again: the same answer when the response and
     /// results are the ones recorded, else a conflict.
     async fn replayed(
@@ -503,26 +487,34 @@ impl Engine {
 
     /// What comes after round `round` of `run`, from what is stored.
     async fn step_after(&self, run: &run_row::Model, round: u32) -> Result<Step, EngineError> {
-        let rounds = db::load_rounds(self.db().await?, &run.id).await?;
+        let stored = db::load_rounds(self.db().await?, &run.id).await?;
         let upto: Vec<&run_round::Model> =
-            rounds.iter().filter(|r| r.round <= round as i32).collect();
-        let last = upto.last().copied();
+            stored.iter().filter(|r| r.round <= round as i32).collect();
+        let rounds = parse_rounds(run, &upto)?;
+        self.step(run, round, &rounds)
+    }
+
+    /// What comes after round `round` of `run`, given its rounds up to that one parsed.
+    fn step(
+        &self,
+        run: &run_row::Model,
+        round: u32,
+        rounds: &[ParsedRound],
+    ) -> Result<Step, EngineError> {
         let is_last = round as i32 + 1 == run.rounds;
         if !is_last || run.status == db::RUN_STARTED {
-            let body = next_body(run, &upto)?;
+            let body = next_body(run, rounds)?;
             return Ok(Step::Continue {
                 round: round + 1,
                 body,
             });
         }
-        let last = last.ok_or_else(|| broken(run, "has no recorded round"))?;
-        let response = parse_response(
-            run,
-            &serde_json::from_str(&last.response).unwrap_or_default(),
-        )?;
+        let last = rounds
+            .last()
+            .ok_or_else(|| broken(run, "has no recorded round"))?;
         let usage = run_usage(run);
-        let text = response.message.content.text();
-        match (run.status.as_str(), response.outcome) {
+        let text = last.response.message.content.text();
+        match (run.status.as_str(), last.response.outcome) {
             ("done", _) => Ok(Step::Done { text, usage }),
             (_, Outcome::ToolCalls) => {
                 let (max_rounds, _) = self.run_limits(&run.persona);
@@ -537,10 +529,78 @@ impl Engine {
             _ => Ok(Step::Stopped {
                 text,
                 usage,
-                stop_reason: response.stop_reason,
+                stop_reason: last.response.stop_reason.clone(),
             }),
         }
     }
+}
+
+/// A recorded round, parsed: the response in the run's format and the results.
+#[derive(Debug, Clone)]
+struct ParsedRound {
+    response: ModelResponse,
+    results: Vec<ToolResult>,
+}
+
+/// `rounds` of `run` (in order) parsed.
+fn parse_rounds(
+    run: &run_row::Model,
+    rounds: &[&run_round::Model],
+) -> Result<Vec<ParsedRound>, EngineError> {
+    rounds
+        .iter()
+        .map(|r| {
+            Ok(ParsedRound {
+                response: parse_response_text(run, &r.response)?,
+                results: serde_json::from_str(&r.results).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// Checks that no tool call of `response` (round `round` of `run`) reuses the id of a
+/// call of an `earlier` round (parsed as `parsed`): the next body would hold two calls of
+/// one id, which the providers refuse.
+fn check_new_call_ids(
+    run: &run_row::Model,
+    round: u32,
+    response: &ModelResponse,
+    earlier: &[&run_round::Model],
+    parsed: &[ParsedRound],
+) -> Result<(), EngineError> {
+    for (stored, earlier) in earlier.iter().zip(parsed) {
+        let earlier_calls = &earlier.response.message.tool_calls;
+        if let Some(call) = response
+            .message
+            .tool_calls
+            .iter()
+            .find(|c| earlier_calls.iter().any(|e| e.id == c.id))
+        {
+            return Err(EngineError::new(
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "tool call id `{}` of round {round}'s response was used in round {} of run `{}`; a run's tool call ids are unique",
+                    call.id, stored.round, run.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `run` once round `new` is recorded, as [`db::record_round`] changed its row.
+fn run_after(mut run: run_row::Model, new: &db::NewRound) -> run_row::Model {
+    let [input, output, cache_read, cache_write] = new.usage;
+    run.rounds = new.round + 1;
+    run.status = new.status.to_owned();
+    run.input_tokens += input;
+    run.output_tokens += output;
+    run.cache_read_tokens += cache_read;
+    run.cache_write_tokens += cache_write;
+    if new.status != db::RUN_STARTED {
+        run.finished_at = Some(new.at);
+    }
+    run
 }
 
 /// What one call of [`Engine::record_round`] recorded, for the service's metrics.
@@ -570,6 +630,15 @@ fn broken(run: &run_row::Model, what: &str) -> EngineError {
         EngineErrorKind::Unavailable,
         format!("database error: run `{}` {what}", run.id),
     )
+}
+
+/// A stored response (JSON text) parsed in the run's format.
+fn parse_response_text(run: &run_row::Model, text: &str) -> Result<ModelResponse, EngineError> {
+    let parsed = match run.format.as_str() {
+        "openai" => from_openai_response(text.as_bytes()),
+        _ => from_anthropic_response(text.as_bytes()),
+    };
+    parsed.map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::InvalidInput))
 }
 
 /// `response` parsed in the run's format.
@@ -671,27 +740,26 @@ fn new_round(
 
 /// The body after `rounds`: round 0's request, then per round the assistant message and
 /// one tool message per result in the order of the calls, encoded in the run's format.
-fn next_body(run: &run_row::Model, rounds: &[&run_round::Model]) -> Result<Value, EngineError> {
+fn next_body(run: &run_row::Model, rounds: &[ParsedRound]) -> Result<Value, EngineError> {
     let stored: StoredRequest = serde_json::from_str(&run.request)
         .map_err(|_| broken(run, "holds an unreadable request"))?;
-    let mut request = stored.request.clone();
+    let spec = stored.spec();
+    let mut request = stored.request;
     request.cache = CacheHints {
         history_end: stored.history_end,
-        key: stored.cache_key.clone(),
+        key: stored.cache_key,
     };
     for r in rounds {
-        let response = parse_response(run, &serde_json::from_str(&r.response).unwrap_or_default())?;
-        let results: Vec<ToolResult> = serde_json::from_str(&r.results).unwrap_or_default();
         request
             .messages
-            .extend(round_messages(response.message, &results));
+            .extend(round_messages(r.response.message.clone(), &r.results));
     }
     let format = if run.format == "openai" {
         Format::Openai
     } else {
         Format::Anthropic
     };
-    encode(&request, format, Some(stored.spec()))
+    encode(&request, format, Some(spec))
 }
 
 /// The messages of one round: the assistant message, then one tool message per call.

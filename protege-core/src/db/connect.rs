@@ -47,6 +47,15 @@ pub fn parse_connect_timeout(text: &str) -> Result<Duration> {
 /// error within it. SQLite connections wait up to [`SQLITE_BUSY_TIMEOUT`] for another
 /// writer. An unreachable server or unopenable file is an error of kind
 /// [`Database`](ErrorKind::Database) naming the URL without its password.
+///
+/// A SQLite database file is written in WAL mode (`journal_mode = WAL`, which the file
+/// keeps) with `synchronous = NORMAL`, unless the URL opens it read-only: readers never
+/// wait for a writer nor a writer for readers, so `serve` resolves while mail is imported
+/// and runs are recorded, and a commit appends to the WAL without a sync of its own (the
+/// WAL is synced at each checkpoint). A commit survives the process being killed at any
+/// point; a power cut or an operating-system crash can lose the last commits before a
+/// checkpoint, never the file's consistency. Copy a file in use with SQLite's `.backup` or
+/// `VACUUM INTO`: the `-wal` file beside it holds the latest commits until a checkpoint.
 pub async fn connect(url: &str) -> Result<DatabaseConnection> {
     connect_within(url, DEFAULT_CONNECT_TIMEOUT).await
 }
@@ -108,8 +117,20 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
     {
         // A `mode=` of the URL says itself whether the file is created (`rwc`) or not.
         let create = url.starts_with("sqlite:") && !url.contains("mode=");
+        // A file written by this connection: WAL, see `connect`.
+        let wal = url.starts_with("sqlite:")
+            && !url.contains(":memory:")
+            && !url.contains("mode=memory")
+            && !url.contains("mode=ro");
         options.map_sqlx_sqlite_opts(move |o| {
+            use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
             let o = if create { o.create_if_missing(true) } else { o };
+            let o = if wal {
+                o.journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+            } else {
+                o
+            };
             o.busy_timeout(SQLITE_BUSY_TIMEOUT)
         });
     }

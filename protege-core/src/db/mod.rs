@@ -31,7 +31,10 @@ pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,
     parse_connect_timeout, redact_text, redact_url,
 };
-pub use read::{embedded_statements, load_message, thread_inbound_messages, thread_messages};
+pub use read::{
+    Writes, embedded_statements, embedded_write, load_message, load_rounds, load_run,
+    thread_inbound_messages, thread_messages,
+};
 pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.

@@ -24,7 +24,7 @@ use chrono::SecondsFormat;
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
-use sea_orm::sea_query::{SelectStatement, SqliteQueryBuilder, Value};
+use sea_orm::sea_query::{QueryStatementWriter, SelectStatement, SqliteQueryBuilder, Value};
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
 use crate::db::SQLITE_BUSY_TIMEOUT;
@@ -121,12 +121,22 @@ fn file_identity(path: &Path) -> Option<(u64, u64)> {
         .map(|_| (0, 0))
 }
 
-/// A pool of read-only connections to one SQLite database file.
+/// A pool of read-only connections to one SQLite database file, and its one read-write
+/// connection for the writes of a hot path.
 #[derive(Debug)]
 pub(crate) struct Reader {
     path: PathBuf,
     state: Mutex<Pool>,
     statements: AtomicU64,
+    writer: Mutex<WriterSlot>,
+}
+
+/// The read-write connection of a file, opened at the first write, with the identity of
+/// the file it was opened on.
+#[derive(Debug, Default)]
+struct WriterSlot {
+    identity: Option<(u64, u64)>,
+    conn: Option<Connection>,
 }
 
 /// A connection of the pool, lent to one read.
@@ -171,6 +181,7 @@ pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
         path: path.to_owned(),
         state: Mutex::new(Pool::default()),
         statements: AtomicU64::new(0),
+        writer: Mutex::default(),
     });
     readers.insert(path.to_owned(), Arc::clone(&reader));
     Some(reader)
@@ -237,6 +248,76 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Runs `write` in one transaction on the file's read-write connection, on the calling
+    /// task: `BEGIN IMMEDIATE` (it waits for another writer at most
+    /// [`SQLITE_BUSY_TIMEOUT`], as any SQLite writer does), committed when `write` returns
+    /// `Ok`, rolled back otherwise.
+    fn write<T>(&self, write: impl FnOnce(&Writes<'_>) -> Result<T>) -> Result<T> {
+        let mut slot = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let identity = file_identity(&self.path);
+        if slot.identity != identity {
+            slot.conn = None;
+            slot.identity = identity;
+        }
+        if slot.conn.is_none() {
+            let conn = Connection::open_with_flags(
+                &self.path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+            // As SeaORM's SQLite driver opens its connections (`connect`): the file is in WAL
+            // mode already, and `synchronous` is a setting of each connection.
+            conn.pragma_update(None, "foreign_keys", true)?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+            slot.conn = Some(conn);
+        }
+        let Some(conn) = slot.conn.as_mut() else {
+            unreachable!("opened above")
+        };
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let out = write(&Writes { tx: &tx })?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+/// The statements of one write transaction on a SQLite file ([`embedded_write`]).
+#[derive(Debug)]
+pub struct Writes<'a> {
+    tx: &'a rusqlite::Transaction<'a>,
+}
+
+impl Writes<'_> {
+    /// Runs an `INSERT`, `UPDATE` or `DELETE` built by sea-query, bound as SeaORM's SQLite
+    /// driver binds it; the number of rows it changed.
+    pub fn execute(&self, statement: &impl QueryStatementWriter) -> Result<usize> {
+        let (sql, values) = statement.build(SqliteQueryBuilder);
+        let params = values.into_iter().map(bind).collect::<Result<Vec<_>>>()?;
+        Ok(self
+            .tx
+            .prepare_cached(&sql)?
+            .execute(rusqlite::params_from_iter(params))?)
+    }
+}
+
+/// Runs `write` in one transaction through the SQLite C library when `db` is a SQLite
+/// database file (`None` otherwise, and nothing runs): committed when it returns `Ok`,
+/// rolled back otherwise. For writes on a hot path, where SeaORM's driver costs more than
+/// SQLite's own work (a run's round); the statements are the sea-query statements the
+/// other backends run through SeaORM.
+#[doc(hidden)]
+pub fn embedded_write<T>(
+    db: &DatabaseConnection,
+    write: impl FnOnce(&Writes<'_>) -> Result<T>,
+) -> Option<Result<T>> {
+    Some(reader(db)?.write(write))
+}
+
 impl Session<'_> {
     /// Runs `statement`, calling `each` for every row in order.
     pub(crate) fn query(
@@ -296,6 +377,7 @@ mod tests {
             path,
             state: Mutex::new(Pool::default()),
             statements: AtomicU64::new(0),
+            writer: Mutex::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 //! - `history`: the prior turns behind `ThreadHistory`;
 //! - `summary`: the running summary that applies to a reply run;
 //! - `records`: `LoadRecord`'s rows of any table, as JSON;
+//! - `runs`: a run and its rounds;
 //! - `rows`: how a row of protege's tables becomes a value, whichever driver read it;
 //! - `embedded`: a SQLite file read through the SQLite C library.
 //!
@@ -17,7 +18,9 @@ pub(crate) mod history;
 mod lookup;
 pub(crate) mod records;
 mod rows;
+mod runs;
 pub(crate) mod summary;
 
-pub use embedded::embedded_statements;
+pub use embedded::{Writes, embedded_statements, embedded_write};
 pub use lookup::{load_message, thread_inbound_messages, thread_messages};
+pub use runs::{load_rounds, load_run};

@@ -23,7 +23,7 @@ use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use rusqlite::types::ValueRef;
 use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
-use crate::db::entities::{attachment, message, thread_summary, tool_use};
+use crate::db::entities::{attachment, message, run, run_round, thread_summary, tool_use};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
 
@@ -45,7 +45,14 @@ macro_rules! table_columns {
     )*};
 }
 
-table_columns!(message, attachment, tool_use, thread_summary);
+table_columns!(
+    message,
+    attachment,
+    tool_use,
+    thread_summary,
+    run,
+    run_round
+);
 
 /// Every column of `entity`'s table, qualified by the table, in declaration order: the
 /// select list in which each column sits at its [`TableColumn::position`].
@@ -97,7 +104,15 @@ macro_rules! decode_as_rusqlite_does {
     )*};
 }
 
-decode_as_rusqlite_does!(i64, i32, bool, String, Option<String>, Option<Vec<u8>>);
+decode_as_rusqlite_does!(
+    i64,
+    i32,
+    bool,
+    String,
+    Option<i64>,
+    Option<String>,
+    Option<Vec<u8>>
+);
 
 impl Decode for DateTime<Utc> {
     /// Read as SeaORM's SQLite driver reads it, from whichever storage class holds it.
@@ -118,6 +133,15 @@ impl Decode for DateTime<Utc> {
                 ),
             )
         })
+    }
+}
+
+impl Decode for Option<DateTime<Utc>> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self> {
+        match row.get_ref(index)? {
+            ValueRef::Null => Ok(None),
+            _ => DateTime::<Utc>::from_sqlite(row, index, name).map(Some),
+        }
     }
 }
 
@@ -273,6 +297,47 @@ pub(crate) fn tool_use(row: &impl Row) -> Result<(i64, StoredToolUse)> {
     ))
 }
 
+/// A `runs` row.
+pub(crate) fn run(row: &impl Row) -> Result<run::Model> {
+    use run::Column as R;
+    Ok(run::Model {
+        id: row.get(R::Id)?,
+        persona: row.get(R::Persona)?,
+        message_id: row.get(R::MessageId)?,
+        responsibility: row.get(R::Responsibility)?,
+        format: row.get(R::Format)?,
+        model: row.get(R::Model)?,
+        status: row.get(R::Status)?,
+        rounds: row.get(R::Rounds)?,
+        input_tokens: row.get(R::InputTokens)?,
+        output_tokens: row.get(R::OutputTokens)?,
+        cache_read_tokens: row.get(R::CacheReadTokens)?,
+        cache_write_tokens: row.get(R::CacheWriteTokens)?,
+        request_sha256: row.get(R::RequestSha256)?,
+        request: row.get(R::Request)?,
+        started_at: row.get(R::StartedAt)?,
+        finished_at: row.get(R::FinishedAt)?,
+    })
+}
+
+/// A `run_rounds` row.
+pub(crate) fn run_round(row: &impl Row) -> Result<run_round::Model> {
+    use run_round::Column as R;
+    Ok(run_round::Model {
+        id: row.get(R::Id)?,
+        run_id: row.get(R::RunId)?,
+        round: row.get(R::Round)?,
+        response: row.get(R::Response)?,
+        results: row.get(R::Results)?,
+        stop_reason: row.get(R::StopReason)?,
+        input_tokens: row.get(R::InputTokens)?,
+        output_tokens: row.get(R::OutputTokens)?,
+        cache_read_tokens: row.get(R::CacheReadTokens)?,
+        cache_write_tokens: row.get(R::CacheWriteTokens)?,
+        created_at: row.get(R::CreatedAt)?,
+    })
+}
+
 /// The content of a `thread_summaries` row.
 pub(crate) fn summary_content(row: &impl Row) -> Result<String> {
     row.get(thread_summary::Column::Content)
@@ -293,6 +358,8 @@ mod tests {
         check::<attachment::Column>();
         check::<tool_use::Column>();
         check::<thread_summary::Column>();
+        check::<run::Column>();
+        check::<run_round::Column>();
         assert_eq!(message::Column::SentAt.position(), 11);
     }
 
