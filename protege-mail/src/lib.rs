@@ -1,8 +1,8 @@
 //! Mail as protege reads it, with no database and no async: the content of an email
 //! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
 //! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
-//! [`cap_text`]), HTML bodies as text ([`html_to_text`]) and the parsing of RFC 5322 and
-//! mbox mail.
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`]), the fence around a body
+//! ([`Fence`]) and the parsing of RFC 5322 and mbox mail.
 //!
 //! Applications depend on the `protege` crate, which re-exports these items at its root;
 //! the examples are written through it. `protege-core` renders mail into requests and
@@ -12,9 +12,12 @@
 mod dates;
 #[doc(hidden)]
 pub mod eml;
+mod fence;
 mod html_text;
+mod lookalike;
 mod mail;
 
+pub use fence::Fence;
 pub use html_text::html_to_text;
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
