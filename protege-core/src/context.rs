@@ -74,13 +74,50 @@ pub struct PersonaInfo {
     pub mail: PersonaMail,
 }
 
-/// The `[mail]` table of a persona: how its mail is imported.
+/// The `[mail]` table of a persona: how its mail is imported and how mail bodies are
+/// rendered for the model.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PersonaMail {
     /// The authserv-ids (RFC 8601) whose `Authentication-Results` headers an import trusts
     /// (`trusted_authserv_ids`): mail that arrived from outside counts as the persona's own
     /// only with such a header reporting `dmarc=pass` for its From domain.
     pub trusted_authserv_ids: Vec<String>,
+    /// What a body shows of the text it quotes (`quoted`, default [`Quoted::Keep`]).
+    pub quoted: Quoted,
+    /// Whether every body sits between the lines of its thread's fence (`fence`, default
+    /// false; see [`Fence`](crate::Fence)).
+    pub fence: bool,
+}
+
+/// What a mail body shows of the text it quotes (`[mail] quoted`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Quoted {
+    /// The body as stored.
+    #[default]
+    Keep,
+    /// Only what its author wrote: text quoted from the thread's prior messages, quoted
+    /// and forwarded blocks, signatures and mobile taglines removed
+    /// ([`strip_quoted`](crate::strip_quoted)).
+    Strip,
+}
+
+impl Quoted {
+    /// The lowercase name used in TOML and the macro.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quoted::Keep => "keep",
+            Quoted::Strip => "strip",
+        }
+    }
+
+    /// Parses the lowercase name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Quoted> {
+        match name {
+            "keep" => Some(Quoted::Keep),
+            "strip" => Some(Quoted::Strip),
+            _ => None,
+        }
+    }
 }
 
 /// The `[limits]` table of a persona: each value set replaces the [`AppConfig`] default

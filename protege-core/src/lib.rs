@@ -76,7 +76,7 @@ pub use request::{build_request, user_turn};
 // A run's input.
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, ModelConfig,
-    PersonaInfo, PersonaLimits, PersonaMail, Provider, Responsibility, Trigger,
+    PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted, Responsibility, Trigger,
 };
 pub use protege_mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
