@@ -1,7 +1,8 @@
 //! Mail as protege reads it, with no database and no async: the content of an email
 //! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
 //! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
-//! [`cap_text`]), HTML bodies as text ([`html_to_text`]) and the parsing of RFC 5322 and
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`]), quoted text stripped from a
+//! thread's bodies ([`strip_quoted`], [`PriorBodies`]) and the parsing of RFC 5322 and
 //! mbox mail.
 //!
 //! Applications depend on the `protege` crate, which re-exports these items at its root;
@@ -14,12 +15,14 @@ mod dates;
 pub mod eml;
 mod html_text;
 mod mail;
+mod quoted;
 
 pub use html_text::html_to_text;
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, bare_address, cap_text, rfc3339_z,
 };
+pub use quoted::{PriorBodies, Stripped, strip_quoted};
 
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]
