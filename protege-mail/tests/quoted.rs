@@ -14,15 +14,18 @@ fn strip(body: &str) -> String {
     strip_quoted(body, &PriorBodies::new()).text.into_owned()
 }
 
-/// Walks `thread` oldest first as the engine does and returns every stripped body.
+/// Walks `thread` oldest first as the engine does and returns every stripped body:
+/// with `strip_quoted` then `add`, and with `strip_next`, which must agree.
 fn walk(thread: &[&str]) -> Vec<String> {
     let mut prior = PriorBodies::new();
+    let mut next = PriorBodies::new();
     thread
         .iter()
         .map(|body| {
-            let text = strip_quoted(body, &prior).text.into_owned();
+            let stripped = strip_quoted(body, &prior);
             prior.add(body);
-            text
+            assert_eq!(next.strip_next(body), stripped);
+            stripped.text.into_owned()
         })
         .collect()
 }
@@ -74,6 +77,32 @@ Bob";
         "Hi Ann,\n\nSorry about that, here it is again.\n\n> Thanks,\n> Ann\n\nBob"
     );
     assert_eq!(strip(bob), "Hi Ann,");
+}
+
+#[test]
+fn an_answer_opening_with_words_the_thread_has_seen_stays() {
+    // Bob's second answer quotes Ann again and opens as his first did: "Thanks, Ann /
+    // Hi Ann," is a known run of words, but the quote and the unquoted answer are never
+    // one block.
+    let bob1 = format!("{}\n\nHi Ann,\n\nThe PDF is fixed now.\n\nBob", quote(ANN));
+    let bob2 = format!(
+        "{}\n\nHi Ann,\n\nOne more thing: April's invoice is attached too.\n\nBob",
+        quote(ANN)
+    );
+    assert_eq!(
+        walk(&[ANN, &bob1, &bob2])[1..],
+        [
+            "Hi Ann,\n\nThe PDF is fixed now.\n\nBob",
+            "Hi Ann,\n\nOne more thing: April's invoice is attached too.\n\nBob",
+        ]
+    );
+}
+
+fn quote(body: &str) -> String {
+    body.lines()
+        .map(|l| format!("> {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]

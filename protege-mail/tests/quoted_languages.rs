@@ -263,3 +263,18 @@ fn sentences_with_those_verbs_stay() {
         Van: de klant\nAan: ons\n";
     assert_eq!(strip(body), body);
 }
+
+#[test]
+fn chinese_quote_rewrapped_is_found_in_the_thread() {
+    // No spaces between words: the quote is re-wrapped anywhere, and still matches.
+    let first =
+        "我们已经收到您的订单，预计将在三个工作日内发货。如有任何问题，请随时与我们联系。谢谢！";
+    let reply = "好的，谢谢。\n\n> 我们已经收到您的订单，预计将在三个\n> 工作日内发货。如有任何问题，请随时与\n\
+        > 我们联系。谢谢！\n\n另外，发票什么时候寄出？";
+    let mut prior = PriorBodies::new();
+    prior.add(first);
+    assert_eq!(
+        strip_quoted(reply, &prior).text,
+        "好的，谢谢。\n\n另外，发票什么时候寄出？"
+    );
+}

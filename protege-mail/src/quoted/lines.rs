@@ -77,12 +77,26 @@ pub(super) fn is_blank(text: &str) -> bool {
 
 /// Whether a line is quoted: its first character other than whitespace is `>`.
 pub(super) fn is_quoted(text: &str) -> bool {
-    text.trim_start().starts_with('>')
+    match text.bytes().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'>') => true,
+        Some(b) if b >= 0x80 => text.trim_start().starts_with('>'),
+        _ => false,
+    }
 }
 
 /// The line without its quote markers (`>`, `> > >`, `>>`) and leading whitespace.
 pub(super) fn strip_quote_markers(text: &str) -> &str {
-    text.trim_start_matches(|c: char| c == '>' || c.is_whitespace())
+    let skip = text
+        .bytes()
+        .position(|b| b != b'>' && !b.is_ascii_whitespace())
+        .unwrap_or(text.len());
+    let rest = &text[skip..];
+    // Whitespace beyond ASCII (a no-break space after `>`) is rare: the slow path.
+    if rest.starts_with(|c: char| c.is_whitespace()) {
+        rest.trim_start_matches(|c: char| c == '>' || c.is_whitespace())
+    } else {
+        rest
+    }
 }
 
 /// Han ideographs, kana, Hangul and their punctuation and full-width forms: scripts that

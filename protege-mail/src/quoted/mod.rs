@@ -13,8 +13,20 @@
 //! 3. A signature (from a line that is exactly `-- ` or `--`) and a mobile tagline
 //!    ("Sent from my iPhone", …) are removed with what follows them.
 //!
-//! Markers are looked for on lines that are not quoted: a quoted attribution or
-//! signature belongs to the quote around it, so an inline answer below it stays.
+//! Where the design leaves a choice, what a reader of the mail would expect:
+//!
+//! - Markers count on lines that are not quoted: a quoted attribution or signature
+//!   belongs to the quote around it, so an inline answer below it stays.
+//! - An attribution has the shape of one, so that a sentence ending in "wrote:" stays:
+//!   the language's opener and a date ("On <a digit, weekday or month> … wrote:"), or
+//!   an address in brackets ("Ann <ann@example.com> wrote:").
+//! - A header block names at least two things, one a date or a subject ("From: Paris" /
+//!   "To: London" stays).
+//! - A step-1 block is one piece of a prior body (every run of four words in it is
+//!   known) and does not mix quoted and unquoted lines; blocks under four words are
+//!   never found. Lines without words after a removed block go with it.
+//! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
+//!   as it is, borrowed.
 
 mod lang;
 mod lines;
@@ -39,7 +51,8 @@ pub struct Stripped<'a> {
 }
 
 /// Strips the quoted text from `body`, a message of a thread whose earlier messages are
-/// in `prior` (see [`PriorBodies`] for the walk). The lines that stay are not changed:
+/// in `prior` (see [`PriorBodies`] for the walk, and [`PriorBodies::strip_next`] for a
+/// walk in one call per message). The lines that stay are not changed:
 /// no reflowing, only trailing blank lines trimmed. A body that would become empty keeps
 /// its original text, with `removed` 0.
 ///
@@ -58,19 +71,31 @@ pub struct Stripped<'a> {
 /// assert_eq!(stripped.removed, reply.chars().count() - 29);
 /// ```
 pub fn strip_quoted<'a>(body: &'a str, prior: &PriorBodies) -> Stripped<'a> {
+    strip_with(body, prior).0
+}
+
+/// [`strip_quoted`], and the words of the whole body when step 1 read them (for
+/// [`PriorBodies::strip_next`]).
+fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<Vec<u64>>) {
     let unchanged = Stripped {
         text: Cow::Borrowed(body),
         removed: 0,
     };
     let mut lines = lines::split(body);
     let mut changed_any = false;
+    // Step 1 reads the words of the whole body in the first round only.
+    let mut first_words = None;
+    let mut words = Vec::new();
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
     loop {
         let mut changed = false;
         if look_for_blocks {
-            look_for_blocks = remove_known_blocks(body, &mut lines, prior);
+            look_for_blocks = remove_known_blocks(body, &mut lines, prior, &mut words);
             changed |= look_for_blocks;
+            if first_words.is_none() {
+                first_words = Some(std::mem::take(&mut words));
+            }
         }
         changed |= cut_at_markers(body, &mut lines);
         changed |= cut_at_signature(body, &mut lines);
@@ -80,20 +105,25 @@ pub fn strip_quoted<'a>(body: &'a str, prior: &PriorBodies) -> Stripped<'a> {
         changed_any = true;
     }
     if !changed_any {
-        return unchanged;
+        return (unchanged, first_words);
     }
     let text = lines::assemble(body, &lines);
     if text.trim().is_empty() {
-        return unchanged;
+        return (unchanged, first_words);
     }
     let removed = body.chars().count() - text.chars().count();
-    Stripped { text, removed }
+    (Stripped { text, removed }, first_words)
 }
 
 /// Step 1: removes every block found in `prior`, from the attribution above it (if
 /// any) to the lines without words after it. Returns whether anything was removed.
-fn remove_known_blocks(body: &str, lines: &mut Vec<Line>, prior: &PriorBodies) -> bool {
-    let blocks = prior::known_blocks(body, lines, prior);
+fn remove_known_blocks(
+    body: &str,
+    lines: &mut Vec<Line>,
+    prior: &PriorBodies,
+    words: &mut Vec<u64>,
+) -> bool {
+    let blocks = prior::known_blocks(body, lines, prior, words);
     if blocks.is_empty() {
         return false;
     }

@@ -6,7 +6,8 @@
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::lines::{Line, is_cjk, strip_quote_markers};
+use super::Stripped;
+use super::lines::{Line, is_cjk, is_quoted, strip_quote_markers};
 
 /// Words per shingle: a word of the body counts as already seen when a run of this many
 /// words around it appears in a prior body.
@@ -46,8 +47,25 @@ impl PriorBodies {
     pub fn add(&mut self, body: &str) {
         let mut words = Vec::new();
         for line in body.split('\n') {
-            words_of(line, &mut words);
+            words_of(strip_quote_markers(line), &mut words);
         }
+        self.add_words(&words);
+    }
+
+    /// Strips the thread's next message against the bodies added so far, then adds its
+    /// original body: [`strip_quoted`](crate::strip_quoted) and [`add`](Self::add) in
+    /// one call, which reads the body's words once instead of twice.
+    pub fn strip_next<'a>(&mut self, body: &'a str) -> Stripped<'a> {
+        let (stripped, words) = super::strip_with(body, self);
+        match words {
+            Some(words) => self.add_words(&words),
+            None => self.add(body),
+        }
+        stripped
+    }
+
+    /// Adds the words of a body, in order.
+    fn add_words(&mut self, words: &[u64]) {
         self.shingles.extend(words.windows(SHINGLE).map(shingle));
     }
 
@@ -58,111 +76,195 @@ impl PriorBodies {
 }
 
 /// The blocks of `lines` that appear in a prior body, as inclusive index ranges into
-/// `lines`: runs of lines whose words are all covered by known shingles (lines without
-/// words may sit inside a run), starting and ending with a line with words, holding at
-/// least [`MIN_BLOCK_LINES`] such lines or [`MIN_BLOCK_CHARS`] characters.
-pub(super) fn known_blocks(body: &str, lines: &[Line], prior: &PriorBodies) -> Vec<(usize, usize)> {
-    let mut words = Vec::new();
-    // Per line: the range of its words in `words`, and its characters.
+/// `lines`. A block is a run of lines whose words, taken together, form one chain of
+/// known shingles (each shingle of the run is known, so the run appears as one piece in
+/// a prior body, whatever its wrapping); lines without words may sit inside a run, and a
+/// run does not mix quoted and unquoted lines (a quote and the answer below it are
+/// never one piece, even when the answer opens with words the thread has seen). A block
+/// holds at least [`MIN_BLOCK_LINES`] lines with words or [`MIN_BLOCK_CHARS`]
+/// characters.
+///
+/// `words` is a buffer: it ends holding the words of `lines`, in order.
+pub(super) fn known_blocks(
+    body: &str,
+    lines: &[Line],
+    prior: &PriorBodies,
+    words: &mut Vec<u64>,
+) -> Vec<(usize, usize)> {
+    words.clear();
+    // Per line: the range of its words in `words`.
     let mut spans = Vec::with_capacity(lines.len());
     for line in lines {
         let start = words.len();
-        let text = strip_quote_markers(line.text(body)).trim_end();
-        words_of(text, &mut words);
-        spans.push((start, words.len(), text.chars().count()));
+        words_of(strip_quote_markers(line.text(body)), words);
+        spans.push((start, words.len()));
     }
     if words.len() < SHINGLE {
         return Vec::new();
     }
-    // covered[i] > 0 when word i sits in a known shingle (a difference array first).
-    let mut covered = vec![0i32; words.len() + 1];
-    for (i, window) in words.windows(SHINGLE).enumerate() {
-        if prior.shingles.contains(&shingle(window)) {
-            covered[i] += 1;
-            covered[i + SHINGLE] -= 1;
-        }
+    // hits[i]: the known shingles among the first i (prefix sums).
+    let mut hits = Vec::with_capacity(words.len() + 2 - SHINGLE);
+    hits.push(0u32);
+    let mut count = 0;
+    for window in words.windows(SHINGLE) {
+        count += u32::from(prior.shingles.contains(&shingle(window)));
+        hits.push(count);
     }
-    let mut running = 0;
-    for c in covered.iter_mut() {
-        running += *c;
-        *c = running;
-    }
+    let chain = Chain {
+        hits: &hits,
+        words: words.len(),
+    };
     let mut blocks = Vec::new();
-    // The open run: first and last line with words, their count and characters.
-    let mut run: Option<(usize, usize, usize, usize)> = None;
-    for (i, &(start, end, chars)) in spans.iter().enumerate() {
+    let mut run: Option<Run> = None;
+    for (i, &(start, end)) in spans.iter().enumerate() {
         if start == end {
             continue; // no words: neither breaks nor extends a run
         }
-        if covered[start..end].iter().all(|&c| c > 0) {
-            run = Some(match run {
-                Some((first, _, n, total)) => (first, i, n + 1, total + chars),
-                None => (i, i, 1, chars),
+        let text = lines[i].text(body);
+        let quoted = is_quoted(text);
+        // Characters only count while a run has too few lines to be a block anyway.
+        let chars = |lines: usize| {
+            if lines < MIN_BLOCK_LINES {
+                strip_quote_markers(text).trim_end().chars().count()
+            } else {
+                0
+            }
+        };
+        if let Some(open) = run.as_mut()
+            && open.quoted == quoted
+            && chain.covers(open.words, end)
+        {
+            open.last = i;
+            open.chars += chars(open.lines);
+            open.lines += 1;
+            continue;
+        }
+        if let Some(done) = run.take() {
+            done.push_to(&mut blocks);
+        }
+        if chain.covers(start, end) {
+            run = Some(Run {
+                first: i,
+                last: i,
+                words: start,
+                quoted,
+                lines: 1,
+                chars: chars(0),
             });
-        } else if let Some(done) = run.take() {
-            push_block(&mut blocks, done);
         }
     }
-    if let Some(done) = run {
-        push_block(&mut blocks, done);
+    if let Some(open) = run {
+        open.push_to(&mut blocks);
     }
     blocks
 }
 
-fn push_block(
-    blocks: &mut Vec<(usize, usize)>,
-    (first, last, lines, chars): (usize, usize, usize, usize),
-) {
-    if lines >= MIN_BLOCK_LINES || chars >= MIN_BLOCK_CHARS {
-        blocks.push((first, last));
+/// The known shingles of a body, to ask whether a range of its words is one chain.
+struct Chain<'a> {
+    hits: &'a [u32],
+    words: usize,
+}
+
+impl Chain<'_> {
+    /// Whether words `from..to` appear as one piece in a prior body: every shingle
+    /// inside the range is known or, for a range shorter than a shingle, a known
+    /// shingle holds it.
+    fn covers(&self, from: usize, to: usize) -> bool {
+        let known = |a: usize, b: usize| self.hits[b] - self.hits[a];
+        if to - from >= SHINGLE {
+            let windows = to - from - SHINGLE + 1;
+            known(from, from + windows) as usize == windows
+        } else {
+            let lowest = to.saturating_sub(SHINGLE);
+            let highest = from.min(self.words - SHINGLE);
+            lowest <= highest && known(lowest, highest + 1) > 0
+        }
+    }
+}
+
+/// A run of lines being read: its first and last line, its first word, whether its
+/// lines are quoted, and its lines with words and characters.
+struct Run {
+    first: usize,
+    last: usize,
+    words: usize,
+    quoted: bool,
+    lines: usize,
+    chars: usize,
+}
+
+impl Run {
+    fn push_to(self, blocks: &mut Vec<(usize, usize)>) {
+        if self.lines >= MIN_BLOCK_LINES || self.chars >= MIN_BLOCK_CHARS {
+            blocks.push((self.first, self.last));
+        }
     }
 }
 
 /// Appends the hashes of the words of `text` (quote markers already dropped): runs of
 /// characters between whitespace, except that each Chinese, Japanese or Korean character
 /// is a word of its own (those scripts do not separate words, and a re-wrapped quote
-/// breaks their lines anywhere).
+/// breaks their lines anywhere). An ASCII line is split at its whitespace bytes; in
+/// another, characters beyond ASCII are decoded to ask whether they are whitespace or
+/// CJK.
 fn words_of(text: &str, out: &mut Vec<u64>) {
-    let text = strip_quote_markers(text);
-    let mut hash = FNV_OFFSET;
-    let mut in_word = false;
-    for c in text.chars() {
-        if c.is_whitespace() {
-            if in_word {
-                out.push(finish(hash));
-                hash = FNV_OFFSET;
-                in_word = false;
-            }
-        } else if is_cjk(c) {
-            if in_word {
-                out.push(finish(hash));
-                in_word = false;
-            }
-            out.push(finish(feed(FNV_OFFSET, c)));
-            hash = FNV_OFFSET;
-        } else {
-            hash = feed(hash, c);
-            in_word = true;
-        }
+    let bytes = text.as_bytes();
+    if text.is_ascii() {
+        let words = bytes
+            .split(u8::is_ascii_whitespace)
+            .filter(|w| !w.is_empty());
+        out.extend(words.map(hash_bytes));
+        return;
     }
-    if in_word {
-        out.push(finish(hash));
+    let mut word_start = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (len, space, cjk) = if b < 0x80 {
+            (1, b.is_ascii_whitespace(), false)
+        } else {
+            let c = text[i..].chars().next().unwrap_or(' ');
+            (c.len_utf8(), c.is_whitespace(), is_cjk(c))
+        };
+        if space || cjk {
+            if let Some(start) = word_start.take() {
+                out.push(hash_bytes(&bytes[start..i]));
+            }
+            if cjk {
+                out.push(hash_bytes(&bytes[i..i + len]));
+            }
+        } else if word_start.is_none() {
+            word_start = Some(i);
+        }
+        i += len;
+    }
+    if let Some(start) = word_start {
+        out.push(hash_bytes(&bytes[start..]));
     }
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
-fn feed(mut hash: u64, c: char) -> u64 {
-    let mut buf = [0u8; 4];
-    for &b in c.encode_utf8(&mut buf).as_bytes() {
-        hash = (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+/// A word's hash: its bytes eight at a time (shingles spread the bits, see [`shingle`]).
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut hash = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut buf = [0u8; 8];
+        buf.copy_from_slice(chunk);
+        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(MULTIPLIER);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; 8];
+        buf[..rest.len()].copy_from_slice(rest);
+        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(MULTIPLIER);
     }
     hash
 }
 
-/// The splitmix64 finaliser: spreads FNV's bits so shingle hashes can be combined and
-/// stored without hashing again.
+/// The splitmix64 finaliser: spreads the bits so hashes can be combined and stored
+/// without hashing again.
 fn finish(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -171,7 +273,7 @@ fn finish(mut x: u64) -> u64 {
 
 fn shingle(words: &[u64]) -> u64 {
     finish(words.iter().fold(0u64, |acc, &w| {
-        acc.rotate_left(17).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ w
+        acc.rotate_left(17).wrapping_mul(MULTIPLIER) ^ w
     }))
 }
 
