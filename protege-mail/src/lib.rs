@@ -1,7 +1,8 @@
 //! Mail as protege reads it, with no database and no async: the content of an email
 //! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
 //! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
-//! [`cap_text`]), HTML bodies as text ([`html_to_text`]), the fence around a body
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`]), quoted text stripped from a
+//! thread's bodies ([`strip_quoted`], [`PriorBodies`]), the fence around a body
 //! ([`Fence`]) and the parsing of RFC 5322 and mbox mail.
 //!
 //! Applications depend on the `protege` crate, which re-exports these items at its root;
@@ -16,6 +17,7 @@ mod fence;
 mod html_text;
 mod lookalike;
 mod mail;
+mod quoted;
 
 pub use fence::Fence;
 pub use html_text::html_to_text;
@@ -23,6 +25,7 @@ pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, bare_address, cap_text, rfc3339_z,
 };
+pub use quoted::{PriorBodies, Stripped, strip_quoted};
 
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]
