@@ -455,6 +455,68 @@ fn a_top_posted_thread_walked_oldest_first() {
     );
 }
 
+#[test]
+fn random_bodies_keep_the_invariants() {
+    // Bodies drawn from pieces of real markers, CJK text, CRLF and stray bytes of
+    // punctuation: stripping never panics, `removed` is the difference in characters,
+    // and a body is returned whole exactly when nothing was removed.
+    const PIECES: &[&str] = &[
+        "Hello",
+        " ",
+        "\n",
+        "\r\n",
+        "> ",
+        ">>",
+        "-- ",
+        "--",
+        "On Tue, 3 Mar 2020 at 10:00 ",
+        "Ann <ann@example.com>",
+        " wrote:",
+        "From: ",
+        "Sent: ",
+        "Subject: ",
+        "-----Original Message-----",
+        "Sent from my iPhone",
+        "我们已经收到您的订单",
+        "写道：",
+        "é",
+        "\u{a0}",
+        "<",
+        "@",
+        ":",
+        "—",
+        "________________________________",
+        "Am 3.3.2020 schrieb",
+        "2011/4/7 ",
+        "：",
+        "\t",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut thread = PriorBodies::new();
+    for round in 0..3000 {
+        let body: String = (0..next(60)).map(|_| PIECES[next(PIECES.len())]).collect();
+        let prior = if round % 2 == 0 {
+            &thread
+        } else {
+            &PriorBodies::new()
+        };
+        let stripped = strip_quoted(&body, prior);
+        assert_eq!(
+            stripped.removed,
+            body.chars().count() - stripped.text.chars().count(),
+            "{body:?}"
+        );
+        assert_eq!(stripped.removed == 0, stripped.text == body, "{body:?}");
+        thread.add(&body);
+    }
+}
+
 /// Strips `body` on another thread; fails when it takes more than 120 s (no tight
 /// timing: a debug build on a busy machine must pass; `benches/quoted.rs` measures).
 fn strip_with_watchdog(name: &str, body: String, prior: PriorBodies) -> (usize, usize) {

@@ -231,7 +231,7 @@ fn attribution_within(text: &str) -> Option<usize> {
     if !text.ends_with("wrote:") {
         return None;
     }
-    let mut from = 1;
+    let mut from = text.chars().next().map_or(1, char::len_utf8);
     while let Some(found) = text.get(from..).and_then(|rest| rest.find("On ")) {
         let at = from + found;
         let before = &text[..at];
