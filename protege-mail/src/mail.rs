@@ -258,7 +258,7 @@ impl Email {
         }
         let (head_part, neutralised_head) = crate::Fence::neutralise(&plain[..head]);
         let (wrapped, neutralised_body) = fence.wrap(&body[..kept]);
-        let (rest, neutralised_rest) = crate::Fence::neutralise(&plain[head_end + 2 + kept..]);
+        let (rest, neutralised_rest) = crate::Fence::neutralise(&plain[head + 2 + kept..]);
         let mut out = String::with_capacity(plain.len() + 2 * fence.open_line().len() + 8);
         out.push_str(&head_part);
         out.push_str("\n\n");
