@@ -6,7 +6,7 @@
 //! created, so every process on one database draws the same fences and a thread's
 //! requests keep their cached prefix across restarts.
 
-use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
+use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{ConnectionTrait, DbErr};
 
 use crate::error::Result;
@@ -40,19 +40,35 @@ pub async fn fence_key<C: ConnectionTrait>(db: &C) -> Result<Option<String>> {
     })
 }
 
-/// Inserts a new random fence key, unless one is there already.
+/// Inserts a new random fence key, unless one is there already (a key another process
+/// inserted first stays: the insert of this one then fails and is ignored).
 #[doc(hidden)]
 pub async fn insert_fence_key<C: ConnectionTrait>(db: &C) -> std::result::Result<(), DbErr> {
     let mut key = [0u8; 32];
     getrandom::fill(&mut key)
         .map_err(|e| DbErr::Custom(format!("cannot draw a fence key: {e}")))?;
     let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    if fence_key(db)
+        .await
+        .map_err(|e| DbErr::Custom(e.to_string()))?
+        .is_some()
+    {
+        return Ok(());
+    }
     let insert = Query::insert()
         .into_table(Settings::Table)
         .columns([Settings::Name, Settings::Value])
         .values_panic([FENCE_KEY.into(), hex.into()])
-        .on_conflict(OnConflict::column(Settings::Name).do_nothing().to_owned())
         .to_owned();
-    db.execute(&insert).await?;
+    if let Err(e) = db.execute(&insert).await {
+        // Another process's key went in first: keep it.
+        if fence_key(db)
+            .await
+            .map_err(|e| DbErr::Custom(e.to_string()))?
+            .is_none()
+        {
+            return Err(e);
+        }
+    }
     Ok(())
 }
