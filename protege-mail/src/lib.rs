@@ -1,7 +1,7 @@
 //! Mail as protege reads it, with no database and no async: the content of an email
 //! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
 //! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
-//! [`cap_text`]), HTML bodies as text ([`html_to_text`]) and the parsing of RFC 5322 and
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`], [`html_to_text_counted`]) and the parsing of RFC 5322 and
 //! mbox mail.
 //!
 //! Applications depend on the `protege` crate, which re-exports these items at its root;
@@ -15,7 +15,7 @@ pub mod eml;
 mod html_text;
 mod mail;
 
-pub use html_text::html_to_text;
+pub use html_text::{html_to_text, html_to_text_counted};
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, bare_address, cap_text, rfc3339_z,
