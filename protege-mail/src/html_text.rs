@@ -5,10 +5,12 @@
 //! tree: no element nesting is ever walked, so deeply nested or unclosed markup costs
 //! what flat markup of the same size costs. Text is emitted as it comes; block elements
 //! only request a line break or a blank line before the next text. A stack of the open
-//! elements ([`open`]) says whether the next text is hidden ([`seen`], from the inline
-//! `style` ([`style`]) and a few presentational attributes).
+//! elements ([`open`], matched by HTML's categories of elements in [`names`]) says
+//! whether the next text is hidden ([`seen`]: from the inline `style` ([`style`]), a few
+//! presentational attributes, and their colours ([`colour`])).
 
 mod colour;
+mod names;
 mod open;
 mod seen;
 mod style;

@@ -21,13 +21,18 @@
 //!   deepest level kept.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use html5ever::{Attribute, LocalName, local_name};
 
+use super::names::Kind;
 use super::seen::Seen;
 
 /// The most open elements tracked at once, as deep as browsers nest elements.
 const MAX_DEPTH: usize = 512;
+
+/// A stack index (below [`MAX_DEPTH`]).
+type Index = u16;
 
 /// Which scope an end tag or an implied close looks for its element in (the kinds of
 /// scope of HTML's tree construction). Indexes [`Frame::bounds`].
@@ -59,29 +64,46 @@ const SCOPES: [Scope; 6] = [
     Scope::Block,
 ];
 
+impl Scope {
+    /// Whether an element of `kind` bounds this scope.
+    fn bounded_by(self, kind: Kind) -> bool {
+        match self {
+            Scope::Default => kind.has(Kind::BOUNDS_DEFAULT),
+            Scope::Button => kind.has(Kind::BOUNDS_DEFAULT | Kind::BOUNDS_BUTTON),
+            Scope::ListItem => kind.has(Kind::BOUNDS_DEFAULT | Kind::BOUNDS_LIST),
+            Scope::Table => kind.has(Kind::BOUNDS_TABLE),
+            Scope::Special => kind.has(Kind::SPECIAL),
+            Scope::Block => kind.has(Kind::SPECIAL) && !kind.has(Kind::LOOSE_BLOCK),
+        }
+    }
+}
+
 /// An open element.
 #[derive(Debug)]
 struct Frame {
     name: LocalName,
     /// The stack index of the next open element of the same name, further out.
-    outer: Option<usize>,
+    outer: Option<Index>,
     /// What is seen of the text inside.
     seen: Seen,
     /// Its start tag reached the text writer.
     passed: bool,
     /// Per [`Scope`], the stack index of the innermost element bounding it (this one
     /// included): an element below it is out of that scope.
-    bounds: [usize; SCOPES.len()],
+    bounds: [Index; SCOPES.len()],
 }
+
+/// A map keyed by element name.
+type ByName<V> = HashMap<LocalName, V, BuildHasherDefault<NameHasher>>;
 
 /// The stack of open elements.
 #[derive(Debug, Default)]
 pub(super) struct OpenElements {
     stack: Vec<Frame>,
     /// The stack index of the innermost open element of each name.
-    innermost: HashMap<LocalName, usize>,
+    innermost: ByName<Index>,
     /// Elements opened beyond [`MAX_DEPTH`] and not closed yet, by name.
-    flat: HashMap<LocalName, usize>,
+    flat: ByName<usize>,
     /// The names of those elements, in the order they were opened.
     flat_order: Vec<LocalName>,
     /// How many `head` elements are open.
@@ -107,14 +129,19 @@ impl OpenElements {
 
     /// A start tag; returns whether the element is rendered (its tag shapes the text).
     pub(super) fn start(&mut self, name: &LocalName, attrs: &[Attribute]) -> bool {
-        self.close_implied(name);
+        let kind = Kind::of(name);
+        self.close_implied(name, kind);
         if matches!(&**name, "html" | "body") && self.innermost.contains_key(name) {
             return !self.gone();
         }
-        let seen = self.stack.last().map(|f| f.seen).unwrap_or_default();
-        let seen = seen.child(name, attrs);
+        let parent = self.stack.last().map(|f| f.seen).unwrap_or_default();
+        let seen = if attrs.is_empty() && !kind.has(Kind::UNSEEN) {
+            parent
+        } else {
+            parent.child(name, attrs)
+        };
         let passed = !seen.gone;
-        if is_void(name) {
+        if kind.has(Kind::VOID) {
             return passed;
         }
         if self.stack.len() >= MAX_DEPTH {
@@ -127,10 +154,10 @@ impl OpenElements {
             self.flat_order.push(name.clone());
             return passed;
         }
-        let index = self.stack.len();
+        let index = self.stack.len() as Index;
         let mut bounds = self.stack.last().map_or([0; SCOPES.len()], |f| f.bounds);
         for (bound, scope) in bounds.iter_mut().zip(SCOPES) {
-            if scope.bounded_by(name) {
+            if scope.bounded_by(kind) {
                 *bound = index;
             }
         }
@@ -149,21 +176,21 @@ impl OpenElements {
     /// An end tag; returns whether it shapes the text (the element it closes was
     /// rendered, or it closes nothing and the text here is rendered).
     pub(super) fn end(&mut self, name: &LocalName) -> bool {
-        if let Some(open) = self.flat.get_mut(name)
+        if !self.flat_order.is_empty()
+            && let Some(open) = self.flat.get_mut(name)
             && *open > 0
         {
             *open -= 1;
             return !self.gone();
         }
+        let kind = Kind::of(name);
         let scope = match &**name {
             "html" | "body" => return !self.gone(),
             "template" => None,
             "p" => Some(Scope::Button),
             "li" => Some(Scope::ListItem),
-            "table" | "tbody" | "thead" | "tfoot" | "tr" | "td" | "th" | "caption" => {
-                Some(Scope::Table)
-            }
-            n if is_special(n) || is_formatting(n) => Some(Scope::Default),
+            _ if kind.has(Kind::TABLE_PART) => Some(Scope::Table),
+            _ if kind.has(Kind::SPECIAL | Kind::FORMATTING) => Some(Scope::Default),
             _ => Some(Scope::Special),
         };
         match self.find(name, scope) {
@@ -183,7 +210,7 @@ impl OpenElements {
             (Some(scope), Some(top)) => top.bounds[scope as usize],
             _ => 0,
         };
-        (index >= bound).then_some(index)
+        (index >= bound).then_some(usize::from(index))
     }
 
     /// Closes the innermost of `names` open within `scope`, if any.
@@ -194,17 +221,22 @@ impl OpenElements {
         }
     }
 
-    /// What a start tag `name` closes before it opens.
-    fn close_implied(&mut self, name: &LocalName) {
-        let name = &**name;
-        if self.heads > 0 && !is_head_content(name) {
+    /// What a start tag `name` of `kind` closes before it opens.
+    fn close_implied(&mut self, name: &LocalName, kind: Kind) {
+        if self.heads > 0 && !kind.has(Kind::HEAD_CONTENT) {
             self.close_head();
         }
-        if closes_p(name) {
+        if self.stack.is_empty() {
+            return;
+        }
+        if kind.has(Kind::CLOSES_P) {
             self.close(&[local_name!("p")], Scope::Button);
         }
+        if !kind.has(Kind::CLOSES_SIBLING) {
+            return;
+        }
         let cells = [local_name!("td"), local_name!("th")];
-        match name {
+        match &**name {
             "li" => self.close(&[local_name!("li")], Scope::Block),
             "dd" | "dt" => self.close(&[local_name!("dd"), local_name!("dt")], Scope::Block),
             "td" | "th" => self.close(&cells, Scope::Table),
@@ -222,7 +254,8 @@ impl OpenElements {
                 ];
                 self.close(&sections, Scope::Table);
             }
-            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "option" | "optgroup" => {
+            name => {
+                // A heading closes a heading; an option closes an option.
                 let top = self.stack.last().map(|f| &*f.name);
                 let closes = match name {
                     "option" | "optgroup" => top == Some("option"),
@@ -232,7 +265,6 @@ impl OpenElements {
                     self.pop_to(self.stack.len() - 1);
                 }
             }
-            _ => {}
         }
     }
 
@@ -247,7 +279,7 @@ impl OpenElements {
             .get(&local_name!("template"))
             .is_none_or(|&template| template < head)
         {
-            self.pop_to(head);
+            self.pop_to(usize::from(head));
         }
     }
 
@@ -274,238 +306,31 @@ impl OpenElements {
     }
 }
 
-impl Scope {
-    /// Whether an element `name` bounds this scope.
-    fn bounded_by(self, name: &str) -> bool {
-        let default = || {
-            matches!(
-                name,
-                "applet"
-                    | "caption"
-                    | "html"
-                    | "table"
-                    | "td"
-                    | "th"
-                    | "marquee"
-                    | "object"
-                    | "template"
-            )
-        };
-        match self {
-            Scope::Default => default(),
-            Scope::Button => default() || name == "button",
-            Scope::ListItem => default() || matches!(name, "ol" | "ul"),
-            Scope::Table => matches!(name, "html" | "table" | "template"),
-            Scope::Special => is_special(name),
-            Scope::Block => is_special(name) && !matches!(name, "address" | "div" | "p"),
+/// Hashes an element name: a name is interned and hashes itself as one `u64` (computed
+/// once, when it was interned), which only needs mixing, not a keyed hash.
+#[derive(Debug, Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        // The finaliser of MurmurHash3: every input bit reaches every output bit.
+        let mut h = self.0;
+        h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = self.0.rotate_left(8) ^ n;
     }
 }
 
 fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{c}')
-}
-
-/// Elements that never have content.
-fn is_void(name: &str) -> bool {
-    matches!(
-        name,
-        "area"
-            | "base"
-            | "basefont"
-            | "bgsound"
-            | "br"
-            | "col"
-            | "embed"
-            | "frame"
-            | "hr"
-            | "image"
-            | "img"
-            | "input"
-            | "keygen"
-            | "link"
-            | "meta"
-            | "param"
-            | "source"
-            | "track"
-            | "wbr"
-    )
-}
-
-/// Elements that may stand in `<head>`; any other start tag ends it.
-fn is_head_content(name: &str) -> bool {
-    matches!(
-        name,
-        "base"
-            | "basefont"
-            | "bgsound"
-            | "head"
-            | "html"
-            | "link"
-            | "meta"
-            | "noframes"
-            | "noscript"
-            | "script"
-            | "style"
-            | "template"
-            | "title"
-    )
-}
-
-/// Start tags that close an open `p`.
-fn closes_p(name: &str) -> bool {
-    matches!(
-        name,
-        "address"
-            | "article"
-            | "aside"
-            | "blockquote"
-            | "center"
-            | "dd"
-            | "details"
-            | "dialog"
-            | "dir"
-            | "div"
-            | "dl"
-            | "dt"
-            | "fieldset"
-            | "figcaption"
-            | "figure"
-            | "footer"
-            | "form"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "header"
-            | "hgroup"
-            | "hr"
-            | "li"
-            | "listing"
-            | "main"
-            | "menu"
-            | "nav"
-            | "ol"
-            | "p"
-            | "plaintext"
-            | "pre"
-            | "search"
-            | "section"
-            | "summary"
-            | "table"
-            | "ul"
-            | "xmp"
-    )
-}
-
-/// Formatting elements: their end tags look in the default scope.
-fn is_formatting(name: &str) -> bool {
-    matches!(
-        name,
-        "a" | "b"
-            | "big"
-            | "code"
-            | "em"
-            | "font"
-            | "i"
-            | "nobr"
-            | "s"
-            | "small"
-            | "strike"
-            | "strong"
-            | "tt"
-            | "u"
-    )
-}
-
-/// HTML's "special" elements: an end tag of another name does not close past them.
-fn is_special(name: &str) -> bool {
-    matches!(
-        name,
-        "address"
-            | "applet"
-            | "area"
-            | "article"
-            | "aside"
-            | "base"
-            | "basefont"
-            | "bgsound"
-            | "blockquote"
-            | "body"
-            | "br"
-            | "button"
-            | "caption"
-            | "center"
-            | "col"
-            | "colgroup"
-            | "dd"
-            | "details"
-            | "dir"
-            | "div"
-            | "dl"
-            | "dt"
-            | "embed"
-            | "fieldset"
-            | "figcaption"
-            | "figure"
-            | "footer"
-            | "form"
-            | "frame"
-            | "frameset"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "head"
-            | "header"
-            | "hgroup"
-            | "hr"
-            | "html"
-            | "iframe"
-            | "img"
-            | "input"
-            | "keygen"
-            | "li"
-            | "link"
-            | "listing"
-            | "main"
-            | "marquee"
-            | "menu"
-            | "meta"
-            | "nav"
-            | "noembed"
-            | "noframes"
-            | "noscript"
-            | "object"
-            | "ol"
-            | "p"
-            | "param"
-            | "plaintext"
-            | "pre"
-            | "script"
-            | "search"
-            | "section"
-            | "select"
-            | "source"
-            | "style"
-            | "summary"
-            | "table"
-            | "tbody"
-            | "td"
-            | "template"
-            | "textarea"
-            | "tfoot"
-            | "th"
-            | "thead"
-            | "title"
-            | "tr"
-            | "track"
-            | "ul"
-            | "wbr"
-            | "xmp"
-    )
 }

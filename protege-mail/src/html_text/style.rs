@@ -5,6 +5,8 @@
 //! understood, and when a property is declared twice the last valid declaration wins
 //! (an important one beats a later normal one), as in CSS.
 
+use std::borrow::Cow;
+
 use super::colour::{self, Paint, TRANSPARENT};
 
 /// The declarations of one `style` attribute that bear on visibility.
@@ -89,12 +91,12 @@ impl Style {
     pub(super) fn parse(attribute: &str) -> Self {
         let css = clean(attribute);
         let mut d = Declarations::default();
-        for declaration in split_top_level(&css, |c| c == ';') {
+        for declaration in split_top_level(&css, |b| b == b';') {
             let Some((name, value)) = declaration.split_once(':') else {
                 continue;
             };
-            let (value, important) = importance(value.trim());
-            d.declare(name.trim(), value, important);
+            let (value, important) = importance(value.trim_ascii());
+            d.declare(name.trim_ascii(), value, important);
         }
         let zero = d.zero.map(|z| z.value == Some(true));
         let overflow = d.overflow.map(|o| o.value == Some(true));
@@ -162,7 +164,13 @@ impl Declarations {
 /// escapes decoded. An escape stands for a letter, digit, `-` or `_` only; any other
 /// escaped character becomes U+FFFD, so that it can neither end a declaration nor open
 /// a string or a parenthesis (in CSS it is part of a name, never punctuation).
-fn clean(css: &str) -> String {
+fn clean(css: &str) -> Cow<'_, str> {
+    if !css
+        .bytes()
+        .any(|b| b == b'/' || b == b'\\' || b.is_ascii_uppercase())
+    {
+        return Cow::Borrowed(css);
+    }
     let mut out = String::with_capacity(css.len());
     let mut chars = css.chars().peekable();
     let mut quote = None;
@@ -190,7 +198,7 @@ fn clean(css: &str) -> String {
                     chars.next();
                 }
                 let escaped = if digits > 0 {
-                    if chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    if chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
                         chars.next();
                     }
                     char::from_u32(code)
@@ -216,23 +224,40 @@ fn clean(css: &str) -> String {
             }
         }
     }
-    out
+    Cow::Owned(out)
 }
 
-/// The pieces of `css` between separators outside parentheses and quotes.
-fn split_top_level(css: &str, separator: impl Fn(char) -> bool) -> impl Iterator<Item = &str> {
+/// The pieces of `css` between separators outside parentheses and quotes. Separators
+/// are ASCII, so the bytes are scanned: no byte of a multi-byte character is ASCII.
+fn split_top_level(css: &str, separator: impl Fn(u8) -> bool) -> impl Iterator<Item = &str> {
     let mut depth = 0usize;
     let mut quote = None;
-    css.split(move |c: char| {
-        match (quote, c) {
-            (Some(q), c) if c == q || c == '\n' => quote = None,
+    let mut start = 0;
+    let bytes = css.as_bytes();
+    let mut cuts = bytes.iter().enumerate().filter_map(move |(i, &b)| {
+        match (quote, b) {
+            (Some(q), b) if b == q || b == b'\n' => quote = None,
             (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(') => depth += 1,
-            (None, ')') => depth = depth.saturating_sub(1),
-            (None, c) => return depth == 0 && separator(c),
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'(') => depth += 1,
+            (None, b')') => depth = depth.saturating_sub(1),
+            (None, b) if depth == 0 && separator(b) => return Some(i),
+            _ => {}
         }
-        false
+        None
+    });
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let end = cuts.next().unwrap_or_else(|| {
+            done = true;
+            css.len()
+        });
+        let piece = &css[start..end];
+        start = end + 1;
+        Some(piece)
     })
 }
 
@@ -240,8 +265,8 @@ fn split_top_level(css: &str, separator: impl Fn(char) -> bool) -> impl Iterator
 fn importance(value: &str) -> (&str, bool) {
     value
         .strip_suffix("important")
-        .and_then(|v| v.trim_end().strip_suffix('!'))
-        .map_or((value, false), |v| (v.trim_end(), true))
+        .and_then(|v| v.trim_ascii_end().strip_suffix('!'))
+        .map_or((value, false), |v| (v.trim_ascii_end(), true))
 }
 
 fn visibility(value: &str) -> Option<Option<bool>> {
@@ -325,7 +350,7 @@ fn background(value: &str) -> (Paint, bool) {
     }
     let mut paint = Paint::Rgba(TRANSPARENT);
     let mut image = false;
-    let tokens = split_top_level(value, |c| c.is_whitespace() || c == ',' || c == '/');
+    let tokens = split_top_level(value, |b| b.is_ascii_whitespace() || b == b',' || b == b'/');
     for token in tokens.filter(|t| !t.is_empty()) {
         let function = token.find('(').map(|i| &token[..i]);
         match function {
