@@ -1,9 +1,9 @@
 //! Mail as protege reads it, with no database and no async: the content of an email
 //! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
 //! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
-//! [`cap_text`]), HTML bodies as text ([`html_to_text`]), quoted text stripped from a
-//! thread's bodies ([`strip_quoted`], [`PriorBodies`]), the fence around a body
-//! ([`Fence`]) and the parsing of RFC 5322 and mbox mail.
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`], [`html_to_text_counted`]), quoted
+//! text stripped from a thread's bodies ([`strip_quoted`], [`PriorBodies`]), the fence
+//! around a body ([`Fence`]) and the parsing of RFC 5322 and mbox mail.
 //!
 //! Applications depend on the `protege` crate, which re-exports these items at its root;
 //! the examples are written through it. `protege-core` renders mail into requests and
@@ -20,7 +20,7 @@ mod mail;
 mod quoted;
 
 pub use fence::Fence;
-pub use html_text::html_to_text;
+pub use html_text::{html_to_text, html_to_text_counted};
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, bare_address, cap_text, rfc3339_z,
