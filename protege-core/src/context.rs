@@ -265,6 +265,7 @@ struct Inner {
     tokenizer: Tokenizer,
     vars: OnceLock<minijinja::Value>,
     fence_key: Option<Arc<[u8]>>,
+    explain: bool,
     mail: Mutex<MailNotes>,
 }
 
@@ -328,6 +329,7 @@ pub struct ContextBuilder {
     trigger: Trigger,
     tokenizer: Option<Tokenizer>,
     fence_key: Option<Arc<[u8]>>,
+    explain: bool,
 }
 
 impl ContextBuilder {
@@ -337,6 +339,14 @@ impl ContextBuilder {
     /// restarts, and with them the cached prefix of a thread's requests.
     pub fn fence_key(mut self, key: impl Into<Arc<[u8]>>) -> Self {
         self.fence_key = Some(key.into());
+        self
+    }
+
+    /// Whether the run also counts what the HTML converter dropped as hidden from the
+    /// bodies it renders ([`MailStats::hidden_chars`], for `--explain`; default false): it
+    /// converts each HTML body again, so a plain resolve leaves it off.
+    pub fn explain(mut self, yes: bool) -> Self {
+        self.explain = yes;
         self
     }
 
@@ -382,6 +392,7 @@ impl ContextBuilder {
             tokenizer,
             vars: OnceLock::new(),
             fence_key: self.fence_key,
+            explain: self.explain,
             mail: Mutex::default(),
         }))
     }
@@ -403,6 +414,7 @@ impl Context {
             trigger,
             tokenizer: None,
             fence_key: None,
+            explain: false,
         }
     }
 
@@ -497,6 +509,7 @@ impl Context {
             quoted: mail.quoted,
             fence,
             text_limit: self.mail_limits().message_text_bytes,
+            count_hidden: self.0.explain,
         }
     }
 

@@ -110,7 +110,7 @@ pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 pub use calibration::{CALIBRATION_MIN_RUNS, Calibration, CalibrationFit};
 pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use limits::TemplateLimits;
-pub use protege_mail::html_to_text;
+pub use protege_mail::{html_to_text, html_to_text_counted};
 pub use template::Template;
 pub use tokens::Tokenizer;
 

@@ -2,7 +2,7 @@
 //! to its body (`quoted`, `fence`), the rendering cut at `[limits] message_text_bytes`.
 
 use crate::context::{MailStats, Quoted};
-use crate::mail::{Fence, MailMessage, PriorBodies};
+use crate::mail::{Fence, MailMessage, PriorBodies, html_to_text_counted};
 
 /// How a run renders mail bodies ([`Context::mail_render`](crate::Context::mail_render)).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +13,8 @@ pub struct MailRender {
     pub fence: Option<Fence>,
     /// The most bytes of one rendered message.
     pub text_limit: usize,
+    /// Whether [`MailStats::hidden_chars`] is counted (an HTML body converted again).
+    pub count_hidden: bool,
 }
 
 impl MailRender {
@@ -26,6 +28,9 @@ impl MailRender {
         prior: &mut PriorBodies,
         stats: &mut MailStats,
     ) -> String {
+        if self.count_hidden {
+            stats.hidden_chars += hidden_chars(m);
+        }
         let body = m.readable();
         let body = match self.quoted {
             Quoted::Keep => body,
@@ -45,8 +50,19 @@ impl MailRender {
         }
     }
 
-    /// Whether rendering changes nothing of [`Email::render_within`](crate::Email::render_within).
+    /// Whether rendering changes nothing of [`Email::render_within`](crate::Email::render_within)
+    /// and counts nothing.
     pub fn is_plain(&self) -> bool {
-        self.quoted == Quoted::Keep && self.fence.is_none()
+        self.quoted == Quoted::Keep && self.fence.is_none() && !self.count_hidden
+    }
+}
+
+/// The characters of `m`'s HTML body that the HTML converter drops as hidden, when its
+/// readable body is its HTML body (0 when it has a text body).
+fn hidden_chars(m: &MailMessage) -> usize {
+    let has_text = m.text_body.as_deref().is_some_and(|t| !t.trim().is_empty());
+    match (&m.html_body, has_text) {
+        (Some(html), false) => html_to_text_counted(html).1,
+        _ => 0,
     }
 }

@@ -463,6 +463,7 @@ impl Engine {
         if info.mail.fence {
             builder = builder.fence_key(self.fence_key(conn).await?);
         }
+        builder = builder.explain(input.explain);
         if let Some(now) = now {
             builder = builder.now(now);
         }

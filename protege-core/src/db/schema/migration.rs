@@ -26,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(StoreHtmlText),
             Box::new(CreateRuns),
             Box::new(CreateSettings),
+            Box::new(ConvertHtmlAgain),
         ]
     }
 
@@ -680,5 +681,39 @@ impl MigrationTrait for CreateSettings {
                     .to_owned(),
             )
             .await
+    }
+}
+
+/// The HTML bodies converted again (§14): the converter now drops the text a reader does
+/// not see (hidden elements, text coloured as its background, zero-width characters), and
+/// every stored `html_text` is made by it. Down keeps the texts: they are what the
+/// converter gives.
+#[derive(Debug)]
+struct ConvertHtmlAgain;
+
+impl MigrationName for ConvertHtmlAgain {
+    fn name(&self) -> &str {
+        "m20261204_000002_convert_html_again"
+    }
+}
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for ConvertHtmlAgain {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        use message::Column as M;
+        let db = manager.get_connection();
+        // Forget the texts of the earlier converter, then convert as `StoreHtmlText` does (a
+        // MySQL/MariaDB run stopped half-way goes on with the rows left without text).
+        let forget = Query::update()
+            .table(message::Entity)
+            .value(M::HtmlText, Option::<String>::None)
+            .and_where(Expr::col(M::HtmlBody).is_not_null())
+            .to_owned();
+        db.execute(&forget).await?;
+        convert_html_bodies(db).await
+    }
+
+    async fn down(&self, _manager: &SchemaManager) -> Result<(), DbErr> {
+        Ok(())
     }
 }
