@@ -49,7 +49,7 @@
 //! | `message.cc` | the Cc addresses, bare, as a list | `{% if message.cc %}Cc: {{ message.cc \| join(", ") }}{% endif %}` |
 //! | `message.subject` | the subject | `Re: {{ message.subject }}` → `Re: Refund` |
 //! | `message.sent_at` | RFC 3339 UTC with `Z` | `{{ message.sent_at }}` → `2026-01-05T10:00:00Z` |
-//! | `message.body` | the readable body (the text body, else the HTML body as text), cut at `[limits] message_text_bytes` | `{{ message.body }}` |
+//! | `message.body` | the readable body (the text body, else the HTML body as text), cut at `[limits] message_text_bytes`, between the thread's fence lines with `[mail] fence = true` | `{{ message.body }}` |
 //! | `message.thread_id` | the thread's id | `{{ message.thread_id }}` → `7` |
 //! | `responsibility.name` | the scheduled task's name (scheduled runs only) | `Task {{ responsibility.name }}` → `Task daily-digest` |
 //! | `responsibility.schedule` | its 5-field cron expression | `{{ responsibility.schedule }}` → `0 8 * * *` |
