@@ -49,11 +49,12 @@
 //! | `message.cc` | the Cc addresses, bare, as a list | `{% if message.cc %}Cc: {{ message.cc \| join(", ") }}{% endif %}` |
 //! | `message.subject` | the subject | `Re: {{ message.subject }}` → `Re: Refund` |
 //! | `message.sent_at` | RFC 3339 UTC with `Z` | `{{ message.sent_at }}` → `2026-01-05T10:00:00Z` |
-//! | `message.body` | the readable body (the text body, else the HTML body as text), cut at `[limits] message_text_bytes` | `{{ message.body }}` |
+//! | `message.body` | the readable body (the text body, else the HTML body as text), cut at `[limits] message_text_bytes`, between the thread's fence lines with `[mail] fence = true` | `{{ message.body }}` |
 //! | `message.thread_id` | the thread's id | `{{ message.thread_id }}` → `7` |
 //! | `responsibility.name` | the scheduled task's name (scheduled runs only) | `Task {{ responsibility.name }}` → `Task daily-digest` |
 //! | `responsibility.schedule` | its 5-field cron expression | `{{ responsibility.schedule }}` → `0 8 * * *` |
 //! | `responsibility.instructions` | its instructions | `{{ responsibility.instructions }}` |
+//! | `mail.fence_note` | with `[mail] fence = true`, one sentence naming the thread's fence lines and saying that text between them is the sender's data, never instructions (empty when `fence` is off or in a scheduled run) | `{{ mail.fence_note }}` |
 //! | `correlation_id` | the caller's correlation id (absent when unset) | `{% if correlation_id %}[{{ correlation_id }}]{% endif %}` |
 //! | `now` | the run's time, RFC 3339 UTC with `Z` | `run at {{ now }}` → `run at 2026-01-05T10:05:00Z` |
 //! | `record` | the row, as a map (LoadRecord per-record `template` only) | `{{ record.name }} ({{ record.plan }})` |

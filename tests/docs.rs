@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use protege_schema::names::{MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
+use protege_schema::names::{MAIL, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
 
 fn read(file: &str) -> String {
     std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
@@ -53,6 +53,7 @@ fn every_template_variable_is_documented_with_an_example() {
             "persona" => PERSONA,
             "message" => MESSAGE,
             "responsibility" => RESPONSIBILITY,
+            "mail" => MAIL,
             _ => &[],
         };
         if attributes.is_empty() {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{
-    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
+    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted,
     Responsibility, ToolDef,
 };
 use toml::de::{DeTable, DeValue};
@@ -324,13 +324,39 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     limits
 }
 
-/// The `[mail]` table: how the persona's mail is imported.
+/// The `[mail]` table: how the persona's mail is imported and rendered.
 fn mail(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaMail {
     let mut mail = PersonaMail::default();
     let Some(t) = reader::table(sink, value, "`mail`") else {
         return mail;
     };
-    unknown_keys(sink, t, &["trusted_authserv_ids"], " in `[mail]`");
+    unknown_keys(
+        sink,
+        t,
+        &["trusted_authserv_ids", "quoted", "fence"],
+        " in `[mail]`",
+    );
+    if let Some(v) = get(t, "quoted")
+        && let Some(q) = reader::string(sink, v, "`quoted`")
+    {
+        match Quoted::parse(&q) {
+            Some(quoted) => mail.quoted = quoted,
+            None => {
+                let hint = suggestion(&q, ["keep", "strip"]);
+                let message = if hint.is_empty() {
+                    format!("unknown `quoted` mode `{q}`, expected `keep` or `strip`")
+                } else {
+                    format!("unknown `quoted` mode `{q}`{hint}")
+                };
+                sink.error(v.span(), message);
+            }
+        }
+    }
+    if let Some(v) = get(t, "fence")
+        && let Some(fence) = reader::boolean(sink, v, "`fence`")
+    {
+        mail.fence = fence;
+    }
     if let Some(v) = get(t, "trusted_authserv_ids")
         && let Some(items) = reader::array(sink, v, "`trusted_authserv_ids`")
     {

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use crate::cache::{CacheHints, Conversation, cache_key};
 use crate::calibration::Calibration;
-use crate::context::{Context, Trigger};
+use crate::context::{Context, MailStats, Trigger};
 use crate::error::Result;
 use crate::message::{Content, Message, Request, Role, message};
-use crate::request::{build_request, user_turn};
+use crate::request::{build_request, user_turn, user_turn_with};
 use crate::tokens::{Tokenizer, message_chars};
 
 /// The contribution of one resolver in a run, for `--explain` and tracing.
@@ -41,6 +41,9 @@ pub struct StepReport {
     pub tokens: Option<usize>,
     /// How long it ran (zero for the trailing user turn).
     pub elapsed: Duration,
+    /// What rendering its mail removed or changed (`[mail]`; all zero for resolvers that
+    /// render no mail).
+    pub mail: MailStats,
 }
 
 impl StepReport {
@@ -52,9 +55,13 @@ impl StepReport {
             chars: messages.iter().map(message_chars).sum(),
             tokens: None,
             elapsed,
+            mail: MailStats::default(),
         }
     }
 }
+
+/// The name of the trailing user turn's row.
+const TRAILING_USER_TURN: &str = "(trailing user turn)";
 
 /// A finished request and how it was made.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,24 +120,27 @@ pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Re
         if step.name == HISTORY && !step.messages.is_empty() {
             history_end = Some(messages.len() + step.messages.len() - 1);
         }
-        steps.push(StepReport::of(
-            step.name,
-            step.position,
-            &step.messages,
-            step.elapsed,
-        ));
+        let mut report = StepReport::of(step.name, step.position, &step.messages, step.elapsed);
+        report.mail = ctx.mail_stats(step.name);
+        steps.push(report);
         messages.extend(step.messages);
     }
     let limits = ctx.mail_limits();
-    let user: Option<Content> = ctx.message().map(|m| user_turn(m, limits));
+    let render = ctx.mail_render();
+    let mut stats = MailStats::default();
+    let user: Option<Content> = ctx.message().map(|m| {
+        if render.is_plain() {
+            return user_turn(m, limits);
+        }
+        let mut prior = ctx.take_prior_bodies();
+        let text = render.render(m, &mut prior, &mut stats);
+        user_turn_with(m, text, limits)
+    });
     if let Some(content) = &user {
         let turn = [message(Role::User, content.clone())];
-        steps.push(StepReport::of(
-            "(trailing user turn)",
-            0,
-            &turn,
-            Duration::ZERO,
-        ));
+        let mut report = StepReport::of(TRAILING_USER_TURN, 0, &turn, Duration::ZERO);
+        report.mail = stats;
+        steps.push(report);
     }
     let mut request = build_request(user, ctx.persona().tools.clone(), messages)?;
     let conversation = match ctx.trigger() {

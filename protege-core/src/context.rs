@@ -1,7 +1,7 @@
 //! The read-only context every resolver sees.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
@@ -13,7 +13,9 @@ use crate::mail::{
     DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, MailLimits, MailMessage,
     TemplateValue as _, rfc3339_z,
 };
+use crate::mail::{Fence, PriorBodies};
 use crate::message::ToolDef;
+pub use crate::render::MailRender;
 use crate::tokens::Tokenizer;
 
 /// Which provider a persona's model belongs to.
@@ -74,13 +76,50 @@ pub struct PersonaInfo {
     pub mail: PersonaMail,
 }
 
-/// The `[mail]` table of a persona: how its mail is imported.
+/// The `[mail]` table of a persona: how its mail is imported and how mail bodies are
+/// rendered for the model.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PersonaMail {
     /// The authserv-ids (RFC 8601) whose `Authentication-Results` headers an import trusts
     /// (`trusted_authserv_ids`): mail that arrived from outside counts as the persona's own
     /// only with such a header reporting `dmarc=pass` for its From domain.
     pub trusted_authserv_ids: Vec<String>,
+    /// What a body shows of the text it quotes (`quoted`, default [`Quoted::Keep`]).
+    pub quoted: Quoted,
+    /// Whether every body sits between the lines of its thread's fence (`fence`, default
+    /// false; see [`Fence`](crate::Fence)).
+    pub fence: bool,
+}
+
+/// What a mail body shows of the text it quotes (`[mail] quoted`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Quoted {
+    /// The body as stored.
+    #[default]
+    Keep,
+    /// Only what its author wrote: text quoted from the thread's prior messages, quoted
+    /// and forwarded blocks, signatures and mobile taglines removed
+    /// ([`strip_quoted`](crate::strip_quoted)).
+    Strip,
+}
+
+impl Quoted {
+    /// The lowercase name used in TOML and the macro.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quoted::Keep => "keep",
+            Quoted::Strip => "strip",
+        }
+    }
+
+    /// Parses the lowercase name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Quoted> {
+        match name {
+            "keep" => Some(Quoted::Keep),
+            "strip" => Some(Quoted::Strip),
+            _ => None,
+        }
+    }
 }
 
 /// The `[limits]` table of a persona: each value set replaces the [`AppConfig`] default
@@ -225,6 +264,43 @@ struct Inner {
     trigger: Trigger,
     tokenizer: Tokenizer,
     vars: OnceLock<minijinja::Value>,
+    fence_key: Option<Arc<[u8]>>,
+    explain: bool,
+    mail: Mutex<MailNotes>,
+}
+
+/// What rendering mail did in a run: the bodies `ThreadHistory` walked (for the trailing
+/// user turn's quoted text) and, per resolver, what was removed.
+#[derive(Debug, Default)]
+struct MailNotes {
+    prior: Option<PriorBodies>,
+    stats: Vec<(String, MailStats)>,
+}
+
+/// What rendering the mail of one resolver (or of the trailing user turn) removed and
+/// changed: the `mail` columns of `--explain`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MailStats {
+    /// Characters of quoted text, signatures and taglines removed (`[mail] quoted =
+    /// "strip"`).
+    pub quoted_chars: usize,
+    /// Characters of HTML text a reader does not see, dropped by the HTML converter.
+    pub hidden_chars: usize,
+    /// Lines that looked like a fence line, neutralised (`[mail] fence = true`).
+    pub neutralised_lines: usize,
+}
+
+impl MailStats {
+    /// Whether nothing was removed or changed.
+    pub fn is_empty(&self) -> bool {
+        *self == MailStats::default()
+    }
+
+    fn add(&mut self, other: MailStats) {
+        self.quoted_chars += other.quoted_chars;
+        self.hidden_chars += other.hidden_chars;
+        self.neutralised_lines += other.neutralised_lines;
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -252,9 +328,28 @@ pub struct ContextBuilder {
     db: Option<DatabaseConnection>,
     trigger: Trigger,
     tokenizer: Option<Tokenizer>,
+    fence_key: Option<Arc<[u8]>>,
+    explain: bool,
 }
 
 impl ContextBuilder {
+    /// Sets the secret the fences of `[mail] fence = true` derive their nonces from (the
+    /// engine's: kept in the database, or `PROTEGE_FENCE_KEY`). Without one, a key drawn
+    /// once per process serves: fences stay unguessable but change when the process
+    /// restarts, and with them the cached prefix of a thread's requests.
+    pub fn fence_key(mut self, key: impl Into<Arc<[u8]>>) -> Self {
+        self.fence_key = Some(key.into());
+        self
+    }
+
+    /// Whether the run also counts what the HTML converter dropped as hidden from the
+    /// bodies it renders ([`MailStats::hidden_chars`], for `--explain`; default false): it
+    /// converts each HTML body again, so a plain resolve leaves it off.
+    pub fn explain(mut self, yes: bool) -> Self {
+        self.explain = yes;
+        self
+    }
+
     /// Sets the correlation id (exposed to templates as `correlation_id`).
     pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
         self.correlation_id = Some(id.into());
@@ -296,6 +391,9 @@ impl ContextBuilder {
             trigger: self.trigger,
             tokenizer,
             vars: OnceLock::new(),
+            fence_key: self.fence_key,
+            explain: self.explain,
+            mail: Mutex::default(),
         }))
     }
 }
@@ -315,6 +413,8 @@ impl Context {
             db: None,
             trigger,
             tokenizer: None,
+            fence_key: None,
+            explain: false,
         }
     }
 
@@ -393,6 +493,72 @@ impl Context {
         }
     }
 
+    /// How this run renders mail bodies: the persona's `[mail] quoted`, the fence of the
+    /// trigger's thread when `[mail] fence` is on (none in a scheduled run), and the
+    /// `[limits] message_text_bytes` cut.
+    pub fn mail_render(&self) -> MailRender {
+        let mail = &self.0.persona.mail;
+        let fence = match (&self.0.trigger, mail.fence) {
+            (Trigger::Message(m), true) => {
+                let key = self.0.fence_key.clone().unwrap_or_else(process_fence_key);
+                Some(Fence::new(&key, &m.thread_id.to_string()))
+            }
+            _ => None,
+        };
+        MailRender {
+            quoted: mail.quoted,
+            fence,
+            text_limit: self.mail_limits().message_text_bytes,
+            count_hidden: self.0.explain,
+        }
+    }
+
+    /// Records what rendering the mail of `resolver` removed and changed; with `prior`,
+    /// also the bodies it walked, which the trailing user turn's quoted text is compared
+    /// with.
+    pub(crate) fn note_mail(&self, resolver: &str, stats: MailStats, prior: Option<PriorBodies>) {
+        let mut notes = self
+            .0
+            .mail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(prior) = prior {
+            notes.prior = Some(prior);
+        }
+        if stats.is_empty() {
+            return;
+        }
+        match notes.stats.iter_mut().find(|(name, _)| name == resolver) {
+            Some((_, total)) => total.add(stats),
+            None => notes.stats.push((resolver.to_owned(), stats)),
+        }
+    }
+
+    /// The bodies `ThreadHistory` walked in this run, taken (an empty index when it did not
+    /// run).
+    pub(crate) fn take_prior_bodies(&self) -> PriorBodies {
+        self.0
+            .mail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .prior
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// What rendering mail removed and changed, per resolver name.
+    pub(crate) fn mail_stats(&self, resolver: &str) -> MailStats {
+        self.0
+            .mail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .stats
+            .iter()
+            .find(|(name, _)| name == resolver)
+            .map(|(_, s)| *s)
+            .unwrap_or_default()
+    }
+
     /// The template variables of this run, computed once and shared.
     pub fn template_vars(&self) -> &minijinja::Value {
         self.0.vars.get_or_init(|| self.compute_vars())
@@ -413,7 +579,8 @@ impl Context {
         match &self.0.trigger {
             Trigger::Message(m) => {
                 let limit = self.mail_limits().message_text_bytes;
-                map.insert("message", m.template_value(limit));
+                let fence = self.mail_render().fence;
+                map.insert("message", m.template_value(limit, fence.as_ref()));
             }
             Trigger::Responsibility(r) => {
                 map.insert(
@@ -426,10 +593,39 @@ impl Context {
                 );
             }
         }
+        let fence_note = self
+            .mail_render()
+            .fence
+            .map(|f| f.note())
+            .unwrap_or_default();
+        map.insert("mail", minijinja::context! { fence_note => fence_note });
         if let Some(id) = &self.0.correlation_id {
             map.insert("correlation_id", Value::from(id.as_str()));
         }
         map.insert("now", Value::from(rfc3339_z(&self.0.now)));
         Value::from(map)
     }
+}
+
+/// The fence key of a context given none: 32 random bytes drawn once per process.
+fn process_fence_key() -> Arc<[u8]> {
+    static KEY: OnceLock<Arc<[u8]>> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut key = [0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            // The operating system's source failed: the process's randomly keyed hasher.
+            use std::hash::{BuildHasher, Hasher};
+            for chunk in key.chunks_mut(8) {
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_u128(
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos()),
+                );
+                chunk.copy_from_slice(&h.finish().to_le_bytes());
+            }
+        }
+        Arc::from(key.as_slice())
+    })
+    .clone()
 }

@@ -61,6 +61,7 @@ mod macros;
 mod mail;
 mod message;
 mod options;
+mod render;
 mod request;
 mod resolver;
 mod resolvers;
@@ -75,12 +76,14 @@ pub use request::{build_request, user_turn};
 
 // A run's input.
 pub use context::{
-    AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, ModelConfig,
-    PersonaInfo, PersonaLimits, PersonaMail, Provider, Responsibility, Trigger,
+    AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,
+    MailStats, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted,
+    Responsibility, Trigger,
 };
 pub use protege_mail::{
-    Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
-    MailMessage, bare_address, cap_text, rfc3339_z,
+    Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, Fence,
+    MailLimits, MailMessage, PriorBodies, Stripped, bare_address, cap_text, rfc3339_z,
+    strip_quoted,
 };
 
 // Resolvers, chains and the finished request.
@@ -107,7 +110,7 @@ pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
 pub use calibration::{CALIBRATION_MIN_RUNS, Calibration, CalibrationFit};
 pub use file::{LOAD_FILE_MAX_BYTES, read_regular_file};
 pub use limits::TemplateLimits;
-pub use protege_mail::html_to_text;
+pub use protege_mail::{html_to_text, html_to_text_counted};
 pub use template::Template;
 pub use tokens::Tokenizer;
 

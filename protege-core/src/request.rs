@@ -38,7 +38,20 @@ pub fn build_request(
 /// providers never reject the body; so do the attachments past the cap, and the rendering
 /// then ends with a line saying how many were left out.
 pub fn user_turn(inbound: &MailMessage, limits: MailLimits) -> Content {
-    let mut text = inbound.to_llm_text_within(limits.message_text_bytes);
+    user_turn_with(
+        inbound,
+        inbound.to_llm_text_within(limits.message_text_bytes),
+        limits,
+    )
+}
+
+/// [`user_turn`] with the message's rendering `text` made already (by the run's `[mail]`
+/// rules).
+pub(crate) fn user_turn_with(
+    inbound: &MailMessage,
+    mut text: String,
+    limits: MailLimits,
+) -> Content {
     let mut parts = Vec::new();
     let mut left_out = 0usize;
     for a in &inbound.attachments {

@@ -1,6 +1,7 @@
-//! HTML to text at 1, 2, 4 and 8 MiB of three shapes (flat paragraphs, nested `<div>`s,
-//! unclosed `<li>`s): `html_to_text` against a hand-written baseline that only strips
-//! tags (one pass over the bytes, no entities, no blocks).
+//! HTML to text at 1, 2, 4 and 8 MiB of five shapes (flat paragraphs, nested `<div>`s,
+//! unclosed `<li>`s, hidden and styled elements side by side, nested hidden `<div>`s):
+//! `html_to_text` against a hand-written baseline that only strips tags (one pass over
+//! the bytes, no entities, no blocks, no styles).
 //!
 //! `cargo bench -p protege-mail --bench html_text` prints, before criterion's own report,
 //! one line per shape and size: the time, the time per MiB (flat when the cost is linear)
@@ -20,9 +21,26 @@ fn input(shape: &str, bytes: usize) -> String {
             let depth = bytes / 11;
             format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth))
         }
+        "hidden-styled" => {
+            let unit = "<span style=\"display:none\">x</span><p style=\"color:#fff;background:white\">y</p>";
+            unit.repeat(bytes / unit.len())
+        }
+        "hidden-nested" => {
+            let open = "<div style=\"display:none\">";
+            let depth = bytes / (open.len() + 6);
+            format!("{}deep{}after", open.repeat(depth), "</div>".repeat(depth))
+        }
         _ => format!("<ul>{}", "<li>item ".repeat(bytes / 9)),
     }
 }
+
+const SHAPES: [&str; 5] = [
+    "flat",
+    "nested-div",
+    "unclosed-li",
+    "hidden-styled",
+    "hidden-nested",
+];
 
 /// The baseline: text outside `<...>`, nothing else.
 fn strip_tags(html: &str) -> String {
@@ -52,7 +70,7 @@ fn median(mut f: impl FnMut() -> usize) -> Duration {
 }
 
 fn main() {
-    for shape in ["flat", "nested-div", "unclosed-li"] {
+    for shape in SHAPES {
         for mib in [1, 2, 4, 8] {
             let html = input(shape, mib * MIB);
             let engine = median(|| html_to_text(&html).len());
@@ -70,7 +88,7 @@ fn main() {
         .configure_from_args()
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
-    for shape in ["flat", "nested-div", "unclosed-li"] {
+    for shape in SHAPES {
         let html = input(shape, MIB);
         c.bench_function(&format!("html_to_text {shape} 1 MiB"), |b| {
             b.iter(|| html_to_text(&html))

@@ -1,8 +1,9 @@
 //! Mail as protege reads it, with no database and no async: the content of an email
 //! ([`Email`], [`Attachment`], [`Direction`]), a stored message ([`MailMessage`]), how a
 //! message is rendered for the model ([`Email::to_llm_text`], [`MailLimits`],
-//! [`cap_text`]), HTML bodies as text ([`html_to_text`]) and the parsing of RFC 5322 and
-//! mbox mail.
+//! [`cap_text`]), HTML bodies as text ([`html_to_text`], [`html_to_text_counted`]), quoted
+//! text stripped from a thread's bodies ([`strip_quoted`], [`PriorBodies`]), the fence
+//! around a body ([`Fence`]) and the parsing of RFC 5322 and mbox mail.
 //!
 //! Applications depend on the `protege` crate, which re-exports these items at its root;
 //! the examples are written through it. `protege-core` renders mail into requests and
@@ -12,14 +13,19 @@
 mod dates;
 #[doc(hidden)]
 pub mod eml;
+mod fence;
 mod html_text;
+mod lookalike;
 mod mail;
+mod quoted;
 
-pub use html_text::html_to_text;
+pub use fence::Fence;
+pub use html_text::{html_to_text, html_to_text_counted};
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, bare_address, cap_text, rfc3339_z,
 };
+pub use quoted::{PriorBodies, Stripped, strip_quoted};
 
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]

@@ -223,6 +223,50 @@ impl Email {
         truncated(&rendering, limit, rendering.len() + dropped)
     }
 
+    /// [`render_within`](Self::render_within) with the body between the lines of `fence`
+    /// (and the number of lines [`Fence::neutralise`](crate::Fence::neutralise) changed):
+    /// the header block stays outside the fence, as do the attachments block and the
+    /// truncation marker, and lines of those that look like a fence line are neutralised
+    /// too. The body is cut exactly where [`render_within`](Self::render_within) cuts it;
+    /// the fence lines do not count against `limit`. An empty body gets no fence.
+    #[doc(hidden)]
+    pub fn render_fenced_within(
+        &self,
+        body: &str,
+        limit: usize,
+        fence: &crate::Fence,
+    ) -> (String, usize) {
+        let plain = self.render_within(body, limit);
+        let head = self.render_with_body("").len();
+        // The rendering is the header block, then (with a body) a blank line and the body
+        // kept, then the attachments block and the truncation marker, if any. The body
+        // kept is its longest prefix the rendering holds there, within the room `limit`
+        // leaves it (the truncation marker may begin with what the body would go on with).
+        let kept = if body.is_empty() || plain.len() < head + 2 {
+            0
+        } else {
+            let common = plain[head + 2..]
+                .bytes()
+                .zip(body.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            floor_char_boundary(body, common.min(limit.saturating_sub(head + 2)))
+        };
+        if kept == 0 {
+            let (all, neutralised) = crate::Fence::neutralise(&plain);
+            return (all.into_owned(), neutralised);
+        }
+        let (head_part, neutralised_head) = crate::Fence::neutralise(&plain[..head]);
+        let (wrapped, neutralised_body) = fence.wrap(&body[..kept]);
+        let (rest, neutralised_rest) = crate::Fence::neutralise(&plain[head + 2 + kept..]);
+        let mut out = String::with_capacity(plain.len() + 2 * fence.open_line().len() + 8);
+        out.push_str(&head_part);
+        out.push_str("\n\n");
+        out.push_str(&wrapped);
+        out.push_str(&rest);
+        (out, neutralised_head + neutralised_body + neutralised_rest)
+    }
+
     /// [`to_llm_text`](Self::to_llm_text) with an already computed readable body.
     pub fn render_with_body(&self, body: &str) -> String {
         let mut out = String::with_capacity(256 + body.len());

@@ -92,6 +92,7 @@ pub struct EngineBuilder {
     watch: bool,
     trusted_authserv_ids: Vec<String>,
     connect_timeout: Option<std::time::Duration>,
+    fence_key: Option<String>,
 }
 
 impl EngineBuilder {
@@ -124,7 +125,8 @@ impl EngineBuilder {
 
     /// The settings of the process environment, as the `protege` command reads them: the
     /// database URL of `PROTEGE_DATABASE_URL` and the connect timeout of
-    /// `PROTEGE_CONNECT_TIMEOUT` (see [`db::parse_connect_timeout`]); set but empty counts as
+    /// `PROTEGE_CONNECT_TIMEOUT` (see [`db::parse_connect_timeout`]) and the fence key of
+    /// `PROTEGE_FENCE_KEY` (see [`fence_key`](Self::fence_key)); set but empty counts as
     /// unset. Nothing else of the library reads the environment. An invalid timeout is an
     /// [`EngineErrorKind::BadRequest`] error.
     pub fn from_env(mut self) -> Result<Self, EngineError> {
@@ -134,6 +136,12 @@ impl EngineBuilder {
         {
             self.database = Some(url);
         }
+        if let Some(key) = std::env::var("PROTEGE_FENCE_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+        {
+            self.fence_key = Some(key);
+        }
         if let Ok(text) = std::env::var("PROTEGE_CONNECT_TIMEOUT") {
             self.connect_timeout = Some(
                 db::parse_connect_timeout(&text)
@@ -141,6 +149,15 @@ impl EngineBuilder {
             );
         }
         Ok(self)
+    }
+
+    /// The secret the fences of `[mail] fence = true` derive their nonces from (any
+    /// non-empty string; an empty one is ignored). Default: the key the database keeps,
+    /// drawn at random when the schema is migrated, so every process on one database draws
+    /// the same fences. Give the same key to every process that serves one database.
+    pub fn fence_key(mut self, key: impl Into<String>) -> Self {
+        self.fence_key = Some(key.into()).filter(|k| !k.is_empty());
+        self
     }
 
     /// Authserv-ids (RFC 8601) whose `Authentication-Results` headers mail imports trust,
@@ -233,6 +250,10 @@ impl EngineBuilder {
                 },
                 events,
                 fits: calibrate::Fits::default(),
+                fence_key: match self.fence_key {
+                    Some(key) => OnceCell::new_with(Some(Arc::from(key.as_bytes()))),
+                    None => OnceCell::new(),
+                },
             }),
         })
     }
@@ -282,6 +303,8 @@ struct Inner {
     events: Option<(broadcast::Sender<Event>, FirstReceiver)>,
     /// The token calibrations of the models, as [`Engine::calibration`] keeps them.
     fits: calibrate::Fits,
+    /// The fence key: given, or read from the database at the first fenced resolve.
+    fence_key: OnceCell<Arc<[u8]>>,
 }
 
 impl Engine {
@@ -371,6 +394,25 @@ impl Engine {
             .await
     }
 
+    /// The fence key: the one given, else the database's (drawn and stored when there is
+    /// none yet, as the migration does).
+    async fn fence_key(&self, conn: &DatabaseConnection) -> Result<Arc<[u8]>, EngineError> {
+        self.inner
+            .fence_key
+            .get_or_try_init(|| async {
+                if let Some(key) = db::settings::fence_key(conn).await? {
+                    return Ok::<_, EngineError>(Arc::from(key.as_bytes()));
+                }
+                db::settings::insert_fence_key(conn)
+                    .await
+                    .map_err(protege_core::Error::from)?;
+                let key = db::settings::fence_key(conn).await?.unwrap_or_default();
+                Ok(Arc::from(key.as_bytes()))
+            })
+            .await
+            .cloned()
+    }
+
     /// Resolves `input`: runs the persona's chain for the trigger, appends the user turn
     /// and the tools, validates, and encodes the request in the asked format.
     pub async fn resolve(&self, input: &ResolveInput) -> Result<Resolution, EngineError> {
@@ -418,6 +460,10 @@ impl Engine {
         let mut builder = Context::builder(info.clone(), self.inner.config.clone(), trigger)
             .db(conn.clone())
             .tokenizer(Tokenizer::for_optional_model(model_name));
+        if info.mail.fence {
+            builder = builder.fence_key(self.fence_key(conn).await?);
+        }
+        builder = builder.explain(input.explain);
         if let Some(now) = now {
             builder = builder.now(now);
         }

@@ -106,13 +106,22 @@ async fn resolved(app: &App, input: &ResolveInput) -> Result<Response, ApiError>
             .steps
             .iter()
             .map(|s| {
-                json!({
+                let mut row = json!({
                     "resolver": s.name,
                     "messages": s.messages,
                     "chars": s.chars,
                     "tokens": s.tokens.unwrap_or_default(),
                     "ms": s.elapsed.as_secs_f64() * 1000.0,
-                })
+                });
+                // What `[mail]` removed or changed, only when it did.
+                if !s.mail.is_empty() {
+                    row["mail"] = json!({
+                        "quoted_chars_removed": s.mail.quoted_chars,
+                        "hidden_chars_dropped": s.mail.hidden_chars,
+                        "lines_neutralised": s.mail.neutralised_lines,
+                    });
+                }
+                row
             })
             .collect();
         json!({ "request": out.body, "explain": rows })

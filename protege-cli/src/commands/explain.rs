@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use protege::Resolution;
+use protege::{MailStats, Resolution};
 
 /// One row of the table.
 struct Row {
@@ -17,7 +17,8 @@ struct Row {
 
 /// Renders the table for a resolution: one row per resolver, the trailing user turn of a
 /// reply run, and the total with the wall time of the chain.
-pub(crate) fn table(out: &Resolution) -> String {
+pub(crate) fn table(resolution: &Resolution) -> String {
+    let out = resolution;
     let rows: Vec<Row> = out
         .steps
         .iter()
@@ -70,5 +71,26 @@ pub(crate) fn table(out: &Resolution) -> String {
     }
     out.push_str(&footer);
     out.push('\n');
+    for step in &resolution.steps {
+        if let Some(line) = mail_line(&step.name, &step.mail) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     out
+}
+
+/// The line saying what rendering the mail of one resolver removed or changed (`[mail]`);
+/// `None` when it changed nothing.
+fn mail_line(name: &str, mail: &MailStats) -> Option<String> {
+    let parts: Vec<String> = [
+        (mail.quoted_chars, "quoted chars removed"),
+        (mail.hidden_chars, "hidden chars dropped"),
+        (mail.neutralised_lines, "fence look-alike lines neutralised"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    (!parts.is_empty()).then(|| format!("mail, {name}: {}", parts.join(", ")))
 }

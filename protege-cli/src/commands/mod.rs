@@ -60,6 +60,8 @@ pub(crate) struct Env {
     pub(crate) database: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) registry: Registry,
+    /// `PROTEGE_FENCE_KEY`, when set and not empty.
+    pub(crate) fence_key: Option<String>,
 }
 
 impl Env {
@@ -94,23 +96,31 @@ impl Env {
             })?,
             Err(_) => protege::db::DEFAULT_CONNECT_TIMEOUT,
         };
+        let fence_key = std::env::var("PROTEGE_FENCE_KEY")
+            .ok()
+            .filter(|k| !k.is_empty());
         Ok(Env {
             root,
             personas,
             database,
             connect_timeout,
             registry,
+            fence_key,
         })
     }
 
     /// The engine of these settings, not yet built.
     pub(crate) fn engine_builder(&self) -> EngineBuilder {
-        Engine::builder()
+        let builder = Engine::builder()
             .root(&self.root)
             .personas(&self.personas)
             .database(&self.database)
             .connect_timeout(self.connect_timeout)
-            .registry(self.registry.clone())
+            .registry(self.registry.clone());
+        match &self.fence_key {
+            Some(key) => builder.fence_key(key.clone()),
+            None => builder,
+        }
     }
 
     /// The engine of these settings.

@@ -26,6 +26,7 @@ pub mod lock;
 pub(crate) mod read;
 mod reason;
 mod schema;
+pub mod settings;
 
 pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,

@@ -1,10 +1,11 @@
 //! `ThreadHistory`: the prior turns of the inbound message's thread and their tool rounds.
 
-use crate::context::Context;
+use crate::context::{Context, MailStats, Quoted};
 use crate::db::read::history::{self, PriorTurn, StoredToolUse};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mail::Direction;
+use crate::mail::{Direction, PriorBodies};
 use crate::message::{Message, Role, ToolCall, message};
+use crate::render::MailRender;
 use crate::resolver::Resolver;
 use crate::tokens::Tokenizer;
 
@@ -142,20 +143,25 @@ impl ThreadHistory {
 
 impl ThreadHistory {
     /// Renders the turns read from the database: one list of messages per turn (a message
-    /// and its tool rounds), oldest first; each message's rendering is cut to `text_limit`
-    /// bytes.
-    fn render(&self, turns: Vec<PriorTurn>, text_limit: usize) -> Result<Vec<Vec<Message>>> {
+    /// and its tool rounds), oldest first; each message rendered by `render` (the run's
+    /// `[mail]` rules), its quoted text compared with the bodies before it in `prior`.
+    fn render(
+        &self,
+        turns: Vec<PriorTurn>,
+        render: &MailRender,
+        prior: &mut PriorBodies,
+        stats: &mut MailStats,
+    ) -> Result<Vec<Vec<Message>>> {
         let mut out = Vec::with_capacity(turns.len());
         for turn in turns {
             let mut messages = Vec::with_capacity(1);
             let m = &turn.message;
-            let body = m.readable();
-            if !body.is_empty() || !m.attachments.is_empty() {
+            if !m.is_empty() {
                 let role = match m.direction {
                     Direction::Inbound => Role::User,
                     Direction::Outbound => Role::Assistant,
                 };
-                messages.push(message(role, m.render_within(&body, text_limit)));
+                messages.push(message(role, render.render(m, prior, stats)));
             }
             if self.include_tool_calls && !turn.tool_uses.is_empty() {
                 self.push_rounds(&m.message_id, turn.tool_uses, &mut messages)?;
@@ -275,7 +281,11 @@ impl Resolver for ThreadHistory {
             self.include_tool_calls,
         )
         .await?;
-        let mut turns = self.render(turns, ctx.mail_limits().message_text_bytes)?;
+        let render = ctx.mail_render();
+        let (mut prior, mut stats) = (PriorBodies::new(), MailStats::default());
+        let mut turns = self.render(turns, &render, &mut prior, &mut stats)?;
+        let walked = (render.quoted == Quoted::Strip).then_some(prior);
+        ctx.note_mail(self.name(), stats, walked);
         if let Some(budget) = self.max_tokens {
             fit_budget(&mut turns, budget, ctx.tokenizer());
         }

@@ -25,4 +25,4 @@ mod variables;
 pub use check::{Problem, Scope, Trigger, check, check_tree};
 
 // The variables and attributes a template may use.
-pub use variables::{GLOBALS, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
+pub use variables::{GLOBALS, MAIL, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};

@@ -2,12 +2,13 @@
 //! table and the `protege` crate docs list the same.
 
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
-/// `correlation_id`, `now`, `record` (only in a LoadRecord per-record template) and
+/// `mail`, `correlation_id`, `now`, `record` (only in a LoadRecord per-record template) and
 /// `summary` (only in a ThreadSummary template).
 pub const VARIABLES: &[&str] = &[
     "persona",
     "message",
     "responsibility",
+    "mail",
     "correlation_id",
     "now",
     "record",
@@ -33,6 +34,9 @@ pub const MESSAGE: &[&str] = &[
 /// The attributes of `responsibility`, the task of a scheduled run.
 pub const RESPONSIBILITY: &[&str] = &["name", "schedule", "instructions"];
 
+/// The attributes of `mail`, how the persona renders mail (`[mail]`).
+pub const MAIL: &[&str] = &["fence_note"];
+
 /// The functions minijinja itself defines for every template.
 pub const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];
 
@@ -43,6 +47,7 @@ pub(crate) fn attributes(variable: &str) -> Option<&'static [&'static str]> {
         "persona" => Some(PERSONA),
         "message" => Some(MESSAGE),
         "responsibility" => Some(RESPONSIBILITY),
+        "mail" => Some(MAIL),
         "correlation_id" | "now" | "summary" => Some(&[]),
         _ => None,
     }

@@ -25,6 +25,8 @@ impl MigratorTrait for Migrator {
             Box::new(IndexInReplyTo),
             Box::new(StoreHtmlText),
             Box::new(CreateRuns),
+            Box::new(CreateSettings),
+            Box::new(ConvertHtmlAgain),
         ]
     }
 
@@ -636,4 +638,82 @@ async fn create_run_rounds(manager: &SchemaManager<'_>, t: &Types) -> Result<(),
                 .to_owned(),
         )
         .await
+}
+
+/// The migration of the engine's own settings (§14): the table `settings` (`name`,
+/// `value`) and its first row, `fence_key`, 32 random bytes in hex from which the fences of
+/// `[mail] fence = true` derive their nonces. Down drops the table.
+#[derive(Debug)]
+struct CreateSettings;
+
+impl MigrationName for CreateSettings {
+    fn name(&self) -> &str {
+        "m20261204_000001_create_settings"
+    }
+}
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for CreateSettings {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        let t = Types(manager.get_database_backend());
+        manager
+            .create_table(
+                t.table(crate::db::settings::Settings::Table)
+                    .col(
+                        ColumnDef::new(crate::db::settings::Settings::Name)
+                            .string_len(64)
+                            .not_null()
+                            .primary_key(),
+                    )
+                    .col(t.long_text(crate::db::settings::Settings::Value).not_null())
+                    .to_owned(),
+            )
+            .await?;
+        crate::db::settings::insert_fence_key(manager.get_connection()).await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(
+                Table::drop()
+                    .table(crate::db::settings::Settings::Table)
+                    .if_exists()
+                    .to_owned(),
+            )
+            .await
+    }
+}
+
+/// The HTML bodies converted again (§14): the converter now drops the text a reader does
+/// not see (hidden elements, text coloured as its background, zero-width characters), and
+/// every stored `html_text` is made by it. Down keeps the texts: they are what the
+/// converter gives.
+#[derive(Debug)]
+struct ConvertHtmlAgain;
+
+impl MigrationName for ConvertHtmlAgain {
+    fn name(&self) -> &str {
+        "m20261204_000002_convert_html_again"
+    }
+}
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for ConvertHtmlAgain {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        use message::Column as M;
+        let db = manager.get_connection();
+        // Forget the texts of the earlier converter, then convert as `StoreHtmlText` does (a
+        // MySQL/MariaDB run stopped half-way goes on with the rows left without text).
+        let forget = Query::update()
+            .table(message::Entity)
+            .value(M::HtmlText, Option::<String>::None)
+            .and_where(Expr::col(M::HtmlBody).is_not_null())
+            .to_owned();
+        db.execute(&forget).await?;
+        convert_html_bodies(db).await
+    }
+
+    async fn down(&self, _manager: &SchemaManager) -> Result<(), DbErr> {
+        Ok(())
+    }
 }

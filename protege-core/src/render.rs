@@ -1,0 +1,68 @@
+//! How a run renders a stored message for the model: the persona's `[mail]` rules applied
+//! to its body (`quoted`, `fence`), the rendering cut at `[limits] message_text_bytes`.
+
+use crate::context::{MailStats, Quoted};
+use crate::mail::{Fence, MailMessage, PriorBodies, html_to_text_counted};
+
+/// How a run renders mail bodies ([`Context::mail_render`](crate::Context::mail_render)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailRender {
+    /// What a body shows of the text it quotes.
+    pub quoted: Quoted,
+    /// The fence of the trigger's thread, when bodies are fenced.
+    pub fence: Option<Fence>,
+    /// The most bytes of one rendered message.
+    pub text_limit: usize,
+    /// Whether [`MailStats::hidden_chars`] is counted (an HTML body converted again).
+    pub count_hidden: bool,
+}
+
+impl MailRender {
+    /// `m` rendered as [`Email::render_within`](crate::Email::render_within) renders it,
+    /// with the run's rules: with `quoted = "strip"` its body stripped against `prior` (the
+    /// bodies of the thread's messages before it) and then added to `prior`; with a fence,
+    /// its body between the fence lines. What was removed or changed is added to `stats`.
+    pub fn render(
+        &self,
+        m: &MailMessage,
+        prior: &mut PriorBodies,
+        stats: &mut MailStats,
+    ) -> String {
+        if self.count_hidden {
+            stats.hidden_chars += hidden_chars(m);
+        }
+        let body = m.readable();
+        let body = match self.quoted {
+            Quoted::Keep => body,
+            Quoted::Strip => {
+                let stripped = prior.strip_next(&body);
+                stats.quoted_chars += stripped.removed;
+                std::borrow::Cow::Owned(stripped.text.into_owned())
+            }
+        };
+        match &self.fence {
+            None => m.render_within(&body, self.text_limit),
+            Some(fence) => {
+                let (text, neutralised) = m.render_fenced_within(&body, self.text_limit, fence);
+                stats.neutralised_lines += neutralised;
+                text
+            }
+        }
+    }
+
+    /// Whether rendering changes nothing of [`Email::render_within`](crate::Email::render_within)
+    /// and counts nothing.
+    pub fn is_plain(&self) -> bool {
+        self.quoted == Quoted::Keep && self.fence.is_none() && !self.count_hidden
+    }
+}
+
+/// The characters of `m`'s HTML body that the HTML converter drops as hidden, when its
+/// readable body is its HTML body (0 when it has a text body).
+fn hidden_chars(m: &MailMessage) -> usize {
+    let has_text = m.text_body.as_deref().is_some_and(|t| !t.trim().is_empty());
+    match (&m.html_body, has_text) {
+        (Some(html), false) => html_to_text_counted(html).1,
+        _ => 0,
+    }
+}

@@ -1,0 +1,447 @@
+//! Steps 2 and 3: the lines that mark quoted text whatever the thread holds, found by
+//! plain string scanning (no regular expressions): attribution lines, reply and forward
+//! header blocks, separator lines, a trailing run of `>` lines, signatures and mobile
+//! taglines. The words of each language are in `lang.rs`.
+
+use super::lang::{
+    ATTRIBUTIONS, Attribution, CJK_TAGLINES, FORWARD_OPENERS, HEADER_KEYS, Role, SEPARATORS,
+    TAGLINE_OPENERS, TAGLINES,
+};
+use super::lines::{Line, is_blank, is_cjk, is_quoted, strip_quote_markers};
+
+/// The most lines an attribution is split over ("On …, Ann" / "<ann@example.com>" /
+/// "wrote:").
+const MAX_ATTRIBUTION_LINES: usize = 5;
+
+/// The longest attribution, in bytes once its lines are joined.
+const MAX_ATTRIBUTION_BYTES: usize = 1200;
+
+/// Where the quoted part of a body begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// At the start of this line (an index into the kept lines).
+    Line(usize),
+    /// Inside this line, at this byte offset of the body: the author's text comes first
+    /// on the line ("reply On Wed, Apr 4, 2012 at 3:59 PM, bob@example.com wrote:").
+    Within(usize, usize),
+}
+
+/// Step 2's first marker, scanning down: a separator line, a rule line above a header
+/// block, a header block, or an attribution line; quoted lines are not markers.
+pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
+    for (i, line) in lines.iter().enumerate() {
+        let text = line.text(body);
+        if is_quoted(text) || is_blank(text) {
+            continue;
+        }
+        let trimmed = text.trim();
+        if is_separator(trimmed)
+            || (is_rule(trimmed) && rule_above_header(body, lines, i))
+            || header_block_at(body, lines, i)
+            || attribution_at(body, lines, i, false).is_some()
+        {
+            return Some(Cut::Line(i));
+        }
+        if let Some(at) = attribution_within(text) {
+            return Some(Cut::Within(i, line.start + at));
+        }
+    }
+    None
+}
+
+/// The first line of a trailing run of quoted lines (blank lines inside the run belong
+/// to it), if the last line that is not blank is quoted.
+pub(super) fn trailing_quote_run(body: &str, lines: &[Line]) -> Option<usize> {
+    let last = lines.iter().rposition(|l| !is_blank(l.text(body)))?;
+    if !is_quoted(lines[last].text(body)) {
+        return None;
+    }
+    let mut start = last;
+    for k in (0..last).rev() {
+        let text = lines[k].text(body);
+        if is_quoted(text) {
+            start = k;
+        } else if !is_blank(text) {
+            break;
+        }
+    }
+    Some(start)
+}
+
+/// Step 3: the first line that is exactly `--` or `-- ` (a signature follows), or a
+/// mobile tagline.
+pub(super) fn signature_start(body: &str, lines: &[Line]) -> Option<usize> {
+    lines.iter().position(|l| {
+        let text = l.text(body);
+        text == "--" || text == "-- " || (!is_quoted(text) && is_tagline(text.trim()))
+    })
+}
+
+/// Where step 1 starts removing a block found at `first`: at the attribution line (or
+/// the lines of a split one, or a separator line) directly above it, lines without
+/// words between them included; `first` itself when there is none.
+pub(super) fn attribution_above(body: &str, lines: &[Line], first: usize) -> usize {
+    let mut j = first;
+    while j > 0
+        && strip_quote_markers(lines[j - 1].text(body))
+            .trim()
+            .is_empty()
+    {
+        j -= 1;
+    }
+    let Some(above) = j.checked_sub(1) else {
+        return first;
+    };
+    if is_separator(strip_quote_markers(lines[above].text(body)).trim()) {
+        return above;
+    }
+    let lowest = above.saturating_sub(MAX_ATTRIBUTION_LINES - 1);
+    (lowest..=above)
+        .find(|&s| attribution_at(body, lines, s, true) == Some(above))
+        .unwrap_or(first)
+}
+
+/// The last line of an attribution that starts at line `i`, alone or split over up to
+/// [`MAX_ATTRIBUTION_LINES`] lines. A split one opens with an opener, dashes, a numeric
+/// date or an address; the lines after its first are neither blank, nor quoted (unless
+/// `quoted`), nor open with an opener, and none but the last ends a sentence. When the
+/// first line opens with an address only, a next line that is an attribution by itself
+/// is that attribution's start. With `quoted`, `>` markers are dropped first (step 1
+/// looks inside quotes).
+fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool) -> Option<usize> {
+    let text_of = |k: usize| {
+        let text = lines[k].text(body);
+        if quoted {
+            strip_quote_markers(text).trim()
+        } else {
+            text.trim()
+        }
+    };
+    let first = text_of(i);
+    if is_attribution(first) {
+        return Some(i);
+    }
+    let dated = first.starts_with('-')
+        || opens_with_opener(first)
+        || (first.starts_with(|c: char| c.is_ascii_digit()) && has_numeric_date_or_time(first));
+    if !dated && !first.contains('@') {
+        return None;
+    }
+    let mut joined = first.to_owned();
+    for k in i + 1..lines.len().min(i + MAX_ATTRIBUTION_LINES) {
+        let next = text_of(k);
+        if next.is_empty()
+            || (!quoted && is_quoted(next))
+            || joined.ends_with(['.', '!', '?', ':'])
+            || opens_with_opener(next)
+            || (!dated && is_attribution(next))
+        {
+            return None;
+        }
+        joined.push(' ');
+        joined.push_str(next);
+        if joined.len() > MAX_ATTRIBUTION_BYTES {
+            return None;
+        }
+        if is_attribution(&joined) {
+            return Some(k);
+        }
+    }
+    None
+}
+
+fn opens_with_opener(text: &str) -> bool {
+    ATTRIBUTIONS
+        .iter()
+        .any(|a| a.openers.iter().any(|o| starts_with_word(text, o)))
+}
+
+/// Whether `text` (one line, or split lines joined with spaces) is an attribution: it
+/// ends with a colon after one of a language's verbs ("wrote:", "a écrit :", "skrev:"),
+/// or holds one of the verbs that sit inside ("Am … schrieb Ann:"), and it has the shape
+/// of one (see [`has_shape`]). A line wrapped in dashes on both sides needs no colon and
+/// no shape ("---- Ann wrote ----").
+fn is_attribution(text: &str) -> bool {
+    if text.len() > MAX_ATTRIBUTION_BYTES || text.len() < 6 {
+        return false;
+    }
+    let inner = text.trim_start_matches('-');
+    let wrapped =
+        text.len() - inner.len() >= 2 && inner.len() - inner.trim_end_matches('-').len() >= 2;
+    let inner = inner.trim_end_matches('-').trim();
+    let (text, colon) = match inner.strip_suffix([':', '：']) {
+        Some(rest) => (rest.trim_end(), true),
+        None => (inner, false),
+    };
+    if is_dated_address(text, colon) {
+        return true;
+    }
+    if !colon && !wrapped {
+        return false;
+    }
+    ATTRIBUTIONS.iter().any(|rule| {
+        let at_end = rule.end_verbs.iter().any(|v| ends_with_word(text, v));
+        let inside = colon && rule.inner_verbs.iter().any(|v| contains_word(text, v));
+        (at_end && wrapped) || ((at_end || inside) && has_shape(text, rule))
+    })
+}
+
+/// Gmail's attribution in some languages, with no verb: a date, a name and an address
+/// in angle brackets, then a colon ("2014-10-17 11:28 GMT+03:00 Ann <ann@example.com>:",
+/// "пн, 3 мар. 2020 г. в 10:00, Анна <ann@example.com>:"); without the colon when the
+/// line opens with the date ("2011/4/7 Ann <ann@example.com>").
+fn is_dated_address(text: &str, colon: bool) -> bool {
+    let Some(inside) = text.strip_suffix('>') else {
+        return false;
+    };
+    let Some(open) = inside.rfind('<') else {
+        return false;
+    };
+    let address = inside[open + 1..].trim();
+    let before = &text[..open];
+    address.contains('@')
+        && !address.contains(char::is_whitespace)
+        && (colon || before.starts_with(|c: char| c.is_ascii_digit()))
+        && has_numeric_date_or_time(before)
+}
+
+/// A time (`10:00`) or a numeric date (`2011/4/7`, `17-10-2014`, `03.03.2020`).
+fn has_numeric_date_or_time(text: &str) -> bool {
+    text.as_bytes().windows(3).any(|w| {
+        w[0].is_ascii_digit() && matches!(w[1], b':' | b'/' | b'-' | b'.') && w[2].is_ascii_digit()
+    })
+}
+
+/// The shape of an attribution, so that a sentence ending in "wrote:" is not taken for
+/// one: the language's opener and a date (a digit; in English also a weekday or month
+/// name), or, for a language without an opener, a digit; or an address in brackets
+/// ("Ann <ann@example.com> wrote:").
+fn has_shape(text: &str, rule: &Attribution) -> bool {
+    let digit = text.bytes().any(|b| b.is_ascii_digit());
+    let opener = rule.openers.iter().any(|o| starts_with_word(text, o));
+    let dated = digit || has_date_word(text, rule.date_words);
+    (opener && dated) || (rule.openers.is_empty() && digit) || has_bracketed_address(text)
+}
+
+/// An English attribution that starts inside a line after the author's words: " On "
+/// (or "--- On ") with a digit and an address after it, the line ending with "wrote:".
+/// Returns the byte offset in the line where the author's words end.
+fn attribution_within(text: &str) -> Option<usize> {
+    let text = text.trim_end();
+    if !text.ends_with("wrote:") {
+        return None;
+    }
+    let mut from = text.chars().next().map_or(1, char::len_utf8);
+    while let Some(found) = text.get(from..).and_then(|rest| rest.find("On ")) {
+        let at = from + found;
+        let before = &text[..at];
+        let candidate = &text[at..];
+        if before.ends_with([' ', '-'])
+            && candidate.contains('@')
+            && candidate.bytes().any(|b| b.is_ascii_digit())
+            && is_attribution(candidate)
+        {
+            let kept = before.trim_end_matches([' ', '-']);
+            return (!kept.trim().is_empty()).then_some(kept.len());
+        }
+        from = at + 3;
+    }
+    None
+}
+
+/// A separator line: a known phrase between dashes (`-----Original Message-----`,
+/// `---------- Forwarded message ---------`), or Apple Mail's "Begin forwarded message:".
+fn is_separator(text: &str) -> bool {
+    let inner = text.trim_start_matches('-');
+    if text.len() - inner.len() >= 2 {
+        let phrase = inner.trim_end_matches('-').trim();
+        return SEPARATORS.iter().any(|s| phrase.eq_ignore_ascii_case(s));
+    }
+    if text.len() > 64 {
+        return false;
+    }
+    let phrase = text.trim_end_matches([':', '：', ' ']);
+    FORWARD_OPENERS
+        .iter()
+        .any(|s| phrase.eq_ignore_ascii_case(s))
+}
+
+/// A line made only of `-`, `_`, `=` or `*`, at least five of them (Outlook's
+/// `________________________________`).
+fn is_rule(text: &str) -> bool {
+    text.len() >= 5 && text.bytes().all(|b| matches!(b, b'-' | b'_' | b'=' | b'*'))
+}
+
+/// Whether a header block starts within the three lines after the rule line at `i`
+/// (blank lines between them allowed).
+fn rule_above_header(body: &str, lines: &[Line], i: usize) -> bool {
+    (i + 1..lines.len().min(i + 4))
+        .take_while(|&k| k == i + 1 || is_blank(lines[k - 1].text(body)))
+        .any(|k| header_block_at(body, lines, k))
+}
+
+/// Whether a reply or forward header block starts at line `i`: consecutive header lines
+/// (`From:`, `Sent:`, `To:`, `Subject:` and their translations, bold `*From:*` too; a
+/// wrapped value may continue on up to two lines) naming at least two different things,
+/// one of them a date or a subject, so that "From: Paris" / "To: London" stays.
+fn header_block_at(body: &str, lines: &[Line], i: usize) -> bool {
+    let Some(role) = header_key(lines[i].text(body)) else {
+        return false;
+    };
+    let mut roles = vec![role];
+    let mut continuation = 0;
+    for line in lines.iter().skip(i + 1).take(16) {
+        let text = line.text(body);
+        if is_blank(text) || is_quoted(text) {
+            break;
+        }
+        match header_key(text) {
+            Some(role) => {
+                continuation = 0;
+                if !roles.contains(&role) {
+                    roles.push(role);
+                }
+            }
+            None if continuation < 2 => continuation += 1,
+            None => break,
+        }
+    }
+    roles.len() >= 2
+        && roles
+            .iter()
+            .any(|r| matches!(r, Role::Date | Role::Subject))
+}
+
+/// What a header line names, if it is one: a known name before a colon, with optional
+/// bold stars around it and a space before the colon ("De :").
+fn header_key(text: &str) -> Option<Role> {
+    let text = text.trim_start().trim_start_matches('*');
+    let colon = text
+        .char_indices()
+        .take(24)
+        .find(|&(_, c)| c == ':' || c == '：')?
+        .0;
+    let key = text[..colon].trim_end().trim_end_matches('*').trim_end();
+    HEADER_KEYS
+        .iter()
+        .find(|(name, _)| key.eq_ignore_ascii_case(name))
+        .map(|&(_, role)| role)
+}
+
+/// A mobile tagline ("Sent from my iPhone", "Von meinem iPhone gesendet",
+/// "iPhoneから送信"), a link after it allowed ("Get Outlook for iOS<https://aka.ms/…>").
+fn is_tagline(text: &str) -> bool {
+    if text.len() > 120 {
+        return false;
+    }
+    let text = match text.find('<') {
+        Some(at) if text.ends_with('>') => text[..at].trim_end(),
+        _ => text,
+    };
+    let text = text.strip_suffix('.').unwrap_or(text);
+    if TAGLINES.iter().any(|t| text.eq_ignore_ascii_case(t)) {
+        return true;
+    }
+    let opened = TAGLINE_OPENERS.iter().any(|&(opener, closer)| {
+        let Some(rest) = strip_prefix_ignore_ascii_case(text, opener) else {
+            return false;
+        };
+        let rest = rest.trim();
+        let words = rest.split_whitespace().count();
+        rest.len() < text.len()
+            && (1..=4).contains(&words)
+            && !rest.contains([',', ';', ':', '!', '?', '(', ')'])
+            && (closer.is_empty() || rest.ends_with(closer) && words >= 2)
+    });
+    opened
+        || CJK_TAGLINES.iter().any(|&(open, close)| {
+            text.chars().count() <= 24 && text.starts_with(open) && text.ends_with(close)
+        })
+}
+
+fn strip_prefix_ignore_ascii_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    let rest = &text[prefix.len()..];
+    (head.eq_ignore_ascii_case(prefix) && rest.starts_with(' ')).then_some(rest)
+}
+
+/// `text` opens with `word` and then whitespace.
+fn starts_with_word(text: &str, word: &str) -> bool {
+    text.strip_prefix(word)
+        .is_some_and(|rest| rest.starts_with(char::is_whitespace))
+}
+
+/// `text` ends with `verb`, not in the middle of a word (scripts without spaces need no
+/// boundary).
+fn ends_with_word(text: &str, verb: &str) -> bool {
+    let Some(before) = text.strip_suffix(verb) else {
+        return false;
+    };
+    let needs_boundary = verb
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() && !is_cjk(c));
+    !needs_boundary
+        || before
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric())
+}
+
+/// `text` holds `verb` as a word of its own.
+fn contains_word(text: &str, verb: &str) -> bool {
+    text.split_whitespace().any(|w| w == verb)
+}
+
+fn has_date_word(text: &str, words: &[&str]) -> bool {
+    !words.is_empty()
+        && text
+            .split(|c: char| !c.is_alphabetic())
+            .any(|w| words.contains(&w))
+}
+
+/// An address in brackets or parentheses, as attribution lines write them:
+/// `<ann@example.com>`, `(ann@example.com)`, `defunkt<reply@reply.github.com>`.
+fn has_bracketed_address(text: &str) -> bool {
+    text.split_whitespace().any(|w| {
+        let w = w.trim_end_matches([':', '：', ',']);
+        w.contains('@')
+            && (w.starts_with(['<', '(', '[', '"'])
+                || w.ends_with(['>', ')', ']', '"'])
+                || w.contains('<'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribution_shapes() {
+        assert!(is_attribution(
+            "On Tue, Mar 3, 2020 at 10:00 AM Ann <ann@example.com> wrote:"
+        ));
+        assert!(is_attribution("On Monday, Ann wrote:"));
+        assert!(is_attribution("---- Ann Smith wrote ----"));
+        assert!(!is_attribution("On the other hand, the author wrote:"));
+        assert!(!is_attribution("In 2019 the author wrote:"));
+        assert!(is_attribution(
+            "Am 03.03.2020 um 10:00 schrieb Max Mustermann:"
+        ));
+        assert!(is_attribution(
+            "Ann <ann@example.com> 于2020年3月3日周二 上午10:00写道："
+        ));
+    }
+
+    #[test]
+    fn taglines() {
+        assert!(is_tagline("Sent from my iPhone"));
+        assert!(is_tagline("Sent from my Verizon Wireless BlackBerry"));
+        assert!(is_tagline("Von meinem iPhone gesendet"));
+        assert!(is_tagline("Get Outlook for iOS<https://aka.ms/o0ukef>"));
+        assert!(!is_tagline(
+            "Sent from my desk, is much easier then my mobile phone."
+        ));
+        assert!(!is_tagline("Von meinem Büro aus"));
+    }
+}

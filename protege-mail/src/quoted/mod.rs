@@ -1,0 +1,181 @@
+//! Quoted text stripped from mail bodies (`quoted = "strip"`): a body shows only what
+//! its author wrote. Three steps, repeated until nothing changes:
+//!
+//! 1. A block of at least 3 lines or 80 characters that appears in a prior message of
+//!    the thread (compared after dropping `>` markers, whitespace and line wrapping) is
+//!    removed, with the attribution line directly above it. Language independent.
+//! 2. An attribution line ("On … wrote:", "Le … a écrit :", "Am … schrieb …:", in the
+//!    languages of `lang.rs`, also split over several lines), a reply or forward header
+//!    block (`From:`/`Sent:`/`To:`/`Subject:` and translations, Outlook's
+//!    `________________________________` rule above one) or a separator line
+//!    (`-----Original Message-----`, "Begin forwarded message:", …) is removed with
+//!    everything after it, `>`-marked or not; so is a trailing run of `>`-quoted lines.
+//! 3. A signature (from a line that is exactly `-- ` or `--`) and a mobile tagline
+//!    ("Sent from my iPhone", …) are removed with what follows them.
+//!
+//! Where the design leaves a choice, what a reader of the mail would expect:
+//!
+//! - Markers count on lines that are not quoted: a quoted attribution or signature
+//!   belongs to the quote around it, so an inline answer below it stays.
+//! - An attribution has the shape of one, so that a sentence ending in "wrote:" stays:
+//!   the language's opener and a date ("On <a digit, weekday or month> … wrote:"), or
+//!   an address in brackets ("Ann <ann@example.com> wrote:").
+//! - A header block names at least two things, one a date or a subject ("From: Paris" /
+//!   "To: London" stays).
+//! - A step-1 block is one piece of a prior body (every run of four words in it is
+//!   known) and does not mix quoted and unquoted lines; blocks under four words are
+//!   never found. Lines without words after a removed block go with it.
+//! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
+//!   as it is, borrowed.
+
+mod lang;
+mod lines;
+mod markers;
+mod prior;
+
+use std::borrow::Cow;
+
+use lines::Line;
+use markers::Cut;
+pub use prior::PriorBodies;
+
+/// What stripping left of one body, and how much it removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stripped<'a> {
+    /// The author's own text: the body with its quoted parts, signature and tagline
+    /// removed and trailing whitespace trimmed; the body itself (borrowed) when nothing
+    /// was removed or everything would have been.
+    pub text: Cow<'a, str>,
+    /// The characters (not bytes) removed: the body's length minus the text's.
+    pub removed: usize,
+}
+
+/// Strips the quoted text from `body`, a message of a thread whose earlier messages are
+/// in `prior` (see [`PriorBodies`] for the walk, and [`PriorBodies::strip_next`] for a
+/// walk in one call per message). The lines that stay are not changed:
+/// no reflowing, only trailing blank lines trimmed. A body that would become empty keeps
+/// its original text, with `removed` 0.
+///
+/// ```
+/// use protege_mail::{PriorBodies, strip_quoted};
+///
+/// let first = "Can you resend the invoice for March?\nThe PDF was empty.\nThanks, Ann";
+/// let reply = "Sent again, sorry about that.\n\nOn Tue, 3 Mar 2020 at 10:00, Ann \
+///     <ann@example.com> wrote:\n> Can you resend the invoice for March?\n> The PDF was empty.\n\
+///     > Thanks, Ann\n";
+/// let mut prior = PriorBodies::new();
+/// assert_eq!(strip_quoted(first, &prior).text, first);
+/// prior.add(first);
+/// let stripped = strip_quoted(reply, &prior);
+/// assert_eq!(stripped.text, "Sent again, sorry about that.");
+/// assert_eq!(stripped.removed, reply.chars().count() - 29);
+/// ```
+pub fn strip_quoted<'a>(body: &'a str, prior: &PriorBodies) -> Stripped<'a> {
+    strip_with(body, prior).0
+}
+
+/// [`strip_quoted`], and the words of the whole body when step 1 read them (for
+/// [`PriorBodies::strip_next`]).
+fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<Vec<u64>>) {
+    let unchanged = Stripped {
+        text: Cow::Borrowed(body),
+        removed: 0,
+    };
+    let mut lines = lines::split(body);
+    let mut changed_any = false;
+    // Step 1 reads the words of the whole body in the first round only.
+    let mut first_words = None;
+    let mut words = Vec::new();
+    // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
+    let mut look_for_blocks = !prior.is_empty();
+    loop {
+        let mut changed = false;
+        if look_for_blocks {
+            look_for_blocks = remove_known_blocks(body, &mut lines, prior, &mut words);
+            changed |= look_for_blocks;
+            if first_words.is_none() {
+                first_words = Some(std::mem::take(&mut words));
+            }
+        }
+        changed |= cut_at_markers(body, &mut lines);
+        changed |= cut_at_signature(body, &mut lines);
+        if !changed {
+            break;
+        }
+        changed_any = true;
+    }
+    if !changed_any {
+        return (unchanged, first_words);
+    }
+    let text = lines::assemble(body, &lines);
+    if text.trim().is_empty() {
+        return (unchanged, first_words);
+    }
+    let removed = body.chars().count() - text.chars().count();
+    (Stripped { text, removed }, first_words)
+}
+
+/// Step 1: removes every block found in `prior`, from the attribution above it (if
+/// any) to the lines without words after it. Returns whether anything was removed.
+fn remove_known_blocks(
+    body: &str,
+    lines: &mut Vec<Line>,
+    prior: &PriorBodies,
+    words: &mut Vec<u64>,
+) -> bool {
+    let blocks = prior::known_blocks(body, lines, prior, words);
+    if blocks.is_empty() {
+        return false;
+    }
+    let mut remove = vec![false; lines.len()];
+    for (first, last) in blocks {
+        let start = markers::attribution_above(body, lines, first);
+        let mut end = last + 1;
+        while end < lines.len()
+            && lines::strip_quote_markers(lines[end].text(body))
+                .trim()
+                .is_empty()
+        {
+            end += 1;
+        }
+        remove[start..end].iter_mut().for_each(|r| *r = true);
+    }
+    let mut flags = remove.into_iter();
+    lines.retain(|_| !flags.next().unwrap_or(false));
+    true
+}
+
+/// Step 2: cuts at the first marker, then removes a trailing run of quoted lines.
+/// Returns whether anything was removed.
+fn cut_at_markers(body: &str, lines: &mut Vec<Line>) -> bool {
+    let mut changed = false;
+    match markers::first_marker(body, lines) {
+        Some(Cut::Line(i)) => {
+            lines.truncate(i);
+            changed = true;
+        }
+        Some(Cut::Within(i, at)) => {
+            lines.truncate(i + 1);
+            lines[i].end = at;
+            changed = true;
+        }
+        None => {}
+    }
+    if let Some(start) = markers::trailing_quote_run(body, lines) {
+        lines.truncate(start);
+        changed = true;
+    }
+    changed
+}
+
+/// Step 3: cuts at a signature or a mobile tagline. Returns whether anything was
+/// removed.
+fn cut_at_signature(body: &str, lines: &mut Vec<Line>) -> bool {
+    match markers::signature_start(body, lines) {
+        Some(i) => {
+            lines.truncate(i);
+            true
+        }
+        None => false,
+    }
+}

@@ -1,0 +1,559 @@
+//! Quoted text stripped from mail bodies (`quoted = "strip"`): each of the three steps,
+//! the layouts of Outlook, Gmail, Apple Mail and Thunderbird, signatures, threads walked
+//! oldest first, and large bodies in linear time. Per-language markers are in
+//! `quoted_languages.rs`, the published suites of other parsers in `quoted_suites.rs`.
+
+use std::borrow::Cow;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use protege_mail::{PriorBodies, Stripped, strip_quoted};
+
+/// Strips `body` with nothing stored before it.
+fn strip(body: &str) -> String {
+    strip_quoted(body, &PriorBodies::new()).text.into_owned()
+}
+
+/// Walks `thread` oldest first as the engine does and returns every stripped body:
+/// with `strip_quoted` then `add`, and with `strip_next`, which must agree.
+fn walk(thread: &[&str]) -> Vec<String> {
+    let mut prior = PriorBodies::new();
+    let mut next = PriorBodies::new();
+    thread
+        .iter()
+        .map(|body| {
+            let stripped = strip_quoted(body, &prior);
+            prior.add(body);
+            assert_eq!(next.strip_next(body), stripped);
+            stripped.text.into_owned()
+        })
+        .collect()
+}
+
+const ANN: &str = "Hi Bob,
+
+Can you resend the invoice for March? The PDF attached to your last mail was empty, and accounting needs it before Friday.
+
+Thanks,
+Ann";
+
+#[test]
+fn text_in_no_prior_message_and_no_marker_stays_borrowed() {
+    let body = "Hi Ann,\n\nThe invoice is attached again.\n\nRegards,\nBob\n\n";
+    let stripped = strip_quoted(body, &PriorBodies::new());
+    assert_eq!(
+        stripped,
+        Stripped {
+            text: Cow::Borrowed(body),
+            removed: 0
+        }
+    );
+    assert!(matches!(stripped.text, Cow::Borrowed(_)));
+    // Indexed messages that share nothing with it change nothing either.
+    let mut prior = PriorBodies::new();
+    prior.add(ANN);
+    assert_eq!(strip_quoted(body, &prior).text, body);
+}
+
+#[test]
+fn step1_removes_a_known_block_with_its_attribution_and_keeps_the_answers() {
+    // Bob answers below the quote (bottom post): without the thread, the attribution
+    // would take everything after it; with Ann's message indexed, only the quote goes.
+    let bob = "Hi Ann,
+
+On Tue, 3 Mar 2020 at 10:00, Ann Smith <ann@example.com> wrote:
+> Can you resend the invoice for March? The PDF attached to your last
+> mail was empty, and accounting needs it before Friday.
+
+Sorry about that, here it is again.
+
+> Thanks,
+> Ann
+
+Bob";
+    assert_eq!(
+        walk(&[ANN, bob])[1],
+        // The two-line "> Thanks, / > Ann" is under 3 lines and 80 characters: it stays.
+        "Hi Ann,\n\nSorry about that, here it is again.\n\n> Thanks,\n> Ann\n\nBob"
+    );
+    assert_eq!(strip(bob), "Hi Ann,");
+}
+
+#[test]
+fn an_answer_opening_with_words_the_thread_has_seen_stays() {
+    // Bob's second answer quotes Ann again and opens as his first did: "Thanks, Ann /
+    // Hi Ann," is a known run of words, but the quote and the unquoted answer are never
+    // one block.
+    let bob1 = format!("{}\n\nHi Ann,\n\nThe PDF is fixed now.\n\nBob", quote(ANN));
+    let bob2 = format!(
+        "{}\n\nHi Ann,\n\nOne more thing: April's invoice is attached too.\n\nBob",
+        quote(ANN)
+    );
+    assert_eq!(
+        walk(&[ANN, &bob1, &bob2])[1..],
+        [
+            "Hi Ann,\n\nThe PDF is fixed now.\n\nBob",
+            "Hi Ann,\n\nOne more thing: April's invoice is attached too.\n\nBob",
+        ]
+    );
+}
+
+fn quote(body: &str) -> String {
+    body.lines()
+        .map(|l| format!("> {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn step1_matches_a_quote_rewrapped_and_nested() {
+    // Ann writes long lines; Bob's client re-wraps the quote at 72 columns; Ann's next
+    // reply quotes both with `>>` and `> >` markers, and answers inline.
+    let bob = "Done, the invoice is attached. Accounting has the PDF as well now, so
+Friday is not a problem any more.
+
+On 03/03/2020 10:00, Ann Smith wrote:
+> Hi Bob,
+>
+> Can you resend the invoice for March? The PDF attached to your last mail
+> was empty, and accounting needs it before Friday.
+>
+> Thanks,
+> Ann
+";
+    let ann = "> Done, the invoice is attached. Accounting has the PDF as well now,
+> so Friday is not a problem any more.
+
+Got it, thank you!
+
+>> Can you resend the invoice for March? The PDF attached to your last
+> > mail was empty, and accounting needs it before Friday.
+
+One more thing: could you send April's too?
+
+Ann";
+    assert_eq!(
+        walk(&[ANN, bob, ann]),
+        [
+            ANN.to_owned(),
+            "Done, the invoice is attached. Accounting has the PDF as well now, so\n\
+             Friday is not a problem any more."
+                .to_owned(),
+            "Got it, thank you!\n\nOne more thing: could you send April's too?\n\nAnn".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn step1_needs_three_lines_or_eighty_characters() {
+    let prior_text = "Alpha beta gamma delta.\nEpsilon zeta eta theta.\nIota kappa lambda mu.\n\
+        The quick brown fox jumps over the lazy dog while the cat watches it from the old wall.";
+    let mut prior = PriorBodies::new();
+    prior.add(prior_text);
+    // Two short lines (< 80 characters) in the middle: kept.
+    let two = "Top.\n> Alpha beta gamma delta.\n> Epsilon zeta eta theta.\nBottom.";
+    assert_eq!(strip_quoted(two, &prior).text, two);
+    // Three short lines: removed.
+    let three = "Top.\n> Alpha beta gamma delta.\n> Epsilon zeta eta theta.\n> Iota kappa lambda mu.\nBottom.";
+    assert_eq!(strip_quoted(three, &prior).text, "Top.\nBottom.");
+    // One line of 80 characters or more: removed, quoted or not.
+    let long = "Top.\nThe quick brown fox jumps over the lazy dog while the cat watches it from the old wall.\nBottom.";
+    assert_eq!(strip_quoted(long, &prior).text, "Top.\nBottom.");
+}
+
+#[test]
+fn a_short_quote_is_left_by_step1_and_taken_by_step2_when_trailing() {
+    let mut prior = PriorBodies::new();
+    prior.add("Can we meet Thursday?\nAnn");
+    // In the middle it stays (too short for step 1, not trailing) ...
+    let middle = "> Can we meet Thursday?\n\nYes, at ten.\n\nBob";
+    assert_eq!(strip_quoted(middle, &prior).text, middle);
+    // ... at the end it is a trailing run of quoted lines (blank lines inside it too).
+    let trailing = "Yes, at ten.\n\nBob\n\n> Can we meet Thursday?\n>\n\n> Ann\n";
+    assert_eq!(strip_quoted(trailing, &prior).text, "Yes, at ten.\n\nBob");
+    assert_eq!(strip(trailing), "Yes, at ten.\n\nBob");
+}
+
+#[test]
+fn inline_reply_keeps_the_answers() {
+    let question = "Three questions before we sign:\n\
+        1. Is the price per seat or per team, and does it include the onboarding sessions?\n\
+        2. Can we pay yearly instead of monthly, with the discount mentioned on the phone?\n\
+        3. Is support included?";
+    let answer = "Hi Ann, answers inline.
+
+> 1. Is the price per seat or per team, and does it include the onboarding sessions?
+
+Per seat; onboarding is included.
+
+> 2. Can we pay yearly instead of monthly, with the discount mentioned on the phone?
+
+Yes, 10% off.
+
+> 3. Is support included?
+
+Yes.";
+    assert_eq!(
+        walk(&[question, answer])[1],
+        "Hi Ann, answers inline.\n\nPer seat; onboarding is included.\n\nYes, 10% off.\n\n\
+         > 3. Is support included?\n\nYes."
+    );
+}
+
+#[test]
+fn step2_attribution_takes_everything_after_it() {
+    let body = "Thursday at ten works for me.
+
+On Tue, Mar 3, 2020 at 10:00 AM Ann Smith <ann@example.com> wrote:
+
+Can we meet on Thursday to go over the budget?
+(unquoted: some clients do not mark the quote)
+
+Ann";
+    assert_eq!(strip(body), "Thursday at ten works for me.");
+    // Also with no quote after it at all.
+    assert_eq!(
+        strip("See you then.\nOn Monday, Ann wrote:\nThat's all."),
+        "See you then."
+    );
+}
+
+#[test]
+fn sentences_ending_in_wrote_are_not_attributions() {
+    let body = "On the other hand, my colleague wrote:\n\"we should wait\".\n\
+        In 2019 the auditor wrote:\nnothing about it.\nOn your remote host you can run:\n  make";
+    assert_eq!(strip(body), body);
+}
+
+#[test]
+fn split_attribution_lines() {
+    // Gmail wraps a long attribution in its plain-text part.
+    let two = "Thanks!\n\nOn Tue, Mar 3, 2020 at 10:00 AM Ann Smith from Accounting <\n\
+        ann.smith@accounting.example.com> wrote:\n\n> The invoice is attached.\n";
+    assert_eq!(strip(two), "Thanks!");
+    let three = "Thanks!\n\nOn Dec 16, 2011, at 12:47 PM, Corey Donohoe\n<reply@reply.github.com>\n\
+        wrote:\n\nnot marked as a quote\n";
+    assert_eq!(strip(three), "Thanks!");
+    // The line above an attribution is not taken with it.
+    let above = "Call me at 5.\nOn Tue, Mar 3, 2020 at 10:00 AM Ann <ann@example.com> wrote:\n> Hi";
+    assert_eq!(strip(above), "Call me at 5.");
+}
+
+#[test]
+fn attribution_inside_the_authors_line() {
+    let body = "Sounds good On Wed, Apr 4, 2012 at 3:59 PM, bob@example.com wrote:\n> Hi";
+    assert_eq!(strip(body), "Sounds good");
+}
+
+#[test]
+fn signature_from_a_dash_dash_line() {
+    let body = "See you Thursday.\n\nRegards,\nBob\n-- \nBob Jones | Acme Corp\n+1 555 0100\n";
+    assert_eq!(strip(body), "See you Thursday.\n\nRegards,\nBob");
+    let bare = "See you Thursday.\n--\nBob Jones\n";
+    assert_eq!(strip(bare), "See you Thursday.");
+    // Dashes inside a line, or more than two, are text.
+    let text = "Prices -- as agreed -- stay.\n---\nNext item.\n";
+    assert_eq!(strip(text), text);
+}
+
+#[test]
+fn regards_stays() {
+    let body = "The parcel left today.\n\nKind regards,\nBob Jones\nAcme Corp";
+    assert_eq!(strip(body), body);
+    let with_quote = "The parcel left today.\n\nRegards,\nBob\n\n> When will it ship?\n";
+    assert_eq!(strip(with_quote), "The parcel left today.\n\nRegards,\nBob");
+}
+
+#[test]
+fn taglines_take_what_follows() {
+    let body = "Thursday is fine.\n\nSent from my iPhone\n\nAnything after the tagline goes.\n";
+    assert_eq!(strip(body), "Thursday is fine.");
+    let sentence = "Here it is.\n\nSent from my desk, which is easier than my phone.";
+    assert_eq!(strip(sentence), sentence);
+}
+
+#[test]
+fn steps_repeat_until_nothing_changes() {
+    // The signature cut leaves a trailing quote, which the next round removes.
+    let body = "Answer.\n\n> quoted question\n> on two lines\n\n-- \nBob\nAcme Corp\n";
+    assert_eq!(strip(body), "Answer.");
+}
+
+#[test]
+fn a_body_that_would_become_empty_keeps_its_text() {
+    for body in [
+        "> only a quote\n> nothing else\n",
+        "On Tue, Mar 3, 2020 at 10:00 AM Ann <ann@example.com> wrote:\n> Hi\nHello\n",
+        "-- \nBob Jones\n",
+        "Sent from my iPhone",
+    ] {
+        let stripped = strip_quoted(body, &PriorBodies::new());
+        assert_eq!(
+            stripped,
+            Stripped {
+                text: Cow::Borrowed(body),
+                removed: 0
+            },
+            "{body:?}"
+        );
+    }
+    // All of it in a prior message.
+    let mut prior = PriorBodies::new();
+    prior.add(ANN);
+    assert_eq!(strip_quoted(ANN, &prior).text, ANN);
+}
+
+#[test]
+fn removed_counts_characters_and_keeps_line_breaks() {
+    let body = "Très bien, à jeudi.\r\n\r\nLe mar. 3 mars 2020 à 10:00, Anne <anne@example.com> a écrit :\r\n> Réunion jeudi ?\r\n";
+    let stripped = strip_quoted(body, &PriorBodies::new());
+    assert_eq!(stripped.text, "Très bien, à jeudi.");
+    assert_eq!(
+        stripped.removed,
+        body.chars().count() - "Très bien, à jeudi.".chars().count()
+    );
+    assert_eq!(stripped.removed, 87);
+    // Inner lines stay byte for byte, CRLF included, when a middle block goes.
+    let mut prior = PriorBodies::new();
+    prior.add("one two three four five\nsix seven eight nine ten\neleven twelve thirteen");
+    let body = "Top,\r\n  indented  line \r\n> one two three four five\r\n> six seven eight nine ten\r\n\
+        > eleven twelve thirteen\r\nEnd.\r\n";
+    assert_eq!(
+        strip_quoted(body, &prior).text,
+        "Top,\r\n  indented  line \r\nEnd."
+    );
+}
+
+#[test]
+fn outlook_layouts() {
+    let desktop = "Thanks, I'll check with accounting.
+
+Bob
+
+________________________________
+From: Ann Smith <ann@example.com>
+Sent: Tuesday, March 3, 2020 10:00 AM
+To: Bob Jones <bob@example.com>
+Subject: Invoice for March
+
+Hi Bob,
+
+Can you resend the invoice for March?
+
+Thanks,
+Ann
+";
+    assert_eq!(strip(desktop), "Thanks, I'll check with accounting.\n\nBob");
+    let classic = "Thanks, I'll check.\n\n-----Original Message-----\n\
+        From: Ann Smith [mailto:ann@example.com]\nSent: Tuesday, March 03, 2020 10:00 AM\n\
+        To: Bob Jones\nSubject: Invoice for March\n\nHi Bob,\n";
+    assert_eq!(strip(classic), "Thanks, I'll check.");
+    // The HTML part as text: bold header names under a rule.
+    let bold = "Thanks.\n\n *From:* Ann Smith [mailto:ann@example.com]\n *Sent:* Tuesday, \
+        March 3, 2020 10:00 AM\n *To:* Bob Jones\n *Subject:* Invoice\n\nHi Bob,\n";
+    assert_eq!(strip(bold), "Thanks.");
+    // "From: Paris" / "To: London" is not a header block: no date, no subject.
+    let trip = "Booked:\nFrom: Paris\nTo: London\nSee you there.";
+    assert_eq!(strip(trip), trip);
+}
+
+#[test]
+fn gmail_layouts() {
+    let reply = "Sure, Thursday works.
+
+On Tue, Mar 3, 2020 at 10:00 AM Ann Smith <ann@example.com> wrote:
+
+> Can we meet on Thursday to go over the budget?
+>
+> Ann
+>
+";
+    assert_eq!(strip(reply), "Sure, Thursday works.");
+    let forward = "FYI, see below.
+
+---------- Forwarded message ---------
+From: Ann Smith <ann@example.com>
+Date: Tue, Mar 3, 2020 at 10:00 AM
+Subject: Budget
+To: Bob Jones <bob@example.com>
+
+
+Can we meet on Thursday to go over the budget?
+";
+    assert_eq!(strip(forward), "FYI, see below.");
+}
+
+#[test]
+fn apple_mail_layouts() {
+    let iphone = "Thursday is fine.
+
+Sent from my iPhone
+
+> On 3 Mar 2020, at 10:00, Ann Smith <ann@example.com> wrote:
+> 
+> Can we meet on Thursday to go over the budget?
+";
+    assert_eq!(strip(iphone), "Thursday is fine.");
+    let mac = "Thursday is fine.\n\n> On 3 Mar 2020, at 10:00, Ann Smith <ann@example.com> wrote:\n> \n\
+        > Can we meet on Thursday?\n> \n> Ann\n\n";
+    assert_eq!(strip(mac), "Thursday is fine.");
+    let forward = "See below.
+
+Begin forwarded message:
+
+From: Ann Smith <ann@example.com>
+Subject: Budget
+Date: 3 March 2020 at 10:00:00 CET
+To: Bob Jones <bob@example.com>
+
+Can we meet on Thursday?
+";
+    assert_eq!(strip(forward), "See below.");
+}
+
+#[test]
+fn thunderbird_layouts() {
+    let reply =
+        "Thursday is fine.\n\nOn 03/03/2020 10:00, Ann Smith wrote:\n> Can we meet on Thursday?\n";
+    assert_eq!(strip(reply), "Thursday is fine.");
+    let forward = "See below.
+
+
+-------- Forwarded Message --------
+Subject: \tBudget
+Date: \tTue, 3 Mar 2020 10:00:00 +0100
+From: \tAnn Smith <ann@example.com>
+To: \tBob Jones <bob@example.com>
+
+
+
+Can we meet on Thursday?
+";
+    assert_eq!(strip(forward), "See below.");
+    let original =
+        "Noted.\n\n-------- Original Message --------\nSubject: Budget\n\nCan we meet?\n";
+    assert_eq!(strip(original), "Noted.");
+}
+
+#[test]
+fn a_top_posted_thread_walked_oldest_first() {
+    let m0 = "Hello,\n\nMy order 1042 arrived damaged: the box was crushed and the lamp inside is broken.\n\nAnn";
+    let m1 = "Hello Ann,\n\nSorry to hear that. Could you send a photo of the lamp?\n\nBest,\nSupport\n\n\
+        On Tue, 3 Mar 2020 at 10:00, Ann <ann@example.com> wrote:\n> Hello,\n>\n\
+        > My order 1042 arrived damaged: the box was crushed and the lamp inside is broken.\n>\n> Ann\n";
+    let m2 = "Here it is.\n\nSent from my iPhone\n\n> On 3 Mar 2020, at 11:00, Support <help@shop.example> wrote:\n\
+        > \n> Hello Ann,\n> \n> Sorry to hear that. Could you send a photo of the lamp?\n> \n> Best,\n> Support\n\
+        > \n> On Tue, 3 Mar 2020 at 10:00, Ann <ann@example.com> wrote:\n>> Hello,\n>>\n\
+        >> My order 1042 arrived damaged: the box was crushed and the lamp inside is broken.\n>>\n>> Ann\n";
+    assert_eq!(
+        walk(&[m0, m1, m2]),
+        [
+            m0.to_owned(),
+            "Hello Ann,\n\nSorry to hear that. Could you send a photo of the lamp?\n\nBest,\nSupport".to_owned(),
+            "Here it is.".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn random_bodies_keep_the_invariants() {
+    // Bodies drawn from pieces of real markers, CJK text, CRLF and stray bytes of
+    // punctuation: stripping never panics, `removed` is the difference in characters,
+    // and a body is returned whole exactly when nothing was removed.
+    const PIECES: &[&str] = &[
+        "Hello",
+        " ",
+        "\n",
+        "\r\n",
+        "> ",
+        ">>",
+        "-- ",
+        "--",
+        "On Tue, 3 Mar 2020 at 10:00 ",
+        "Ann <ann@example.com>",
+        " wrote:",
+        "From: ",
+        "Sent: ",
+        "Subject: ",
+        "-----Original Message-----",
+        "Sent from my iPhone",
+        "我们已经收到您的订单",
+        "写道：",
+        "é",
+        "\u{a0}",
+        "<",
+        "@",
+        ":",
+        "—",
+        "________________________________",
+        "Am 3.3.2020 schrieb",
+        "2011/4/7 ",
+        "：",
+        "\t",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut thread = PriorBodies::new();
+    for round in 0..3000 {
+        let body: String = (0..next(60)).map(|_| PIECES[next(PIECES.len())]).collect();
+        let prior = if round % 2 == 0 {
+            &thread
+        } else {
+            &PriorBodies::new()
+        };
+        let stripped = strip_quoted(&body, prior);
+        assert_eq!(
+            stripped.removed,
+            body.chars().count() - stripped.text.chars().count(),
+            "{body:?}"
+        );
+        assert_eq!(stripped.removed == 0, stripped.text == body, "{body:?}");
+        thread.add(&body);
+    }
+}
+
+/// Strips `body` on another thread; fails when it takes more than 120 s (no tight
+/// timing: a debug build on a busy machine must pass; `benches/quoted.rs` measures).
+fn strip_with_watchdog(name: &str, body: String, prior: PriorBodies) -> (usize, usize) {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let stripped = strip_quoted(&body, &prior);
+        let _ = tx.send((stripped.text.len(), stripped.removed));
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("{name}: no result within 120 s"))
+}
+
+#[test]
+fn large_bodies_in_linear_time() {
+    // One line of 4 MiB of `>` (email_reply_parser's long quote, larger).
+    let body = format!(
+        "Hi\n{}\nA{}\nBye\n",
+        ">".repeat(1 << 21),
+        ">".repeat(1 << 21)
+    );
+    let len = body.len();
+    assert_eq!(
+        strip_with_watchdog("long line", body, PriorBodies::new()),
+        (len, 0)
+    );
+    // 200,000 lines that each could open a split attribution, none closing one.
+    let body = "On 3 March 2020 at 10:00 Ann\n".repeat(200_000);
+    let len = body.len();
+    assert_eq!(
+        strip_with_watchdog("openers", body, PriorBodies::new()),
+        (len, 0)
+    );
+    // A 10 MiB body, every line of it in a 10 MiB prior body, but the first.
+    let quoted = "> the same words again and again, line after line\n".repeat(200_000);
+    let mut prior = PriorBodies::new();
+    prior.add(&quoted);
+    let body = format!("Top line.\n{quoted}");
+    let len = body.len();
+    assert_eq!(strip_with_watchdog("known", body, prior), (9, len - 9));
+}
