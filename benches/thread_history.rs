@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use protege::db;
 use protege_core::{
-    AppConfig, Context, MailMessage, Message, PersonaInfo, Resolver, Role, ThreadHistory, ToolCall,
-    Trigger, message,
+    AppConfig, Context, MailMessage, Message, PersonaInfo, Quoted, Resolver, Role, ThreadHistory,
+    ToolCall, Trigger, message,
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement, Value as DbValue};
 use serde_json::Value;
@@ -622,6 +622,29 @@ fn floor(rt: &tokio::runtime::Runtime, dir: &std::path::Path) {
         ms(eall),
         ms(call),
         ms(eall) / ms(call)
+    );
+    // `[mail] quoted = "strip"` against `keep` on the same thread (goal <= 1.3x): every
+    // body of the window stripped against the ones before it.
+    let mut stripping = PersonaInfo::new("bench");
+    stripping.mail.quoted = Quoted::Strip;
+    let ctx_strip = Context::builder(
+        stripping,
+        AppConfig::new("."),
+        Trigger::Message(current.clone().into()),
+    )
+    .db(conn.clone())
+    .build();
+    let (s50, k50) = interleaved(
+        rt,
+        400,
+        || time(&mut || drop(rt.block_on(limit50.resolve(&ctx_strip)).unwrap())),
+        || time(&mut || drop(rt.block_on(limit50.resolve(&ctx)).unwrap())),
+    );
+    println!(
+        "limit=50:  quoted = \"strip\" {:.3} ms, \"keep\" {:.3} ms, ratio {:.2}x (goal <= 1.3x)",
+        ms(s50),
+        ms(k50),
+        ms(s50) / ms(k50)
     );
     match python_floor(&dir.join("floor-fixture.json"), dir) {
         Some((p50, pall)) => {

@@ -61,6 +61,9 @@ pub(crate) async fn run(database: &Path) -> anyhow::Result<(String, Vec<Value>)>
     let engine = Engine::builder()
         .root(root)
         .database(format!("sqlite://{}", database.display()))
+        // The same bytes at every run (the support persona fences mail bodies); an
+        // application leaves the key to the database or to `PROTEGE_FENCE_KEY`.
+        .fence_key("protege-example-fence-key")
         .build()
         .await?;
     let db = engine.db().await?;

@@ -27,6 +27,10 @@ pub(crate) async fn run(database: &Path) -> anyhow::Result<String> {
     let engine = Engine::builder()
         .root(root) // personas from <root>/personas
         .database(format!("sqlite://{}", database.display())) // created and migrated on first use
+        // The support persona fences mail bodies; a fixed key makes this example print the
+        // same bytes at every run. An application leaves the key to the database (drawn at
+        // random when it is created) or to `PROTEGE_FENCE_KEY`.
+        .fence_key("protege-example-fence-key")
         .build()
         .await?;
 

@@ -38,6 +38,7 @@ async fn engine(url: &str) -> Engine {
     Engine::builder()
         .root(project())
         .database(url)
+        .fence_key(common::FENCE_KEY)
         .build()
         .await
         .unwrap()

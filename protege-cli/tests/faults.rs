@@ -223,10 +223,11 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
         rt.block_on(async {
             let conn = db::connect(&fresh.url).await.unwrap();
             // One row per migration (the mail store, `thread_summaries`, the In-Reply-To
-            // index, the stored text of HTML bodies, the runs), each applied once.
+            // index, the stored text of HTML bodies, the runs, the settings, the HTML bodies
+            // converted again), each applied once.
             assert_eq!(
                 count(&conn, "protege_migrations").await,
-                5,
+                7,
                 "{}",
                 fresh.backend
             );

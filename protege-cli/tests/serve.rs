@@ -458,7 +458,7 @@ async fn mail_is_stored_then_resolved() {
     assert_eq!(
         messages.last().unwrap()["content"],
         json!(
-            "From: Zoe <zoe@example.com>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Broken hinge\n\nThe hinge broke."
+            "From: Zoe <zoe@example.com>\nTo: support@acme.test\nCc:\nDate: Tue, 10 Mar 2026 09:00:00 +0000\nSubject: Broken hinge\n\n<<<mail:bbe21cb4d017e4fa begin>>>\nThe hinge broke.\n<<<mail:bbe21cb4d017e4fa end>>>"
         )
     );
 

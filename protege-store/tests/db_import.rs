@@ -389,7 +389,8 @@ async fn migrations_are_idempotent_and_reversible() {
 #[tokio::test]
 async fn the_runs_migration_keeps_the_tool_uses() {
     on_each_backend("runs_migration", |db, _| async move {
-        Migrator::down(&db, Some(1)).await.unwrap();
+        // Down three: the settings' migration and the second HTML conversion came after it.
+        Migrator::down(&db, Some(3)).await.unwrap();
         let select = |sql: &str| {
             db.query_all_raw(sea_orm::Statement::from_string(
                 db.get_database_backend(),
@@ -563,8 +564,8 @@ async fn html_is_converted_once(db: DatabaseConnection) {
     );
 
     // Rows stored before the column existed: the migration converts each of them (down
-    // two: the runs' migration came after it).
-    Migrator::down(&db, Some(2)).await.unwrap();
+    // four: the runs', the settings' and the second conversion's migrations came after it).
+    Migrator::down(&db, Some(4)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),

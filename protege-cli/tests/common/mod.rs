@@ -16,9 +16,15 @@ pub(crate) fn project() -> PathBuf {
 /// The `protege` binary, run from the workspace root as before it had a package of its own.
 pub(crate) fn protege_command() -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_protege"));
-    command.current_dir(project());
+    command
+        .current_dir(project())
+        .env("PROTEGE_FENCE_KEY", FENCE_KEY);
     command
 }
+
+/// The fence key of the tests (the examples' own), so the shipped `support` persona, whose
+/// bodies are fenced, gives the same bytes at every run.
+pub(crate) const FENCE_KEY: &str = "protege-example-fence-key";
 
 /// The `agent` persona of the runs' tests: instructions, the thread, two tools, a scheduled
 /// task, on a model without a public tokenizer.

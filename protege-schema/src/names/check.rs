@@ -594,7 +594,7 @@ mod tests {
             reply("{{ persona.x }} {{ zzz }} {{ now.year }}"),
             [
                 "1:12: `persona` has no attribute `x`, expected one of `name`, `instructions`, `vars`",
-                "1:20: unknown template variable `zzz`, expected one of `persona`, `message`, `correlation_id`, `now`",
+                "1:20: unknown template variable `zzz`, expected one of `persona`, `message`, `mail`, `correlation_id`, `now`",
                 "1:34: `now` is a string and has no attribute `year`",
             ]
         );
@@ -612,7 +612,7 @@ mod tests {
         assert_eq!(
             reply("{% for x in message.to %}{% endfor %}{{ x }}"),
             [
-                "1:41: unknown template variable `x`, expected one of `persona`, `message`, `correlation_id`, `now`"
+                "1:41: unknown template variable `x`, expected one of `persona`, `message`, `mail`, `correlation_id`, `now`"
             ]
         );
     }
