@@ -10,7 +10,10 @@
 //! `cargo bench -p protege-mail --bench fence` prints, before criterion's own report, one
 //! line per shape: the time of `wrap`, of the clone and of lowercasing, and the ratios.
 
-use std::time::{Duration, Instant};
+mod common;
+use common::median;
+
+use std::time::Duration;
 
 use criterion::Criterion;
 use protege_mail::Fence;
@@ -49,27 +52,15 @@ fn body(shape: &str) -> String {
     body
 }
 
-fn median(mut f: impl FnMut() -> usize) -> Duration {
-    let mut times: Vec<Duration> = (0..21)
-        .map(|_| {
-            let start = Instant::now();
-            std::hint::black_box(f());
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[10]
-}
-
 const SHAPES: [&str; 4] = ["plain", "quoted", "accented", "forged"];
 
 fn main() {
     let fence = Fence::new(b"bench key", "<thread@example.com>");
     for shape in SHAPES {
         let body = body(shape);
-        let wrap = median(|| fence.wrap(&body).0.len());
-        let clone = median(|| body.clone().len());
-        let lower = median(|| body.to_lowercase().len());
+        let wrap = median(21, || fence.wrap(&body).0.len());
+        let clone = median(21, || body.clone().len());
+        let lower = median(21, || body.to_lowercase().len());
         println!(
             "fence {shape} {} KB, {} lines neutralised: wrap {:.1} us, clone {:.1} us, \
              ratio {:.0}x; to_lowercase {:.1} us, ratio {:.1}x",

@@ -7,7 +7,10 @@
 //! one line per shape and size: the time, the time per MiB (flat when the cost is linear)
 //! and the engine/baseline ratio.
 
-use std::time::{Duration, Instant};
+mod common;
+use common::median;
+
+use std::time::Duration;
 
 use criterion::Criterion;
 use protege_mail::html_to_text;
@@ -57,24 +60,12 @@ fn strip_tags(html: &str) -> String {
     out
 }
 
-fn median(mut f: impl FnMut() -> usize) -> Duration {
-    let mut times: Vec<Duration> = (0..5)
-        .map(|_| {
-            let start = Instant::now();
-            std::hint::black_box(f());
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[2]
-}
-
 fn main() {
     for shape in SHAPES {
         for mib in [1, 2, 4, 8] {
             let html = input(shape, mib * MIB);
-            let engine = median(|| html_to_text(&html).len());
-            let baseline = median(|| strip_tags(&html).len());
+            let engine = median(5, || html_to_text(&html).len());
+            let baseline = median(5, || strip_tags(&html).len());
             println!(
                 "html_text {shape} {mib} MiB: {:.1} ms, {:.1} ms per MiB; baseline {:.1} ms, ratio {:.1}x",
                 engine.as_secs_f64() * 1e3,

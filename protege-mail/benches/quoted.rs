@@ -13,7 +13,10 @@
 //! one line per shape: the thread's size, the three times and the ratios of strip to
 //! the baseline and to keep.
 
-use std::time::{Duration, Instant};
+mod common;
+use common::median;
+
+use std::time::Duration;
 
 use criterion::Criterion;
 use protege_mail::{PriorBodies, strip_quoted};
@@ -146,18 +149,6 @@ fn keep_thread(bodies: &[String]) -> usize {
     bodies.iter().map(|body| body.to_owned().len()).sum()
 }
 
-fn median(mut f: impl FnMut() -> usize) -> Duration {
-    let mut times: Vec<Duration> = (0..9)
-        .map(|_| {
-            let start = Instant::now();
-            std::hint::black_box(f());
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[4]
-}
-
 /// Fails unless every stripped body is its author's own text.
 fn check(shape: &str, bodies: &[String]) {
     let mut prior = PriorBodies::new();
@@ -180,9 +171,9 @@ fn main() {
     for (shape, bodies) in &shapes {
         check(shape, bodies);
         let bytes: usize = bodies.iter().map(String::len).sum();
-        let engine = median(|| strip_thread(bodies));
-        let baseline = median(|| baseline_thread(bodies));
-        let keep = median(|| keep_thread(bodies));
+        let engine = median(9, || strip_thread(bodies));
+        let baseline = median(9, || baseline_thread(bodies));
+        let keep = median(9, || keep_thread(bodies));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
             "quoted {shape}, {MESSAGES} messages, {:.2} MiB: strip {:.2} ms; baseline {:.2} ms, \
