@@ -28,22 +28,33 @@ impl MailRender {
         prior: &mut PriorBodies,
         stats: &mut MailStats,
     ) -> String {
+        self.render_body(m, &m.readable(), prior, stats)
+    }
+
+    /// [`render`](Self::render) with `m`'s readable body computed already.
+    pub(crate) fn render_body(
+        &self,
+        m: &MailMessage,
+        body: &str,
+        prior: &mut PriorBodies,
+        stats: &mut MailStats,
+    ) -> String {
         if self.count_hidden {
             stats.hidden_chars += hidden_chars(m);
         }
-        let body = m.readable();
+        let stripped;
         let body = match self.quoted {
             Quoted::Keep => body,
             Quoted::Strip => {
-                let stripped = prior.strip_next(&body);
+                stripped = prior.strip_next(body);
                 stats.quoted_chars += stripped.removed;
-                std::borrow::Cow::Owned(stripped.text.into_owned())
+                &stripped.text
             }
         };
         match &self.fence {
-            None => m.render_within(&body, self.text_limit),
+            None => m.render_within(body, self.text_limit),
             Some(fence) => {
-                let (text, neutralised) = m.render_fenced_within(&body, self.text_limit, fence);
+                let (text, neutralised) = m.render_fenced_within(body, self.text_limit, fence);
                 stats.neutralised_lines += neutralised;
                 text
             }

@@ -156,12 +156,13 @@ impl ThreadHistory {
         for turn in turns {
             let mut messages = Vec::with_capacity(1);
             let m = &turn.message;
-            if !m.is_empty() {
+            let body = m.readable();
+            if !body.is_empty() || !m.attachments.is_empty() {
                 let role = match m.direction {
                     Direction::Inbound => Role::User,
                     Direction::Outbound => Role::Assistant,
                 };
-                messages.push(message(role, render.render(m, prior, stats)));
+                messages.push(message(role, render.render_body(m, &body, prior, stats)));
             }
             if self.include_tool_calls && !turn.tool_uses.is_empty() {
                 self.push_rounds(&m.message_id, turn.tool_uses, &mut messages)?;
