@@ -59,6 +59,7 @@
 //! | `now` | the run's time, RFC 3339 UTC with `Z` | `run at {{ now }}` → `run at 2026-01-05T10:05:00Z` |
 //! | `record` | the row, as a map (LoadRecord per-record `template` only) | `{{ record.name }} ({{ record.plan }})` |
 //! | `summary` | the text of the thread's running summary (ThreadSummary `template` only) | `Summary of the conversation so far:\n{{ summary }}` |
+//! | `thread.subject`, `thread.summary`, `thread.messages` | an earlier thread of the sender with the persona (CorrespondentHistory `template` only): its subject, its newest running summary (none when it has none) and otherwise its last messages, each rendered as the history renders it | `{{ thread.subject }}: {% if thread.summary %}{{ thread.summary }}{% else %}{{ thread.messages \| length }} messages{% endif %}` |
 //!
 //! Besides minijinja's own filters there is `slugify`: lowercase ASCII letters and digits,
 //! every other run of characters one `-` (`"Support Team!"` → `support-team`).

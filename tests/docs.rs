@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use protege_schema::names::{MAIL, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
+use protege_schema::names::{MAIL, MESSAGE, PERSONA, RESPONSIBILITY, THREAD, VARIABLES};
 
 fn read(file: &str) -> String {
     std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
@@ -54,6 +54,7 @@ fn every_template_variable_is_documented_with_an_example() {
             "message" => MESSAGE,
             "responsibility" => RESPONSIBILITY,
             "mail" => MAIL,
+            "thread" => THREAD,
             _ => &[],
         };
         if attributes.is_empty() {

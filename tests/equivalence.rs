@@ -13,9 +13,9 @@ use chrono::{TimeZone, Utc};
 use protege::config::{Persona, Registry};
 use protege::db::{self, sea_orm::DatabaseConnection};
 use protege::{
-    AppConfig, Chain, Context, DynChain, LoadFile, LoadRecord, LoadText, MailMessage, PersonaInfo,
-    Responsibility, Role, StaticChain, Template, ThreadHistory, ThreadSummary, ToolDef, Trigger,
-    Window,
+    AppConfig, Chain, Context, CorrespondentHistory, DynChain, LoadFile, LoadRecord, LoadText,
+    MailMessage, PersonaInfo, Quoted, Responsibility, Role, StaticChain, Template, ThreadHistory,
+    ThreadSummary, ToolDef, Trigger, Window,
 };
 use protege::{OrderBy, WhereValue};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
@@ -81,6 +81,11 @@ where = { email = "{{ message.from }}" }
 template = "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})"
 
 [[message_resolvers]]
+use = "CorrespondentHistory"
+messages = 2
+quoted = "strip"
+
+[[message_resolvers]]
 use = "ThreadSummary"
 template = "Earlier: {{ summary }}"
 role = "user"
@@ -122,7 +127,14 @@ template = "{{ responsibility.instructions }} ({{ now }})"
 role = "user"
 "#;
 
-const FIXTURE: &str = r#"{"threads":[{"subject":"Refund for order A-1","messages":[
+const FIXTURE: &str = r#"{"threads":[{"subject":"Gift wrap","messages":[
+  {"message_id":"<g0@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
+   "to":["support@acme.test"],"subject":"Gift wrap","sent_at":"2025-12-01T08:00:00Z",
+   "text_body":"Can you gift-wrap order A-0?"},
+  {"message_id":"<g1@example.com>","direction":"outbound","from":"Acme Support <support@acme.test>",
+   "to":["Alice <alice@example.com>"],"subject":"Re: Gift wrap","sent_at":"2025-12-01T09:00:00Z",
+   "text_body":"Yes, for free.\n\nOn Mon, 1 Dec 2025 at 08:00, Alice <alice@example.com> wrote:\n> Can you gift-wrap order A-0?"}
+]},{"subject":"Refund for order A-1","messages":[
   {"message_id":"<m0@example.com>","direction":"inbound","from":"Alice <alice@example.com>",
    "to":["support@acme.test"],"subject":"Order A-1","sent_at":"2026-01-03T08:00:00Z",
    "text_body":"Where is order A-1?"},
@@ -238,6 +250,7 @@ fn expected_reply() -> String {
         r#"{"role":"system","content":"Answer in English.\n"},"#,
         r#"{"role":"user","content":"Refunds take 5 days."},"#,
         r#"{"role":"system","content":"Customer: Alice Liddell (plan: pro, seats: 5)"},"#,
+        r#"{"role":"system","content":"Earlier thread with this correspondent: Gift wrap\n\nFrom: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Mon, 1 Dec 2025 08:00:00 +0000\nSubject: Gift wrap\n\nCan you gift-wrap order A-0?\n\nFrom: Acme Support <support@acme.test>\nTo: Alice <alice@example.com>\nCc:\nDate: Mon, 1 Dec 2025 09:00:00 +0000\nSubject: Re: Gift wrap\n\nYes, for free."},"#,
         // The stable window (limit 2, step 3) of 3 prior messages keeps all 3.
         r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Sat, 3 Jan 2026 08:00:00 +0000\nSubject: Order A-1\n\nWhere is order A-1?"},"#,
         r#"{"role":"user","content":"From: Alice <alice@example.com>\nTo: support@acme.test\nCc: bob@example.com\nDate: Sun, 4 Jan 2026 09:00:00 +0000\nSubject: Refund for order A-1\n\nIt arrived broken.\n\nAttachments:\n- photo.jpg (image/jpeg, 2048 bytes, id: att-1)"},"#,
@@ -284,6 +297,7 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
             accounts_of_sender,
             template = "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})",
         );
+        use CorrespondentHistory(messages = 2, quoted = strip);
         use ThreadSummary(template = "Earlier: {{ summary }}", role = user);
         use ThreadHistory(limit = 2, window = stable, step = 3, after_summary = true, result_limit = 12);
         use LoadText("Reply to {{ message.from }} about \"{{ message.subject }}\".", role = user);
@@ -312,6 +326,7 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
                     "Customer: {{ record.name }} (plan: {{ record.plan }}, seats: {{ record.seats }})",
                 ),
         )
+        .with(CorrespondentHistory::new().messages(2).quoted(Quoted::Strip))
         .with(
             ThreadSummary::new()
                 .template_str("Earlier: {{ summary }}")
@@ -383,6 +398,7 @@ async fn toml_macro_and_hand_built_chains_give_identical_requests() {
         "LoadFile",
         "LoadFile",
         "LoadRecord",
+        "CorrespondentHistory",
         "ThreadSummary",
         "ThreadHistory",
         "LoadText",

@@ -587,3 +587,53 @@ async fn load_record_failures_name_the_resolver_and_its_position() {
         "resolver 1 `LoadRecord` failed: template `LoadRecord.template` line 1: `record.nmae` is undefined"
     );
 }
+
+#[tokio::test]
+async fn correspondent_history_from_the_macro_reads_the_senders_earlier_threads() {
+    let (root, db, _) = db_setup().await;
+    let earlier = r#"{"threads": [{"subject": "Order A-0", "messages": [
+        {"message_id": "<old-1@example.com>", "direction": "inbound",
+         "from": "Alice <alice@example.com>", "to": ["support@acme.test"],
+         "subject": "Order A-0", "sent_at": "2025-12-01T09:00:00Z",
+         "text_body": "Did order A-0 ship?"},
+        {"message_id": "<old-2@acme.test>", "direction": "outbound",
+         "from": "Acme Support <support@acme.test>", "to": ["Alice <alice@example.com>"],
+         "subject": "Re: Order A-0", "sent_at": "2025-12-01T10:00:00Z",
+         "text_body": "Yes, on Friday.\n\nOn Mon, 1 Dec 2025 at 09:00, Alice <alice@example.com> wrote:\n> Did order A-0 ship?"}
+    ]}]}"#;
+    protege::db::import_fixture_str(&db, earlier).await.unwrap();
+    let current = protege::db::load_message(&db, "<t3@example.com>")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut p = persona();
+    p.addresses = vec!["support@acme.test".into()];
+    let ctx = Context::builder(
+        p,
+        AppConfig::new(root.path()),
+        Trigger::Message(Arc::new(current)),
+    )
+    .db(db.clone())
+    .build();
+    let chain = protege::resolvers! {
+        use CorrespondentHistory;
+        use CorrespondentHistory(messages = 1, template = "{{ thread.subject }}: {% for m in thread.messages %}{{ m }}{% endfor %}", quoted = strip, role = user);
+    };
+    let by_hand = DynChain::new()
+        .with(protege::CorrespondentHistory::new())
+        .with(
+            protege::CorrespondentHistory::new()
+                .messages(1)
+                .template_str(
+                    "{{ thread.subject }}: {% for m in thread.messages %}{{ m }}{% endfor %}",
+                )
+                .quoted(protege::Quoted::Strip)
+                .role(Role::User),
+        );
+    let expected = concat!(
+        r#"[{"role":"system","content":"Earlier thread with this correspondent: Order A-0\n\nFrom: Alice <alice@example.com>\nTo: support@acme.test\nCc:\nDate: Mon, 1 Dec 2025 09:00:00 +0000\nSubject: Order A-0\n\nDid order A-0 ship?\n\nFrom: Acme Support <support@acme.test>\nTo: Alice <alice@example.com>\nCc:\nDate: Mon, 1 Dec 2025 10:00:00 +0000\nSubject: Re: Order A-0\n\nYes, on Friday.\n\nOn Mon, 1 Dec 2025 at 09:00, Alice <alice@example.com> wrote:\n> Did order A-0 ship?"},"#,
+        r#"{"role":"user","content":"Order A-0: From: Acme Support <support@acme.test>\nTo: Alice <alice@example.com>\nCc:\nDate: Mon, 1 Dec 2025 10:00:00 +0000\nSubject: Re: Order A-0\n\nYes, on Friday."}]"#,
+    );
+    assert_eq!(json_of(&chain.resolve(&ctx).await.unwrap()), expected);
+    assert_eq!(json_of(&by_hand.resolve(&ctx).await.unwrap()), expected);
+}

@@ -1,5 +1,6 @@
 //! Loading a persona, stage 4 of 4, for the built-in resolvers: their TOML options
-//! (`LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`), read from an
+//! (`LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`,
+//! `CorrespondentHistory`), read from an
 //! entry of a chain ([`chains`](crate::chains)).
 //!
 //! Which keys an entry may have, which are required and how each value is read come from
@@ -10,13 +11,13 @@
 use std::ops::Range;
 
 use protege_core::{
-    BoxResolver, LoadFile, LoadRecord, LoadText, OrderBy, Role, Template, ThreadHistory,
-    ThreadSummary, WhereValue, Window,
+    BoxResolver, CorrespondentHistory, LoadFile, LoadRecord, LoadText, OrderBy, Role, Template,
+    ThreadHistory, ThreadSummary, WhereValue, Window,
 };
 use protege_schema::names::{Scope, Trigger};
 use protege_schema::{
-    Builtin, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec, ROLES, THREAD_HISTORY,
-    THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
+    Builtin, CORRESPONDENT_HISTORY, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec, QUOTED,
+    ROLES, THREAD_HISTORY, THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
 };
 use toml::de::{DeTable, DeValue};
 
@@ -64,6 +65,8 @@ enum Read {
     Step(u64),
     /// A window.
     Window(Window),
+    /// A `quoted` mode.
+    Quoted(protege_core::Quoted),
     /// A boolean.
     Flag(bool),
 }
@@ -241,6 +244,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     }
                 }
             }
+            Kind::Quoted => parse_quoted(self.sink, value).map(Read::Quoted),
             Kind::Flag => reader::boolean(self.sink, value, what).map(Read::Flag),
             // A closure has no TOML form; `read_entry` reads TOML options only.
             Kind::Closure => None,
@@ -349,9 +353,26 @@ impl<'a, 'i> Options<'a, 'i, '_> {
             trigger: self.trigger,
             record,
             summary: self.name == "ThreadSummary",
+            thread: self.name == "CorrespondentHistory",
             vars: self.vars,
         }
     }
+}
+
+/// A `quoted` value (`[mail]` or a resolver's option): `"keep"` or `"strip"`.
+pub(crate) fn parse_quoted(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<protege_core::Quoted> {
+    let text = reader::string(sink, value, "`quoted`")?;
+    let quoted = protege_core::Quoted::parse(&text);
+    if quoted.is_none() {
+        let hint = suggestion(&text, QUOTED);
+        let message = if hint.is_empty() {
+            format!("unknown `quoted` mode `{text}`, expected `keep` or `strip`")
+        } else {
+            format!("unknown `quoted` mode `{text}`{hint}")
+        };
+        sink.error(value.span(), message);
+    }
+    quoted
 }
 
 fn parse_role(sink: &mut Sink<'_>, text: &str, value: &Value<'_>) -> Option<Role> {
@@ -487,8 +508,26 @@ pub(crate) fn thread_summary(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
     entry.ok.then(|| BoxResolver::new(r))
 }
 
+/// `CorrespondentHistory`: `threads`, `messages`, `template` (variable `thread`), `role`,
+/// `quoted`.
+pub(crate) fn correspondent_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    let entry = o.read_entry(&CORRESPONDENT_HISTORY);
+    let mut r = CorrespondentHistory::new();
+    for (name, read) in &entry.values {
+        r = match (*name, read) {
+            ("threads", Some(Read::Count(n))) => r.threads(*n),
+            ("messages", Some(Read::Count(n))) => r.messages(*n),
+            ("template", Some(Read::Template(t))) => r.template(t.clone()),
+            ("role", Some(Read::Role(role))) => r.role(*role),
+            ("quoted", Some(Read::Quoted(q))) => r.quoted(*q),
+            _ => r,
+        };
+    }
+    entry.ok.then(|| BoxResolver::new(r))
+}
+
 /// `ThreadHistory`: `limit`, `window`, `step`, `after_summary`, `include_tool_calls`,
-/// `result_limit`, `max_tokens`.
+/// `result_limit`, `max_tokens`, `quoted`.
 pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
     let mut entry = o.read_entry(&THREAD_HISTORY);
     let mut r = ThreadHistory::new();
@@ -508,6 +547,7 @@ pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver>
             ("max_tokens", Some(Read::Count(n))) => {
                 r.max_tokens(usize::try_from(*n).unwrap_or(usize::MAX))
             }
+            ("quoted", Some(Read::Quoted(q))) => r.quoted(*q),
             _ => r,
         };
     }

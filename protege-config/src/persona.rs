@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{
-    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted,
+    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
     Responsibility, ToolDef,
 };
 use toml::de::{DeTable, DeValue};
@@ -337,20 +337,9 @@ fn mail(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaMail {
         " in `[mail]`",
     );
     if let Some(v) = get(t, "quoted")
-        && let Some(q) = reader::string(sink, v, "`quoted`")
+        && let Some(quoted) = crate::builtins::parse_quoted(sink, v)
     {
-        match Quoted::parse(&q) {
-            Some(quoted) => mail.quoted = quoted,
-            None => {
-                let hint = suggestion(&q, ["keep", "strip"]);
-                let message = if hint.is_empty() {
-                    format!("unknown `quoted` mode `{q}`, expected `keep` or `strip`")
-                } else {
-                    format!("unknown `quoted` mode `{q}`{hint}")
-                };
-                sink.error(v.span(), message);
-            }
-        }
+        mail.quoted = quoted;
     }
     if let Some(v) = get(t, "fence")
         && let Some(fence) = reader::boolean(sink, v, "`fence`")

@@ -15,12 +15,13 @@ type BuiltinFactory = for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<Box
 
 /// The reader of each built-in of the shared table (names, aliases and options come from
 /// `protege-schema`).
-const BUILTIN_FACTORIES: [(&str, BuiltinFactory); 5] = [
+const BUILTIN_FACTORIES: [(&str, BuiltinFactory); 6] = [
     ("LoadText", builtins::load_text),
     ("LoadFile", builtins::load_file),
     ("LoadRecord", builtins::load_record),
     ("ThreadHistory", builtins::thread_history),
     ("ThreadSummary", builtins::thread_summary),
+    ("CorrespondentHistory", builtins::correspondent_history),
 ];
 
 struct Entry {
@@ -30,15 +31,22 @@ struct Entry {
 }
 
 /// The resolvers personas can `use`: the built-ins (`LoadText`, `LoadFile`, `LoadRecord`,
-/// `ThreadHistory`, `ThreadSummary`, with `LoadTextResolver`-style long names as aliases) plus the custom
-/// types registered with [`Registry::register`].
+/// `ThreadHistory`, `ThreadSummary`, `CorrespondentHistory`, with `LoadTextResolver`-style
+/// long names as aliases) plus the custom types registered with [`Registry::register`].
 ///
 /// ```
 /// use protege::config::Registry;
 /// let registry = Registry::new();
 /// assert_eq!(
 ///     registry.names(),
-///     ["LoadText", "LoadFile", "LoadRecord", "ThreadHistory", "ThreadSummary"]
+///     [
+///         "LoadText",
+///         "LoadFile",
+///         "LoadRecord",
+///         "ThreadHistory",
+///         "ThreadSummary",
+///         "CorrespondentHistory"
+///     ]
 /// );
 /// ```
 #[derive(Clone)]

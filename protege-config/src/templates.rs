@@ -23,6 +23,7 @@ struct Seen {
     trigger: Trigger,
     record: bool,
     summary: bool,
+    thread: bool,
     /// A hash of the persona's `[vars]` keys (`None` when they were unknown): equal keys,
     /// or two lists whose 64-bit hashes under random keys collide.
     vars: Option<u64>,
@@ -41,7 +42,7 @@ impl Templates {
     ) -> protege_core::Result<(Template, Vec<Problem>)> {
         let vars = scope.vars.map(|keys| self.keys.hash_one(keys));
         let mut hasher = self.keys.build_hasher();
-        (name, text, scope.record, scope.summary, vars).hash(&mut hasher);
+        (name, text, scope.record, scope.summary, scope.thread, vars).hash(&mut hasher);
         std::mem::discriminant(&scope.trigger).hash(&mut hasher);
         let key = hasher.finish();
         if let Some(seen) = self.seen.get(&key)
@@ -50,6 +51,7 @@ impl Templates {
             && seen.trigger == scope.trigger
             && seen.record == scope.record
             && seen.summary == scope.summary
+            && seen.thread == scope.thread
             && seen.vars == vars
         {
             return Ok((seen.template.clone(), seen.problems.clone()));
@@ -63,6 +65,7 @@ impl Templates {
             trigger: scope.trigger,
             record: scope.record,
             summary: scope.summary,
+            thread: scope.thread,
             vars,
             problems: problems.clone(),
         });

@@ -35,8 +35,8 @@
 //! - resolvers and chains: the [`Resolver`] trait, [`BoxResolver`] for chains built at run
 //!   time ([`DynChain`]), [`StaticChain`] for the ones [`resolvers!`] builds, and
 //!   [`assemble`] for a finished request with a report per resolver;
-//! - the built-in resolvers: [`LoadText`], [`LoadFile`], [`LoadRecord`], [`ThreadHistory`]
-//!   and [`ThreadSummary`];
+//! - the built-in resolvers: [`LoadText`], [`LoadFile`], [`LoadRecord`], [`ThreadHistory`],
+//!   [`ThreadSummary`] and [`CorrespondentHistory`];
 //! - templates ([`Template`]) and token counts ([`Tokenizer`], [`Calibration`]);
 //! - [`db`]: connecting, migrating and reading mail back (importing it is `protege-store`'s);
 //! - [`wire`]: a request as an OpenAI or Anthropic request body, and a provider's answer
@@ -93,8 +93,8 @@ pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 
 // The built-in resolvers and their option types.
 pub use resolvers::{
-    LoadFile, LoadRecord, LoadRecordFn, LoadText, OrderBy, ThreadHistory, ThreadSummary,
-    WhereValue, Window,
+    CorrespondentHistory, LoadFile, LoadRecord, LoadRecordFn, LoadText, OrderBy, ThreadHistory,
+    ThreadSummary, WhereValue, Window,
 };
 
 // Options of a resolver, set by name from TOML and from `resolvers!`.

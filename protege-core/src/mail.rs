@@ -3,8 +3,8 @@
 
 pub(crate) use protege_mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, Fence,
-    MailLimits, MailMessage, PriorBodies, bare_address, html_to_text_counted, one_line, rfc3339_z,
-    without_nul,
+    MailLimits, MailMessage, PriorBodies, address_key, bare_address, html_to_text_counted,
+    one_line, rfc3339_z, without_nul,
 };
 
 /// A stored message as a template variable.

@@ -40,7 +40,9 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::TextTemplate(ty, source) => quote_spanned!(span=> #krate::#ty::template(#source)),
         Ctor::TextFn(ty, closure) => quote_spanned!(span=> #krate::#ty::from_fn(#closure)),
         Ctor::File(ty, path) => quote_spanned!(span=> #krate::#ty::new(#path)),
-        Ctor::History(ty) | Ctor::Summary(ty) => quote_spanned!(span=> #krate::#ty::new()),
+        Ctor::History(ty) | Ctor::Summary(ty) | Ctor::Correspondent(ty) => {
+            quote_spanned!(span=> #krate::#ty::new())
+        }
         Ctor::RecordLoader(ty, loader) => quote_spanned!(span=> #krate::#ty::from_loader(#loader)),
         Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
         Ctor::UserValue(path) => quote!(#path),
@@ -51,7 +53,10 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         let arg = match arg {
             CallArg::Expr(e) => quote!(#e),
             CallArg::Role(variant) => quote!(#krate::Role::#variant),
-            CallArg::Window(variant) => quote!(#krate::Window::#variant),
+            CallArg::Word(ty, variant) => {
+                let ty = proc_macro2::Ident::new(ty, variant.span());
+                quote!(#krate::#ty::#variant)
+            }
             CallArg::Filter { column, value } => quote!(#column, #value),
             CallArg::Order { column, desc } => quote! {
                 #krate::OrderBy {
@@ -250,6 +255,42 @@ mod tests {
                 "`ThreadSummary` takes no positional argument; use named options such as `template = \"Earlier: {{ summary }}\"`",
                 "LoadText template line 1: `summary` exists only in the `template` of `ThreadSummary`",
                 "ThreadSummary template line 1: `record` exists only in the per-record `template` of `LoadRecord`",
+            ]
+        );
+    }
+
+    #[test]
+    fn correspondent_history_and_quoted() {
+        let out = expand(quote! {
+            use CorrespondentHistory;
+            use CorrespondentHistory(threads = 5, messages = 2, template = "{{ thread.subject }}", role = user, quoted = strip);
+            use ThreadHistory(limit = 20, quoted = "keep");
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: CorrespondentHistory :: new ()) , \
+                 {r} (:: protege_core :: CorrespondentHistory :: new () . threads (5) . messages (2) . template_str (\"{{{{ thread.subject }}}}\") . role (:: protege_core :: Role :: User) . quoted (:: protege_core :: Quoted :: Strip)) , \
+                 {r} (:: protege_core :: ThreadHistory :: new () . limit (20) . quoted (:: protege_core :: Quoted :: Keep)) ,))"
+            )
+        );
+        assert_eq!(
+            errors(quote! {
+                use CorrespondentHistory(3);
+                use CorrespondentHistory(quoted = strp, tread = 1);
+                use ThreadHistory(quoted = 1);
+                use LoadText("{{ thread.subject }}");
+                use CorrespondentHistory(template = "{{ thread.subjct }}");
+            }),
+            vec![
+                "`CorrespondentHistory` takes no positional argument; use named options such as `threads = 5`",
+                "unknown option `tread` for `CorrespondentHistory`, did you mean `threads`? (valid options: `threads`, `messages`, `template`, `role`, `quoted`)",
+                "unknown `quoted` mode `strp`, did you mean `strip`? (modes: `keep`, `strip`)",
+                "`quoted` takes `strip` or `keep`, e.g. `quoted = strip`",
+                "LoadText template line 1: `thread` exists only in the `template` of `CorrespondentHistory`",
+                "CorrespondentHistory template line 1: `thread` has no attribute `subjct`, did you mean `subject`?",
             ]
         );
     }

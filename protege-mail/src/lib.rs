@@ -23,7 +23,7 @@ pub use fence::Fence;
 pub use html_text::{html_to_text, html_to_text_counted};
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
-    MailMessage, bare_address, cap_text, rfc3339_z,
+    MailMessage, address_key, bare_address, cap_text, rfc3339_z,
 };
 pub use quoted::{PriorBodies, Stripped, strip_quoted};
 

@@ -151,6 +151,13 @@ pub fn bare_address(header: &str) -> &str {
     }
 }
 
+/// The key of a header-form address by which threads and correspondents are matched: its
+/// bare address on one line, lowercased (`Alice <Alice@Example.com>` gives
+/// `alice@example.com`).
+pub fn address_key(header: &str) -> String {
+    bare_address(&one_line(header)).to_lowercase()
+}
+
 impl Email {
     /// The readable body: the text body when not blank, else the HTML body as text (the
     /// stored [`html_text`](Self::html_text) when there is one), else empty; trimmed.

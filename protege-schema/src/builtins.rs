@@ -10,11 +10,24 @@ pub const HISTORY_RESULT_LIMIT: usize = 4000;
 /// `ThreadSummary`'s default `template`.
 pub const SUMMARY_TEMPLATE: &str = "Summary of the conversation so far:\n{{ summary }}";
 
+/// `CorrespondentHistory`'s default `threads`: the sender's three most recent earlier threads.
+pub const CORRESPONDENT_THREADS: u64 = 3;
+
+/// `CorrespondentHistory`'s default `messages`: the last four messages of a thread without
+/// a summary.
+pub const CORRESPONDENT_MESSAGES: u64 = 4;
+
+/// `CorrespondentHistory`'s default `template`, rendered once per earlier thread.
+pub const CORRESPONDENT_TEMPLATE: &str = "Earlier thread with this correspondent: {{ thread.subject }}\n{% if thread.summary %}\nSummary: {{ thread.summary }}{% else %}{% for m in thread.messages %}\n{{ m }}\n{% endfor %}{% endif %}";
+
 /// The roles a `role` option takes, as written.
 pub const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
 
 /// The windows a `window` option takes, as written.
 pub const WINDOWS: [&str; 2] = ["sliding", "stable"];
+
+/// The values a `quoted` option takes, as written.
+pub const QUOTED: [&str; 2] = ["keep", "strip"];
 
 /// How an option's value is written and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +54,8 @@ pub enum Kind {
     Step,
     /// One of [`WINDOWS`]: a string in TOML, a bare word or a string in `resolvers!`.
     Window,
+    /// One of [`QUOTED`]: a string in TOML, a bare word or a string in `resolvers!`.
+    Quoted,
     /// A boolean.
     Flag,
     /// A Rust closure (`resolvers!` only).
@@ -232,6 +247,17 @@ const fn role(what: &'static str) -> OptionSpec {
     )
 }
 
+const fn quoted() -> OptionSpec {
+    option(
+        "quoted",
+        Kind::Quoted,
+        Default::Unset("the persona's `[mail] quoted`"),
+        "\"strip\"",
+        "strip",
+        "`strip` removes quoted text, attributions, signatures and taglines from each body, `keep` shows it whole",
+    )
+}
+
 /// `LoadText`: a rendered template.
 pub const LOAD_TEXT: Builtin = Builtin {
     name: "LoadText",
@@ -416,6 +442,7 @@ pub const THREAD_HISTORY: Builtin = Builtin {
             "2000",
             "a token budget: whole turns are dropped oldest first until the history fits",
         ),
+        quoted(),
     ],
 };
 
@@ -437,13 +464,49 @@ pub const THREAD_SUMMARY: Builtin = Builtin {
     ],
 };
 
+/// `CorrespondentHistory`: the sender's earlier threads with the persona.
+pub const CORRESPONDENT_HISTORY: Builtin = Builtin {
+    name: "CorrespondentHistory",
+    aliases: &["CorrespondentHistoryResolver"],
+    positional: None,
+    options: &[
+        option(
+            "threads",
+            Kind::Count,
+            Default::Count(CORRESPONDENT_THREADS),
+            "5",
+            "5",
+            "the sender's most recent earlier threads with the persona shown, oldest first",
+        ),
+        option(
+            "messages",
+            Kind::Count,
+            Default::Count(CORRESPONDENT_MESSAGES),
+            "2",
+            "2",
+            "the last messages shown of an earlier thread that has no summary",
+        ),
+        option(
+            "template",
+            Kind::Template,
+            Default::Text(CORRESPONDENT_TEMPLATE),
+            "\"Earlier: {{ thread.subject }}\"",
+            "\"Earlier: {{ thread.subject }}\"",
+            "the text of each earlier thread (variable `thread`: `subject`, `summary`, `messages`), trimmed; threads are joined by a blank line",
+        ),
+        role("who speaks the message"),
+        quoted(),
+    ],
+};
+
 /// Every built-in resolver, in the order the docs and the registry list them.
-pub const BUILTINS: [&Builtin; 5] = [
+pub const BUILTINS: [&Builtin; 6] = [
     &LOAD_TEXT,
     &LOAD_FILE,
     &LOAD_RECORD,
     &THREAD_HISTORY,
     &THREAD_SUMMARY,
+    &CORRESPONDENT_HISTORY,
 ];
 
 /// The built-in called `name` (or one of its aliases).

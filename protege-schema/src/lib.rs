@@ -29,13 +29,14 @@ pub mod names;
 
 // The table: each built-in, its options and how each is read.
 pub use builtins::{
-    Applies, BUILTINS, Builtin, Default, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec,
-    Positional, THREAD_HISTORY, THREAD_SUMMARY, builtin,
+    Applies, BUILTINS, Builtin, CORRESPONDENT_HISTORY, Default, Kind, LOAD_FILE, LOAD_RECORD,
+    LOAD_TEXT, OptionSpec, Positional, THREAD_HISTORY, THREAD_SUMMARY, builtin,
 };
 
 // The values the table refers to: defaults, the valid roles and windows, identifiers.
 pub use builtins::{
-    HISTORY_LIMIT, HISTORY_RESULT_LIMIT, ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
+    CORRESPONDENT_MESSAGES, CORRESPONDENT_TEMPLATE, CORRESPONDENT_THREADS, HISTORY_LIMIT,
+    HISTORY_RESULT_LIMIT, QUOTED, ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
 };
 
 // The README's options table, rendered from the table.

@@ -389,8 +389,9 @@ async fn migrations_are_idempotent_and_reversible() {
 #[tokio::test]
 async fn the_runs_migration_keeps_the_tool_uses() {
     on_each_backend("runs_migration", |db, _| async move {
-        // Down three: the settings' migration and the second HTML conversion came after it.
-        Migrator::down(&db, Some(3)).await.unwrap();
+        // Down four: the settings' migration, the second HTML conversion and the addresses
+        // came after it.
+        Migrator::down(&db, Some(4)).await.unwrap();
         let select = |sql: &str| {
             db.query_all_raw(sea_orm::Statement::from_string(
                 db.get_database_backend(),
@@ -421,6 +422,97 @@ async fn the_runs_migration_keeps_the_tool_uses() {
         assert_eq!(rows.len(), 1);
         assert!(!rows[0].try_get_by_index::<bool>(0).unwrap());
         assert_eq!(select("SELECT id FROM runs").await.unwrap().len(), 0);
+    })
+    .await;
+}
+
+/// The addresses' migration writes the rows of the messages stored before it: each
+/// distinct From, To and Cc address once, lowercased and bare, a participant when it is the
+/// From or a recipient of an outbound message; an import writes the same rows.
+#[tokio::test]
+async fn the_addresses_migration_indexes_the_stored_messages() {
+    on_each_backend("addresses_migration", |db, _| async move {
+        let select = |sql: &str| {
+            db.query_all_raw(sea_orm::Statement::from_string(
+                db.get_database_backend(),
+                sql.to_owned(),
+            ))
+        };
+        let rows = || async {
+            select(
+                "SELECT message_id, email_thread_id, address, participant FROM message_addresses \
+                 ORDER BY message_id, address",
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {} {}",
+                    r.try_get_by_index::<i64>(0).unwrap(),
+                    r.try_get_by_index::<i64>(1).unwrap(),
+                    r.try_get_by_index::<String>(2).unwrap(),
+                    r.try_get_by_index::<bool>(3).unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+        };
+        Migrator::down(&db, Some(1)).await.unwrap();
+        assert!(select("SELECT id FROM message_addresses").await.is_err());
+        db.execute_unprepared(
+            "INSERT INTO email_threads (id, subject, created_at) VALUES (1, 'S', '2026-01-01 00:00:00')",
+        )
+        .await
+        .unwrap();
+        db.execute_unprepared(
+            "INSERT INTO messages (id, email_thread_id, message_id, direction, from_address, to_addresses, cc_addresses, subject, sent_at) VALUES \
+             (1, 1, '<m1@x>', 'inbound', 'Ann <Ann@Example.com>', '[\"support@acme.test\", \"ann@example.com\"]', '[\"Bob <bob@x.test>\"]', 'S', '2026-01-01 00:00:00'), \
+             (2, 1, '<m2@x>', 'outbound', 'support@acme.test', '[\"Ann <ann@example.com>\"]', '[\"\"]', 'S', '2026-01-02 00:00:00')",
+        )
+        .await
+        .unwrap();
+        db::migrate(&db).await.unwrap();
+        let want = [
+            "1 1 ann@example.com true",
+            "1 1 bob@x.test false",
+            "1 1 support@acme.test false",
+            "2 1 ann@example.com true",
+            "2 1 support@acme.test true",
+        ];
+        assert_eq!(rows().await, want);
+        // An import writes the same rows.
+        db.execute_unprepared("DELETE FROM message_addresses").await.unwrap();
+        db.execute_unprepared("DELETE FROM messages").await.unwrap();
+        db.execute_unprepared("DELETE FROM email_threads").await.unwrap();
+        db::import_fixture_str(
+            &db,
+            r#"{"threads":[{"subject":"S","messages":[
+              {"message_id":"<m1@x>","direction":"inbound","from":"Ann <Ann@Example.com>",
+               "to":["support@acme.test","ann@example.com"],"cc":["Bob <bob@x.test>"],
+               "subject":"S","sent_at":"2026-01-01T00:00:00Z","text_body":"a"},
+              {"message_id":"<m2@x>","direction":"outbound","from":"support@acme.test",
+               "to":["Ann <ann@example.com>"],"subject":"S","sent_at":"2026-01-02T00:00:00Z",
+               "text_body":"b"}]}]}"#,
+        )
+        .await
+        .unwrap();
+        let ids = select("SELECT id, email_thread_id FROM messages ORDER BY id")
+            .await
+            .unwrap();
+        let (first, thread) = (
+            ids[0].try_get_by_index::<i64>(0).unwrap(),
+            ids[0].try_get_by_index::<i64>(1).unwrap(),
+        );
+        let renumbered: Vec<String> = want
+            .iter()
+            .map(|r| {
+                let (id, rest) = r.split_once(' ').unwrap();
+                let (_, rest) = rest.split_once(' ').unwrap();
+                let id: i64 = id.parse().unwrap();
+                format!("{} {thread} {rest}", first + id - 1)
+            })
+            .collect();
+        assert_eq!(rows().await, renumbered);
     })
     .await;
 }
@@ -564,8 +656,9 @@ async fn html_is_converted_once(db: DatabaseConnection) {
     );
 
     // Rows stored before the column existed: the migration converts each of them (down
-    // four: the runs', the settings' and the second conversion's migrations came after it).
-    Migrator::down(&db, Some(4)).await.unwrap();
+    // five: the runs', the settings', the second conversion's and the addresses' migrations
+    // came after it).
+    Migrator::down(&db, Some(5)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),

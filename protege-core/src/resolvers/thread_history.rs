@@ -31,6 +31,7 @@ pub struct ThreadHistory {
     include_tool_calls: bool,
     result_limit: usize,
     max_tokens: Option<usize>,
+    quoted: Option<Quoted>,
 }
 
 /// How a limited history window moves as a thread grows (`window`).
@@ -76,12 +77,14 @@ impl Default for ThreadHistory {
             include_tool_calls: true,
             result_limit: protege_schema::HISTORY_RESULT_LIMIT,
             max_tokens: None,
+            quoted: None,
         }
     }
 }
 
 impl ThreadHistory {
-    /// The defaults: `limit` 50, tool calls included, `result_limit` 4000, no token budget.
+    /// The defaults: `limit` 50, tool calls included, `result_limit` 4000, no token budget,
+    /// the persona's `[mail] quoted`.
     pub fn new() -> Self {
         Self::default()
     }
@@ -137,6 +140,13 @@ impl ThreadHistory {
     /// counted with the run's tokenizer ([`Context::tokenizer`]).
     pub fn max_tokens(mut self, tokens: impl Into<Option<usize>>) -> Self {
         self.max_tokens = tokens.into();
+        self
+    }
+
+    /// What the history's bodies show of the text they quote, for this resolver (default:
+    /// the persona's `[mail] quoted`). The trailing user turn follows the persona's.
+    pub fn quoted(mut self, quoted: Quoted) -> Self {
+        self.quoted = Some(quoted);
         self
     }
 }
@@ -282,7 +292,10 @@ impl Resolver for ThreadHistory {
             self.include_tool_calls,
         )
         .await?;
-        let render = ctx.mail_render();
+        let mut render = ctx.mail_render();
+        if let Some(quoted) = self.quoted {
+            render.quoted = quoted;
+        }
         let (mut prior, mut stats) = (PriorBodies::new(), MailStats::default());
         let mut turns = self.render(turns, &render, &mut prior, &mut stats)?;
         let walked = (render.quoted == Quoted::Strip).then_some(prior);

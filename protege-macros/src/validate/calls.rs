@@ -2,7 +2,7 @@
 //! checks of the templates they hold.
 
 use protege_schema::names::{Scope, Trigger};
-use protege_schema::{Applies, Builtin, ROLES, WINDOWS, did_you_mean, is_identifier};
+use protege_schema::{Applies, Builtin, QUOTED, ROLES, WINDOWS, did_you_mean, is_identifier};
 use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::Parser;
@@ -222,9 +222,42 @@ pub(super) fn option_call(n: Named, role: bool, ctxt: &Ctxt) -> Option<Call> {
     })
 }
 
-/// The `Window` variant of `window = stable`, `window = sliding` or the same as a string
-/// literal; anything else is an error listing the valid words.
-pub(super) fn window_variant(value: &Expr, ctxt: &Ctxt) -> Option<Ident> {
+/// An option whose value is one of a few words: a bare word or the same as a string
+/// literal, expanded as a variant of a type of protege.
+pub(super) struct Words {
+    /// The option.
+    pub(super) option: &'static str,
+    /// The type whose variants the words name.
+    pub(super) ty: &'static str,
+    /// The words, as written.
+    pub(super) words: &'static [&'static str],
+    /// How an unknown word is named: "window" gives "unknown window `x`".
+    pub(super) what: &'static str,
+    /// How the list of words is named: "windows" gives "(windows: ...)".
+    pub(super) plural: &'static str,
+}
+
+/// `window = stable`.
+pub(super) const WINDOW: Words = Words {
+    option: "window",
+    ty: "Window",
+    words: &WINDOWS,
+    what: "window",
+    plural: "windows",
+};
+
+/// `quoted = strip`.
+pub(super) const QUOTED_MODE: Words = Words {
+    option: "quoted",
+    ty: "Quoted",
+    words: &QUOTED,
+    what: "`quoted` mode",
+    plural: "modes",
+};
+
+/// The variant of `value`, one of `spec`'s words (`window = stable`, `quoted = "strip"`);
+/// anything else is an error listing the valid words.
+pub(super) fn word_variant(value: &Expr, spec: &Words, ctxt: &Ctxt) -> Option<Ident> {
     let (written, span) = match value {
         Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
             let word = p.path.get_ident()?;
@@ -233,23 +266,28 @@ pub(super) fn window_variant(value: &Expr, ctxt: &Ctxt) -> Option<Ident> {
         other => match str_literal(other) {
             Some(lit) => (lit.value(), lit.span()),
             None => {
+                let [first, second] = [spec.words[spec.words.len() - 1], spec.words[0]];
                 ctxt.error(
                     other.span(),
-                    "`window` takes `stable` or `sliding`, e.g. `window = stable`",
+                    format!(
+                        "`{}` takes `{first}` or `{second}`, e.g. `{} = {first}`",
+                        spec.option, spec.option
+                    ),
                 );
                 return None;
             }
         },
     };
-    match WINDOWS.iter().find(|w| **w == written) {
-        Some(window) => Some(Ident::new(&capitalized(window), span)),
+    match spec.words.iter().find(|w| **w == written) {
+        Some(word) => Some(Ident::new(&capitalized(word), span)),
         None => {
-            let valid = list(&WINDOWS);
-            let message = match did_you_mean(&written, WINDOWS) {
+            let valid = list(spec.words);
+            let (what, plural) = (spec.what, spec.plural);
+            let message = match did_you_mean(&written, spec.words.iter().copied()) {
                 Some(s) => {
-                    format!("unknown window `{written}`, did you mean `{s}`? (windows: {valid})")
+                    format!("unknown {what} `{written}`, did you mean `{s}`? ({plural}: {valid})")
                 }
-                None => format!("unknown window `{written}` (windows: {valid})"),
+                None => format!("unknown {what} `{written}` ({plural}: {valid})"),
             };
             ctxt.error(span, message);
             None
@@ -281,6 +319,8 @@ pub(super) enum Own {
     Record,
     /// `summary` (a ThreadSummary template).
     Summary,
+    /// `thread` (a CorrespondentHistory template).
+    Thread,
 }
 
 /// Parses a string-literal template with minijinja; a syntax error points at the literal.
@@ -306,6 +346,7 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
         trigger: Trigger::Either,
         record: own == Own::Record,
         summary: own == Own::Summary,
+        thread: own == Own::Thread,
         vars: None,
     };
     let problems = protege_schema::names::check(&source, &scope, |name, candidates| {

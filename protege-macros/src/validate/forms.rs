@@ -7,8 +7,8 @@ use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit};
 
 use super::calls::{
-    Own, applies, check_template, is_template, list, option_call, order_calls, str_literal,
-    where_calls, window_variant,
+    Own, QUOTED_MODE, WINDOW, applies, check_template, is_template, list, option_call, order_calls,
+    str_literal, where_calls, word_variant,
 };
 use super::{Call, CallArg, Ctor};
 use crate::ast::Named;
@@ -75,6 +75,7 @@ impl Form {
             "LoadFile" => self.load_file(ctxt),
             "ThreadHistory" => Some(self.thread_history(ctxt)),
             "ThreadSummary" => Some(self.thread_summary(ctxt)),
+            "CorrespondentHistory" => Some(self.correspondent_history(ctxt)),
             "LoadRecord" => self.load_record(ctxt),
             other => {
                 ctxt.error(span, format!("`{other}` has no form in `resolvers!`"));
@@ -159,12 +160,12 @@ impl Form {
         }
         let stable = match self.take("window") {
             Some(w) => {
-                let variant = window_variant(&w.value, ctxt);
+                let variant = word_variant(&w.value, &WINDOW, ctxt);
                 let stable = variant.as_ref().is_some_and(|v| v == "Stable");
                 if let Some(variant) = variant {
                     self.calls.push(Call {
                         method: w.key,
-                        arg: CallArg::Window(variant),
+                        arg: CallArg::Word(WINDOW.ty, variant),
                     });
                 }
                 stable
@@ -190,6 +191,18 @@ impl Form {
             );
         }
         Ctor::Summary(self.ident.clone())
+    }
+
+    /// `CorrespondentHistory`: named options only.
+    fn correspondent_history(&mut self, ctxt: &Ctxt) -> Ctor {
+        if let Some(p) = self.first.take() {
+            ctxt.error(
+                p.span(),
+                "`CorrespondentHistory` takes no positional argument; use named options \
+                 such as `threads = 5`",
+            );
+        }
+        Ctor::Correspondent(self.ident.clone())
     }
 
     /// `LoadRecord`: a loader closure or a table, and the options of that form only.
@@ -270,6 +283,7 @@ impl Form {
         let own = match name {
             "LoadRecord" => Own::Record,
             "ThreadSummary" => Own::Summary,
+            "CorrespondentHistory" => Own::Thread,
             _ => Own::Nothing,
         };
         let mut calls = self.calls;
@@ -279,6 +293,15 @@ impl Form {
                 Some(Kind::Template) => {
                     check_template(&n.value, &format!("{name} template"), own, ctxt);
                     n.key = Ident::new("template_str", n.key.span());
+                }
+                Some(Kind::Quoted) => {
+                    if let Some(variant) = word_variant(&n.value, &QUOTED_MODE, ctxt) {
+                        calls.push(Call {
+                            method: n.key,
+                            arg: CallArg::Word(QUOTED_MODE.ty, variant),
+                        });
+                    }
+                    continue;
                 }
                 Some(Kind::Step) => {
                     if let Expr::Lit(syn::ExprLit {

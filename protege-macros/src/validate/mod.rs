@@ -48,6 +48,8 @@ pub(crate) enum Ctor {
     History(Ident),
     /// `ThreadSummary::new()`.
     Summary(Ident),
+    /// `CorrespondentHistory::new()`.
+    Correspondent(Ident),
     /// `LoadRecord::from_loader(expr)`.
     RecordLoader(Ident, Expr),
     /// `LoadRecord::table(expr)`.
@@ -74,9 +76,9 @@ pub(crate) enum CallArg {
     Expr(Expr),
     /// A bare role word: the `Role` variant, spanned at the user's word.
     Role(Ident),
-    /// A window word (`stable`, `sliding` or the same as a string): the `Window` variant,
-    /// spanned at the user's word.
-    Window(Ident),
+    /// A word naming a variant (`window = stable`, `quoted = strip`, or the same as a
+    /// string): the type (`Window`, `Quoted`) and the variant, spanned at the user's word.
+    Word(&'static str, Ident),
     /// One `order_by` entry, parsed at compile time.
     Order {
         /// The column, spanned at the user's literal.

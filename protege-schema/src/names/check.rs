@@ -37,6 +37,8 @@ pub struct Scope<'a> {
     pub record: bool,
     /// Whether `summary` exists (a ThreadSummary template).
     pub summary: bool,
+    /// Whether `thread` exists (a CorrespondentHistory template).
+    pub thread: bool,
     /// The keys of the persona's `[vars]`, when known; `None` skips the `persona.vars.X` check.
     pub vars: Option<&'a [&'a str]>,
 }
@@ -416,6 +418,9 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
                 "summary" => {
                     "`summary` exists only in the `template` of `ThreadSummary`".to_owned()
                 }
+                "thread" => {
+                    "`thread` exists only in the `template` of `CorrespondentHistory`".to_owned()
+                }
                 _ => "`record` exists only in the per-record `template` of `LoadRecord`".to_owned(),
             };
             self.report(range, message);
@@ -478,6 +483,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
             "responsibility" => self.scope.trigger != Trigger::Message,
             "record" => self.scope.record,
             "summary" => self.scope.summary,
+            "thread" => self.scope.thread,
             _ => true,
         }
     }
@@ -560,6 +566,7 @@ mod tests {
             trigger,
             record,
             summary: false,
+            thread: false,
             vars: Some(&["company", "team"]),
         };
         check(source, &scope, suggest)
@@ -669,6 +676,7 @@ mod tests {
             trigger: Trigger::Either,
             record: false,
             summary: false,
+            thread: false,
             vars: None,
         };
         assert_eq!(check("{{ persona.vars.anything }}", &scope, suggest), []);
@@ -683,6 +691,35 @@ mod tests {
                 .map(|p| p.message)
                 .collect::<Vec<_>>(),
             ["`summary` exists only in the `template` of `ThreadSummary`"]
+        );
+        let thread = Scope {
+            thread: true,
+            ..scope
+        };
+        assert_eq!(
+            check(
+                "{{ thread.subject }}{% for m in thread.messages %}{{ m }}{% endfor %}",
+                &thread,
+                suggest
+            ),
+            []
+        );
+        assert_eq!(
+            check("{{ thread.subjet }} {{ thread }}", &scope, suggest)
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>(),
+            [
+                "`thread` exists only in the `template` of `CorrespondentHistory`",
+                "`thread` exists only in the `template` of `CorrespondentHistory`"
+            ]
+        );
+        assert_eq!(
+            check("{{ thread.subjet }}", &thread, suggest)
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>(),
+            ["`thread` has no attribute `subjet`, did you mean `subject`?"]
         );
     }
 

@@ -2,8 +2,9 @@
 //! table and the `protege` crate docs list the same.
 
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
-/// `mail`, `correlation_id`, `now`, `record` (only in a LoadRecord per-record template) and
-/// `summary` (only in a ThreadSummary template).
+/// `mail`, `correlation_id`, `now`, `record` (only in a LoadRecord per-record template),
+/// `summary` (only in a ThreadSummary template) and `thread` (only in a CorrespondentHistory
+/// template).
 pub const VARIABLES: &[&str] = &[
     "persona",
     "message",
@@ -13,6 +14,7 @@ pub const VARIABLES: &[&str] = &[
     "now",
     "record",
     "summary",
+    "thread",
 ];
 
 /// The attributes of `persona`.
@@ -37,6 +39,9 @@ pub const RESPONSIBILITY: &[&str] = &["name", "schedule", "instructions"];
 /// The attributes of `mail`, how the persona renders mail (`[mail]`).
 pub const MAIL: &[&str] = &["fence_note"];
 
+/// The attributes of `thread`, an earlier thread of a CorrespondentHistory template.
+pub const THREAD: &[&str] = &["subject", "summary", "messages"];
+
 /// The functions minijinja itself defines for every template.
 pub const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];
 
@@ -48,6 +53,7 @@ pub(crate) fn attributes(variable: &str) -> Option<&'static [&'static str]> {
         "message" => Some(MESSAGE),
         "responsibility" => Some(RESPONSIBILITY),
         "mail" => Some(MAIL),
+        "thread" => Some(THREAD),
         "correlation_id" | "now" | "summary" => Some(&[]),
         _ => None,
     }

@@ -24,7 +24,7 @@ use crate::store::{self, IN_CHUNK, Identity};
 use protege_core::Result;
 use protege_core::db::entities::{email_thread, message};
 use protege_mail::eml::parse::{ParsedEml, thread_subject};
-use protege_mail::{Direction, Email, bare_address, one_line};
+use protege_mail::{Direction, Email};
 
 /// What storing one message did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +61,7 @@ pub(super) struct Threader {
 const MAX_CACHED_THREADS: usize = 8192;
 
 /// The bare address of a header-form address, lowercased, on one line.
-pub(super) fn key(address: &str) -> String {
-    bare_address(&one_line(address)).to_lowercase()
-}
+pub(super) use protege_mail::address_key as key;
 
 /// The participant keys a message adds to its thread: its From address, and the To and Cc
 /// addresses of an outbound message (those the persona wrote to). The To and Cc of an
@@ -530,6 +528,7 @@ impl Threader {
             return Ok(None);
         };
         store::insert_attachments(txn, &rows, &message_ids).await?;
+        store::insert_addresses(txn, &rows, &message_ids).await?;
 
         for (n, thread) in new_threads.into_iter().enumerate() {
             self.participants.insert(thread_ids[n], thread.participants);

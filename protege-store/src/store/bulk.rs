@@ -15,7 +15,7 @@ use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, QueryTrait};
 
 use super::{attachment_row, check_dates, message_row, mysql_insert, thread_row};
-use protege_core::db::entities::{attachment, email_thread, message};
+use protege_core::db::entities::{attachment, email_thread, message, message_address};
 use protege_core::{Error, ErrorKind, Result};
 use protege_mail::Email;
 
@@ -181,6 +181,42 @@ pub(crate) async fn insert_attachments<C: ConnectionTrait>(
     for range in ranges(weights.into_iter()) {
         let chunk: Vec<attachment::ActiveModel> = all.by_ref().take(range.len()).collect();
         db.execute(&attachment::Entity::insert_many(chunk).into_query())
+            .await?;
+    }
+    Ok(())
+}
+
+/// The `message_addresses` rows of message `id` of thread `thread`.
+pub(crate) fn address_rows(thread: i64, id: i64, msg: &Email) -> Vec<message_address::ActiveModel> {
+    use sea_orm::ActiveValue::{NotSet, Set};
+    message_address::keys(msg.direction, &msg.from, &msg.to, &msg.cc)
+        .into_iter()
+        .map(|(address, participant)| message_address::ActiveModel {
+            id: NotSet,
+            message_id: Set(id),
+            email_thread_id: Set(thread),
+            address: Set(address),
+            participant: Set(participant),
+        })
+        .collect()
+}
+
+/// Inserts the `message_addresses` rows of the messages `rows`, whose ids are
+/// `message_ids`, in order, [`MAX_ROWS`] rows per statement.
+pub(crate) async fn insert_addresses<C: ConnectionTrait>(
+    db: &C,
+    rows: &[(i64, &Email)],
+    message_ids: &[i64],
+) -> Result<()> {
+    let all: Vec<message_address::ActiveModel> = rows
+        .iter()
+        .zip(message_ids)
+        .flat_map(|(&(thread, msg), &id)| address_rows(thread, id, msg))
+        .collect();
+    let mut all = all.into_iter().peekable();
+    while all.peek().is_some() {
+        let chunk: Vec<message_address::ActiveModel> = all.by_ref().take(MAX_ROWS).collect();
+        db.execute(&message_address::Entity::insert_many(chunk).into_query())
             .await?;
     }
     Ok(())

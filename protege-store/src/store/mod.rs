@@ -25,12 +25,12 @@ use serde_json::Value;
 
 use crate::fixture::FixtureToolUse;
 use protege_core::db::dates;
-use protege_core::db::entities::{attachment, email_thread, message, tool_use};
+use protege_core::db::entities::{attachment, email_thread, message, message_address, tool_use};
 use protege_core::{Error, Result};
 use protege_mail::html_to_text;
 use protege_mail::{Attachment, Email, one_line, without_nul};
 
-pub(crate) use bulk::{insert_attachments, insert_messages, insert_threads};
+pub(crate) use bulk::{insert_addresses, insert_attachments, insert_messages, insert_threads};
 pub use summary::{StoredSummary, store_summary};
 
 /// The most values bound in one `IN (...)` list, well under every backend's limit.
@@ -317,6 +317,12 @@ pub(crate) async fn insert_message<C: ConnectionTrait>(
     for use_ in tool_uses {
         tool_use::Entity::insert(tool_use_row(id, use_))
             .exec(db)
+            .await?;
+    }
+    let addresses = bulk::address_rows(thread_id, id, email);
+    if !addresses.is_empty() {
+        message_address::Entity::insert_many(addresses)
+            .exec_without_returning(db)
             .await?;
     }
     Ok(Some(id))

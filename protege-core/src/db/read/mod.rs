@@ -3,6 +3,7 @@
 //! - `lookup`: a message by its Message-ID (the trigger of a reply run) and the messages of
 //!   a thread;
 //! - `history`: the prior turns behind `ThreadHistory`;
+//! - `correspondents`: a correspondent's earlier threads behind `CorrespondentHistory`;
 //! - `summary`: the running summary that applies to a reply run;
 //! - `records`: `LoadRecord`'s rows of any table, as JSON;
 //! - `runs`: a run and its rounds;
@@ -13,6 +14,7 @@
 //! statements through `embedded`; in-memory SQLite, PostgreSQL and MySQL/MariaDB run the
 //! same statements through SeaORM.
 
+pub(crate) mod correspondents;
 mod embedded;
 pub(crate) mod history;
 mod lookup;

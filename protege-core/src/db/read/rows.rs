@@ -23,7 +23,9 @@ use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use rusqlite::types::ValueRef;
 use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
-use crate::db::entities::{attachment, message, run, run_round, thread_summary, tool_use};
+use crate::db::entities::{
+    attachment, email_thread, message, run, run_round, thread_summary, tool_use,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
 
@@ -46,6 +48,7 @@ macro_rules! table_columns {
 }
 
 table_columns!(
+    email_thread,
     message,
     attachment,
     tool_use,

@@ -1,0 +1,100 @@
+//! The schema migrations, applied with [`migrate`](super::migrate) or `protege db migrate`.
+//!
+//! Column types are chosen per backend so one schema holds the same data everywhere:
+//! long text is `LONGTEXT` on MySQL/MariaDB (its `TEXT` stops at 64 KiB), timestamps are
+//! `timestamp with time zone` on PostgreSQL, `DATETIME(6)` on MySQL/MariaDB (no 2038 limit)
+//! and RFC 3339 text on SQLite, and MySQL tables use `utf8mb4` with a binary collation so
+//! Message-IDs compare exactly.
+
+use sea_orm::DbBackend;
+use sea_orm_migration::prelude::*;
+
+mod html;
+mod mail;
+mod runs;
+mod settings;
+mod summaries;
+
+use html::{ConvertHtmlAgain, StoreHtmlText};
+use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
+use runs::CreateRuns;
+use settings::CreateSettings;
+use summaries::CreateThreadSummaries;
+
+/// The migrator of the protege schema: every migration, in order.
+#[derive(Debug)]
+pub struct Migrator;
+
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(CreateTables),
+            Box::new(CreateThreadSummaries),
+            Box::new(IndexInReplyTo),
+            Box::new(StoreHtmlText),
+            Box::new(CreateRuns),
+            Box::new(CreateSettings),
+            Box::new(ConvertHtmlAgain),
+            Box::new(CreateMessageAddresses),
+        ]
+    }
+
+    fn migration_table_name() -> DynIden {
+        "protege_migrations".into_iden()
+    }
+}
+
+/// Column helpers that pick the right type for the backend.
+pub(super) struct Types(pub(super) DbBackend);
+
+impl Types {
+    pub(super) fn pk(&self, col: impl IntoIden) -> ColumnDef {
+        ColumnDef::new(col)
+            .big_integer()
+            .not_null()
+            .auto_increment()
+            .primary_key()
+            .to_owned()
+    }
+
+    pub(super) fn long_text(&self, col: impl IntoIden) -> ColumnDef {
+        let mut def = ColumnDef::new(col);
+        match self.0 {
+            DbBackend::MySql => def.custom("LONGTEXT".into_iden()),
+            _ => def.text(),
+        };
+        def
+    }
+
+    pub(super) fn key(&self, col: impl IntoIden) -> ColumnDef {
+        ColumnDef::new(col).string_len(512).not_null().to_owned()
+    }
+
+    pub(super) fn timestamp(&self, col: impl IntoIden) -> ColumnDef {
+        let mut def = ColumnDef::new(col);
+        match self.0 {
+            DbBackend::MySql => def.custom("DATETIME(6)".into_iden()),
+            _ => def.timestamp_with_time_zone(),
+        };
+        def.not_null();
+        def
+    }
+
+    pub(super) fn blob(&self, col: impl IntoIden) -> ColumnDef {
+        let mut def = ColumnDef::new(col);
+        match self.0 {
+            DbBackend::MySql => def.custom("LONGBLOB".into_iden()),
+            _ => def.blob(),
+        };
+        def
+    }
+
+    pub(super) fn table(&self, name: impl IntoIden) -> TableCreateStatement {
+        let mut table = Table::create();
+        table.table(name).if_not_exists();
+        if self.0 == DbBackend::MySql {
+            table.character_set("utf8mb4").collate("utf8mb4_bin");
+        }
+        table
+    }
+}
