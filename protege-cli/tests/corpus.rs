@@ -441,6 +441,23 @@ fn print_the_sample_of_stripped_messages() {
             m.first_renders.len(),
             of_corpus.len()
         );
+        // What stripping left quoted: `>` lines still in the stripped text.
+        for r in &m.first_renders {
+            let quoted: Vec<&str> = r.strip.lines().filter(|l| l.starts_with('>')).collect();
+            if !quoted.is_empty() {
+                let chars: usize = quoted.iter().map(|l| l.chars().count() + 1).sum();
+                println!(
+                    "quoted lines left: {} ({} lines, {chars} chars{})",
+                    r.message_id,
+                    quoted.len(),
+                    if r.keep == r.strip {
+                        ", nothing removed"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
         stripped.extend(of_corpus.into_iter().map(|r| (*name, r)));
     }
     let k = (stripped.len() / 50).max(1);
