@@ -115,13 +115,12 @@ fn email_reply_parser_visible_text() {
             // opening with "-" and a letter for a signature), and the Mailman footer
             // below it is no marker of §14.
             "email_1_1",
-            // Bottom post: the parser shows "On … wrote:", the quote and the answer below
-            // it; an attribution line is removed with everything after it.
+            // The parser shows the quoted fragment above the answer as context, not the
+            // author's words; the Mailman footer below the answer stays.
             "email_1_2",
             // "-Abhishek Kona" again.
             "email_1_3",
-            // Inline answers under an attribution on the first line: everything goes,
-            // the body would be empty, so it keeps its original text.
+            // The parser shows the quoted fragments above the answers as context.
             "email_1_8",
         ]
     );
@@ -176,24 +175,13 @@ fn talon_extract_from_plain() {
             // "On …, Roman <romant@example.com> sent:": "sent:" ends ordinary sentences
             // too ("On 3 May we sent:"), so it is no attribution verb.
             "test_pattern_on_date_somebody_sent",
-            // The attribution is the first line: everything goes, the body would be
-            // empty and keeps its original text (with the thread's prior message
-            // indexed, step 1 removes the quote and its attribution and the answer
-            // stays).
-            "test_reply_after_quotations",
-            // Text after a quote under an attribution ("Regards, Roman") is removed
-            // with it: talon keeps it.
-            "test_reply_wraps_quotations",
-            "test_reply_wraps_nested_quotations",
-            "test_quotation_separator_takes_2_lines",
-            // Talon keeps forwarded messages; a forward header is removed with what
+            // Talon keeps forwarded messages; §14 removes a forward header with what
             // follows it.
             "test_dont_parse_quotations_for_forwarded_messages",
-            // Talon leaves taglines and signatures to its signature module.
+            // Talon leaves taglines and signatures to its signature module; §14 removes
+            // them.
             "standard_replies/iphone",
             "standard_replies/sparrow",
-            // The attribution is the first line, as in test_reply_after_quotations.
-            "standard_replies/thunderbird",
         ]
     );
 }

@@ -16,14 +16,26 @@ const MAX_ATTRIBUTION_LINES: usize = 5;
 /// The longest attribution, in bytes once its lines are joined.
 const MAX_ATTRIBUTION_BYTES: usize = 1200;
 
-/// Where the quoted part of a body begins.
+/// Where the quoted part of a body begins (indexes into the kept lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cut {
-    /// At the start of this line (an index into the kept lines).
+    /// At the start of this line: a separator line, a rule line above a header block, or
+    /// a header block.
     Line(usize),
+    /// An attribution on lines `.0..=.1` (more than one when it is split).
+    Attribution(usize, usize),
     /// Inside this line, at this byte offset of the body: the author's text comes first
     /// on the line ("reply On Wed, Apr 4, 2012 at 3:59 PM, bob@example.com wrote:").
     Within(usize, usize),
+}
+
+impl Cut {
+    /// The last line of the marker.
+    pub(super) fn last_line(self) -> usize {
+        match self {
+            Cut::Line(i) | Cut::Attribution(_, i) | Cut::Within(i, _) => i,
+        }
+    }
 }
 
 /// Step 2's first marker, scanning down: a separator line, a rule line above a header
@@ -38,9 +50,11 @@ pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
         if is_separator(trimmed)
             || (is_rule(trimmed) && rule_above_header(body, lines, i))
             || header_block_at(body, lines, i)
-            || attribution_at(body, lines, i, false).is_some()
         {
             return Some(Cut::Line(i));
+        }
+        if let Some(last) = attribution_at(body, lines, i, false) {
+            return Some(Cut::Attribution(i, last));
         }
         if let Some(at) = attribution_within(text) {
             return Some(Cut::Within(i, line.start + at));
@@ -49,8 +63,54 @@ pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
     None
 }
 
-/// The first line of a trailing run of quoted lines (blank lines inside the run belong
-/// to it), if the last line that is not blank is quoted.
+/// Whether the attribution ending at line `last` introduces a quote that its author
+/// answers: the next line with text is `>`-quoted, and after the quoted lines (blank
+/// lines among them) comes a line with text that is not quoted (see [`in_quote`]).
+pub(super) fn quote_is_answered(body: &str, lines: &[Line], last: usize) -> bool {
+    let mut seen_quote = false;
+    for k in last + 1..lines.len() {
+        if in_quote(body, lines, k) {
+            seen_quote = true;
+        } else if !is_blank(lines[k].text(body)) {
+            return seen_quote;
+        }
+    }
+    false
+}
+
+/// Whether line `k` belongs to a `>` quote: it is quoted, or it is a piece of a link
+/// that the sender's client wrapped without repeating the `>` marker, directly between
+/// two quoted lines: it opens with a link ("(http://…") or, one word long, it continues
+/// a link or a parenthesis left open on the quoted line above ("> View ticket
+/// (http://example.com/action" / "_nonce=3dd518)" / ">").
+pub(super) fn in_quote(body: &str, lines: &[Line], k: usize) -> bool {
+    let text = lines[k].text(body);
+    if is_quoted(text) {
+        return true;
+    }
+    let (Some(above), Some(below)) = (k.checked_sub(1), lines.get(k + 1)) else {
+        return false;
+    };
+    let above = lines[above].text(body);
+    if !is_quoted(above) || !is_quoted(below.text(body)) {
+        return false;
+    }
+    let text = text.trim();
+    let opens_with_link = ["http://", "https://", "(http", "<http"]
+        .iter()
+        .any(|p| text.starts_with(p));
+    let above = strip_quote_markers(above);
+    let left_open = above
+        .split_whitespace()
+        .next_back()
+        .is_some_and(|w| w.contains("://"))
+        || above.matches('(').count() > above.matches(')').count();
+    opens_with_link || (!text.is_empty() && !text.contains(char::is_whitespace) && left_open)
+}
+
+/// The first line of a trailing run of quoted lines (blank lines and the pieces of a
+/// wrapped link inside the run belong to it, see [`in_quote`]), if the last line that
+/// is not blank is quoted.
 pub(super) fn trailing_quote_run(body: &str, lines: &[Line]) -> Option<usize> {
     let last = lines.iter().rposition(|l| !is_blank(l.text(body)))?;
     if !is_quoted(lines[last].text(body)) {
@@ -58,10 +118,9 @@ pub(super) fn trailing_quote_run(body: &str, lines: &[Line]) -> Option<usize> {
     }
     let mut start = last;
     for k in (0..last).rev() {
-        let text = lines[k].text(body);
-        if is_quoted(text) {
+        if in_quote(body, lines, k) {
             start = k;
-        } else if !is_blank(text) {
+        } else if !is_blank(lines[k].text(body)) {
             break;
         }
     }
