@@ -302,6 +302,64 @@ fn a_link_wrapped_inside_a_quote_is_no_answer() {
 }
 
 #[test]
+fn split_attribution_with_a_blank_line_and_a_closing_bracket() {
+    // Polymail: a blank line before the bracketed address, whose `>` opens the last line.
+    let body = "Test reply\n\nOn Tue, Apr 11, 2017 at 10:07 PM John Smith\n\n<\n\
+        mailto:John Smith <johnsmith@gmail.com>\n> wrote:\nTest quoted data\n";
+    assert_eq!(strip_counted(body), ("Test reply".to_owned(), 115));
+    // A blank line before anything else ends it: the sentence after it stays.
+    let paragraphs = "On 3 March 2020 we met Ann Smith\n\nand she wrote:\nnothing.\n";
+    assert_eq!(strip_counted(paragraphs), (paragraphs.to_owned(), 0));
+}
+
+#[test]
+fn sent_ends_an_attribution_that_names_an_address() {
+    let body = "Test reply\n\nOn 11-Apr-2011, at 6:54 PM, Roman Tkachenko <romant@example.com> sent:\n\n\
+        >\n> Test\n";
+    assert_eq!(strip_counted(body), ("Test reply".to_owned(), 83));
+    let sentence = "On 3 May we sent:\n> the parcel\nIt came back.";
+    assert_eq!(strip_counted(sentence), (sentence.to_owned(), 0));
+}
+
+#[test]
+fn a_mailing_lists_footer_goes() {
+    let footer = "\n\n_______________________________________________\nriak-users mailing list\n\
+        riak-users@lists.basho.com\nhttp://lists.basho.com/mailman/listinfo/riak-users_lists.basho.com\n";
+    let body = format!("Is there a way to clear a bucket?{footer}");
+    assert_eq!(
+        strip_counted(&body),
+        ("Is there a way to clear a bucket?".to_owned(), footer.len())
+    );
+    // A rule with no link below it, or more than six lines, is the author's.
+    let no_link = "Totals:\n____________________\nSum 42\n";
+    assert_eq!(strip_counted(no_link), (no_link.to_owned(), 0));
+    let long = format!(
+        "Notes:\n____________________\n{}see https://example.com\n",
+        "a line\n".repeat(6)
+    );
+    assert_eq!(strip_counted(&long), (long.clone(), 0));
+}
+
+#[test]
+fn a_closing_name_after_a_dash_is_a_signature() {
+    let body = "Having the function would be great.\n\n-Abhishek Kona\n";
+    assert_eq!(
+        strip_counted(body),
+        ("Having the function would be great.".to_owned(), 17)
+    );
+    assert_eq!(strip_counted("Thanks\n-Tim"), ("Thanks".to_owned(), 5));
+    // A list's last item, a lower-case word or a sentence after a dash stay.
+    for text in [
+        "To do:\n-Ship\n-Invoice",
+        "To do:\n* Ship\n-Invoice",
+        "Prices:\n-fixed",
+        "See you.\n-Not before Friday though, I am away",
+    ] {
+        assert_eq!(strip_counted(text), (text.to_owned(), 0), "{text:?}");
+    }
+}
+
+#[test]
 fn step2_attribution_takes_everything_after_it() {
     let body = "Thursday at ten works for me.
 

@@ -111,15 +111,9 @@ fn email_reply_parser_visible_text() {
     assert_eq!(
         differ,
         [
-            // "-Abhishek Kona" is a sign-off, the author's words (the parser takes a line
-            // opening with "-" and a letter for a signature), and the Mailman footer
-            // below it is no marker of §14.
-            "email_1_1",
             // The parser shows the quoted fragment above the answer as context, not the
-            // author's words; the Mailman footer below the answer stays.
+            // author's words.
             "email_1_2",
-            // "-Abhishek Kona" again.
-            "email_1_3",
             // The parser shows the quoted fragments above the answers as context.
             "email_1_8",
         ]
@@ -169,12 +163,6 @@ fn talon_extract_from_plain() {
     assert_eq!(
         differ,
         [
-            // Polymail splits "On … wrote:" over five lines with a blank one and a `>`
-            // before "wrote:"; a split attribution has no blank or quoted line.
-            "test_pattern_on_date_polymail",
-            // "On …, Roman <romant@example.com> sent:": "sent:" ends ordinary sentences
-            // too ("On 3 May we sent:"), so it is no attribution verb.
-            "test_pattern_on_date_somebody_sent",
             // Talon keeps forwarded messages; §14 removes a forward header with what
             // follows it.
             "test_dont_parse_quotations_for_forwarded_messages",

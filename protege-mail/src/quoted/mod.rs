@@ -28,7 +28,15 @@
 //!   between quoted lines, belongs to the quote.
 //! - An attribution has the shape of one, so that a sentence ending in "wrote:" stays:
 //!   the language's opener and a date ("On <a digit, weekday or month> … wrote:"), or
-//!   an address in brackets ("Ann <ann@example.com> wrote:").
+//!   an address in brackets ("Ann <ann@example.com> wrote:"). "sent:" ends one only
+//!   with both ("On 3 Mar 2020, Ann <ann@example.com> sent:"). A split one may hold a
+//!   blank line before its bracketed address and a `>` that closes the address's `<`
+//!   (Polymail: "On … John Smith" / "" / "<" / "mailto:…<john@example.com>" /
+//!   "> wrote:").
+//! - Signatures also include a mailing list's footer (a rule of underscores and at most
+//!   six lines with a link at the end of the body, as Mailman appends) and a closing
+//!   name after a dash ("-Abhishek Kona", not a list's last item); sign-offs such as
+//!   "Regards," stay.
 //! - A header block names at least two things, one a date or a subject ("From: Paris" /
 //!   "To: London" stays).
 //! - A step-1 block is one piece of a prior body (every run of four words in it is
@@ -218,14 +226,19 @@ fn cut_at_markers(body: &str, lines: &mut Vec<Line>, marker: Option<Cut>) -> boo
     changed
 }
 
-/// Step 3: cuts at a signature or a mobile tagline. Returns whether anything was
-/// removed.
+/// Step 3: cuts at a signature, a mobile tagline or a mailing list's footer, then at a
+/// closing "-Name". Returns whether anything was removed.
 fn cut_at_signature(body: &str, lines: &mut Vec<Line>) -> bool {
-    match markers::signature_start(body, lines) {
-        Some(i) => {
-            lines.truncate(i);
-            true
-        }
-        None => false,
+    let start = markers::signature_start(body, lines);
+    let footer = markers::list_footer_start(body, lines);
+    let mut changed = false;
+    if let Some(i) = start.into_iter().chain(footer).min() {
+        lines.truncate(i);
+        changed = true;
     }
+    if let Some(i) = markers::dash_signature(body, lines) {
+        lines.truncate(i);
+        changed = true;
+    }
+    changed
 }
