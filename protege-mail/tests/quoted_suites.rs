@@ -54,8 +54,11 @@ fn disagreements(suite: &str, cases: &[(String, String, String)]) -> Vec<String>
 }
 
 /// github/email_reply_parser, `test/email_reply_parser_test.rb`: the explicit
-/// `parse_reply` expectations, and the visible text of every fixture whose fragments
-/// the tests pin (`visible/`, the parser's `visible_text` of those fragments).
+/// `parse_reply` expectations, and the author's text of every fixture whose fragments
+/// the tests pin: the parser's `visible_text` of those fragments (`visible/`), or, where
+/// it shows a quoted fragment above an answer as context, the fragments that are
+/// neither quoted nor hidden (`authored/`). The agreement with `visible_text` itself is
+/// printed and asserted too.
 #[test]
 fn email_reply_parser_visible_text() {
     const PARSE_REPLY: &[&str] = &[
@@ -83,7 +86,7 @@ fn email_reply_parser_visible_text() {
         "email_sig_delimiter_in_middle_of_line",
     ];
     let dir = fixtures("email_reply_parser");
-    let mut cases: Vec<(String, String, String)> = PARSE_REPLY
+    let mut visible_cases: Vec<(String, String, String)> = PARSE_REPLY
         .iter()
         .chain(FRAGMENTS)
         .map(|name| {
@@ -93,11 +96,19 @@ fn email_reply_parser_visible_text() {
         })
         .collect();
     // test_handles_non_ascii_characters
-    cases.push((
+    visible_cases.push((
         "non_ascii".into(),
         "Here’s a test.".into(),
         "Here’s a test.".into(),
     ));
+    let cases: Vec<(String, String, String)> = visible_cases
+        .iter()
+        .map(|(name, body, visible)| {
+            let authored = dir.join("authored").join(format!("{name}.txt"));
+            let expected = fs::read_to_string(authored).unwrap_or_else(|_| visible.clone());
+            (name.clone(), body.clone(), expected)
+        })
+        .collect();
     let differ = disagreements("github/email_reply_parser", &cases);
     let explicit = PARSE_REPLY.len() + 1;
     let explicit_differ = differ
@@ -111,10 +122,19 @@ fn email_reply_parser_visible_text() {
     assert_eq!(
         differ,
         [
-            // The parser shows the quoted fragment above the answer as context, not the
-            // author's words.
+            // Only a blank line: the answer's paragraph follows "Hi," directly, as the
+            // blank line below a removed quote goes with it (talon agrees); the parser
+            // keeps it.
             "email_1_2",
-            // The parser shows the quoted fragments above the answers as context.
+        ]
+    );
+    let differ_visible = disagreements("github/email_reply_parser visible_text", &visible_cases);
+    assert_eq!(
+        differ_visible,
+        [
+            // The parser shows the quoted fragments above the answers as context; they
+            // are not the author's words.
+            "email_1_2",
             "email_1_8",
         ]
     );
