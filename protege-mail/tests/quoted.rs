@@ -57,8 +57,8 @@ fn text_in_no_prior_message_and_no_marker_stays_borrowed() {
 
 #[test]
 fn step1_removes_a_known_block_with_its_attribution_and_keeps_the_answers() {
-    // Bob answers below the quote (bottom post): without the thread, the attribution
-    // would take everything after it; with Ann's message indexed, only the quote goes.
+    // Bob answers below the quote (bottom post): the attribution and the quoted lines
+    // below it go, his answers stay, with or without Ann's message indexed.
     let bob = "Hi Ann,
 
 On Tue, 3 Mar 2020 at 10:00, Ann Smith <ann@example.com> wrote:
@@ -71,12 +71,19 @@ Sorry about that, here it is again.
 > Ann
 
 Bob";
+    let answers = "Hi Ann,\n\nSorry about that, here it is again.\n\nBob";
+    assert_eq!(walk(&[ANN, bob])[1], answers);
+    assert_eq!(strip(bob), answers);
+    // Without an attribution above it, a block the thread holds goes alone, and a short
+    // quote ("> Thanks, / > Ann" is under 3 lines and 80 characters) stays.
+    let unattributed = bob.replace(
+        "On Tue, 3 Mar 2020 at 10:00, Ann Smith <ann@example.com> wrote:\n",
+        "",
+    );
     assert_eq!(
-        walk(&[ANN, bob])[1],
-        // The two-line "> Thanks, / > Ann" is under 3 lines and 80 characters: it stays.
+        walk(&[ANN, &unattributed])[1],
         "Hi Ann,\n\nSorry about that, here it is again.\n\n> Thanks,\n> Ann\n\nBob"
     );
-    assert_eq!(strip(bob), "Hi Ann,");
 }
 
 #[test]
@@ -200,6 +207,158 @@ Yes.";
     );
 }
 
+/// The text and the removed characters of `body` stripped with nothing stored before it.
+fn strip_counted(body: &str) -> (String, usize) {
+    let stripped = strip_quoted(body, &PriorBodies::new());
+    (stripped.text.into_owned(), stripped.removed)
+}
+
+#[test]
+fn an_answered_quote_goes_with_its_attribution_and_the_answers_stay() {
+    // Bottom post: the answer below the quote.
+    let bottom = "Hi Ann,\n\nOn Tue, Mar 3, 2020 at 10:00 AM Ann Smith <ann@example.com> wrote:\n\
+        > Can we meet on Thursday?\n>\n> Ann\n\nThursday at ten works.\n\nBob\n";
+    assert_eq!(
+        strip_counted(bottom),
+        ("Hi Ann,\n\nThursday at ten works.\n\nBob".to_owned(), 104)
+    );
+    // Answers between the quoted lines: every `>` line below the attribution goes, with
+    // the blank lines directly after it.
+    let inline = "Answers below.\n\nOn 03/03/2020 10:00, Ann Smith wrote:\n> Price per seat?\n\n\
+        Yes, per seat.\n\n> Support included?\n>\n\nYes.\n\n> Thanks,\n> Ann\n";
+    assert_eq!(
+        strip_counted(inline),
+        ("Answers below.\n\nYes, per seat.\n\nYes.".to_owned(), 98)
+    );
+    // The blank lines directly below a removed quote go with it.
+    assert_eq!(
+        strip_counted(
+            "Test reply\nOn 04/19/2011 07:10 AM, Roman Tkachenko wrote:\n\n>Test test\n\n\
+            Regards, Roman"
+        ),
+        ("Test reply\nRegards, Roman".to_owned(), 60)
+    );
+}
+
+#[test]
+fn an_attribution_on_the_first_line_above_an_answered_quote() {
+    // The whole body would go at the attribution; the answers stay instead.
+    let body = "On 04/02/2012 06:26 PM, Megan One wrote:\n> Hi\nHello\n";
+    assert_eq!(strip_counted(body), ("Hello".to_owned(), 47));
+    let inline = "On Tue, Apr 29, 2014 at 4:22 PM, Dev <dev@example.com> wrote:\n\n> First?\n>\n\n\
+        Yes.\n\n> Second?\n\nNo.\n\n> -- Tim\n\n--\nMy signature\n";
+    assert_eq!(strip_counted(inline), ("Yes.\n\nNo.".to_owned(), 114));
+}
+
+#[test]
+fn an_answered_quote_under_an_attribution_inside_the_authors_line() {
+    let body = "Sounds good On Wed, Apr 4, 2012 at 3:59 PM, bob@example.com wrote:\n> Hi\n\n\
+        And see you then.\n";
+    assert_eq!(
+        strip_counted(body),
+        ("Sounds good\nAnd see you then.".to_owned(), 62)
+    );
+    // CRLF line breaks stay as they are.
+    let crlf = "Sounds good On Wed, Apr 4, 2012 at 3:59 PM, bob@example.com wrote:\r\n> Hi\r\n\
+        And see you then.\r\n";
+    assert_eq!(
+        strip_counted(crlf),
+        ("Sounds good\r\nAnd see you then.".to_owned(), 63)
+    );
+}
+
+#[test]
+fn an_unanswered_or_unmarked_quote_still_takes_everything_after_it() {
+    // Nothing but a quote below the attribution.
+    let quote_only = "Fine.\n\nOn Monday, Ann wrote:\n> Thursday?\n>\n> Ann\n";
+    assert_eq!(strip_counted(quote_only), ("Fine.".to_owned(), 44));
+    // An unmarked quote (Outlook, some clients): the text after the attribution is not
+    // the author's.
+    let unmarked = "Fine.\n\nOn Monday, Ann wrote:\nThursday?\n\nAnn\n";
+    assert_eq!(strip_counted(unmarked), ("Fine.".to_owned(), 39));
+    // The lines after a separator or a header block go whatever they are.
+    let header =
+        "Fine.\n\n-----Original Message-----\nFrom: Ann\nSent: Monday\n> Thursday?\n\nAnn\n";
+    assert_eq!(strip_counted(header), ("Fine.".to_owned(), 69));
+}
+
+#[test]
+fn a_link_wrapped_inside_a_quote_is_no_answer() {
+    // The sender's client wrapped a quoted link without repeating `>`: the piece between
+    // the quoted lines belongs to the quote, and the answer below it stays.
+    let body = "Blah\n\nOn Monday, 24 September, 2012 at 3:46 PM, bob wrote:\n\n\
+        > [Ticket #50] test from bob\n>\n> View ticket (http://example.com/action\n\
+        _nonce=3dd518)\n>\n\nThanks!\n";
+    assert_eq!(strip_counted(body), ("Blah\n\nThanks!".to_owned(), 145));
+    // Also in a trailing run of quoted lines.
+    let trailing = "Blah\n\n> View ticket (http://example.com/action\n_nonce=3dd518)\n>\n";
+    assert_eq!(strip_counted(trailing), ("Blah".to_owned(), 60));
+    // Short answers between quoted lines, with no blank line around them, stay.
+    let compact = "Blah\n\nOn Monday, Ann wrote:\n> Price?\nPer seat.\n> Support?\nYes\n";
+    assert_eq!(
+        strip_counted(compact),
+        ("Blah\n\nPer seat.\nYes".to_owned(), 43)
+    );
+}
+
+#[test]
+fn split_attribution_with_a_blank_line_and_a_closing_bracket() {
+    // Polymail: a blank line before the bracketed address, whose `>` opens the last line.
+    let body = "Test reply\n\nOn Tue, Apr 11, 2017 at 10:07 PM John Smith\n\n<\n\
+        mailto:John Smith <johnsmith@gmail.com>\n> wrote:\nTest quoted data\n";
+    assert_eq!(strip_counted(body), ("Test reply".to_owned(), 115));
+    // A blank line before anything else ends it: the sentence after it stays.
+    let paragraphs = "On 3 March 2020 we met Ann Smith\n\nand she wrote:\nnothing.\n";
+    assert_eq!(strip_counted(paragraphs), (paragraphs.to_owned(), 0));
+}
+
+#[test]
+fn sent_ends_an_attribution_that_names_an_address() {
+    let body = "Test reply\n\nOn 11-Apr-2011, at 6:54 PM, Roman Tkachenko <romant@example.com> sent:\n\n\
+        >\n> Test\n";
+    assert_eq!(strip_counted(body), ("Test reply".to_owned(), 83));
+    let sentence = "On 3 May we sent:\n> the parcel\nIt came back.";
+    assert_eq!(strip_counted(sentence), (sentence.to_owned(), 0));
+}
+
+#[test]
+fn a_mailing_lists_footer_goes() {
+    let footer = "\n\n_______________________________________________\nriak-users mailing list\n\
+        riak-users@lists.basho.com\nhttp://lists.basho.com/mailman/listinfo/riak-users_lists.basho.com\n";
+    let body = format!("Is there a way to clear a bucket?{footer}");
+    assert_eq!(
+        strip_counted(&body),
+        ("Is there a way to clear a bucket?".to_owned(), footer.len())
+    );
+    // A rule with no link below it, or more than six lines, is the author's.
+    let no_link = "Totals:\n____________________\nSum 42\n";
+    assert_eq!(strip_counted(no_link), (no_link.to_owned(), 0));
+    let long = format!(
+        "Notes:\n____________________\n{}see https://example.com\n",
+        "a line\n".repeat(6)
+    );
+    assert_eq!(strip_counted(&long), (long.clone(), 0));
+}
+
+#[test]
+fn a_closing_name_after_a_dash_is_a_signature() {
+    let body = "Having the function would be great.\n\n-Abhishek Kona\n";
+    assert_eq!(
+        strip_counted(body),
+        ("Having the function would be great.".to_owned(), 17)
+    );
+    assert_eq!(strip_counted("Thanks\n-Tim"), ("Thanks".to_owned(), 5));
+    // A list's last item, a lower-case word or a sentence after a dash stay.
+    for text in [
+        "To do:\n-Ship\n-Invoice",
+        "To do:\n* Ship\n-Invoice",
+        "Prices:\n-fixed",
+        "See you.\n-Not before Friday though, I am away",
+    ] {
+        assert_eq!(strip_counted(text), (text.to_owned(), 0), "{text:?}");
+    }
+}
+
 #[test]
 fn step2_attribution_takes_everything_after_it() {
     let body = "Thursday at ten works for me.
@@ -283,7 +442,7 @@ fn steps_repeat_until_nothing_changes() {
 fn a_body_that_would_become_empty_keeps_its_text() {
     for body in [
         "> only a quote\n> nothing else\n",
-        "On Tue, Mar 3, 2020 at 10:00 AM Ann <ann@example.com> wrote:\n> Hi\nHello\n",
+        "On Tue, Mar 3, 2020 at 10:00 AM Ann <ann@example.com> wrote:\nHello, unmarked\n",
         "-- \nBob Jones\n",
         "Sent from my iPhone",
     ] {

@@ -15,6 +15,10 @@ pub(super) struct Attribution {
     /// Verbs inside the line, the name and the colon after them: "schrieb" in
     /// "Am 3. März 2020 um 10:00 schrieb Ann <ann@example.com>:".
     pub(super) inner_verbs: &'static [&'static str],
+    /// Verbs the line ends with, before its colon, only when it also names an address in
+    /// brackets: "sent" in "On 3 Mar 2020, at 10:00, Ann <ann@example.com> sent:" (a
+    /// sentence such as "On 3 May we sent:" names none).
+    pub(super) address_verbs: &'static [&'static str],
     /// Weekday and month names that give a line the shape of a date without a digit
     /// ("On Monday, Ann wrote:").
     pub(super) date_words: &'static [&'static str],
@@ -27,6 +31,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["On"],
         end_verbs: &["wrote"],
         inner_verbs: &[],
+        address_verbs: &["sent"],
         date_words: ENGLISH_DATE_WORDS,
     },
     // "Le mar. 3 mars 2020 à 10:00, Ann <ann@example.com> a écrit :"
@@ -34,6 +39,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Le"],
         end_verbs: &["a écrit"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "Am Di., 3. März 2020 um 10:00 Uhr schrieb Ann <ann@example.com>:"
@@ -41,6 +47,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Am"],
         end_verbs: &["schrieb"],
         inner_verbs: &["schrieb"],
+        address_verbs: &[],
         date_words: &[],
     },
     // "El mar, 3 mar 2020 a las 10:00, Ann (<ann@example.com>) escribió:"
@@ -48,6 +55,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["El"],
         end_verbs: &["escribió"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "Il giorno mar 3 mar 2020 alle ore 10:00 Ann <ann@example.com> ha scritto:"
@@ -55,6 +63,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Il"],
         end_verbs: &["ha scritto"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "Em ter., 3 de mar. de 2020 às 10:00, Ann <ann@example.com> escreveu:"
@@ -62,6 +71,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Em", "No dia"],
         end_verbs: &["escreveu"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "Op di 3 mrt. 2020 om 10:00 schreef Ann <ann@example.com>:",
@@ -70,6 +80,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Op"],
         end_verbs: &["geschreven", "schreef"],
         inner_verbs: &["schreef"],
+        address_verbs: &[],
         date_words: &[],
     },
     // Swedish, Danish, Norwegian: "Den tis 3 mars 2020 kl 10:00 skrev Ann <ann@example.com>:"
@@ -77,6 +88,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Den", "På", "D."],
         end_verbs: &["skrev"],
         inner_verbs: &["skrev"],
+        address_verbs: &[],
         date_words: &[],
     },
     // "ti 3. maalisk. 2020 klo 10.00 Ann (ann@example.com) kirjoitti:",
@@ -85,6 +97,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &[],
         end_verbs: &["kirjoitti"],
         inner_verbs: &["kirjoitti"],
+        address_verbs: &[],
         date_words: &[],
     },
     // "W dniu 3.03.2020 o 10:00, Ann <ann@example.com> pisze:",
@@ -93,6 +106,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["W dniu"],
         end_verbs: &["napisał(a)", "napisał", "napisała", "pisze"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "3 марта 2020 г., в 10:00, Анна <ann@example.com> написал(а):"
@@ -100,6 +114,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &[],
         end_verbs: &["написал(а)", "написал", "написала", "пишет"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "2020/03/03 10:00、Ann <ann@example.com>のメール:", "… さんは書きました:"
@@ -107,6 +122,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &[],
         end_verbs: &["書きました", "のメッセージ", "のメール"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "Ann <ann@example.com> 于2020年3月3日周二 上午10:00写道："
@@ -114,6 +130,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &[],
         end_verbs: &["写道", "寫道"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
     // "Vào 10:00 3 tháng 3, 2020, Ann <ann@example.com> đã viết:"
@@ -121,6 +138,7 @@ pub(super) const ATTRIBUTIONS: &[Attribution] = &[
         openers: &["Vào"],
         end_verbs: &["đã viết"],
         inner_verbs: &[],
+        address_verbs: &[],
         date_words: &[],
     },
 ];

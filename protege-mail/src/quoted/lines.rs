@@ -17,6 +17,23 @@ impl Line {
     pub(super) fn text(self, body: &str) -> &str {
         &body[self.start..self.end]
     }
+
+    /// The line's break: `\n`, `\r\n`, or nothing for a last line without one.
+    pub(super) fn line_break(self, body: &str) -> &str {
+        let bytes = &body.as_bytes()[self.start..self.next];
+        let len = match bytes {
+            [.., b'\r', b'\n'] => 2,
+            [.., b'\n'] => 1,
+            _ => 0,
+        };
+        &body[self.next - len..self.next]
+    }
+
+    /// Whether the line ends where its text ends in the body (its end was not moved
+    /// inside it, before an attribution that starts within the line).
+    fn is_whole(self, body: &str) -> bool {
+        self.end + self.line_break(body).len() == self.next
+    }
 }
 
 /// The lines of `body`, split at `\n` (a `\r` before it belongs to the line break).
@@ -56,7 +73,10 @@ pub(super) fn assemble<'a>(body: &'a str, lines: &[Line]) -> Cow<'a, str> {
         return Cow::Borrowed("");
     };
     let lines = &lines[..=last];
-    if lines.windows(2).all(|w| w[0].next == w[1].start) {
+    if lines
+        .windows(2)
+        .all(|w| w[0].next == w[1].start && w[0].is_whole(body))
+    {
         return Cow::Borrowed(body[lines[0].start..lines[last].end].trim_end());
     }
     let mut out = String::with_capacity(lines.iter().map(|l| l.next - l.start).sum());
@@ -64,7 +84,8 @@ pub(super) fn assemble<'a>(body: &'a str, lines: &[Line]) -> Cow<'a, str> {
         if i == last {
             out.push_str(line.text(body).trim_end());
         } else {
-            out.push_str(&body[line.start..line.next]);
+            out.push_str(line.text(body));
+            out.push_str(line.line_break(body));
         }
     }
     Cow::Owned(out)

@@ -16,14 +16,26 @@ const MAX_ATTRIBUTION_LINES: usize = 5;
 /// The longest attribution, in bytes once its lines are joined.
 const MAX_ATTRIBUTION_BYTES: usize = 1200;
 
-/// Where the quoted part of a body begins.
+/// Where the quoted part of a body begins (indexes into the kept lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cut {
-    /// At the start of this line (an index into the kept lines).
+    /// At the start of this line: a separator line, a rule line above a header block, or
+    /// a header block.
     Line(usize),
+    /// An attribution on lines `.0..=.1` (more than one when it is split).
+    Attribution(usize, usize),
     /// Inside this line, at this byte offset of the body: the author's text comes first
     /// on the line ("reply On Wed, Apr 4, 2012 at 3:59 PM, bob@example.com wrote:").
     Within(usize, usize),
+}
+
+impl Cut {
+    /// The last line of the marker.
+    pub(super) fn last_line(self) -> usize {
+        match self {
+            Cut::Line(i) | Cut::Attribution(_, i) | Cut::Within(i, _) => i,
+        }
+    }
 }
 
 /// Step 2's first marker, scanning down: a separator line, a rule line above a header
@@ -38,9 +50,11 @@ pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
         if is_separator(trimmed)
             || (is_rule(trimmed) && rule_above_header(body, lines, i))
             || header_block_at(body, lines, i)
-            || attribution_at(body, lines, i, false).is_some()
         {
             return Some(Cut::Line(i));
+        }
+        if let Some(last) = attribution_at(body, lines, i, false) {
+            return Some(Cut::Attribution(i, last));
         }
         if let Some(at) = attribution_within(text) {
             return Some(Cut::Within(i, line.start + at));
@@ -49,8 +63,54 @@ pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
     None
 }
 
-/// The first line of a trailing run of quoted lines (blank lines inside the run belong
-/// to it), if the last line that is not blank is quoted.
+/// Whether the attribution ending at line `last` introduces a quote that its author
+/// answers: the next line with text is `>`-quoted, and after the quoted lines (blank
+/// lines among them) comes a line with text that is not quoted (see [`in_quote`]).
+pub(super) fn quote_is_answered(body: &str, lines: &[Line], last: usize) -> bool {
+    let mut seen_quote = false;
+    for k in last + 1..lines.len() {
+        if in_quote(body, lines, k) {
+            seen_quote = true;
+        } else if !is_blank(lines[k].text(body)) {
+            return seen_quote;
+        }
+    }
+    false
+}
+
+/// Whether line `k` belongs to a `>` quote: it is quoted, or it is a piece of a link
+/// that the sender's client wrapped without repeating the `>` marker, directly between
+/// two quoted lines: it opens with a link ("(http://…") or, one word long, it continues
+/// a link or a parenthesis left open on the quoted line above ("> View ticket
+/// (http://example.com/action" / "_nonce=3dd518)" / ">").
+pub(super) fn in_quote(body: &str, lines: &[Line], k: usize) -> bool {
+    let text = lines[k].text(body);
+    if is_quoted(text) {
+        return true;
+    }
+    let (Some(above), Some(below)) = (k.checked_sub(1), lines.get(k + 1)) else {
+        return false;
+    };
+    let above = lines[above].text(body);
+    if !is_quoted(above) || !is_quoted(below.text(body)) {
+        return false;
+    }
+    let text = text.trim();
+    let opens_with_link = ["http://", "https://", "(http", "<http"]
+        .iter()
+        .any(|p| text.starts_with(p));
+    let above = strip_quote_markers(above);
+    let left_open = above
+        .split_whitespace()
+        .next_back()
+        .is_some_and(|w| w.contains("://"))
+        || above.matches('(').count() > above.matches(')').count();
+    opens_with_link || (!text.is_empty() && !text.contains(char::is_whitespace) && left_open)
+}
+
+/// The first line of a trailing run of quoted lines (blank lines and the pieces of a
+/// wrapped link inside the run belong to it, see [`in_quote`]), if the last line that
+/// is not blank is quoted.
 pub(super) fn trailing_quote_run(body: &str, lines: &[Line]) -> Option<usize> {
     let last = lines.iter().rposition(|l| !is_blank(l.text(body)))?;
     if !is_quoted(lines[last].text(body)) {
@@ -58,10 +118,9 @@ pub(super) fn trailing_quote_run(body: &str, lines: &[Line]) -> Option<usize> {
     }
     let mut start = last;
     for k in (0..last).rev() {
-        let text = lines[k].text(body);
-        if is_quoted(text) {
+        if in_quote(body, lines, k) {
             start = k;
-        } else if !is_blank(text) {
+        } else if !is_blank(lines[k].text(body)) {
             break;
         }
     }
@@ -75,6 +134,59 @@ pub(super) fn signature_start(body: &str, lines: &[Line]) -> Option<usize> {
         let text = l.text(body);
         text == "--" || text == "-- " || (!is_quoted(text) && is_tagline(text.trim()))
     })
+}
+
+/// The most lines of text below the rule of a mailing list's footer.
+const MAX_FOOTER_LINES: usize = 6;
+
+/// Step 3: the footer a mailing list appends to every message, at the end of the body: a
+/// line of at least 20 underscores (Mailman draws 47) and at most
+/// [`MAX_FOOTER_LINES`] lines of text below it, none quoted, one of them a link
+/// (Mailman's "<list> mailing list" / its address / its `listinfo` page). Returns the
+/// rule's line.
+pub(super) fn list_footer_start(body: &str, lines: &[Line]) -> Option<usize> {
+    let mut texts = 0;
+    let mut link = false;
+    for k in (0..lines.len()).rev() {
+        let text = lines[k].text(body).trim();
+        if text.is_empty() {
+            continue;
+        }
+        if text.len() >= 20 && text.bytes().all(|b| b == b'_') {
+            return (texts > 0 && link).then_some(k);
+        }
+        texts += 1;
+        if texts > MAX_FOOTER_LINES || is_quoted(text) {
+            return None;
+        }
+        link |= text.contains("://");
+    }
+    None
+}
+
+/// Step 3: a closing name after a dash, the short signature "-Abhishek Kona": the last
+/// line with text opens with one `-` directly followed by one to three capitalised
+/// words (letters, and `.`, `'` or `-` inside them), and the line with text above it is
+/// no list item (does not open with `-`, `*` or `•`), so that a list's last item stays.
+pub(super) fn dash_signature(body: &str, lines: &[Line]) -> Option<usize> {
+    let mut texts = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(k, l)| (k, l.text(body).trim()))
+        .filter(|(_, t)| !t.is_empty());
+    let (last, text) = texts.next()?;
+    let name = text.strip_prefix('-')?;
+    let words = name.split(' ').count();
+    let capitalised = name.split(' ').all(|w| {
+        w.starts_with(char::is_uppercase)
+            && w.chars()
+                .all(|c| c.is_alphabetic() || matches!(c, '.' | '\'' | '-'))
+    });
+    let list_above = texts
+        .next()
+        .is_some_and(|(_, t)| t.starts_with(['-', '*', '•']));
+    ((1..=3).contains(&words) && capitalised && !list_above).then_some(last)
 }
 
 /// Where step 1 starts removing a block found at `first`: at the attribution line (or
@@ -103,8 +215,10 @@ pub(super) fn attribution_above(body: &str, lines: &[Line], first: usize) -> usi
 
 /// The last line of an attribution that starts at line `i`, alone or split over up to
 /// [`MAX_ATTRIBUTION_LINES`] lines. A split one opens with an opener, dashes, a numeric
-/// date or an address; the lines after its first are neither blank, nor quoted (unless
-/// `quoted`), nor open with an opener, and none but the last ends a sentence. When the
+/// date or an address; the lines after its first are neither blank (but for one blank
+/// line before the bracketed address of one that opens with a date, as Polymail writes
+/// it), nor quoted (unless `quoted`; a `>` that closes the address's `<` is no quote
+/// marker), nor open with an opener, and none but the last ends a sentence. When the
 /// first line opens with an address only, a next line that is an attribution by itself
 /// is that attribution's start. With `quoted`, `>` markers are dropped first (step 1
 /// looks inside quotes).
@@ -130,8 +244,15 @@ fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool) -> Option<
     let mut joined = first.to_owned();
     for k in i + 1..lines.len().min(i + MAX_ATTRIBUTION_LINES) {
         let next = text_of(k);
+        // Polymail puts a blank line between the name and the bracketed address.
+        if next.is_empty() && dated && k + 1 < lines.len() && text_of(k + 1).starts_with('<') {
+            continue;
+        }
+        // A `>` that closes the address's `<` is no quote marker ("<" / "ann@…" / "> wrote:").
+        let closes_bracket =
+            next.starts_with('>') && joined.matches('<').count() > joined.matches('>').count();
         if next.is_empty()
-            || (!quoted && is_quoted(next))
+            || (!quoted && is_quoted(next) && !closes_bracket)
             || joined.ends_with(['.', '!', '?', ':'])
             || opens_with_opener(next)
             || (!dated && is_attribution(next))
@@ -182,7 +303,11 @@ fn is_attribution(text: &str) -> bool {
     ATTRIBUTIONS.iter().any(|rule| {
         let at_end = rule.end_verbs.iter().any(|v| ends_with_word(text, v));
         let inside = colon && rule.inner_verbs.iter().any(|v| contains_word(text, v));
-        (at_end && wrapped) || ((at_end || inside) && has_shape(text, rule))
+        let by_address = colon
+            && rule.address_verbs.iter().any(|v| ends_with_word(text, v))
+            && has_opener_and_date(text, rule)
+            && has_bracketed_address(text);
+        (at_end && wrapped) || ((at_end || inside) && has_shape(text, rule)) || by_address
     })
 }
 
@@ -218,9 +343,15 @@ fn has_numeric_date_or_time(text: &str) -> bool {
 /// ("Ann <ann@example.com> wrote:").
 fn has_shape(text: &str, rule: &Attribution) -> bool {
     let digit = text.bytes().any(|b| b.is_ascii_digit());
-    let opener = rule.openers.iter().any(|o| starts_with_word(text, o));
-    let dated = digit || has_date_word(text, rule.date_words);
-    (opener && dated) || (rule.openers.is_empty() && digit) || has_bracketed_address(text)
+    has_opener_and_date(text, rule)
+        || (rule.openers.is_empty() && digit)
+        || has_bracketed_address(text)
+}
+
+/// The language's opener and a date (a digit, or a weekday or month name).
+fn has_opener_and_date(text: &str, rule: &Attribution) -> bool {
+    rule.openers.iter().any(|o| starts_with_word(text, o))
+        && (text.bytes().any(|b| b.is_ascii_digit()) || has_date_word(text, rule.date_words))
 }
 
 /// An English attribution that starts inside a line after the author's words: " On "
@@ -431,6 +562,12 @@ mod tests {
         assert!(is_attribution(
             "Ann <ann@example.com> 于2020年3月3日周二 上午10:00写道："
         ));
+        // "sent:" only with an address in brackets.
+        assert!(is_attribution(
+            "On 11-Apr-2011, at 6:54 PM, Roman Tkachenko <romant@example.com> sent:"
+        ));
+        assert!(!is_attribution("On 3 May we sent:"));
+        assert!(!is_attribution("Ann <ann@example.com> sent:"));
     }
 
     #[test]

@@ -17,14 +17,32 @@
 //!
 //! - Markers count on lines that are not quoted: a quoted attribution or signature
 //!   belongs to the quote around it, so an inline answer below it stays.
+//! - An answered quote: when the lines below an attribution are `>`-quoted and the
+//!   author's own unquoted text follows them (answers between the quoted lines, or
+//!   below them), the attribution and every `>`-quoted line below it are removed and
+//!   the author's lines stay; only text after an unmarked quote (Outlook's, never
+//!   followed by the author's own) is removed with "everything after". This applies
+//!   first in each round, so that step 1 does not take the attribution away from the
+//!   quote it introduces, and also to an attribution on the body's first line. A piece
+//!   of a link that the sender's client wrapped without repeating `>`, directly
+//!   between quoted lines, belongs to the quote.
 //! - An attribution has the shape of one, so that a sentence ending in "wrote:" stays:
 //!   the language's opener and a date ("On <a digit, weekday or month> … wrote:"), or
-//!   an address in brackets ("Ann <ann@example.com> wrote:").
+//!   an address in brackets ("Ann <ann@example.com> wrote:"). "sent:" ends one only
+//!   with both ("On 3 Mar 2020, Ann <ann@example.com> sent:"). A split one may hold a
+//!   blank line before its bracketed address and a `>` that closes the address's `<`
+//!   (Polymail: "On … John Smith" / "" / "<" / "mailto:…<john@example.com>" /
+//!   "> wrote:").
+//! - Signatures also include a mailing list's footer (a rule of underscores and at most
+//!   six lines with a link at the end of the body, as Mailman appends) and a closing
+//!   name after a dash ("-Abhishek Kona", not a list's last item); sign-offs such as
+//!   "Regards," stay.
 //! - A header block names at least two things, one a date or a subject ("From: Paris" /
 //!   "To: London" stays).
 //! - A step-1 block is one piece of a prior body (every run of four words in it is
 //!   known) and does not mix quoted and unquoted lines; blocks under four words are
-//!   never found. Lines without words after a removed block go with it.
+//!   never found. Lines without words after a removed block go with it, as blank
+//!   lines directly after a removed quote do.
 //! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
 //!   as it is, borrowed.
 
@@ -83,21 +101,35 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<V
     };
     let mut lines = lines::split(body);
     let mut changed_any = false;
-    // Step 1 reads the words of the whole body in the first round only.
-    let mut first_words = None;
+    // The words of the whole body, read before anything is removed.
+    let first_words = (!prior.is_empty()).then(|| prior::body_words(body, &lines));
     let mut words = Vec::new();
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
     loop {
         let mut changed = false;
+        // An answered quote goes first, so that step 1 does not take its attribution
+        // away from the quoted lines below it.
+        let mut marker = markers::first_marker(body, &lines);
+        if let Some(cut) = marker
+            && let Cut::Attribution(_, last) | Cut::Within(last, _) = cut
+            && markers::quote_is_answered(body, &lines, last)
+        {
+            remove_answered_quote(body, &mut lines, cut);
+            changed = true;
+            marker = None;
+        }
         if look_for_blocks {
             look_for_blocks = remove_known_blocks(body, &mut lines, prior, &mut words);
-            changed |= look_for_blocks;
-            if first_words.is_none() {
-                first_words = Some(std::mem::take(&mut words));
+            if look_for_blocks {
+                changed = true;
+                marker = None;
             }
         }
-        changed |= cut_at_markers(body, &mut lines);
+        if marker.is_none() && changed {
+            marker = markers::first_marker(body, &lines);
+        }
+        changed |= cut_at_markers(body, &mut lines, marker);
         changed |= cut_at_signature(body, &mut lines);
         if !changed {
             break;
@@ -145,12 +177,38 @@ fn remove_known_blocks(
     true
 }
 
-/// Step 2: cuts at the first marker, then removes a trailing run of quoted lines.
-/// Returns whether anything was removed.
-fn cut_at_markers(body: &str, lines: &mut Vec<Line>) -> bool {
+/// Step 2, an attribution whose quote its author answers below it (inline or
+/// bottom-posted): the attribution and every `>`-quoted line below it (with the pieces
+/// of a wrapped link among them) are removed, with the blank lines directly after a
+/// removed line; the author's unquoted lines stay.
+fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut) {
+    let mut remove = vec![false; lines.len()];
+    match cut {
+        Cut::Within(i, at) => lines[i].end = at,
+        Cut::Attribution(first, last) => remove[first..=last].iter_mut().for_each(|r| *r = true),
+        Cut::Line(_) => return,
+    }
+    let mut after_removed = true;
+    for k in cut.last_line() + 1..lines.len() {
+        if markers::in_quote(body, lines, k) {
+            remove[k] = true;
+            after_removed = true;
+        } else if lines::is_blank(lines[k].text(body)) {
+            remove[k] = after_removed;
+        } else {
+            after_removed = false;
+        }
+    }
+    let mut flags = remove.into_iter();
+    lines.retain(|_| !flags.next().unwrap_or(false));
+}
+
+/// Step 2: cuts at the first marker (`marker`, found on `lines` as they are), then
+/// removes a trailing run of quoted lines. Returns whether anything was removed.
+fn cut_at_markers(body: &str, lines: &mut Vec<Line>, marker: Option<Cut>) -> bool {
     let mut changed = false;
-    match markers::first_marker(body, lines) {
-        Some(Cut::Line(i)) => {
+    match marker {
+        Some(Cut::Line(i) | Cut::Attribution(i, _)) => {
             lines.truncate(i);
             changed = true;
         }
@@ -168,14 +226,19 @@ fn cut_at_markers(body: &str, lines: &mut Vec<Line>) -> bool {
     changed
 }
 
-/// Step 3: cuts at a signature or a mobile tagline. Returns whether anything was
-/// removed.
+/// Step 3: cuts at a signature, a mobile tagline or a mailing list's footer, then at a
+/// closing "-Name". Returns whether anything was removed.
 fn cut_at_signature(body: &str, lines: &mut Vec<Line>) -> bool {
-    match markers::signature_start(body, lines) {
-        Some(i) => {
-            lines.truncate(i);
-            true
-        }
-        None => false,
+    let start = markers::signature_start(body, lines);
+    let footer = markers::list_footer_start(body, lines);
+    let mut changed = false;
+    if let Some(i) = start.into_iter().chain(footer).min() {
+        lines.truncate(i);
+        changed = true;
     }
+    if let Some(i) = markers::dash_signature(body, lines) {
+        lines.truncate(i);
+        changed = true;
+    }
+    changed
 }

@@ -159,6 +159,16 @@ pub(super) fn known_blocks(
     blocks
 }
 
+/// The words of the lines of a body, in order, quote markers dropped (what
+/// [`PriorBodies::add`] indexes).
+pub(super) fn body_words(body: &str, lines: &[Line]) -> Vec<u64> {
+    let mut words = Vec::with_capacity(body.len() / 6);
+    for line in lines {
+        words_of(strip_quote_markers(line.text(body)), &mut words);
+    }
+    words
+}
+
 /// The known shingles of a body, to ask whether a range of its words is one chain.
 struct Chain<'a> {
     hits: &'a [u32],
