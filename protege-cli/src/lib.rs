@@ -99,6 +99,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
             DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
             DbCommand::ImportEml(args) => db::import_eml(env, &args).await,
         },
+        Command::Forget { address, dry_run } => db::forget(env, &address, dry_run).await,
         Command::Resolve(args) => resolve::run(env, &args).await,
         Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Run { command } => commands::run::run(env, &command).await,

@@ -935,6 +935,108 @@ fn db_summary_stores_a_summary_that_thread_summary_replays() {
     );
 }
 
+#[test]
+fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
+    let (dir, url) = demo_db();
+    let file = dir.path().join("summary.txt");
+    std::fs::write(&file, "Alice's order A-1042 arrived broken.\n").unwrap();
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<refund-2@acme.test>",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let alice = "messages: 3\nattachments: 1\ntool_uses: 2\nruns: 0\nrun_rounds: 0\n\
+                 thread_summaries: 1\nmessage_addresses: 6\nemail_threads: 1\n";
+    // A dry run counts and changes nothing: the same counts come back.
+    for _ in 0..2 {
+        let run = protege(
+            &url,
+            &project(),
+            &["forget", "--address", "ALICE@example.com", "--dry-run"],
+        );
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, alice, "")
+        );
+    }
+    let run = protege(
+        &url,
+        &project(),
+        &["forget", "--address", "Alice Martin <alice@example.com>"],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, alice, "")
+    );
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<refund-3@example.com>",
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: unknown message `<refund-3@example.com>`: no message with this Message-ID in the database\n"
+        )
+    );
+    // Bob's thread is untouched.
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "resolve",
+            "--persona",
+            "support",
+            "--message",
+            "<track-3@example.com>",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = protege(
+        &url,
+        &project(),
+        &["forget", "--address", "alice@example.com"],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (
+            0,
+            "messages: 0\nattachments: 0\ntool_uses: 0\nruns: 0\nrun_rounds: 0\n\
+             thread_summaries: 0\nmessage_addresses: 0\nemail_threads: 0\n"
+        )
+    );
+    for (address, error) in [
+        ("", "error: the address to forget is empty\n"),
+        (
+            "alice",
+            "error: `alice` is not an email address: it has no `@`\n",
+        ),
+    ] {
+        let run = protege(&url, &project(), &["forget", "--address", address]);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (1, "", error)
+        );
+    }
+    let run = protege(&url, &project(), &["forget"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
 /// A relayed message From `from`, carrying `auth` (extra header lines).
 fn relayed(id: &str, from: &str, auth: &str) -> String {
     format!(

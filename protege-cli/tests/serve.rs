@@ -747,6 +747,83 @@ async fn summaries_are_stored_with_auth_and_json_errors() {
     );
 }
 
+#[tokio::test]
+async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let res = server
+        .client
+        .post(server.url("/v1/forget"))
+        .header("content-type", "application/json")
+        .body(json!({"address": "bob@example.com"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    let forget = |body: Value| {
+        let server = &server;
+        async move {
+            server
+                .post("/v1/forget", "application/json", body.to_string())
+                .await
+        }
+    };
+    let counts = |messages: u64, tool_uses: u64, addresses: u64, threads: u64| {
+        json!({"messages": messages, "attachments": 0, "tool_uses": tool_uses, "runs": 0,
+               "run_rounds": 0, "thread_summaries": 0, "message_addresses": addresses,
+               "email_threads": threads})
+    };
+    let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
+    for _ in 0..2 {
+        assert_eq!(
+            forget(json!({"address": "Bob Okafor <BOB@example.com>", "dry_run": true})).await,
+            (200, pretty(json!({"would_remove": counts(3, 2, 6, 1)})))
+        );
+    }
+    assert_eq!(
+        forget(json!({"address": "bob@example.com"})).await,
+        (200, pretty(json!({"removed": counts(3, 2, 6, 1)})))
+    );
+    assert_eq!(
+        forget(json!({"address": "bob@example.com", "dry_run": false})).await,
+        (200, pretty(json!({"removed": counts(0, 0, 0, 0)})))
+    );
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<track-3@example.com>", "now": NOW}))
+        .await;
+    assert_eq!(status, 404, "{text}");
+    assert_eq!(
+        forget(json!({"address": "bob"})).await,
+        (
+            422,
+            error(
+                "invalid_input",
+                "`bob` is not an email address: it has no `@`"
+            )
+        )
+    );
+    assert_eq!(
+        forget(json!({"address": "bob@example.com", "dryrun": true})).await,
+        (
+            400,
+            error(
+                "bad_request",
+                "invalid forget body: unknown field `dryrun`, expected `address` or `dry_run` at line 1 column 37"
+            )
+        )
+    );
+    assert_eq!(
+        forget(json!({"dry_run": true})).await,
+        (
+            400,
+            error(
+                "bad_request",
+                "invalid forget body: missing field `address` at line 1 column 16"
+            )
+        )
+    );
+}
+
 /// A persona folder with `p`, whose reply runs read the thread history.
 fn history_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();

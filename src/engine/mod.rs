@@ -6,6 +6,7 @@ mod cache_report;
 mod calibrate;
 mod error;
 mod fixture;
+mod forget;
 mod input;
 mod mail;
 mod message_id;

@@ -240,6 +240,36 @@ pub(super) async fn summaries(
     )
 }
 
+/// The body of `POST /v1/forget`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ForgetBody {
+    address: String,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+impl JsonBody for ForgetBody {
+    const WHAT: &'static str = "forget";
+}
+
+/// Erases a correspondent: 200 `{"removed":{table: count, ...}}`, or
+/// `{"would_remove":{...}}` for a dry run, the tables in a fixed order.
+pub(super) async fn forget(
+    State(app): State<App>,
+    Json(input): Json<ForgetBody>,
+) -> Result<Response, ApiError> {
+    let counts = app.engine.forget(&input.address, input.dry_run).await?;
+    let key = if input.dry_run {
+        "would_remove"
+    } else {
+        "removed"
+    };
+    let mut body = serde_json::Map::new();
+    body.insert(key.to_owned(), json!(counts));
+    json_text(StatusCode::OK, &serde_json::Value::Object(body))
+}
+
 /// Runs `work` to its end on a thread of the blocking pool, its I/O still driven by the
 /// runtime, once one of `slots` is free. The CPU it spends (parsing and converting a huge
 /// mail, rendering a thread, counting tokens, encoding the answer) never holds a worker of

@@ -52,6 +52,20 @@ pub(crate) enum Command {
         after_help = "Examples:\n  protege cache-report --persona support --thread 1 --format anthropic\n  protege cache-report --from-runs --persona support --since 2026-03-01T00:00:00Z"
     )]
     CacheReport(CacheReportArgs),
+    /// Erase a correspondent: every message whose From, To or Cc holds the address, with
+    /// its attachments, tool uses and runs, the summaries of its threads and the threads
+    /// left empty; print the rows removed per table.
+    #[command(
+        after_help = "Examples:\n  protege forget --address ann@example.com --dry-run\n  protege forget --address 'Ann <ann@example.com>'"
+    )]
+    Forget {
+        /// The address (any case; a display name is allowed).
+        #[arg(long, value_name = "ADDR")]
+        address: String,
+        /// Print what would be removed and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Start a run, record its rounds, show it: the loop of an agent, one round at a time.
     Run {
         #[command(subcommand)]

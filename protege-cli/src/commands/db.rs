@@ -1,4 +1,5 @@
-//! `db migrate`, `db import`, `db import-eml` and `db summary`: the engine's database doors.
+//! `db migrate`, `db import`, `db import-eml`, `db summary` and `forget`: the engine's
+//! database doors.
 
 use std::path::Path;
 
@@ -30,6 +31,13 @@ pub(crate) async fn summary(env: &Env, message: &str, file: &Path) -> CliResult 
         "stored summary {} of thread {} through {}\n",
         stored.id, stored.thread_id, stored.through_message_id
     ))
+}
+
+/// `forget`: erase a correspondent (or, with `--dry-run`, count what would go); one
+/// `table: count` line per table.
+pub(crate) async fn forget(env: &Env, address: &str, dry_run: bool) -> CliResult {
+    let removed = env.engine().await?.forget(address, dry_run).await?;
+    output::out(&format!("{removed}\n"))
 }
 
 pub(crate) async fn import_eml(env: &Env, args: &ImportEmlArgs) -> CliResult {
