@@ -44,11 +44,20 @@ fn main() {
         use ThreadHistory(include_tool_calls = false);
         use ThreadHistory(result_limit = 2000);
         use ThreadHistory(max_tokens = 2000);
+        use ThreadHistory(quoted = strip);
     };
-    assert_eq!(chain.names(), ["ThreadHistory"; 7]);
+    assert_eq!(chain.names(), ["ThreadHistory"; 8]);
     let chain = protege::resolvers! {
         use ThreadSummary(template = "Earlier: {{ summary }}");
         use ThreadSummary(role = user);
     };
     assert_eq!(chain.names(), ["ThreadSummary"; 2]);
+    let chain = protege::resolvers! {
+        use CorrespondentHistory(threads = 5);
+        use CorrespondentHistory(messages = 2);
+        use CorrespondentHistory(template = "Earlier: {{ thread.subject }}");
+        use CorrespondentHistory(role = user);
+        use CorrespondentHistory(quoted = strip);
+    };
+    assert_eq!(chain.names(), ["CorrespondentHistory"; 5]);
 }
