@@ -9,6 +9,7 @@ use crate::context::{Context, MailStats, Trigger};
 use crate::error::Result;
 use crate::message::{Content, Message, Request, Role, message};
 use crate::request::{build_request, user_turn, user_turn_with};
+use crate::source::Source;
 use crate::tokens::{Tokenizer, message_chars};
 
 /// The contribution of one resolver in a run, for `--explain` and tracing.
@@ -20,6 +21,8 @@ pub struct Step<'a> {
     pub position: usize,
     /// The messages it contributed.
     pub messages: Vec<Message>,
+    /// Where each message came from, one per message.
+    pub sources: Vec<Source>,
     /// How long it took from its first poll to its completion.
     pub elapsed: Duration,
 }
@@ -44,10 +47,18 @@ pub struct StepReport {
     /// What rendering its mail removed or changed (`[mail]`; all zero for resolvers that
     /// render no mail).
     pub mail: MailStats,
+    /// Where each of its messages came from (§15), one per message.
+    pub sources: Vec<Source>,
 }
 
 impl StepReport {
-    fn of(name: &str, position: usize, messages: &[Message], elapsed: Duration) -> Self {
+    fn of(
+        name: &str,
+        position: usize,
+        messages: &[Message],
+        sources: Vec<Source>,
+        elapsed: Duration,
+    ) -> Self {
         Self {
             name: name.to_owned(),
             position,
@@ -56,6 +67,7 @@ impl StepReport {
             tokens: None,
             elapsed,
             mail: MailStats::default(),
+            sources,
         }
     }
 }
@@ -114,13 +126,22 @@ const HISTORY: &str = "ThreadHistory";
 /// with [`Request::validate`]; see [`assemble`](crate::assemble).
 pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Result<Assembled> {
     let mut steps = Vec::with_capacity(run.len() + 1);
-    let mut messages = Vec::with_capacity(run.iter().map(|s| s.messages.len()).sum());
+    let total = run.iter().map(|s| s.messages.len()).sum::<usize>() + 1;
+    let mut messages = Vec::with_capacity(total);
+    let mut sources = Vec::with_capacity(total);
     let mut history_end = None;
     for step in run {
         if step.name == HISTORY && !step.messages.is_empty() {
             history_end = Some(messages.len() + step.messages.len() - 1);
         }
-        let mut report = StepReport::of(step.name, step.position, &step.messages, step.elapsed);
+        sources.extend(step.sources.iter().cloned());
+        let mut report = StepReport::of(
+            step.name,
+            step.position,
+            &step.messages,
+            step.sources,
+            step.elapsed,
+        );
         report.mail = ctx.mail_stats(step.name);
         steps.push(report);
         messages.extend(step.messages);
@@ -136,13 +157,16 @@ pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Re
         let text = render.render(m, &mut prior, &mut stats);
         user_turn_with(m, text, limits)
     });
-    if let Some(content) = &user {
+    if let (Some(content), Some(m)) = (&user, ctx.message()) {
         let turn = [message(Role::User, content.clone())];
-        let mut report = StepReport::of(TRAILING_USER_TURN, 0, &turn, Duration::ZERO);
+        let source = Source::message(&m.message_id);
+        sources.push(source.clone());
+        let mut report = StepReport::of(TRAILING_USER_TURN, 0, &turn, vec![source], Duration::ZERO);
         report.mail = stats;
         steps.push(report);
     }
     let mut request = build_request(user, ctx.persona().tools.clone(), messages)?;
+    request.sources = sources;
     let conversation = match ctx.trigger() {
         Trigger::Message(m) => Conversation::Thread(m.thread_id),
         Trigger::Responsibility(r) => Conversation::Responsibility(&r.name),

@@ -65,7 +65,7 @@ pub async fn assemble<C: Chain + ?Sized>(chain: &C, ctx: &Context) -> Result<Ass
 
 async fn timed<R: Resolver + ?Sized>(r: &R, ctx: &Context) -> (Result<Resolved>, Duration) {
     let start = Instant::now();
-    let out = r.resolve(ctx).await.map(Into::into);
+    let out = r.resolve_sourced(ctx).await;
     (out, start.elapsed())
 }
 
@@ -75,12 +75,16 @@ fn step<'a>(
     (out, elapsed): (Result<Resolved>, Duration),
 ) -> Result<Step<'a>> {
     match out {
-        Ok(resolved) => Ok(Step {
-            name,
-            position,
-            messages: resolved.0,
-            elapsed,
-        }),
+        Ok(resolved) => {
+            let (messages, sources) = resolved.into_parts(name);
+            Ok(Step {
+                name,
+                position,
+                messages,
+                sources,
+                elapsed,
+            })
+        }
         Err(e) => Err(e.in_resolver(name, position)),
     }
 }

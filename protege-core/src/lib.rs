@@ -65,6 +65,7 @@ mod render;
 mod request;
 mod resolver;
 mod resolvers;
+mod source;
 mod template;
 mod tokens;
 mod validate;
@@ -90,6 +91,7 @@ pub use protege_mail::{
 pub use assemble::{Assembled, Step, StepReport};
 pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, assemble};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
+pub use source::{Source, describe as describe_sources};
 
 // The built-in resolvers and their option types.
 pub use resolvers::{

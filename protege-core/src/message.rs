@@ -269,4 +269,9 @@ pub struct Request {
     /// part of the JSON.
     #[serde(skip)]
     pub cache: CacheHints,
+    /// Where each message came from (§15), one per message in order, set by
+    /// [`Chain::request`](crate::Chain::request); empty for a request built otherwise. Not
+    /// part of the JSON.
+    #[serde(skip)]
+    pub sources: Vec<crate::source::Source>,
 }

@@ -23,6 +23,7 @@ pub fn build_request(
         messages: context_messages,
         tools,
         cache: CacheHints::default(),
+        sources: Vec::new(),
     };
     request.validate()?;
     Ok(request)

@@ -6,20 +6,63 @@ use std::pin::Pin;
 use crate::context::Context;
 use crate::error::Result;
 use crate::message::Message;
+use crate::source::Source;
 
-/// What a resolver contributes: zero, one or many messages, in order.
+/// What a resolver contributes: zero, one or many messages, in order, and optionally
+/// where each came from (§15).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Resolved(pub Vec<Message>);
+pub struct Resolved {
+    messages: Vec<Message>,
+    sources: Option<Vec<Source>>,
+}
 
 impl Resolved {
     /// Nothing to contribute.
     pub fn none() -> Self {
-        Self(Vec::new())
+        Self::default()
+    }
+
+    /// These messages, with no declared sources: each is reported as
+    /// `{"kind":"text","resolver":NAME}`.
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            sources: None,
+        }
+    }
+
+    /// Declares the source of each message, in order. A chain reports a message without
+    /// a declared source (the list is shorter) as text of the resolver, and ignores
+    /// sources beyond the last message.
+    pub fn with_sources(mut self, sources: Vec<Source>) -> Self {
+        self.sources = Some(sources);
+        self
+    }
+
+    /// The messages, in order.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The declared sources, when there are any.
+    pub fn sources(&self) -> Option<&[Source]> {
+        self.sources.as_deref()
     }
 
     /// The messages, in order.
     pub fn into_messages(self) -> Vec<Message> {
-        self.0
+        self.messages
+    }
+
+    /// The messages and one source per message: the declared ones, the rest
+    /// `{"kind":"text","resolver":resolver}`.
+    pub fn into_parts(self, resolver: &str) -> (Vec<Message>, Vec<Source>) {
+        let mut sources = self.sources.unwrap_or_default();
+        sources.truncate(self.messages.len());
+        while sources.len() < self.messages.len() {
+            sources.push(Source::text(resolver));
+        }
+        (self.messages, sources)
     }
 }
 
@@ -31,19 +74,19 @@ impl From<()> for Resolved {
 
 impl From<Message> for Resolved {
     fn from(m: Message) -> Self {
-        Self(vec![m])
+        Self::new(vec![m])
     }
 }
 
 impl From<Option<Message>> for Resolved {
     fn from(m: Option<Message>) -> Self {
-        Self(m.into_iter().collect())
+        Self::new(m.into_iter().collect())
     }
 }
 
 impl From<Vec<Message>> for Resolved {
     fn from(ms: Vec<Message>) -> Self {
-        Self(ms)
+        Self::new(ms)
     }
 }
 
@@ -76,6 +119,15 @@ pub trait Resolver: Send + Sync + 'static {
     /// Contributes this resolver's messages for the run described by `ctx`.
     fn resolve(&self, ctx: &Context) -> impl Future<Output = Result<Self::Output>> + Send;
 
+    /// [`resolve`](Self::resolve) with the source of each message, which is what chains
+    /// call. The default keeps the sources an output of type [`Resolved`] declares (see
+    /// [`Resolved::with_sources`]); without any, each message is reported as
+    /// `{"kind":"text","resolver":NAME}`. The built-in resolvers report the rows, files and
+    /// summaries they read.
+    fn resolve_sourced(&self, ctx: &Context) -> impl Future<Output = Result<Resolved>> + Send {
+        async move { self.resolve(ctx).await.map(Into::into) }
+    }
+
     /// The name shown in errors and `--explain` (the short type name by default).
     fn name(&self) -> &str {
         let full = std::any::type_name::<Self>();
@@ -94,7 +146,7 @@ trait DynResolver: Send + Sync {
 
 impl<R: Resolver> DynResolver for R {
     fn resolve_boxed<'a>(&'a self, ctx: &'a Context) -> BoxFuture<'a, Result<Resolved>> {
-        Box::pin(async move { self.resolve(ctx).await.map(Into::into) })
+        Box::pin(self.resolve_sourced(ctx))
     }
 
     fn dyn_name(&self) -> &str {

@@ -70,6 +70,55 @@ impl Resolution {
         }
     }
 
+    /// Where each message of the request came from (§15), in request order, the trailing
+    /// user turn included.
+    pub fn sources(&self) -> &[protege_core::Source] {
+        &self.request.sources
+    }
+
+    /// The SHA-256, in lowercase hex, of the body's compact JSON serialisation
+    /// (`serde_json::to_vec(&self.body)`), which matches a stored copy of the request
+    /// whatever its indentation.
+    pub fn request_sha256(&self) -> String {
+        let bytes = serde_json::to_vec(&self.body).unwrap_or_default();
+        protege_core::Source::sha256_hex(&bytes)
+    }
+
+    /// The JSON form of `--explain` (what `POST /v1/resolve` adds to the request with
+    /// `"explain": true`): `explain`, one row per resolver (`resolver`, `messages`,
+    /// `chars`, `tokens`, `ms`, and `mail` when `[mail]` changed something), `sources`, one
+    /// per message of the request, and `request_sha256`.
+    pub fn explain_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        let rows: Vec<serde_json::Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                let mut row = json!({
+                    "resolver": s.name,
+                    "messages": s.messages,
+                    "chars": s.chars,
+                    "tokens": s.tokens.unwrap_or_default(),
+                    "ms": s.elapsed.as_secs_f64() * 1000.0,
+                });
+                // What `[mail]` removed or changed, only when it did.
+                if !s.mail.is_empty() {
+                    row["mail"] = json!({
+                        "quoted_chars_removed": s.mail.quoted_chars,
+                        "hidden_chars_dropped": s.mail.hidden_chars,
+                        "lines_neutralised": s.mail.neutralised_lines,
+                    });
+                }
+                row
+            })
+            .collect();
+        let mut out = serde_json::Map::new();
+        out.insert("explain".into(), serde_json::Value::Array(rows));
+        out.insert("sources".into(), json!(self.sources()));
+        out.insert("request_sha256".into(), self.request_sha256().into());
+        out
+    }
+
     /// The sentence that explains the token column of `--explain`: the tokenizer's
     /// ([`Tokenizer::describe`]), or the calibration's ([`Calibration::describe`]).
     pub fn describe_tokens(&self) -> String {

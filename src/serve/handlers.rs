@@ -101,35 +101,25 @@ async fn resolved(app: &App, input: &ResolveInput) -> Result<Response, ApiError>
         metrics::histogram!("protege_resolver_seconds", "resolver" => step.name.clone())
             .record(step.elapsed.as_secs_f64());
     }
+    let sha256 = out.request_sha256();
     let body = if input.explain {
-        let rows: Vec<serde_json::Value> = out
-            .steps
-            .iter()
-            .map(|s| {
-                let mut row = json!({
-                    "resolver": s.name,
-                    "messages": s.messages,
-                    "chars": s.chars,
-                    "tokens": s.tokens.unwrap_or_default(),
-                    "ms": s.elapsed.as_secs_f64() * 1000.0,
-                });
-                // What `[mail]` removed or changed, only when it did.
-                if !s.mail.is_empty() {
-                    row["mail"] = json!({
-                        "quoted_chars_removed": s.mail.quoted_chars,
-                        "hidden_chars_dropped": s.mail.hidden_chars,
-                        "lines_neutralised": s.mail.neutralised_lines,
-                    });
-                }
-                row
-            })
-            .collect();
-        json!({ "request": out.body, "explain": rows })
+        let mut answer = serde_json::Map::new();
+        answer.insert("request".into(), out.body.clone());
+        answer.extend(out.explain_json());
+        serde_json::Value::Object(answer)
     } else {
         out.body
     };
-    json_text(StatusCode::OK, &body)
+    let mut response = json_text(StatusCode::OK, &body)?;
+    if let Ok(value) = header::HeaderValue::from_str(&sha256) {
+        response.headers_mut().insert(REQUEST_SHA256, value);
+    }
+    Ok(response)
 }
+
+/// The header of `POST /v1/resolve` that carries [`Resolution::request_sha256`](crate::Resolution::request_sha256).
+const REQUEST_SHA256: header::HeaderName =
+    header::HeaderName::from_static("x-protege-request-sha256");
 
 /// `?direction=` of `POST /v1/mail`: `inbound` (the default), `outbound` or `auto` (`None`).
 pub(super) struct MailDirection(Option<Direction>);

@@ -221,9 +221,27 @@ pub(crate) struct ResolveArgs {
     /// The time of the run, RFC 3339 (default: now), for reproducible output.
     #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
     pub(crate) now: Option<DateTime<Utc>>,
-    /// Print a per-resolver table (messages, characters, tokens, time) on stderr.
-    #[arg(long)]
-    pub(crate) explain: bool,
+    /// Print a per-resolver table (messages, characters, tokens, time, source) on stderr;
+    /// `--explain=json` prints it as JSON, with the source of every message and the
+    /// request's SHA-256.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "table"
+    )]
+    pub(crate) explain: Option<ExplainFormat>,
+}
+
+/// How `--explain` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExplainFormat {
+    /// A table, one row per resolver.
+    Table,
+    /// One JSON object: `explain` (the rows), `sources` and `request_sha256`.
+    Json,
 }
 
 /// The wire format of a cache report.

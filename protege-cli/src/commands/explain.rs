@@ -13,6 +13,7 @@ struct Row {
     chars: usize,
     tokens: usize,
     time: Option<Duration>,
+    source: String,
 }
 
 /// Renders the table for a resolution: one row per resolver, the trailing user turn of a
@@ -33,6 +34,7 @@ pub(crate) fn table(resolution: &Resolution) -> String {
             chars: s.chars,
             tokens: s.tokens.unwrap_or_default(),
             time: (s.position != 0).then_some(s.elapsed),
+            source: protege::describe_sources(&s.sources),
         })
         .collect();
     let chain_time = out.elapsed;
@@ -44,6 +46,7 @@ pub(crate) fn table(resolution: &Resolution) -> String {
         chars: rows.iter().map(|r| r.chars).sum(),
         tokens: rows.iter().map(|r| r.tokens).sum(),
         time: Some(chain_time),
+        source: String::new(),
     };
     let width = rows
         .iter()
@@ -54,8 +57,8 @@ pub(crate) fn table(resolution: &Resolution) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}",
-        "#", "resolver", "messages", "chars", "tokens", "time"
+        "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}  {}",
+        "#", "resolver", "messages", "chars", "tokens", "time", "source"
     );
     for r in rows.iter().chain(std::iter::once(&total)) {
         let time = r
@@ -63,8 +66,8 @@ pub(crate) fn table(resolution: &Resolution) -> String {
             .map(|t| format!("{:.2} ms", t.as_secs_f64() * 1000.0))
             .unwrap_or_default();
         let line = format!(
-            "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}",
-            r.position, r.name, r.messages, r.chars, r.tokens, time
+            "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}  {}",
+            r.position, r.name, r.messages, r.chars, r.tokens, time, r.source
         );
         out.push_str(line.trim_end());
         out.push('\n');

@@ -3,14 +3,20 @@
 use protege::config::render;
 use protege::{Engine, EngineError, EngineErrorKind, Resolution, ResolveInput};
 
-use super::args::{Format, ResolveArgs};
+use super::args::{ExplainFormat, Format, ResolveArgs};
 use super::{CliResult, Env, Failure, explain, output};
 
 pub(crate) async fn run(env: &Env, args: &ResolveArgs) -> CliResult {
     let engine = env.engine().await?;
     let out = resolve(&engine, &input(args)).await?;
-    if args.explain {
-        output::err(&explain::table(&out))?;
+    match args.explain {
+        Some(ExplainFormat::Table) => output::err(&explain::table(&out))?,
+        Some(ExplainFormat::Json) => {
+            let json = serde_json::to_string_pretty(&out.explain_json())
+                .map_err(|e| Failure::invalid(format!("cannot serialise the explain rows: {e}")))?;
+            output::err(&format!("{json}\n"))?;
+        }
+        None => {}
     }
     let text = serde_json::to_string_pretty(&out.body)
         .map_err(|e| Failure::invalid(format!("cannot serialise the request: {e}")))?;
@@ -31,7 +37,7 @@ pub(crate) fn input(args: &ResolveArgs) -> ResolveInput {
         },
         model: args.model.clone(),
         now: args.now,
-        explain: args.explain,
+        explain: args.explain.is_some(),
     }
 }
 

@@ -6,7 +6,8 @@ use crate::error::Result;
 use crate::mail::{Direction, PriorBodies, address_key};
 use crate::message::{Message, Role, message};
 use crate::render::MailRender;
-use crate::resolver::Resolver;
+use crate::resolver::{Resolved, Resolver};
+use crate::source::Source;
 use crate::template::Template;
 
 /// The template of a `CorrespondentHistory` that sets none.
@@ -112,20 +113,25 @@ impl CorrespondentHistory {
         thread: EarlierThread,
         render: &MailRender,
         stats: &mut MailStats,
+        shown: &mut (Vec<String>, Vec<i64>),
     ) -> Result<Option<String>> {
         let mut prior = PriorBodies::new();
+        let before = (shown.0.len(), shown.1.len());
         let messages: Vec<String> = thread
             .messages
             .iter()
             .filter_map(|m| {
                 let body = m.readable();
-                (!body.is_empty() || !m.attachments.is_empty())
-                    .then(|| render.render_body(m, &body, &mut prior, stats))
+                (!body.is_empty() || !m.attachments.is_empty()).then(|| {
+                    shown.0.push(m.message_id.clone());
+                    render.render_body(m, &body, &mut prior, stats)
+                })
             })
             .collect();
         if thread.summary.is_none() && messages.is_empty() {
             return Ok(None);
         }
+        shown.1.extend(thread.summary_id);
         let vars = minijinja::value::merge_maps([
             minijinja::context! {
                 thread => minijinja::context! {
@@ -138,7 +144,12 @@ impl CorrespondentHistory {
         ]);
         let text = template.render_in(ctx, &vars)?;
         let text = text.trim();
-        Ok((!text.is_empty()).then(|| text.to_owned()))
+        if text.is_empty() {
+            shown.0.truncate(before.0);
+            shown.1.truncate(before.1);
+            return Ok(None);
+        }
+        Ok(Some(text.to_owned()))
     }
 }
 
@@ -146,6 +157,25 @@ impl Resolver for CorrespondentHistory {
     type Output = Option<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        Ok(self.load(ctx).await?.map(|(m, _)| m))
+    }
+
+    async fn resolve_sourced(&self, ctx: &Context) -> Result<Resolved> {
+        Ok(match self.load(ctx).await? {
+            Some((m, source)) => Resolved::new(vec![m]).with_sources(vec![source]),
+            None => Resolved::none(),
+        })
+    }
+
+    fn name(&self) -> &str {
+        "CorrespondentHistory"
+    }
+}
+
+impl CorrespondentHistory {
+    /// The message of the sender's earlier threads and its source: the messages and
+    /// summaries rendered into it.
+    async fn load(&self, ctx: &Context) -> Result<Option<(Message, Source)>> {
         let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
             return Ok(None);
         };
@@ -179,16 +209,22 @@ impl Resolver for CorrespondentHistory {
         }
         let mut stats = MailStats::default();
         let mut parts = Vec::with_capacity(threads.len());
+        let mut shown = (Vec::new(), Vec::new());
         for thread in threads {
-            if let Some(text) = self.render_thread(ctx, template, thread, &render, &mut stats)? {
+            if let Some(text) =
+                self.render_thread(ctx, template, thread, &render, &mut stats, &mut shown)?
+            {
                 parts.push(text);
             }
         }
         ctx.note_mail(self.name(), stats, None);
-        Ok((!parts.is_empty()).then(|| message(self.role, parts.join("\n\n"))))
-    }
-
-    fn name(&self) -> &str {
-        "CorrespondentHistory"
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let source = Source::Messages {
+            message_ids: shown.0,
+            summary_ids: shown.1,
+        };
+        Ok(Some((message(self.role, parts.join("\n\n")), source)))
     }
 }

@@ -6,7 +6,8 @@ use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{LOAD_FILE_MAX_BYTES, io_reason, read_regular_file};
 use crate::message::{Message, Role, message};
-use crate::resolver::Resolver;
+use crate::resolver::{Resolved, Resolver};
+use crate::source::Source;
 use crate::template::{Template, is_template};
 
 enum PathSource {
@@ -154,10 +155,10 @@ fn inside_root(path: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-impl Resolver for LoadFile {
-    type Output = Option<Message>;
-
-    async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+impl LoadFile {
+    /// The file's message (`None` when it is blank) and its source: the path as written,
+    /// relative to the app root, and the SHA-256 of the bytes read.
+    fn load(&self, ctx: &Context) -> Result<Option<(Message, Source)>> {
         let (written, full) = self.resolve_path(ctx)?;
         let shown = format!("`{written}` (`{}`)", full.display());
         // Prompt files are small: a blocking read is cheaper than a hop to a thread pool.
@@ -167,6 +168,7 @@ impl Resolver for LoadFile {
                 format!("file not found: `{written}` (tried `{}`)", full.display()),
             )
         })?;
+        let sha256 = Source::sha256_hex(&bytes);
         let text = String::from_utf8(bytes).map_err(|_| {
             Error::new(
                 ErrorKind::Io,
@@ -176,7 +178,33 @@ impl Resolver for LoadFile {
         if text.trim().is_empty() {
             return Ok(None);
         }
-        Ok(Some(message(self.role, text)))
+        let path = match inside_root(&written) {
+            Some(inside) => inside
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            None => written,
+        };
+        Ok(Some((
+            message(self.role, text),
+            Source::File { path, sha256 },
+        )))
+    }
+}
+
+impl Resolver for LoadFile {
+    type Output = Option<Message>;
+
+    async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        Ok(self.load(ctx)?.map(|(m, _)| m))
+    }
+
+    async fn resolve_sourced(&self, ctx: &Context) -> Result<Resolved> {
+        Ok(match self.load(ctx)? {
+            Some((m, source)) => Resolved::new(vec![m]).with_sources(vec![source]),
+            None => Resolved::none(),
+        })
     }
 
     fn name(&self) -> &str {

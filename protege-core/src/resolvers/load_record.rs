@@ -11,7 +11,8 @@ use crate::context::Context;
 use crate::db::read::records::{self, Bound};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, Role, message};
-use crate::resolver::Resolver;
+use crate::resolver::{Resolved, Resolver};
+use crate::source::Source;
 use crate::template::Template;
 
 /// One `where` condition value: a template rendered to text, or a typed JSON scalar.
@@ -110,6 +111,8 @@ pub struct LoadRecord {
     role: Role,
     /// The error of a `where` template that did not compile (reported when the chain runs).
     broken_filter: Option<Error>,
+    /// The table's primary key columns, read once for the rows' sources.
+    primary_key: tokio::sync::OnceCell<Vec<String>>,
 }
 
 impl LoadRecord {
@@ -123,6 +126,7 @@ impl LoadRecord {
             template: RecordTemplate::Json,
             role: Role::System,
             broken_filter: None,
+            primary_key: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -262,6 +266,29 @@ impl Resolver for LoadRecord {
     type Output = Option<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        Ok(self.load(ctx, false).await?.map(|(m, _)| m))
+    }
+
+    async fn resolve_sourced(&self, ctx: &Context) -> Result<Resolved> {
+        Ok(match self.load(ctx, true).await? {
+            Some((m, source)) => Resolved::new(vec![m]).with_sources(source.into_iter().collect()),
+            None => Resolved::none(),
+        })
+    }
+
+    fn name(&self) -> &str {
+        "LoadRecord"
+    }
+}
+
+impl LoadRecord {
+    /// The records' message (`None` without rows, or when every rendering is blank) and,
+    /// when `sourced`, its source: the table and the rows' keys.
+    async fn load(
+        &self,
+        ctx: &Context,
+        sourced: bool,
+    ) -> Result<Option<(Message, Option<Source>)>> {
         if let Some(error) = &self.broken_filter {
             return Err(error.clone());
         }
@@ -286,11 +313,57 @@ impl Resolver for LoadRecord {
             .iter()
             .map(|row| self.template.render(ctx, row))
             .collect::<Result<Vec<_>>>()?;
-        Ok(join_records(self.role, rendered))
+        let Some(message) = join_records(self.role, rendered) else {
+            return Ok(None);
+        };
+        if !sourced {
+            return Ok(Some((message, None)));
+        }
+        let key_columns = self
+            .primary_key
+            .get_or_try_init(|| records::primary_key(db, &self.table))
+            .await?;
+        let key = record_key(key_columns, &rows, &filters);
+        let source = Source::Record {
+            table: self.table.clone(),
+            key,
+        };
+        Ok(Some((message, Some(source))))
     }
+}
 
-    fn name(&self) -> &str {
-        "LoadRecord"
+/// The `key` of a [`Source::Record`]: each row's primary key (its value, or an object of
+/// column → value for a key of several columns), as an array when there are several rows;
+/// without a primary key, the `where` values as an object.
+fn record_key(
+    key_columns: &[String],
+    rows: &[serde_json::Map<String, serde_json::Value>],
+    filters: &[(String, Bound)],
+) -> serde_json::Value {
+    use serde_json::Value;
+    if key_columns.is_empty() {
+        let values = filters
+            .iter()
+            .map(|(column, bound)| (column.clone(), bound.to_json()))
+            .collect();
+        return Value::Object(values);
+    }
+    let mut keys: Vec<Value> = rows
+        .iter()
+        .map(|row| match key_columns {
+            [one] => row.get(one).cloned().unwrap_or(Value::Null),
+            several => Value::Object(
+                several
+                    .iter()
+                    .map(|c| (c.clone(), row.get(c).cloned().unwrap_or(Value::Null)))
+                    .collect(),
+            ),
+        })
+        .collect();
+    if keys.len() == 1 {
+        keys.pop().unwrap_or(Value::Null)
+    } else {
+        Value::Array(keys)
     }
 }
 

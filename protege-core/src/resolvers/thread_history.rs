@@ -6,7 +6,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, PriorBodies};
 use crate::message::{Message, Role, ToolCall, message};
 use crate::render::MailRender;
-use crate::resolver::Resolver;
+use crate::resolver::{Resolved, Resolver};
+use crate::source::Source;
 use crate::tokens::Tokenizer;
 
 /// Contributes the prior messages of the thread, oldest first, each followed by its tool
@@ -161,10 +162,11 @@ impl ThreadHistory {
         render: &MailRender,
         prior: &mut PriorBodies,
         stats: &mut MailStats,
-    ) -> Result<Vec<Vec<Message>>> {
+    ) -> Result<Vec<Turn>> {
         let mut out = Vec::with_capacity(turns.len());
         for turn in turns {
             let mut messages = Vec::with_capacity(1);
+            let mut sources = Vec::with_capacity(1);
             let m = &turn.message;
             let body = m.readable();
             if !body.is_empty() || !m.attachments.is_empty() {
@@ -173,12 +175,13 @@ impl ThreadHistory {
                     Direction::Outbound => Role::Assistant,
                 };
                 messages.push(message(role, render.render_body(m, &body, prior, stats)));
+                sources.push(Source::message(&m.message_id));
             }
             if self.include_tool_calls && !turn.tool_uses.is_empty() {
-                self.push_rounds(&m.message_id, turn.tool_uses, &mut messages)?;
+                self.push_rounds(&m.message_id, turn.tool_uses, &mut messages, &mut sources)?;
             }
             if !messages.is_empty() {
-                out.push(messages);
+                out.push((messages, sources));
             }
         }
         Ok(out)
@@ -190,6 +193,7 @@ impl ThreadHistory {
         message_id: &str,
         mut uses: Vec<StoredToolUse>,
         out: &mut Vec<Message>,
+        sources: &mut Vec<Source>,
     ) -> Result<()> {
         uses.sort_by(|a, b| {
             (a.run_id.as_str(), a.turn_index, a.position, a.id).cmp(&(
@@ -224,6 +228,7 @@ impl ThreadHistory {
                 calls.push(ToolCall::new(&u.tool_call_id, &u.name, input));
             }
             out.push(message(Role::Assistant, "").with_tool_calls(calls));
+            sources.push(tool_use_source(&round[0]));
             for u in round {
                 let content = match &u.result {
                     Some(result) => truncate(result, self.result_limit),
@@ -234,10 +239,22 @@ impl ThreadHistory {
                         .with_tool_call_id(&u.tool_call_id)
                         .with_is_error(u.is_error),
                 );
+                sources.push(tool_use_source(u));
             }
             start = end;
         }
         Ok(())
+    }
+}
+
+/// One turn of the history: a message and its tool rounds, with their sources.
+type Turn = (Vec<Message>, Vec<Source>);
+
+/// The source of a replayed tool call or result.
+fn tool_use_source(u: &StoredToolUse) -> Source {
+    Source::ToolUse {
+        run_id: u.run_id.clone(),
+        tool_call_id: u.tool_call_id.clone(),
     }
 }
 
@@ -259,11 +276,12 @@ fn truncate(text: &str, limit: usize) -> String {
 /// Drops whole turns, oldest first, until their tokens fit `budget`: keeps the longest
 /// run of newest turns that fits, counting from the newest so that turns which cannot fit
 /// are never counted.
-fn fit_budget(turns: &mut Vec<Vec<Message>>, budget: usize, tokenizer: Tokenizer) {
+fn fit_budget(turns: &mut Vec<Turn>, budget: usize, tokenizer: Tokenizer) {
     let mut total = 0;
     let mut keep = 0;
     for turn in turns.iter().rev() {
         total += turn
+            .0
             .iter()
             .map(|m| tokenizer.count_message(m))
             .sum::<usize>();
@@ -280,6 +298,33 @@ impl Resolver for ThreadHistory {
     type Output = Vec<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Vec<Message>> {
+        Ok(self
+            .turns(ctx)
+            .await?
+            .into_iter()
+            .flat_map(|t| t.0)
+            .collect())
+    }
+
+    async fn resolve_sourced(&self, ctx: &Context) -> Result<Resolved> {
+        let turns = self.turns(ctx).await?;
+        let count = turns.iter().map(|t| t.0.len()).sum();
+        let (mut messages, mut sources) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        for (m, s) in turns {
+            messages.extend(m);
+            sources.extend(s);
+        }
+        Ok(Resolved::new(messages).with_sources(sources))
+    }
+
+    fn name(&self) -> &str {
+        "ThreadHistory"
+    }
+}
+
+impl ThreadHistory {
+    /// The rendered turns of the window, with their sources, after the token budget.
+    async fn turns(&self, ctx: &Context) -> Result<Vec<Turn>> {
         let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
             return Ok(Vec::new());
         };
@@ -303,10 +348,6 @@ impl Resolver for ThreadHistory {
         if let Some(budget) = self.max_tokens {
             fit_budget(&mut turns, budget, ctx.tokenizer());
         }
-        Ok(turns.into_iter().flatten().collect())
-    }
-
-    fn name(&self) -> &str {
-        "ThreadHistory"
+        Ok(turns)
     }
 }

@@ -4,7 +4,8 @@ use crate::context::Context;
 use crate::db::read::summary;
 use crate::error::Result;
 use crate::message::{Message, Role, message};
-use crate::resolver::Resolver;
+use crate::resolver::{Resolved, Resolver};
+use crate::source::Source;
 use crate::template::Template;
 
 /// The template of a `ThreadSummary` that sets none.
@@ -67,10 +68,29 @@ impl Resolver for ThreadSummary {
     type Output = Option<Message>;
 
     async fn resolve(&self, ctx: &Context) -> Result<Option<Message>> {
+        Ok(self.summarise(ctx).await?.map(|(m, _)| m))
+    }
+
+    async fn resolve_sourced(&self, ctx: &Context) -> Result<Resolved> {
+        Ok(match self.summarise(ctx).await? {
+            Some((m, id)) => Resolved::new(vec![m]).with_sources(vec![Source::Summary { id }]),
+            None => Resolved::none(),
+        })
+    }
+
+    fn name(&self) -> &str {
+        "ThreadSummary"
+    }
+}
+
+impl ThreadSummary {
+    /// The summary's message (`None` without a summary, or when the template renders
+    /// blank) and the summary's row id.
+    async fn summarise(&self, ctx: &Context) -> Result<Option<(Message, i64)>> {
         let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
             return Ok(None);
         };
-        let Some(content) = summary::latest(db, current).await? else {
+        let Some((id, content)) = summary::latest(db, current).await? else {
             return Ok(None);
         };
         let vars = minijinja::value::merge_maps([
@@ -83,10 +103,6 @@ impl Resolver for ThreadSummary {
         };
         let text = template.render_in(ctx, &vars)?;
         let text = text.trim();
-        Ok((!text.is_empty()).then(|| message(self.role, text)))
-    }
-
-    fn name(&self) -> &str {
-        "ThreadSummary"
+        Ok((!text.is_empty()).then(|| (message(self.role, text), id)))
     }
 }

@@ -42,6 +42,8 @@ pub(crate) struct EarlierThread {
     pub(crate) subject: String,
     /// Its newest summary, when it has one.
     pub(crate) summary: Option<String>,
+    /// That summary's row id.
+    pub(crate) summary_id: Option<i64>,
     /// Its last messages, oldest first, with their attachments (none when it has a
     /// summary).
     pub(crate) messages: Vec<MailMessage>,
@@ -259,6 +261,7 @@ impl Threads {
         self.threads.push(EarlierThread {
             subject: row.get(email_thread::Column::Subject)?,
             summary: None,
+            summary_id: None,
             messages: Vec::new(),
         });
         Ok(())
@@ -268,6 +271,7 @@ impl Threads {
         let thread: i64 = row.get(thread_summary::Column::EmailThreadId)?;
         if let Some(at) = self.position(thread) {
             self.threads[at].summary = Some(rows::summary_content(row)?);
+            self.threads[at].summary_id = Some(row.get(thread_summary::Column::Id)?);
         }
         Ok(())
     }

@@ -73,6 +73,19 @@ pub(crate) enum Bound {
     Null,
 }
 
+impl Bound {
+    /// The value as JSON.
+    pub(crate) fn to_json(&self) -> Value {
+        match self {
+            Bound::Text(s) => Value::String(s.clone()),
+            Bound::Int(n) => Value::from(*n),
+            Bound::Float(f) => float(*f),
+            Bound::Bool(b) => Value::Bool(*b),
+            Bound::Null => Value::Null,
+        }
+    }
+}
+
 /// Runs `SELECT * FROM table WHERE ... ORDER BY ... LIMIT n` and returns the rows.
 ///
 /// On a SQLite file the statement runs through the SQLite C library (like the history
@@ -129,6 +142,54 @@ pub(crate) async fn select(
         .with_db_err(e)
     })?;
     rows.iter().map(|row| row_to_json(row, table)).collect()
+}
+
+/// The columns of `table`'s primary key, in key order (empty when it has none or does not
+/// exist), read from the backend's catalogue in one statement.
+pub(crate) async fn primary_key(db: &DatabaseConnection, table: &str) -> Result<Vec<String>> {
+    use sea_orm::{DbBackend, Statement};
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        DbBackend::Sqlite => "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk",
+        DbBackend::Postgres => {
+            "SELECT kcu.column_name::text FROM information_schema.table_constraints tc \
+             JOIN information_schema.key_column_usage kcu \
+             ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema \
+             AND kcu.table_name = tc.table_name \
+             WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = current_schema() \
+             AND tc.table_name = $1 ORDER BY kcu.ordinal_position"
+        }
+        _ => {
+            "SELECT CAST(COLUMN_NAME AS CHAR) FROM information_schema.KEY_COLUMN_USAGE \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' \
+             ORDER BY ORDINAL_POSITION"
+        }
+    };
+    let statement = Statement::from_sql_and_values(backend, sql, [table.into()]);
+    let rows = db.query_all_raw(statement).await.map_err(|e| {
+        Error::new(
+            ErrorKind::Database,
+            format!(
+                "cannot read the primary key of table `{table}`: {}",
+                db_reason(&e)
+            ),
+        )
+        .with_db_err(e)
+    })?;
+    rows.iter()
+        .map(|row| {
+            row.try_get_by_index::<String>(0).map_err(|e| {
+                Error::new(
+                    ErrorKind::Database,
+                    format!(
+                        "cannot read the primary key of table `{table}`: {}",
+                        db_reason(&e)
+                    ),
+                )
+                .with_db_err(e)
+            })
+        })
+        .collect()
 }
 
 /// Turns one row into a JSON object, columns in the order the backend returns them.

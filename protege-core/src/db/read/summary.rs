@@ -10,7 +10,7 @@ use sea_orm::sea_query::{
     Alias, Cond, Expr, ExprTrait, JoinType, Order, Query, SelectStatement, SubQueryStatement,
 };
 
-use super::rows;
+use super::rows::{self, Row as _};
 use crate::db::entities::{message, thread_summary};
 use crate::error::Result;
 use crate::mail::MailMessage;
@@ -49,17 +49,24 @@ fn applicable(current: &MailMessage) -> SelectStatement {
     q
 }
 
-/// The content of the summary that applies to `current`, if any (one statement).
+/// The row id and content of the summary that applies to `current`, if any (one
+/// statement).
 pub(crate) async fn latest<C: ConnectionTrait>(
     db: &C,
     current: &MailMessage,
-) -> Result<Option<String>> {
+) -> Result<Option<(i64, String)>> {
     let mut q = applicable(current);
     q.clear_selects()
+        .column((thread_summary::Entity, thread_summary::Column::Id))
         .column((thread_summary::Entity, thread_summary::Column::Content));
     db.query_one_raw(crate::db::dates::statement(db, &q))
         .await?
-        .map(|row| rows::summary_content(&row))
+        .map(|row| {
+            Ok((
+                row.get(thread_summary::Column::Id)?,
+                rows::summary_content(&row)?,
+            ))
+        })
         .transpose()
 }
 
