@@ -637,3 +637,60 @@ async fn correspondent_history_from_the_macro_reads_the_senders_earlier_threads(
     assert_eq!(json_of(&chain.resolve(&ctx).await.unwrap()), expected);
     assert_eq!(json_of(&by_hand.resolve(&ctx).await.unwrap()), expected);
 }
+
+/// A resolver of the user's that declares where its text came from.
+struct CrmNote;
+
+impl Resolver for CrmNote {
+    type Output = protege::Resolved;
+
+    async fn resolve(&self, _ctx: &Context) -> Result<protege::Resolved> {
+        let mut fields = serde_json::Map::new();
+        fields.insert("account".into(), serde_json::json!(12));
+        Ok(
+            protege::Resolved::new(vec![message(Role::System, "Account 12: gold.")]).with_sources(
+                vec![protege::Source::Custom {
+                    kind: "crm".into(),
+                    fields,
+                }],
+            ),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_typed_chain_names_the_source_of_every_message() {
+    let (_root, ctx) = setup();
+    let chain = protege::resolvers! {
+        use LoadText("You are {{ persona.name }}.");
+        use LoadFile("prompts/agent.md");
+        use LoadFile("prompts/blank.md");
+        use CrmNote;
+        use Repeat("Thanks", 2, role = user);
+    };
+    let request = chain.request(&ctx).await.unwrap();
+    assert_eq!(
+        serde_json::to_string(&request.sources).unwrap(),
+        concat!(
+            r#"[{"kind":"text","resolver":"LoadText"},"#,
+            r#"{"kind":"file","path":"prompts/agent.md","sha256":"#,
+            r#""6776f03deebb7e7006317e8254a57e1e4094519a916484b77cb7df1a21ce40b4"},"#,
+            r#"{"kind":"crm","account":12},"#,
+            r#"{"kind":"text","resolver":"Repeat"},"#,
+            r#"{"kind":"text","resolver":"Repeat"},"#,
+            r#"{"kind":"message","message_id":"<m7@example.com>"}]"#,
+        )
+    );
+    assert_eq!(request.sources.len(), request.messages.len());
+    // The same chain built at run time gives the same sources.
+    let by_hand = DynChain::new()
+        .with(LoadText::template("You are {{ persona.name }}."))
+        .with(LoadFile::new("prompts/agent.md"))
+        .with(LoadFile::new("prompts/blank.md"))
+        .with(CrmNote)
+        .with(Repeat::new("Thanks", 2).role(Role::User));
+    assert_eq!(
+        by_hand.request(&ctx).await.unwrap().sources,
+        request.sources
+    );
+}

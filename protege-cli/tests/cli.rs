@@ -155,7 +155,7 @@ fn explain_goes_to_stderr_and_stdout_stays_json() {
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(
         lines[0],
-        "  #  resolver              messages     chars   tokens       time"
+        "  #  resolver              messages     chars   tokens       time  source"
     );
     let names: Vec<&str> = lines[1..lines.len() - 1]
         .iter()
@@ -176,17 +176,21 @@ fn explain_goes_to_stderr_and_stdout_stays_json() {
     );
 }
 
-/// The `--explain` table without its time column: one line per row, fields separated by
-/// one space.
+/// The `--explain` table without its times: one line per row, fields separated by one
+/// space.
 fn timeless(table: &str) -> Vec<String> {
     table
         .lines()
         .map(|line| {
-            let mut fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.last() == Some(&"ms") {
-                fields.truncate(fields.len() - 2);
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let mut kept = Vec::with_capacity(fields.len());
+            for (i, field) in fields.iter().enumerate() {
+                let is_time = fields.get(i + 1) == Some(&"ms");
+                if *field != "ms" && !is_time {
+                    kept.push(*field);
+                }
             }
-            fields.join(" ")
+            kept.join(" ")
         })
         .collect()
 }
@@ -213,11 +217,11 @@ fn explain_counts_openai_models_with_their_tokenizer() {
         (
             digest.to_vec(),
             vec![
-                "# resolver messages chars tokens time",
-                "1 LoadText 1 108 28",
-                "2 LoadFile 1 156 44",
-                "3 LoadRecord 1 161 57",
-                "4 LoadText 1 179 64",
+                "# resolver messages chars tokens time source",
+                "1 LoadText 1 108 28 text",
+                "2 LoadFile 1 156 44 file prompts/digest.md",
+                "3 LoadRecord 1 161 57 record customers",
+                "4 LoadText 1 179 64 text",
                 "total 4 604 193",
                 "tokens are counted with o200k_base, plus 4 per message",
             ],
@@ -226,11 +230,11 @@ fn explain_counts_openai_models_with_their_tokenizer() {
         (
             [&digest[..], &["--model", "gpt-4"]].concat(),
             vec![
-                "# resolver messages chars tokens time",
-                "1 LoadText 1 108 28",
-                "2 LoadFile 1 156 44",
-                "3 LoadRecord 1 161 60",
-                "4 LoadText 1 179 64",
+                "# resolver messages chars tokens time source",
+                "1 LoadText 1 108 28 text",
+                "2 LoadFile 1 156 44 file prompts/digest.md",
+                "3 LoadRecord 1 161 60 record customers",
+                "4 LoadText 1 179 64 text",
                 "total 4 604 196",
                 "tokens are counted with cl100k_base, plus 4 per message",
             ],
@@ -239,14 +243,14 @@ fn explain_counts_openai_models_with_their_tokenizer() {
         (
             support.to_vec(),
             vec![
-                "# resolver messages chars tokens time",
-                "1 LoadText 1 431 112",
-                "2 LoadFile 1 371 97",
-                "3 LoadFile 1 112 32",
-                "4 LoadRecord 1 129 37",
-                "5 ThreadHistory 6 845 258",
-                "6 LoadText 1 100 29",
-                "- (trailing user turn) 1 278 74",
+                "# resolver messages chars tokens time source",
+                "1 LoadText 1 431 112 text",
+                "2 LoadFile 1 371 97 file prompts/support.md",
+                "3 LoadFile 1 112 32 file prompts/teams/support-team.md",
+                "4 LoadRecord 1 129 37 record customers",
+                "5 ThreadHistory 6 845 258 2 messages, 4 tool uses",
+                "6 LoadText 1 100 29 text",
+                "- (trailing user turn) 1 278 74 1 message",
                 "total 12 2266 639",
                 "tokens are estimated as characters / 4, rounded up, plus 4 per message",
             ],
@@ -254,14 +258,14 @@ fn explain_counts_openai_models_with_their_tokenizer() {
         (
             [&support[..], &["--model", "gpt-4.1", "--format", "openai"]].concat(),
             vec![
-                "# resolver messages chars tokens time",
-                "1 LoadText 1 431 115",
-                "2 LoadFile 1 371 90",
-                "3 LoadFile 1 112 26",
-                "4 LoadRecord 1 129 40",
-                "5 ThreadHistory 6 845 324",
-                "6 LoadText 1 100 31",
-                "- (trailing user turn) 1 278 102",
+                "# resolver messages chars tokens time source",
+                "1 LoadText 1 431 115 text",
+                "2 LoadFile 1 371 90 file prompts/support.md",
+                "3 LoadFile 1 112 26 file prompts/teams/support-team.md",
+                "4 LoadRecord 1 129 40 record customers",
+                "5 ThreadHistory 6 845 324 2 messages, 4 tool uses",
+                "6 LoadText 1 100 31 text",
+                "- (trailing user turn) 1 278 102 1 message",
                 "total 12 2266 728",
                 "tokens are counted with o200k_base, plus 4 per message",
             ],

@@ -324,7 +324,7 @@ pub(crate) async fn read(
     let mut out = Threads::default();
     let with_messages = messages > 0;
     if let Some(reader) = embedded::reader(db) {
-        return reader.run(|conn| {
+        return reader.run_snapshot(|conn| {
             conn.query(&statements.threads, |row| out.thread(row))?;
             if out.threads.is_empty() {
                 return Ok(Vec::new());
@@ -339,7 +339,9 @@ pub(crate) async fn read(
         });
     }
     // The statements compare dates: bound as `DATETIME` on MySQL/MariaDB (see `db::dates`).
-    let run = |stmt: &SelectStatement| db.query_all_raw(dates::statement(db, stmt));
+    // One snapshot for the four, so an erasure never leaves a thread half read.
+    let txn = super::snapshot(db).await?;
+    let run = |stmt: &SelectStatement| txn.query_all_raw(dates::statement(db, stmt));
     for row in run(&statements.threads).await? {
         out.thread(&row)?;
     }
@@ -358,5 +360,6 @@ pub(crate) async fn read(
             out.attachment(&row)?;
         }
     }
+    txn.commit().await?;
     Ok(out.threads)
 }

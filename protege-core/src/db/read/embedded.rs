@@ -206,6 +206,25 @@ impl Reader {
         out
     }
 
+    /// [`run`](Self::run) inside one read transaction, so every statement of `read` sees
+    /// the same snapshot of the file (in WAL mode a writer's commit in between is not
+    /// seen): a reply's history never mixes a thread before and after an erasure.
+    pub(crate) fn run_snapshot<T>(
+        &self,
+        read: impl FnOnce(&Session<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.run(|session| {
+            session.conn.execute_batch("BEGIN")?;
+            let out = read(session);
+            let end = session
+                .conn
+                .execute_batch(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
+            let out = out?;
+            end?;
+            Ok(out)
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
         self.state
             .lock()

@@ -279,7 +279,7 @@ pub(crate) async fn read(
     let statements = Statements::new(current, limit, step, after_summary, with_tools);
     let mut turns = Turns::new();
     if let Some(reader) = embedded::reader(db) {
-        return reader.run(|conn| {
+        return reader.run_snapshot(|conn| {
             conn.query(&statements.messages, |row| turns.message(row))?;
             if turns.turns.is_empty() {
                 return Ok(Vec::new());
@@ -293,7 +293,9 @@ pub(crate) async fn read(
         });
     }
     // The statements compare dates: bound as `DATETIME` on MySQL/MariaDB (see `db::dates`).
-    let run = |stmt: &SelectStatement| db.query_all_raw(dates::statement(db, stmt));
+    // One snapshot for the three, so an erasure never leaves messages without their rounds.
+    let txn = super::snapshot(db).await?;
+    let run = |stmt: &SelectStatement| txn.query_all_raw(dates::statement(db, stmt));
     for row in run(&statements.messages).await? {
         turns.message(&row)?;
     }
@@ -309,5 +311,6 @@ pub(crate) async fn read(
             turns.tool_use(&row)?;
         }
     }
+    txn.commit().await?;
     Ok(turns.turns)
 }

@@ -24,5 +24,27 @@ mod runs;
 pub(crate) mod summary;
 
 pub use embedded::{Writes, embedded_statements, embedded_write};
+
+use sea_orm::{
+    AccessMode, DatabaseConnection, DatabaseTransaction, DbBackend, IsolationLevel,
+    TransactionTrait,
+};
+
+/// A read-only transaction whose statements all see one snapshot of the database
+/// (`REPEATABLE READ` on PostgreSQL and MySQL/MariaDB; SQLite's transactions always do), for
+/// the reads that take several statements: a concurrent erasure or import commits either
+/// before all of them or after.
+pub(crate) async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<DatabaseTransaction> {
+    Ok(match db.get_database_backend() {
+        DbBackend::Sqlite => db.begin().await?,
+        _ => {
+            db.begin_with_config(
+                Some(IsolationLevel::RepeatableRead),
+                Some(AccessMode::ReadOnly),
+            )
+            .await?
+        }
+    })
+}
 pub use lookup::{load_message, thread_inbound_messages, thread_messages};
 pub use runs::{load_rounds, load_run};
