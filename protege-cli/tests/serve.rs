@@ -748,6 +748,75 @@ async fn summaries_are_stored_with_auth_and_json_errors() {
 }
 
 #[tokio::test]
+async fn resolve_sends_the_request_sha256_and_explain_lists_the_sources() {
+    use sha2::{Digest, Sha256};
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let send = |body: Value| {
+        server
+            .client
+            .post(server.url("/v1/resolve"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let input = json!({"persona": "support", "message_id": "<track-3@example.com>", "now": NOW});
+    let res = send(input.clone()).await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let header = res.headers()["x-protege-request-sha256"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body: Value = res.json().await.unwrap();
+    let hex: String = Sha256::digest(serde_json::to_vec(&body).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(header, hex);
+    let mut explained = input;
+    explained["explain"] = json!(true);
+    let res = send(explained).await.unwrap();
+    assert_eq!(res.headers()["x-protege-request-sha256"].to_str().unwrap(), header);
+    let answer: Value = res.json().await.unwrap();
+    assert_eq!(answer["request"], body);
+    assert_eq!(answer["request_sha256"], json!(header));
+    let files: Vec<Value> = answer["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "file")
+        .map(|s| s["path"].clone())
+        .collect();
+    assert_eq!(files, [json!("prompts/support.md"), json!("prompts/teams/support-team.md")]);
+    let others: Vec<Value> = answer["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] != "file")
+        .cloned()
+        .collect();
+    assert_eq!(
+        Value::Array(others),
+        json!([
+            {"kind": "text", "resolver": "LoadText"},
+            {"kind": "record", "table": "customers", "key": 2},
+            {"kind": "message", "message_id": "<track-1@example.com>"},
+            {"kind": "tool_use", "run_id": "run-track-1", "tool_call_id": "call_track_log"},
+            {"kind": "tool_use", "run_id": "run-track-1", "tool_call_id": "call_track_log"},
+            {"kind": "tool_use", "run_id": "run-track-1", "tool_call_id": "call_track_order"},
+            {"kind": "message", "message_id": "<track-2@acme.test>"},
+            {"kind": "text", "resolver": "LoadText"},
+            {"kind": "message", "message_id": "<track-3@example.com>"},
+        ])
+    );
+    assert_eq!(
+        answer["sources"].as_array().unwrap().len(),
+        body["messages"].as_array().unwrap().len()
+    );
+}
+
+#[tokio::test]
 async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
     let (_dir, url) = demo_db();
     let server = Server::start(&project(), &url, Some(TOKEN), &[]);
