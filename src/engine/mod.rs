@@ -9,6 +9,7 @@ mod fixture;
 mod forget;
 mod input;
 mod mail;
+mod prune;
 mod message_id;
 mod run;
 mod runs_report;
