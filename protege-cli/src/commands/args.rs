@@ -124,7 +124,7 @@ pub(crate) enum DbCommand {
     Prune {
         /// The age past which a thread goes: a whole number above zero and `h` (hours),
         /// `d` (days) or `w` (weeks), e.g. `365d`.
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
         older_than: std::time::Duration,
         /// Print what would be removed and change nothing.
         #[arg(long)]
