@@ -41,11 +41,11 @@ pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
     ingest_eml,
 };
+pub use erase::Removed;
 pub use fixture::{
     Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
     import_fixture_file, import_fixture_str, parse_fixture,
 };
-pub use erase::Removed;
 pub use forget::{Forgotten, forget};
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 pub use runs::{

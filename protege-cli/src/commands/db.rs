@@ -53,11 +53,7 @@ pub(crate) async fn prune(
     dry_run: bool,
 ) -> CliResult {
     let now = now.unwrap_or_else(Utc::now);
-    let removed = env
-        .engine()
-        .await?
-        .prune(older_than, now, dry_run)
-        .await?;
+    let removed = env.engine().await?.prune(older_than, now, dry_run).await?;
     output::out(&format!("{removed}\n"))
 }
 
