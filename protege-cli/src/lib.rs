@@ -98,6 +98,11 @@ async fn run(command: Command, env: &Env) -> CliResult {
             DbCommand::Import { file } => db::import(env, &file).await,
             DbCommand::Summary { message, file } => db::summary(env, &message, &file).await,
             DbCommand::ImportEml(args) => db::import_eml(env, &args).await,
+            DbCommand::Prune {
+                older_than,
+                dry_run,
+                now,
+            } => db::prune(env, older_than, now, dry_run).await,
         },
         Command::Forget { address, dry_run } => db::forget(env, &address, dry_run).await,
         Command::Resolve(args) => resolve::run(env, &args).await,

@@ -1041,6 +1041,148 @@ fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
 
+#[test]
+fn db_prune_drops_the_threads_whose_newest_message_is_older() {
+    let (dir, url) = demo_db();
+    let file = dir.path().join("summary.txt");
+    std::fs::write(&file, "Bob's parcel was found.\n").unwrap();
+    let run = protege(
+        &url,
+        &project(),
+        &[
+            "db",
+            "summary",
+            "--message",
+            "<track-3@example.com>",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let prune = |older_than: &str, dry_run: bool| {
+        let mut args = vec![
+            "db",
+            "prune",
+            "--older-than",
+            older_than,
+            "--now",
+            "2026-03-10T00:00:00Z",
+        ];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        protege(&url, &project(), &args)
+    };
+    // The cut-off is 2026-03-06T00:00:00Z: the parcel thread (newest 03-04) and the
+    // invoice address thread (03-05) go; the plan thread, whose first message is older,
+    // stays for its reply of 03-07.
+    let two_threads = "messages: 4\nattachments: 0\ntool_uses: 2\nruns: 0\nrun_rounds: 0\n\
+                       thread_summaries: 1\nmessage_addresses: 8\nemail_threads: 2\n";
+    for _ in 0..2 {
+        let run = prune("4d", true);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, two_threads, "")
+        );
+    }
+    let run = prune("96h", false);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, two_threads, "")
+    );
+    let resolve = |message: &str| {
+        protege(
+            &url,
+            &project(),
+            &["resolve", "--persona", "support", "--message", message],
+        )
+    };
+    let run = resolve("<track-3@example.com>");
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: unknown message `<track-3@example.com>`: no message with this Message-ID in the database\n"
+        )
+    );
+    for kept in ["<plan-2@example.com>", "<refund-3@example.com>"] {
+        let run = resolve(kept);
+        assert_eq!(run.code, 0, "{kept}: {}", run.stderr);
+    }
+    let run = prune("3d", false);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            0,
+            "messages: 1\nattachments: 3\ntool_uses: 0\nruns: 0\nrun_rounds: 0\n\
+             thread_summaries: 0\nmessage_addresses: 4\nemail_threads: 1\n",
+            ""
+        )
+    );
+    let run = prune("3d", false);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (
+            0,
+            "messages: 0\nattachments: 0\ntool_uses: 0\nruns: 0\nrun_rounds: 0\n\
+             thread_summaries: 0\nmessage_addresses: 0\nemail_threads: 0\n"
+        )
+    );
+    // Usage errors, before anything is opened: exit 2 with clap's framing.
+    let usage = |value: &str, why: &str| {
+        format!(
+            "error: invalid value '{value}' for '--older-than <DURATION>': {why}\n\nFor more information, try '--help'.\n"
+        )
+    };
+    for (value, why) in [
+        (
+            "0d",
+            "`0d` is zero: the duration must be above zero, such as `365d`, `12w` or `48h`",
+        ),
+        (
+            "-3d",
+            "`-3d` is negative: the duration must be above zero, such as `365d`, `12w` or `48h`",
+        ),
+        (
+            "12",
+            "`12` has no unit: write `12h` (hours), `12d` (days) or `12w` (weeks)",
+        ),
+        (
+            "12x",
+            "`12x` has an unknown unit `x`: use `h` (hours), `d` (days) or `w` (weeks)",
+        ),
+        (
+            "",
+            "the duration is empty: write a number and a unit, such as `365d`, `12w` or `48h`",
+        ),
+        (
+            "99999999999999999999d",
+            "`99999999999999999999d` is too long: the longest duration is 3652500d (about 10,000 years)",
+        ),
+    ] {
+        let run = prune(value, true);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr),
+            (2, "", usage(value, why)),
+            "{value:?}"
+        );
+    }
+    let run = protege(
+        &url,
+        &project(),
+        &["db", "prune", "--older-than", "1d", "--now", "yesterday"],
+    );
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            2,
+            "error: invalid value 'yesterday' for '--now <RFC3339>': `yesterday` is not an RFC 3339 timestamp such as 2026-01-05T10:00:00Z\n\nFor more information, try '--help'.\n"
+        )
+    );
+    let run = protege(&url, &project(), &["db", "prune"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
 /// A relayed message From `from`, carrying `auth` (extra header lines).
 fn relayed(id: &str, from: &str, auth: &str) -> String {
     format!(

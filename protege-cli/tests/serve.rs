@@ -893,6 +893,98 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
     );
 }
 
+#[tokio::test]
+async fn prune_drops_old_threads_with_auth_and_json_errors() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let res = server
+        .client
+        .post(server.url("/v1/prune"))
+        .header("content-type", "application/json")
+        .body(json!({"older_than": "1d"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    let prune = |body: Value| {
+        let server = &server;
+        async move {
+            server
+                .post("/v1/prune", "application/json", body.to_string())
+                .await
+        }
+    };
+    let counts = |messages: u64, attachments: u64, tool_uses: u64, addresses: u64, threads: u64| {
+        json!({"messages": messages, "attachments": attachments, "tool_uses": tool_uses,
+               "runs": 0, "run_rounds": 0, "thread_summaries": 0,
+               "message_addresses": addresses, "email_threads": threads})
+    };
+    let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
+    // NOW - 5d is 2026-03-05T08:00:00Z: the parcel thread (newest 03-04) goes.
+    for _ in 0..2 {
+        assert_eq!(
+            prune(json!({"older_than": "5d", "now": NOW, "dry_run": true})).await,
+            (200, pretty(json!({"would_remove": counts(3, 0, 2, 6, 1)})))
+        );
+    }
+    assert_eq!(
+        prune(json!({"older_than": "120h", "now": NOW})).await,
+        (200, pretty(json!({"removed": counts(3, 0, 2, 6, 1)})))
+    );
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<track-3@example.com>", "now": NOW}))
+        .await;
+    assert_eq!(status, 404, "{text}");
+    assert_eq!(
+        prune(json!({"older_than": "5d", "now": NOW, "dry_run": false})).await,
+        (200, pretty(json!({"removed": counts(0, 0, 0, 0, 0)})))
+    );
+    // Without `now`, the current time: every demo thread is more than a day old by now.
+    assert_eq!(
+        prune(json!({"older_than": "1d", "dry_run": true})).await,
+        (200, pretty(json!({"would_remove": counts(9, 5, 3, 22, 5)})))
+    );
+    for (older_than, message) in [
+        (
+            "0d",
+            "`0d` is zero: the duration must be above zero, such as `365d`, `12w` or `48h`",
+        ),
+        (
+            "-3d",
+            "`-3d` is negative: the duration must be above zero, such as `365d`, `12w` or `48h`",
+        ),
+        (
+            "12",
+            "`12` has no unit: write `12h` (hours), `12d` (days) or `12w` (weeks)",
+        ),
+    ] {
+        assert_eq!(
+            prune(json!({"older_than": older_than, "now": NOW})).await,
+            (422, error("invalid_input", message))
+        );
+    }
+    assert_eq!(
+        prune(json!({"older_than": "5d", "dryrun": true})).await,
+        (
+            400,
+            error(
+                "bad_request",
+                "invalid prune body: unknown field `dryrun`, expected one of `older_than`, `dry_run`, `now` at line 1 column 27"
+            )
+        )
+    );
+    assert_eq!(
+        prune(json!({"dry_run": true})).await,
+        (
+            400,
+            error(
+                "bad_request",
+                "invalid prune body: missing field `older_than` at line 1 column 16"
+            )
+        )
+    );
+}
+
 /// A persona folder with `p`, whose reply runs read the thread history.
 fn history_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();

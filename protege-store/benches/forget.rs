@@ -1,6 +1,7 @@
-//! Erasing one correspondent among many stored messages: `forget` (and its dry run) on a
-//! SQLite file, and on a fresh PostgreSQL database when `PROTEGE_TEST_POSTGRES_URL` names a
-//! server where the user may create databases.
+//! Erasing one correspondent among many stored messages, and dropping a day of old threads:
+//! `forget` and `prune` (and their dry runs) on a SQLite file, and on a fresh PostgreSQL
+//! database when `PROTEGE_TEST_POSTGRES_URL` names a server where the user may create
+//! databases.
 //!
 //! `cargo bench -p protege-store --bench forget` imports a generated fixture of 100,000
 //! messages once per backend (`-- --messages N` for another size): threads of five
@@ -8,12 +9,15 @@
 //! with the next customer in Cc and a tool use, every tenth message with an attachment;
 //! the customers measured also get a run with a round on each thread's first message and a
 //! summary of each thread. Then, for five customers in turn, it times the dry run and the
-//! erasure, and prints one line per customer and the medians.
+//! erasure, and prints one line per customer and the medians. Last, for five days in turn
+//! (the messages are dated over 28 days of January 2026, 1,440 a day), it times the dry run
+//! and the prune of the threads whose newest message was sent that day, and prints one line
+//! per day and the medians.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use protege::db::{self, Forgotten, NewRun};
+use protege::db::{self, Forgotten, NewRun, Pruned};
 use protege_core::db::entities::run_round;
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DatabaseConnection, EntityTrait};
 use serde_json::{Value, json};
@@ -146,7 +150,46 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// Imports the fixture into `db`, then erases the measured customers one by one.
+/// One line of counts: `table n, ...`.
+fn counts(removed: &db::Removed) -> String {
+    let counts: Vec<String> = removed
+        .rows()
+        .iter()
+        .map(|(t, n)| format!("{t} {n}"))
+        .collect();
+    counts.join(", ")
+}
+
+/// Drops the threads of the first [`MEASURED`] days one day at a time: the cut-off is the
+/// midnight after the day, counted back from 2026-02-01.
+async fn measure_prune(name: &str, db: &DatabaseConnection) {
+    let now: chrono::DateTime<chrono::Utc> = "2026-02-01T00:00:00Z".parse().unwrap();
+    let (mut dry, mut real) = (Vec::new(), Vec::new());
+    for day in 1..=MEASURED {
+        let older_than = Duration::from_secs((31 - day as u64) * 86_400);
+        let start = Instant::now();
+        let counted: Pruned = db::prune(db, older_than, now, true).await.expect("dry run");
+        dry.push(start.elapsed());
+        let start = Instant::now();
+        let removed = db::prune(db, older_than, now, false).await.expect("prune");
+        real.push(start.elapsed());
+        assert_eq!(counted, removed);
+        println!(
+            "{name}: the threads of 2026-01-{day:02}: dry run {}, prune {} ({})",
+            ms(dry[day - 1]),
+            ms(real[day - 1]),
+            counts(&removed)
+        );
+    }
+    println!(
+        "{name}: median of {MEASURED}: dry run {}, prune {}",
+        ms(median(dry)),
+        ms(median(real))
+    );
+}
+
+/// Imports the fixture into `db`, then erases the measured customers one by one, then
+/// prunes a day of threads at a time.
 async fn measure(name: &str, db: &DatabaseConnection, text: &str, n: usize) {
     let start = Instant::now();
     db::import_fixture_str(db, text).await.expect("import");
@@ -162,16 +205,11 @@ async fn measure(name: &str, db: &DatabaseConnection, text: &str, n: usize) {
         let removed = db::forget(db, &address, false).await.expect("forget");
         real.push(start.elapsed());
         assert_eq!(counted, removed);
-        let counts: Vec<String> = removed
-            .rows()
-            .iter()
-            .map(|(t, n)| format!("{t} {n}"))
-            .collect();
         println!(
             "{name}: {address}: dry run {}, forget {} ({})",
             ms(dry[c - 1]),
             ms(real[c - 1]),
-            counts.join(", ")
+            counts(&removed)
         );
     }
     println!(
@@ -179,6 +217,7 @@ async fn measure(name: &str, db: &DatabaseConnection, text: &str, n: usize) {
         ms(median(dry)),
         ms(median(real))
     );
+    measure_prune(name, db).await;
 }
 
 async fn run(dir: &Path, n: usize) {

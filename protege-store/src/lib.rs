@@ -23,14 +23,17 @@
 //! - `fixture` and `eml`: importing mail (the parsing of RFC 5322 and mbox mail is
 //!   `protege-mail`'s), and threading it;
 //! - `store`: every write of mail, and storing a running summary;
-//! - `forget`: erasing a correspondent (§15);
+//! - `forget`: erasing a correspondent, and `prune`: dropping old threads (§15), both
+//!   through `erase`, the deletes of a set of messages with what hangs on them;
 //! - `runs`: a run's row and each of its rounds (§13);
 //! - `packet`: keeping each row under the server's packet limit on MySQL/MariaDB.
 
 mod eml;
+mod erase;
 mod fixture;
 mod forget;
 mod packet;
+mod prune;
 mod runs;
 mod store;
 
@@ -38,11 +41,13 @@ pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
     ingest_eml,
 };
+pub use erase::Removed;
 pub use fixture::{
     Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
     import_fixture_file, import_fixture_str, parse_fixture,
 };
 pub use forget::{Forgotten, forget};
+pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 pub use runs::{
     NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample, insert_run,
     message_id_of, persona_runs, record_round, stop_run, usage_sample_stats, usage_samples,

@@ -10,6 +10,7 @@ mod forget;
 mod input;
 mod mail;
 mod message_id;
+mod prune;
 mod run;
 mod runs_report;
 mod summary;

@@ -7,13 +7,14 @@ use axum::extract::{FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::App;
 use super::error::ApiError;
 use super::extract::{Json, JsonBody, Raw, Rfc822};
 use super::layers::authorized;
-use crate::{Direction, EngineErrorKind, ResolveInput};
+use crate::{Direction, EngineError, EngineErrorKind, ResolveInput};
 
 pub(super) async fn healthz() -> Response {
     axum::Json(json!({ "status": "ok" })).into_response()
@@ -250,11 +251,41 @@ pub(super) async fn forget(
     Json(input): Json<ForgetBody>,
 ) -> Result<Response, ApiError> {
     let counts = app.engine.forget(&input.address, input.dry_run).await?;
-    let key = if input.dry_run {
-        "would_remove"
-    } else {
-        "removed"
-    };
+    erasure_answer(&counts, input.dry_run)
+}
+
+/// The body of `POST /v1/prune`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PruneBody {
+    older_than: String,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    now: Option<DateTime<Utc>>,
+}
+
+impl JsonBody for PruneBody {
+    const WHAT: &'static str = "prune";
+}
+
+/// Drops the threads whose newest message is older than `older_than` (e.g. `365d`) before
+/// `now` (default: the current time): the answer of [`forget`]; 422 for a duration that
+/// is none.
+pub(super) async fn prune(
+    State(app): State<App>,
+    Json(input): Json<PruneBody>,
+) -> Result<Response, ApiError> {
+    let older_than = crate::db::parse_duration(&input.older_than).map_err(EngineError::from)?;
+    let now = input.now.unwrap_or_else(Utc::now);
+    let counts = app.engine.prune(older_than, now, input.dry_run).await?;
+    erasure_answer(&counts, input.dry_run)
+}
+
+/// 200 `{"removed":{table: count, ...}}`, or `{"would_remove":{...}}` for a dry run, the
+/// tables in a fixed order.
+fn erasure_answer(counts: &crate::db::Removed, dry_run: bool) -> Result<Response, ApiError> {
+    let key = if dry_run { "would_remove" } else { "removed" };
     let mut body = serde_json::Map::new();
     body.insert(key.to_owned(), json!(counts));
     json_text(StatusCode::OK, &serde_json::Value::Object(body))

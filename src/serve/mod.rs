@@ -1,6 +1,7 @@
 //! The HTTP service's routes, to mount in an axum application of your own (cargo feature
-//! `serve`): resolve, runs, mail ingest, summaries, erasure, personas, health and metrics,
-//! answering the JSON errors `{"error":{"kind":KIND,"message":TEXT}}` of the README.
+//! `serve`): resolve, runs, mail ingest, summaries, erasure and retention, personas, health
+//! and metrics, answering the JSON errors `{"error":{"kind":KIND,"message":TEXT}}` of the
+//! README.
 //! `protege serve` is this router behind its own connection loop.
 //!
 //! ```no_run
@@ -49,6 +50,8 @@ const SUMMARY_LIMIT: usize = 6 * crate::SUMMARY_MAX_BYTES + 64 * 1024;
 /// characters, 4 bytes each) in its longest JSON encoding (12-byte surrogate-pair escapes),
 /// and framing; a longer address inside this limit is refused after parsing (422).
 const FORGET_LIMIT: usize = 16 * 1024;
+/// The body limit of `POST /v1/prune`: a duration, a time and a flag.
+const PRUNE_LIMIT: usize = 4 * 1024;
 /// The body limit of `POST /v1/runs/{id}/rounds`: a response and its tool results, each
 /// result up to its persona's `[limits] tool_result_bytes` (1 MiB by default) in any JSON
 /// encoding.
@@ -145,6 +148,7 @@ impl Service {
                 limited(post(handlers::summaries), SUMMARY_LIMIT),
             )
             .route("/v1/forget", limited(post(handlers::forget), FORGET_LIMIT))
+            .route("/v1/prune", limited(post(handlers::prune), PRUNE_LIMIT))
             .route("/v1/runs", limited(post(runs::start), RESOLVE_LIMIT))
             .route("/v1/runs/{id}", get(runs::show))
             .route(

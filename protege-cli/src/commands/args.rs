@@ -116,6 +116,23 @@ pub(crate) enum DbCommand {
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
     },
+    /// Drop every thread whose newest message is older than DURATION, with its messages,
+    /// attachments, tool uses, runs and summaries; print the rows removed per table.
+    #[command(
+        after_help = "Examples:\n  protege db prune --older-than 365d --dry-run\n  protege db prune --older-than 12w --now 2026-06-01T00:00:00Z"
+    )]
+    Prune {
+        /// The age past which a thread goes: a whole number above zero and `h` (hours),
+        /// `d` (days) or `w` (weeks), e.g. `365d`.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+        older_than: std::time::Duration,
+        /// Print what would be removed and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The time the age is counted from, RFC 3339 (default: now).
+        #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
+        now: Option<DateTime<Utc>>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -280,6 +297,10 @@ fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| format!("`{text}` is not an RFC 3339 timestamp such as 2026-01-05T10:00:00Z"))
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    protege::db::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// The log line format of `serve`.

@@ -1,7 +1,10 @@
-//! `db migrate`, `db import`, `db import-eml`, `db summary` and `forget`: the engine's
+//! `db migrate`, `db import`, `db import-eml`, `db summary`, `db prune` and `forget`: the engine's
 //! database doors.
 
 use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use protege::EmlImport;
 
@@ -37,6 +40,20 @@ pub(crate) async fn summary(env: &Env, message: &str, file: &Path) -> CliResult 
 /// `table: count` line per table.
 pub(crate) async fn forget(env: &Env, address: &str, dry_run: bool) -> CliResult {
     let removed = env.engine().await?.forget(address, dry_run).await?;
+    output::out(&format!("{removed}\n"))
+}
+
+/// `db prune`: drop the threads whose newest message is older than `older_than` before
+/// `now` (default: the current time), or with `--dry-run` count what would go; one
+/// `table: count` line per table, like `forget`.
+pub(crate) async fn prune(
+    env: &Env,
+    older_than: Duration,
+    now: Option<DateTime<Utc>>,
+    dry_run: bool,
+) -> CliResult {
+    let now = now.unwrap_or_else(Utc::now);
+    let removed = env.engine().await?.prune(older_than, now, dry_run).await?;
     output::out(&format!("{removed}\n"))
 }
 

@@ -1,0 +1,209 @@
+//! What erasing a correspondent ([`forget`](crate::forget)) and dropping old threads
+//! ([`prune`](crate::prune)) share: the counts they give, the transaction they run in and
+//! the deletes of a set of messages with what hangs on them.
+//!
+//! Every delete is bounded by a list of at most [`IN_CHUNK`] ids, on every backend,
+//! children first: the summaries of the threads touched, then per chunk of messages run
+//! rounds, runs, tool uses, attachments, address rows and the messages, and last the
+//! threads left without a message.
+
+use std::fmt;
+
+use sea_orm::sea_query::{Alias, Expr, Query, SelectStatement};
+use sea_orm::{
+    ConnectionTrait, DatabaseTransaction, DbErr, EntityName, ExprTrait, TransactionTrait,
+};
+
+use protege_core::Result;
+use protege_core::db::entities::{
+    attachment, email_thread, message, message_address, run, run_round, thread_summary, tool_use,
+};
+
+use crate::store::IN_CHUNK;
+
+/// What an erasure removed (or, for a dry run, would remove): rows per table. The counts
+/// of [`forget`](crate::forget) ([`Forgotten`](crate::Forgotten)) and of
+/// [`prune`](crate::prune) ([`Pruned`](crate::Pruned)).
+///
+/// Serialised as an object with the tables in the order of [`rows`](Self::rows); displayed
+/// as one `table: count` line per table in the same order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Removed {
+    /// Rows of `messages`.
+    pub messages: u64,
+    /// Rows of `attachments`.
+    pub attachments: u64,
+    /// Rows of `tool_uses`.
+    pub tool_uses: u64,
+    /// Rows of `runs`.
+    pub runs: u64,
+    /// Rows of `run_rounds`.
+    pub run_rounds: u64,
+    /// Rows of `thread_summaries`.
+    pub thread_summaries: u64,
+    /// Rows of `message_addresses`.
+    pub message_addresses: u64,
+    /// Rows of `email_threads`.
+    pub email_threads: u64,
+}
+
+impl Removed {
+    /// Each table with its count, in a fixed order: `messages`, `attachments`,
+    /// `tool_uses`, `runs`, `run_rounds`, `thread_summaries`, `message_addresses`,
+    /// `email_threads`.
+    pub fn rows(&self) -> [(&'static str, u64); 8] {
+        [
+            ("messages", self.messages),
+            ("attachments", self.attachments),
+            ("tool_uses", self.tool_uses),
+            ("runs", self.runs),
+            ("run_rounds", self.run_rounds),
+            ("thread_summaries", self.thread_summaries),
+            ("message_addresses", self.message_addresses),
+            ("email_threads", self.email_threads),
+        ]
+    }
+}
+
+impl fmt::Display for Removed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (table, count)) in self.rows().iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{table}: {count}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Ends the transaction of an erasure, `txn` (begun with the import lock), whose deletes
+/// gave `outcome`: committed, or rolled back for a dry run (the counts are still those
+/// of a real run at that moment) and on an error.
+pub(crate) async fn finish(
+    txn: DatabaseTransaction,
+    outcome: Result<Removed>,
+    dry_run: bool,
+) -> Result<Removed> {
+    match outcome {
+        Ok(counts) => {
+            if dry_run {
+                txn.rollback().await?;
+            } else {
+                txn.commit().await?;
+            }
+            Ok(counts)
+        }
+        Err(err) => {
+            txn.rollback().await.ok();
+            Err(err)
+        }
+    }
+}
+
+/// Deletes, in `db` (a transaction), the messages whose row ids are `messages` with their
+/// run rounds, runs, tool uses, attachments and `message_addresses` rows; the summaries of
+/// `threads` (the threads those messages belong to); and those of `threads` left without
+/// a message.
+pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
+    db: &C,
+    messages: &[i64],
+    threads: &[i64],
+) -> Result<Removed> {
+    let mut out = Removed::default();
+    for chunk in threads.chunks(IN_CHUNK) {
+        out.thread_summaries += delete_in(
+            db,
+            thread_summary::Entity,
+            thread_summary::Column::EmailThreadId,
+            chunk,
+        )
+        .await?;
+    }
+    for chunk in messages.chunks(IN_CHUNK) {
+        let runs_of_chunk: SelectStatement = Query::select()
+            .column(run::Column::Id)
+            .from(run::Entity)
+            .and_where(Expr::col(run::Column::MessageId).is_in(chunk.iter().copied()))
+            .to_owned();
+        let rounds = Query::delete()
+            .from_table(run_round::Entity)
+            .and_where(Expr::col(run_round::Column::RunId).in_subquery(runs_of_chunk))
+            .to_owned();
+        out.run_rounds += db.execute(&rounds).await?.rows_affected();
+        out.runs += delete_in(db, run::Entity, run::Column::MessageId, chunk).await?;
+        out.tool_uses +=
+            delete_in(db, tool_use::Entity, tool_use::Column::MessageId, chunk).await?;
+        out.attachments +=
+            delete_in(db, attachment::Entity, attachment::Column::MessageId, chunk).await?;
+        out.message_addresses += delete_in(
+            db,
+            message_address::Entity,
+            message_address::Column::MessageId,
+            chunk,
+        )
+        .await?;
+        out.messages += delete_in(db, message::Entity, message::Column::Id, chunk).await?;
+    }
+    for chunk in threads.chunks(IN_CHUNK) {
+        let t = Alias::new(email_thread::Entity.table_name());
+        let m = Alias::new(message::Entity.table_name());
+        let left = Query::select()
+            .expr(Expr::val(1))
+            .from(message::Entity)
+            .and_where(
+                Expr::col((m, message::Column::EmailThreadId))
+                    .equals((t.clone(), email_thread::Column::Id)),
+            )
+            .to_owned();
+        let empty = Query::delete()
+            .from_table(email_thread::Entity)
+            .and_where(Expr::col((t, email_thread::Column::Id)).is_in(chunk.iter().copied()))
+            .and_where(Expr::exists(left).not())
+            .to_owned();
+        out.email_threads += db.execute(&empty).await?.rows_affected();
+    }
+    Ok(out)
+}
+
+/// `DELETE FROM table WHERE column IN (ids)`: the rows removed.
+async fn delete_in<C, E, Col>(db: &C, table: E, column: Col, ids: &[i64]) -> Result<u64, DbErr>
+where
+    C: ConnectionTrait,
+    E: EntityName + 'static,
+    Col: sea_orm::sea_query::IntoIden + 'static,
+{
+    let delete = Query::delete()
+        .from_table(table)
+        .and_where(Expr::col(column).is_in(ids.iter().copied()))
+        .to_owned();
+    Ok(db.execute(&delete).await?.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counts_print_one_line_per_table_in_a_fixed_order() {
+        let f = Removed {
+            messages: 3,
+            attachments: 1,
+            tool_uses: 2,
+            runs: 1,
+            run_rounds: 2,
+            thread_summaries: 1,
+            message_addresses: 9,
+            email_threads: 0,
+        };
+        assert_eq!(
+            f.to_string(),
+            "messages: 3\nattachments: 1\ntool_uses: 2\nruns: 1\nrun_rounds: 2\n\
+             thread_summaries: 1\nmessage_addresses: 9\nemail_threads: 0"
+        );
+        assert_eq!(
+            serde_json::to_string(&f).unwrap(),
+            r#"{"messages":3,"attachments":1,"tool_uses":2,"runs":1,"run_rounds":2,"thread_summaries":1,"message_addresses":9,"email_threads":0}"#
+        );
+    }
+}
