@@ -777,7 +777,10 @@ async fn resolve_sends_the_request_sha256_and_explain_lists_the_sources() {
     let mut explained = input;
     explained["explain"] = json!(true);
     let res = send(explained).await.unwrap();
-    assert_eq!(res.headers()["x-protege-request-sha256"].to_str().unwrap(), header);
+    assert_eq!(
+        res.headers()["x-protege-request-sha256"].to_str().unwrap(),
+        header
+    );
     let answer: Value = res.json().await.unwrap();
     assert_eq!(answer["request"], body);
     assert_eq!(answer["request_sha256"], json!(header));
@@ -788,7 +791,13 @@ async fn resolve_sends_the_request_sha256_and_explain_lists_the_sources() {
         .filter(|s| s["kind"] == "file")
         .map(|s| s["path"].clone())
         .collect();
-    assert_eq!(files, [json!("prompts/support.md"), json!("prompts/teams/support-team.md")]);
+    assert_eq!(
+        files,
+        [
+            json!("prompts/support.md"),
+            json!("prompts/teams/support-team.md")
+        ]
+    );
     let others: Vec<Value> = answer["sources"]
         .as_array()
         .unwrap()
@@ -843,6 +852,11 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
                "email_threads": threads})
     };
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
+    // Before: Bob's mail is in his request.
+    let bob = json!({"persona": "support", "message_id": "<track-3@example.com>", "now": NOW});
+    let (status, text) = server.resolve(bob.clone()).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("Bob Okafor"), "{text}");
     for _ in 0..2 {
         assert_eq!(
             forget(json!({"address": "Bob Okafor <BOB@example.com>", "dry_run": true})).await,
@@ -857,10 +871,14 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
         forget(json!({"address": "bob@example.com", "dry_run": false})).await,
         (200, pretty(json!({"removed": counts(0, 0, 0, 0)})))
     );
-    let (status, text) = server
-        .resolve(json!({"persona": "support", "message_id": "<track-3@example.com>", "now": NOW}))
-        .await;
+    let (status, text) = server.resolve(bob).await;
     assert_eq!(status, 404, "{text}");
+    // No request of another customer holds Bob's mail or address any more.
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<refund-3@example.com>", "now": NOW}))
+        .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(!text.to_lowercase().contains("bob"), "{text}");
     assert_eq!(
         forget(json!({"address": "bob"})).await,
         (
