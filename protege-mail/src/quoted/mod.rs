@@ -92,18 +92,20 @@ pub fn strip_quoted<'a>(body: &'a str, prior: &PriorBodies) -> Stripped<'a> {
     strip_with(body, prior).0
 }
 
-/// [`strip_quoted`], and the words of the whole body when step 1 read them (for
-/// [`PriorBodies::strip_next`]).
-fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<Vec<u64>>) {
+/// [`strip_quoted`], and the body as step 1 read it when the index was not empty (for
+/// [`PriorBodies::strip_next`], which adds it).
+fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<prior::Scan>) {
     let unchanged = Stripped {
         text: Cow::Borrowed(body),
         removed: 0,
     };
     let mut lines = lines::split(body);
     let mut changed_any = false;
-    // The words of the whole body, read before anything is removed.
-    let first_words = (!prior.is_empty()).then(|| prior::body_words(body, &lines));
-    let mut words = Vec::new();
+    // The whole body read before anything is removed: what step 1 looks at while the
+    // lines are still the body's own.
+    let scan = (!prior.is_empty()).then(|| prior.scan(body, &lines));
+    let body_lines = scan.is_some().then(|| lines.clone()).unwrap_or_default();
+    let mut whole = true;
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
     loop {
@@ -117,10 +119,12 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<V
         {
             remove_answered_quote(body, &mut lines, cut);
             changed = true;
+            whole = false;
             marker = None;
         }
         if look_for_blocks {
-            look_for_blocks = remove_known_blocks(body, &mut lines, prior, &mut words);
+            let read = scan.as_ref().map(|scan| (whole, &body_lines[..], scan));
+            look_for_blocks = remove_known_blocks(body, &mut lines, prior, read);
             if look_for_blocks {
                 changed = true;
                 marker = None;
@@ -134,28 +138,38 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<V
         if !changed {
             break;
         }
+        whole = false;
         changed_any = true;
     }
     if !changed_any {
-        return (unchanged, first_words);
+        return (unchanged, scan);
     }
     let text = lines::assemble(body, &lines);
     if text.trim().is_empty() {
-        return (unchanged, first_words);
+        return (unchanged, scan);
     }
     let removed = body.chars().count() - text.chars().count();
-    (Stripped { text, removed }, first_words)
+    (Stripped { text, removed }, scan)
 }
 
 /// Step 1: removes every block found in `prior`, from the attribution above it (if
-/// any) to the lines without words after it. Returns whether anything was removed.
+/// any) to the lines without words after it. `read`: the body's lines as step 1 read
+/// them before anything was removed, and whether `lines` are still all of them.
+/// Returns whether anything was removed.
 fn remove_known_blocks(
     body: &str,
     lines: &mut Vec<Line>,
     prior: &PriorBodies,
-    words: &mut Vec<u64>,
+    read: Option<(bool, &[Line], &prior::Scan)>,
 ) -> bool {
-    let blocks = prior::known_blocks(body, lines, prior, words);
+    let blocks = match read {
+        Some((true, _, scan)) => prior::known_blocks(body, lines, scan),
+        Some((false, old_lines, scan)) => {
+            let scan = prior.rescan(body, lines, (old_lines, scan));
+            prior::known_blocks(body, lines, &scan)
+        }
+        None => prior::known_blocks(body, lines, &prior.scan(body, lines)),
+    };
     if blocks.is_empty() {
         return false;
     }
