@@ -169,6 +169,35 @@ fn step1_needs_three_lines_or_eighty_characters() {
 }
 
 #[test]
+fn step1_blocks_are_one_piece_of_one_prior_body() {
+    // Each patch's diffstat shares its lines with the one before: every run of four
+    // words of the last diffstat is known, but from three different patches, two lines
+    // from each. No three lines (or 80 characters) are one piece of one patch: nothing
+    // goes.
+    let patches = [
+        "Teach the lexer about nested lists.\n\n a.c | 2 +-\n b.c | 2 +-\n 2 files changed, 2 insertions(+), 2 deletions(-)\n",
+        "Indent nested lists when printing.\n\n b.c | 2 +-\n c.c | 2 +-\n 2 files changed, 2 insertions(+), 2 deletions(-)\n",
+        "Check the depth of nested lists.\n\n c.c | 2 +-\n d.c | 2 +-\n 2 files changed, 2 insertions(+), 2 deletions(-)\n",
+        "Handle empty lists everywhere.\n\n a.c | 2 +-\n b.c | 2 +-\n c.c | 2 +-\n d.c | 2 +-\n 4 files changed, 4 insertions(+), 4 deletions(-)\n",
+    ];
+    let stripped = walk(&patches);
+    assert_eq!(stripped[3], patches[3]);
+    // A quote whose first words the thread holds elsewhere too ("Please send the
+    // invoice" opens Ann's first message) is still one piece of Bob's message.
+    let ann = "Please send the invoice to the accounting team today.\n\nAnn";
+    let bob = "Please send the invoice for March again, the PDF you sent was empty and\n\
+        accounting needs it before Friday, or the payment will be late.\n\nBob";
+    let reply = "> Please send the invoice for March again, the PDF you sent was empty and\n\
+        > accounting needs it before Friday, or the payment will be late.\n\nDone, sorry about that.";
+    assert_eq!(walk(&[ann, bob, reply])[2], "Done, sorry about that.");
+    // A paragraph that repeats itself is one piece of the body that holds it.
+    let paragraph = "Thanks for getting back to me. The order page still says processing. ";
+    let repeated = format!("Message 1.\n\n{}", paragraph.repeat(8).trim_end());
+    let quoting = format!("> {}\n\nAny news?", paragraph.repeat(8).trim_end());
+    assert_eq!(walk(&[&repeated, &quoting])[1], "Any news?");
+}
+
+#[test]
 fn a_short_quote_is_left_by_step1_and_taken_by_step2_when_trailing() {
     let mut prior = PriorBodies::new();
     prior.add("Can we meet Thursday?\nAnn");

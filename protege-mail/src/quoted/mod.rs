@@ -39,8 +39,10 @@
 //!   "Regards," stay.
 //! - A header block names at least two things, one a date or a subject ("From: Paris" /
 //!   "To: London" stays).
-//! - A step-1 block is one piece of a prior body (every run of four words in it is
-//!   known) and does not mix quoted and unquoted lines; blocks under four words are
+//! - A step-1 block is one piece of a prior body: every run of four words in it is
+//!   known, and each continues the one before it in the same prior body (runs known
+//!   from different bodies, such as the lines of two patches' diffstats, are not one
+//!   block). It does not mix quoted and unquoted lines; blocks under four words are
 //!   never found. Lines without words after a removed block go with it, as blank
 //!   lines directly after a removed quote do.
 //! - Only trailing whitespace is trimmed; a body with nothing to remove is returned

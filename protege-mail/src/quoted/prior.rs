@@ -25,6 +25,10 @@ const MIN_BLOCK_LINES: usize = 3;
 /// that make a block removable (unless it has [`MIN_BLOCK_LINES`]).
 const MIN_BLOCK_CHARS: usize = 80;
 
+/// The longest chain that goes on in another prior body when the one it followed
+/// stops: a chain is checked back this far at most, so reading stays linear.
+const MAX_RESTITCH: usize = 32;
+
 /// The shortest line (in bytes, quote markers dropped) looked up whole in the index of
 /// lines: shorter ones are cheaper to read word by word.
 const MIN_LINE_BYTES: usize = 24;
@@ -118,6 +122,7 @@ impl PriorBodies {
             spans: Vec::with_capacity(lines.len()),
             shingles: Vec::new(),
             hits: Vec::new(),
+            restarts: Vec::new(),
             line_keys: Vec::new(),
         };
         // Per line read already (in the index or in `read`): the shingles from its first
@@ -161,34 +166,58 @@ impl PriorBodies {
             copied.push(from);
         }
         scan.shingles = shingles_of(&scan.words, &scan.spans, &copied);
-        scan.hits = self.track(&scan.shingles);
+        (scan.hits, scan.restarts) = self.track(&scan.shingles);
         scan
     }
 
-    /// Per window of `shingles`: the known ones among the first `i`, as prefix sums
-    /// (length: windows + 1).
-    fn track(&self, shingles: &[u64]) -> Vec<u32> {
+    /// Per window of `shingles`, as prefix sums (length: windows + 1): the known ones,
+    /// and the restarts: known windows that do not continue the chain of the windows
+    /// before them in one prior body. A chain follows one prior body at consecutive
+    /// places from where its first window first occurred; when it cannot go on there,
+    /// it goes on in the body where the next window first occurred if the chain so far
+    /// (up to [`MAX_RESTITCH`] windows) stands right before it there, and restarts
+    /// otherwise.
+    fn track(&self, shingles: &[u64]) -> (Vec<u32>, Vec<u32>) {
         let windows = shingles.len().saturating_sub(SHINGLE - 1);
         let mut hits = Vec::with_capacity(windows + 1);
+        let mut restarts = Vec::with_capacity(windows + 1);
         hits.push(0u32);
-        let mut count = 0u32;
-        // The previous window's place (body, first word), when it was known.
+        restarts.push(0u32);
+        let (mut known, mut restarted) = (0u32, 0u32);
+        // The previous window's place (body, first word), when it was known, and the
+        // windows of the chain that ends with it.
         let mut at: Option<(usize, usize)> = None;
-        for &s in &shingles[..windows] {
+        let mut chain = 0usize;
+        for (i, &s) in shingles[..windows].iter().enumerate() {
             if let Some((b, w)) = at
                 && self.bodies[b].shingles.get(w + 1) == Some(&s)
             {
                 at = Some((b, w + 1));
-                count += 1;
+                chain += 1;
+                known += 1;
             } else if let Some(f) = self.first.get(s) {
-                at = Some(((f >> 32) as usize, (f & 0xffff_ffff) as usize));
-                count += 1;
+                let (b, w) = ((f >> 32) as usize, (f & 0xffff_ffff) as usize);
+                let before = &self.bodies[b].shingles[..w];
+                let same_piece = chain > 0
+                    && chain <= MAX_RESTITCH
+                    && before.len() >= chain
+                    && before[w - chain..] == shingles[i - chain..i];
+                if same_piece {
+                    chain += 1;
+                } else {
+                    chain = 1;
+                    restarted += 1;
+                }
+                at = Some((b, w));
+                known += 1;
             } else {
                 at = None;
+                chain = 0;
             }
-            hits.push(count);
+            hits.push(known);
+            restarts.push(restarted);
         }
-        hits
+        (hits, restarts)
     }
 
     /// Adds the body read in `scan` (its words, shingles and lines).
@@ -223,6 +252,9 @@ pub(super) struct Scan {
     shingles: Vec<u64>,
     /// The known windows among the first `i` (prefix sums).
     hits: Vec<u32>,
+    /// The restarted chains among the first `i` windows (prefix sums, see
+    /// [`PriorBodies::track`]).
+    restarts: Vec<u32>,
     /// The lines of at least [`MIN_LINE_BYTES`] with words: their key, first word and
     /// number of words.
     line_keys: Vec<(u64, usize, usize)>,
@@ -264,6 +296,7 @@ pub(super) fn known_blocks(body: &str, lines: &[Line], scan: &Scan) -> Vec<(usiz
     }
     let chain = Chain {
         hits: &scan.hits,
+        restarts: &scan.restarts,
         words: scan.words.len(),
     };
     let mut blocks = Vec::new();
@@ -311,21 +344,25 @@ pub(super) fn known_blocks(body: &str, lines: &[Line], scan: &Scan) -> Vec<(usiz
     blocks
 }
 
-/// The known shingles of a body, to ask whether a range of its words is one chain.
+/// The known shingles of a body and where chains restart, to ask whether a range of its
+/// words is one chain.
 struct Chain<'a> {
     hits: &'a [u32],
+    restarts: &'a [u32],
     words: usize,
 }
 
 impl Chain<'_> {
     /// Whether words `from..to` appear as one piece in a prior body: every shingle
-    /// inside the range is known or, for a range shorter than a shingle, a known
-    /// shingle holds it.
+    /// inside the range is known and continues the one before it in the same prior
+    /// body (no chain restarts after the first), or, for a range shorter than a
+    /// shingle, a known shingle holds it.
     fn covers(&self, from: usize, to: usize) -> bool {
         let known = |a: usize, b: usize| self.hits[b] - self.hits[a];
         if to - from >= SHINGLE {
             let windows = to - from - SHINGLE + 1;
             known(from, from + windows) as usize == windows
+                && self.restarts[from + windows] == self.restarts[from + 1]
         } else {
             let lowest = to.saturating_sub(SHINGLE);
             let highest = from.min(self.words - SHINGLE);
