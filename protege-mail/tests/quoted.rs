@@ -198,6 +198,53 @@ fn step1_blocks_are_one_piece_of_one_prior_body() {
 }
 
 #[test]
+fn step1_leaves_the_diff_regions_of_a_patch() {
+    let v1 = "Fix the overflow in the parser.
+
+Signed-off-by: Ann <ann@example.com>
+---
+ parser.c | 4 ++--
+ 1 file changed, 2 insertions(+), 2 deletions(-)
+
+diff --git a/parser.c b/parser.c
+index 1111111..2222222 100644
+--- a/parser.c
++++ b/parser.c
+@@ -10,7 +10,7 @@ static int parse(struct parser *p)
+ {
+ \tint depth = 0;
+-\tchar buf[16];
++\tchar buf[64];
+ 
+ \twhile (next(p)) {
+-\t\tif (depth > 16)
++\t\tif (depth >= 64)
+ \t\t\treturn -1;
+-- 
+2.43.0
+";
+    // A review quoting the hunk: a quote like any other, step 1 removes it.
+    let review = "> -\tchar buf[16];\n> +\tchar buf[64];\n> \n> \twhile (next(p)) {\n\
+        > -\t\tif (depth > 16)\n> +\t\tif (depth >= 64)\n\nWhy 64 and not 32?\n\nBob\n";
+    // The second version re-posts the first hunk and adds one: all of it is new
+    // content; only its signature goes (step 3).
+    let hunk = v1.split("diff --git").nth(1).unwrap().split("-- \n").next().unwrap();
+    let v2 = format!(
+        "Fix the overflow in the parser, and check the length too.\n\n\
+         Signed-off-by: Ann <ann@example.com>\n---\n parser.c | 6 ++++--\n\n\
+         diff --git{hunk}\
+         @@ -30,6 +30,8 @@ static int next(struct parser *p)\n \tif (p->pos >= p->len)\n\
+         \t\treturn 0;\n+\tif (p->len > MAX_LEN)\n+\t\treturn 0;\n \treturn 1;\n }}\n-- \n2.43.0\n"
+    );
+    let stripped = walk(&[v1, review, &v2]);
+    assert_eq!(stripped[1], "Why 64 and not 32?\n\nBob");
+    assert_eq!(stripped[2], v2.split("\n-- \n").next().unwrap());
+    // The same hunk outside a patch (no `diff --git` above it) is a known block.
+    let pasted = format!("Here is what I tried:\n\n{}\nIt did not help.", hunk.split_once("@@ -10").unwrap().1.split_once('\n').unwrap().1);
+    assert_eq!(walk(&[v1, &pasted])[1], "Here is what I tried:\n\nIt did not help.");
+}
+
+#[test]
 fn a_short_quote_is_left_by_step1_and_taken_by_step2_when_trailing() {
     let mut prior = PriorBodies::new();
     prior.add("Can we meet Thursday?\nAnn");

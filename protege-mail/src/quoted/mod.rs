@@ -45,6 +45,10 @@
 //!   block). It does not mix quoted and unquoted lines; blocks under four words are
 //!   never found. Lines without words after a removed block go with it, as blank
 //!   lines directly after a removed quote do.
+//! - Step 1 removes nothing from the diff regions of a patch (from `diff --git`,
+//!   `Index:` or `--- `/`+++ ` to the signature or the end): a new version of a patch
+//!   that re-posts an earlier version's hunks is new content. A quoted patch (`>`
+//!   lines) is a quote like any other.
 //! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
 //!   as it is, borrowed.
 
@@ -164,13 +168,14 @@ fn remove_known_blocks(
     prior: &PriorBodies,
     read: Option<(bool, &[Line], &prior::Scan)>,
 ) -> bool {
+    let diff = prior::diff_lines(body, lines);
     let blocks = match read {
-        Some((true, _, scan)) => prior::known_blocks(body, lines, scan),
+        Some((true, _, scan)) => prior::known_blocks(body, lines, scan, &diff),
         Some((false, old_lines, scan)) => {
             let scan = prior.rescan(body, lines, (old_lines, scan));
-            prior::known_blocks(body, lines, &scan)
+            prior::known_blocks(body, lines, &scan, &diff)
         }
-        None => prior::known_blocks(body, lines, &prior.scan(body, lines)),
+        None => prior::known_blocks(body, lines, &prior.scan(body, lines), &diff),
     };
     if blocks.is_empty() {
         return false;
@@ -180,6 +185,7 @@ fn remove_known_blocks(
         let start = markers::attribution_above(body, lines, first);
         let mut end = last + 1;
         while end < lines.len()
+            && !diff[end]
             && lines::strip_quote_markers(lines[end].text(body))
                 .trim()
                 .is_empty()

@@ -289,8 +289,14 @@ fn shingles_of(words: &[u64], spans: &[(usize, usize)], copied: &[Option<&[u64]>
 /// inside a run, and a run does not mix quoted and unquoted lines (a quote and the
 /// answer below it are never one piece, even when the answer opens with words the
 /// thread has seen). A block holds at least [`MIN_BLOCK_LINES`] lines with words or
-/// [`MIN_BLOCK_CHARS`] characters.
-pub(super) fn known_blocks(body: &str, lines: &[Line], scan: &Scan) -> Vec<(usize, usize)> {
+/// [`MIN_BLOCK_CHARS`] characters, and no line of a diff region (`diff`, see
+/// [`diff_lines`]).
+pub(super) fn known_blocks(
+    body: &str,
+    lines: &[Line],
+    scan: &Scan,
+    diff: &[bool],
+) -> Vec<(usize, usize)> {
     if scan.words.len() < SHINGLE {
         return Vec::new();
     }
@@ -304,6 +310,13 @@ pub(super) fn known_blocks(body: &str, lines: &[Line], scan: &Scan) -> Vec<(usiz
     for (i, &(start, end)) in scan.spans.iter().enumerate() {
         if start == end {
             continue; // no words: neither breaks nor extends a run
+        }
+        if diff[i] {
+            // A patch is new content even where it repeats an earlier version's hunks.
+            if let Some(done) = run.take() {
+                done.push_to(&mut blocks);
+            }
+            continue;
         }
         let text = lines[i].text(body);
         let quoted = is_quoted(text);
@@ -342,6 +355,31 @@ pub(super) fn known_blocks(body: &str, lines: &[Line], scan: &Scan) -> Vec<(usiz
         open.push_to(&mut blocks);
     }
     blocks
+}
+
+/// Per line: whether it is in a diff region of a patch, where step 1 removes nothing:
+/// from an unquoted line that starts a patch of a file (`diff --git …`, `Index: …`, or
+/// `--- …` directly above `+++ …`) to the signature line (`-- ` or `--`) or the end
+/// of the body. A patch that re-posts a hunk of an earlier version is new content, not
+/// a quote.
+pub(super) fn diff_lines(body: &str, lines: &[Line]) -> Vec<bool> {
+    let mut flags = vec![false; lines.len()];
+    let mut inside = false;
+    for (i, line) in lines.iter().enumerate() {
+        let text = line.text(body);
+        if inside {
+            inside = text != "-- " && text != "--";
+        } else {
+            inside = text.starts_with("diff --git ")
+                || text.starts_with("Index: ")
+                || (text.starts_with("--- ")
+                    && lines
+                        .get(i + 1)
+                        .is_some_and(|next| next.text(body).starts_with("+++ ")));
+        }
+        flags[i] = inside;
+    }
+    flags
 }
 
 /// The known shingles of a body and where chains restart, to ask whether a range of its
