@@ -228,7 +228,13 @@ index 1111111..2222222 100644
         > -\t\tif (depth > 16)\n> +\t\tif (depth >= 64)\n\nWhy 64 and not 32?\n\nBob\n";
     // The second version re-posts the first hunk and adds one: all of it is new
     // content; only its signature goes (step 3).
-    let hunk = v1.split("diff --git").nth(1).unwrap().split("-- \n").next().unwrap();
+    let hunk = v1
+        .split("diff --git")
+        .nth(1)
+        .unwrap()
+        .split("-- \n")
+        .next()
+        .unwrap();
     let v2 = format!(
         "Fix the overflow in the parser, and check the length too.\n\n\
          Signed-off-by: Ann <ann@example.com>\n---\n parser.c | 6 ++++--\n\n\
@@ -240,8 +246,19 @@ index 1111111..2222222 100644
     assert_eq!(stripped[1], "Why 64 and not 32?\n\nBob");
     assert_eq!(stripped[2], v2.split("\n-- \n").next().unwrap());
     // The same hunk outside a patch (no `diff --git` above it) is a known block.
-    let pasted = format!("Here is what I tried:\n\n{}\nIt did not help.", hunk.split_once("@@ -10").unwrap().1.split_once('\n').unwrap().1);
-    assert_eq!(walk(&[v1, &pasted])[1], "Here is what I tried:\n\nIt did not help.");
+    let pasted = format!(
+        "Here is what I tried:\n\n{}\nIt did not help.",
+        hunk.split_once("@@ -10")
+            .unwrap()
+            .1
+            .split_once('\n')
+            .unwrap()
+            .1
+    );
+    assert_eq!(
+        walk(&[v1, &pasted])[1],
+        "Here is what I tried:\n\nIt did not help."
+    );
 }
 
 #[test]

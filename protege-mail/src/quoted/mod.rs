@@ -110,7 +110,11 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
     // The whole body read before anything is removed: what step 1 looks at while the
     // lines are still the body's own.
     let scan = (!prior.is_empty()).then(|| prior.scan(body, &lines));
-    let body_lines = scan.is_some().then(|| lines.clone()).unwrap_or_default();
+    let body_lines = if scan.is_some() {
+        lines.clone()
+    } else {
+        Vec::new()
+    };
     let mut whole = true;
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();

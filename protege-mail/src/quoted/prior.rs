@@ -33,8 +33,8 @@ const MAX_RESTITCH: usize = 32;
 /// lines: shorter ones are cheaper to read word by word.
 const MIN_LINE_BYTES: usize = 24;
 
-/// In [`PriorBodies::shingles`], where no shingle starts: the last words of a body. No
-/// shingle hashes to it.
+/// In the shingles of a body, where no shingle starts: at its last words. No shingle
+/// hashes to it.
 const END: u64 = 0;
 
 /// Prior bodies of the same thread, indexed once and added to as the thread is walked:
@@ -156,8 +156,7 @@ impl PriorBodies {
                     words_of(text, &mut scan.words);
                 }
                 if read.is_none() && scan.words.len() > start {
-                    scan.line_keys
-                        .push((key, start, scan.words.len() - start));
+                    scan.line_keys.push((key, start, scan.words.len() - start));
                 }
             } else {
                 words_of(text, &mut scan.words);
@@ -284,8 +283,9 @@ fn shingles_of(words: &[u64], spans: &[(usize, usize)], copied: &[Option<&[u64]>
 
 /// The blocks of `lines` that appear in a prior body, as inclusive index ranges into
 /// `lines` (read in `scan`). A block is a run of lines whose words, taken together, form
-/// one chain of known shingles (each shingle of the run is known, so the run appears as
-/// one piece in a prior body, whatever its wrapping); lines without words may sit
+/// one chain of known shingles (each shingle of the run is known and follows the one
+/// before it in the same prior body, so the run appears as one piece in one prior body,
+/// whatever its wrapping); lines without words may sit
 /// inside a run, and a run does not mix quoted and unquoted lines (a quote and the
 /// answer below it are never one piece, even when the answer opens with words the
 /// thread has seen). A block holds at least [`MIN_BLOCK_LINES`] lines with words or
@@ -528,7 +528,11 @@ fn fold_mul(a: u64, b: u64) -> u64 {
 fn load(bytes: &[u8], at: usize, len: usize) -> u64 {
     if let Some(chunk) = bytes.get(at..at + 8) {
         let v = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        if len >= 8 { v } else { v & ((1u64 << (8 * len)) - 1) }
+        if len >= 8 {
+            v
+        } else {
+            v & ((1u64 << (8 * len)) - 1)
+        }
     } else {
         bytes[at..at + len]
             .iter()
