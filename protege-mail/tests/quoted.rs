@@ -169,6 +169,99 @@ fn step1_needs_three_lines_or_eighty_characters() {
 }
 
 #[test]
+fn step1_blocks_are_one_piece_of_one_prior_body() {
+    // Each patch's diffstat shares its lines with the one before: every run of four
+    // words of the last diffstat is known, but from three different patches, two lines
+    // from each. No three lines (or 80 characters) are one piece of one patch: nothing
+    // goes.
+    let patches = [
+        "Teach the lexer about nested lists.\n\n a.c | 2 +-\n b.c | 2 +-\n 2 files changed, 2 insertions(+), 2 deletions(-)\n",
+        "Indent nested lists when printing.\n\n b.c | 2 +-\n c.c | 2 +-\n 2 files changed, 2 insertions(+), 2 deletions(-)\n",
+        "Check the depth of nested lists.\n\n c.c | 2 +-\n d.c | 2 +-\n 2 files changed, 2 insertions(+), 2 deletions(-)\n",
+        "Handle empty lists everywhere.\n\n a.c | 2 +-\n b.c | 2 +-\n c.c | 2 +-\n d.c | 2 +-\n 4 files changed, 4 insertions(+), 4 deletions(-)\n",
+    ];
+    let stripped = walk(&patches);
+    assert_eq!(stripped[3], patches[3]);
+    // A quote whose first words the thread holds elsewhere too ("Please send the
+    // invoice" opens Ann's first message) is still one piece of Bob's message.
+    let ann = "Please send the invoice to the accounting team today.\n\nAnn";
+    let bob = "Please send the invoice for March again, the PDF you sent was empty and\n\
+        accounting needs it before Friday, or the payment will be late.\n\nBob";
+    let reply = "> Please send the invoice for March again, the PDF you sent was empty and\n\
+        > accounting needs it before Friday, or the payment will be late.\n\nDone, sorry about that.";
+    assert_eq!(walk(&[ann, bob, reply])[2], "Done, sorry about that.");
+    // A paragraph that repeats itself is one piece of the body that holds it.
+    let paragraph = "Thanks for getting back to me. The order page still says processing. ";
+    let repeated = format!("Message 1.\n\n{}", paragraph.repeat(8).trim_end());
+    let quoting = format!("> {}\n\nAny news?", paragraph.repeat(8).trim_end());
+    assert_eq!(walk(&[&repeated, &quoting])[1], "Any news?");
+}
+
+#[test]
+fn step1_leaves_the_diff_regions_of_a_patch() {
+    let v1 = "Fix the overflow in the parser.
+
+Signed-off-by: Ann <ann@example.com>
+---
+ parser.c | 4 ++--
+ 1 file changed, 2 insertions(+), 2 deletions(-)
+
+diff --git a/parser.c b/parser.c
+index 1111111..2222222 100644
+--- a/parser.c
++++ b/parser.c
+@@ -10,7 +10,7 @@ static int parse(struct parser *p)
+ {
+ \tint depth = 0;
+-\tchar buf[16];
++\tchar buf[64];
+ 
+ \twhile (next(p)) {
+-\t\tif (depth > 16)
++\t\tif (depth >= 64)
+ \t\t\treturn -1;
+-- 
+2.43.0
+";
+    // A review quoting the hunk: a quote like any other, step 1 removes it.
+    let review = "> -\tchar buf[16];\n> +\tchar buf[64];\n> \n> \twhile (next(p)) {\n\
+        > -\t\tif (depth > 16)\n> +\t\tif (depth >= 64)\n\nWhy 64 and not 32?\n\nBob\n";
+    // The second version re-posts the first hunk and adds one: all of it is new
+    // content; only its signature goes (step 3).
+    let hunk = v1
+        .split("diff --git")
+        .nth(1)
+        .unwrap()
+        .split("-- \n")
+        .next()
+        .unwrap();
+    let v2 = format!(
+        "Fix the overflow in the parser, and check the length too.\n\n\
+         Signed-off-by: Ann <ann@example.com>\n---\n parser.c | 6 ++++--\n\n\
+         diff --git{hunk}\
+         @@ -30,6 +30,8 @@ static int next(struct parser *p)\n \tif (p->pos >= p->len)\n\
+         \t\treturn 0;\n+\tif (p->len > MAX_LEN)\n+\t\treturn 0;\n \treturn 1;\n }}\n-- \n2.43.0\n"
+    );
+    let stripped = walk(&[v1, review, &v2]);
+    assert_eq!(stripped[1], "Why 64 and not 32?\n\nBob");
+    assert_eq!(stripped[2], v2.split("\n-- \n").next().unwrap());
+    // The same hunk outside a patch (no `diff --git` above it) is a known block.
+    let pasted = format!(
+        "Here is what I tried:\n\n{}\nIt did not help.",
+        hunk.split_once("@@ -10")
+            .unwrap()
+            .1
+            .split_once('\n')
+            .unwrap()
+            .1
+    );
+    assert_eq!(
+        walk(&[v1, &pasted])[1],
+        "Here is what I tried:\n\nIt did not help."
+    );
+}
+
+#[test]
 fn a_short_quote_is_left_by_step1_and_taken_by_step2_when_trailing() {
     let mut prior = PriorBodies::new();
     prior.add("Can we meet Thursday?\nAnn");

@@ -40,20 +40,19 @@ impl Line {
 pub(super) fn split(body: &str) -> Vec<Line> {
     let mut lines = Vec::with_capacity(body.len() / 40 + 1);
     let mut start = 0;
-    for (i, b) in body.bytes().enumerate() {
-        if b == b'\n' {
-            let end = if i > start && body.as_bytes()[i - 1] == b'\r' {
-                i - 1
-            } else {
-                i
-            };
-            lines.push(Line {
-                start,
-                end,
-                next: i + 1,
-            });
-            start = i + 1;
-        }
+    while let Some(found) = body[start..].find('\n') {
+        let i = start + found;
+        let end = if i > start && body.as_bytes()[i - 1] == b'\r' {
+            i - 1
+        } else {
+            i
+        };
+        lines.push(Line {
+            start,
+            end,
+            next: i + 1,
+        });
+        start = i + 1;
     }
     if start < body.len() {
         lines.push(Line {

@@ -498,6 +498,10 @@ fn strip_prefix_ignore_ascii_case<'a>(text: &'a str, prefix: &str) -> Option<&'a
 
 /// `text` opens with `word` and then whitespace.
 fn starts_with_word(text: &str, word: &str) -> bool {
+    // The first byte decides for most lines, without comparing the rest.
+    if text.as_bytes().first() != word.as_bytes().first() {
+        return false;
+    }
     text.strip_prefix(word)
         .is_some_and(|rest| rest.starts_with(char::is_whitespace))
 }

@@ -39,10 +39,16 @@
 //!   "Regards," stay.
 //! - A header block names at least two things, one a date or a subject ("From: Paris" /
 //!   "To: London" stays).
-//! - A step-1 block is one piece of a prior body (every run of four words in it is
-//!   known) and does not mix quoted and unquoted lines; blocks under four words are
+//! - A step-1 block is one piece of a prior body: every run of four words in it is
+//!   known, and each continues the one before it in the same prior body (runs known
+//!   from different bodies, such as the lines of two patches' diffstats, are not one
+//!   block). It does not mix quoted and unquoted lines; blocks under four words are
 //!   never found. Lines without words after a removed block go with it, as blank
 //!   lines directly after a removed quote do.
+//! - Step 1 removes nothing from the diff regions of a patch (from `diff --git`,
+//!   `Index:` or `--- `/`+++ ` to the signature or the end): a new version of a patch
+//!   that re-posts an earlier version's hunks is new content. A quoted patch (`>`
+//!   lines) is a quote like any other.
 //! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
 //!   as it is, borrowed.
 
@@ -92,18 +98,24 @@ pub fn strip_quoted<'a>(body: &'a str, prior: &PriorBodies) -> Stripped<'a> {
     strip_with(body, prior).0
 }
 
-/// [`strip_quoted`], and the words of the whole body when step 1 read them (for
-/// [`PriorBodies::strip_next`]).
-fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<Vec<u64>>) {
+/// [`strip_quoted`], and the body as step 1 read it when the index was not empty (for
+/// [`PriorBodies::strip_next`], which adds it).
+fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<prior::Scan>) {
     let unchanged = Stripped {
         text: Cow::Borrowed(body),
         removed: 0,
     };
     let mut lines = lines::split(body);
     let mut changed_any = false;
-    // The words of the whole body, read before anything is removed.
-    let first_words = (!prior.is_empty()).then(|| prior::body_words(body, &lines));
-    let mut words = Vec::new();
+    // The whole body read before anything is removed: what step 1 looks at while the
+    // lines are still the body's own.
+    let scan = (!prior.is_empty()).then(|| prior.scan(body, &lines));
+    let body_lines = if scan.is_some() {
+        lines.clone()
+    } else {
+        Vec::new()
+    };
+    let mut whole = true;
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
     loop {
@@ -117,10 +129,12 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<V
         {
             remove_answered_quote(body, &mut lines, cut);
             changed = true;
+            whole = false;
             marker = None;
         }
         if look_for_blocks {
-            look_for_blocks = remove_known_blocks(body, &mut lines, prior, &mut words);
+            let read = scan.as_ref().map(|scan| (whole, &body_lines[..], scan));
+            look_for_blocks = remove_known_blocks(body, &mut lines, prior, read);
             if look_for_blocks {
                 changed = true;
                 marker = None;
@@ -134,28 +148,39 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<V
         if !changed {
             break;
         }
+        whole = false;
         changed_any = true;
     }
     if !changed_any {
-        return (unchanged, first_words);
+        return (unchanged, scan);
     }
     let text = lines::assemble(body, &lines);
     if text.trim().is_empty() {
-        return (unchanged, first_words);
+        return (unchanged, scan);
     }
     let removed = body.chars().count() - text.chars().count();
-    (Stripped { text, removed }, first_words)
+    (Stripped { text, removed }, scan)
 }
 
 /// Step 1: removes every block found in `prior`, from the attribution above it (if
-/// any) to the lines without words after it. Returns whether anything was removed.
+/// any) to the lines without words after it. `read`: the body's lines as step 1 read
+/// them before anything was removed, and whether `lines` are still all of them.
+/// Returns whether anything was removed.
 fn remove_known_blocks(
     body: &str,
     lines: &mut Vec<Line>,
     prior: &PriorBodies,
-    words: &mut Vec<u64>,
+    read: Option<(bool, &[Line], &prior::Scan)>,
 ) -> bool {
-    let blocks = prior::known_blocks(body, lines, prior, words);
+    let diff = prior::diff_lines(body, lines);
+    let blocks = match read {
+        Some((true, _, scan)) => prior::known_blocks(body, lines, scan, &diff),
+        Some((false, old_lines, scan)) => {
+            let scan = prior.rescan(body, lines, (old_lines, scan));
+            prior::known_blocks(body, lines, &scan, &diff)
+        }
+        None => prior::known_blocks(body, lines, &prior.scan(body, lines), &diff),
+    };
     if blocks.is_empty() {
         return false;
     }
@@ -164,6 +189,7 @@ fn remove_known_blocks(
         let start = markers::attribution_above(body, lines, first);
         let mut end = last + 1;
         while end < lines.len()
+            && !diff[end]
             && lines::strip_quote_markers(lines[end].text(body))
                 .trim()
                 .is_empty()
