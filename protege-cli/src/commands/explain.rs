@@ -57,8 +57,8 @@ pub(crate) fn table(resolution: &Resolution) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}  {}",
-        "#", "resolver", "messages", "chars", "tokens", "time", "source"
+        "{:>3}  {:<width$}  {:>8}  {:>8}  {:>7}  {:>9}  source",
+        "#", "resolver", "messages", "chars", "tokens", "time"
     );
     for r in rows.iter().chain(std::iter::once(&total)) {
         let time = r
