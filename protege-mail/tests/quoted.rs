@@ -395,6 +395,74 @@ fn a_link_wrapped_inside_a_quote_is_no_answer() {
 }
 
 #[test]
+fn the_tail_of_a_long_quoted_line_wrapped_without_its_marker_is_quote() {
+    // Outlook re-quoting an Outlook reply (LKML, August 2010): the tails of long lines
+    // land on lines of their own without `>`, directly between quoted lines.
+    let body = "There are patches that address this issue.\n\n\
+        > -----Original Message-----\n\
+        > From: Michael Neuling [mailto:mikey@neuling.org]\n\
+        > Cc: Alexandre Bounine; linuxppc-dev@lists.ozlabs.org;\n\
+        linux-kernel@vger.kernel.org;\n\
+        > Subject: Re: [PATCH v2 5/7] powerpc/85xx: Add MChk handler for SRIO\n\
+        port\n\
+        > \n\
+        > > > MCSR_MASK is not defined anywhere, so when I compile this code, I\n\
+        get this:\n\
+        > >\n\
+        > Mikey\n";
+    assert_eq!(
+        strip_counted(body),
+        (
+            "There are patches that address this issue.".to_owned(),
+            body.chars().count() - 42
+        )
+    );
+    // Step 1: the pieces between two blocks of an earlier message go with them.
+    let earlier = "I don't know what happened here but 2.6.35 is broken because of this\n\
+        problem, and every board with SRIO enabled fails to compile the driver:\n\n\
+        arch/powerpc/sysdev/fsl_rio.c:248: error: 'MCSR_MASK' undeclared (first use in this function)\n\
+        arch/powerpc/sysdev/fsl_rio.c:250: error: 'MCSR_BUS_RBERR' undeclared (first use in this function)\n";
+    let reply = "This happened after the change to the book-e definitions.\n\n\
+        > I don't know what happened here but 2.6.35 is broken because of this\n\
+        > problem, and every board with SRIO enabled fails to compile the driver:\n\
+        > arch/powerpc/sysdev/fsl_rio.c:248: error: 'MCSR_MASK' undeclared\n\
+        (first use in this function)\n\
+        > arch/powerpc/sysdev/fsl_rio.c:250: error: 'MCSR_BUS_RBERR' undeclared\n\
+        (first use in this function)\n\
+        > and a line the earlier message never had, so that no trailing run\n\
+        \n\
+        Alex.\n";
+    assert_eq!(
+        walk(&[earlier, reply])[1],
+        "This happened after the change to the book-e definitions.\n\n\
+         > and a line the earlier message never had, so that no trailing run\n\n\
+         Alex."
+    );
+    // An answer below a question, or below a line that ends a sentence, stays; so does
+    // one of more than three words.
+    for (answer, between) in [
+        (
+            "Yes.",
+            "> Could you check the configuration of the staging servers for me?",
+        ),
+        (
+            "Done.",
+            "> Please restart the mail relay once the new certificate is in place.",
+        ),
+        (
+            "I did it already",
+            "> Restart the mail relay once the new certificate is in place",
+        ),
+    ] {
+        let body = format!("Blah\n\n{between}\n{answer}\n> Thanks\n\nBob\n");
+        assert!(
+            strip(&body).contains(answer),
+            "{answer:?} removed from {body:?}"
+        );
+    }
+}
+
+#[test]
 fn split_attribution_with_a_blank_line_and_a_closing_bracket() {
     // Polymail: a blank line before the bracketed address, whose `>` opens the last line.
     let body = "Test reply\n\nOn Tue, Apr 11, 2017 at 10:07 PM John Smith\n\n<\n\

@@ -78,11 +78,12 @@ pub(super) fn quote_is_answered(body: &str, lines: &[Line], last: usize) -> bool
     false
 }
 
-/// Whether line `k` belongs to a `>` quote: it is quoted, or it is a piece of a link
-/// that the sender's client wrapped without repeating the `>` marker, directly between
-/// two quoted lines: it opens with a link ("(http://…") or, one word long, it continues
-/// a link or a parenthesis left open on the quoted line above ("> View ticket
-/// (http://example.com/action" / "_nonce=3dd518)" / ">").
+/// Whether line `k` belongs to a `>` quote: it is quoted, or it is a piece that the
+/// sender's client wrapped without repeating the `>` marker, directly between two quoted
+/// lines: a piece of a link (it opens with a link, "(http://…", or, one word long, it
+/// continues a link or a parenthesis left open on the quoted line above: "> View ticket
+/// (http://example.com/action" / "_nonce=3dd518)" / ">"), or the tail of a long line
+/// (see [`is_wrapped_tail`]).
 pub(super) fn in_quote(body: &str, lines: &[Line], k: usize) -> bool {
     let text = lines[k].text(body);
     if is_quoted(text) {
@@ -99,13 +100,50 @@ pub(super) fn in_quote(body: &str, lines: &[Line], k: usize) -> bool {
     let opens_with_link = ["http://", "https://", "(http", "<http"]
         .iter()
         .any(|p| text.starts_with(p));
+    let wrapped_tail = is_wrapped_tail(above, text);
     let above = strip_quote_markers(above);
     let left_open = above
         .split_whitespace()
         .next_back()
         .is_some_and(|w| w.contains("://"))
         || above.matches('(').count() > above.matches(')').count();
-    opens_with_link || (!text.is_empty() && !text.contains(char::is_whitespace) && left_open)
+    opens_with_link
+        || (!text.is_empty() && !text.contains(char::is_whitespace) && left_open)
+        || wrapped_tail
+}
+
+/// The shortest quoted line (with its markers) whose tail a client wraps onto a line of
+/// its own: wrapping happens near 72 to 80 columns, and often at an earlier level of
+/// quoting, before the later levels added their markers.
+const MIN_WRAPPED_CHARS: usize = 40;
+
+/// The most words of a wrapped piece: a few words that did not fit on the line above.
+const MAX_TAIL_WORDS: usize = 3;
+
+/// The most words of a wrapped piece that opens in lower case or with a bracket, as the
+/// rest of a sentence does ("(first use in this function)").
+const MAX_CONTINUED_WORDS: usize = 6;
+
+/// Whether `text`, an unquoted line directly between two quoted lines, is the end of the
+/// quoted line `above` that a client wrapped onto a line of its own when it quoted an
+/// Outlook reply ("> … so when I compile this code, I" / "get this:" / ">"): the line
+/// above is long, and `text` a wrapped piece of it (see [`is_wrapped_piece`]).
+fn is_wrapped_tail(above: &str, text: &str) -> bool {
+    let above = above.trim_end();
+    above.chars().count() >= MIN_WRAPPED_CHARS && is_wrapped_piece(strip_quote_markers(above), text)
+}
+
+/// Whether `text` (trimmed) can be the rest of the quoted line `above` (its markers
+/// dropped): a few words, at most three, or six when they open in lower case or with a
+/// bracket, after a line that stops mid-sentence (not after `.`, `?`, `!` or `:`, where
+/// an answer would follow). An answer written between quoted lines is left alone by the
+/// blank line around it, by the end of the question above it, or by its length.
+pub(super) fn is_wrapped_piece(above: &str, text: &str) -> bool {
+    let words = text.split_whitespace().count();
+    let continues = text.starts_with(|c: char| c.is_lowercase() || c == '(');
+    words > 0
+        && (words <= MAX_TAIL_WORDS || (continues && words <= MAX_CONTINUED_WORDS))
+        && !above.trim_end().ends_with(['.', '?', '!', ':'])
 }
 
 /// The first line of a trailing run of quoted lines (blank lines and the pieces of a

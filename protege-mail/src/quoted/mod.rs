@@ -24,8 +24,10 @@
 //!   followed by the author's own) is removed with "everything after". This applies
 //!   first in each round, so that step 1 does not take the attribution away from the
 //!   quote it introduces, and also to an attribution on the body's first line. A piece
-//!   of a link that the sender's client wrapped without repeating `>`, directly
-//!   between quoted lines, belongs to the quote.
+//!   that the sender's client wrapped without repeating `>`, directly between quoted
+//!   lines, belongs to the quote: a piece of a link, or the last few words of a long
+//!   line that stops mid-sentence (Outlook's wrapping of a quote it re-quotes). Such a
+//!   piece between two blocks that step 1 removes goes with them.
 //! - An attribution has the shape of one, so that a sentence ending in "wrote:" stays:
 //!   the language's opener and a date ("On <a digit, weekday or month> … wrote:"), or
 //!   an address in brackets ("Ann <ann@example.com> wrote:"). "sent:" ends one only
@@ -197,6 +199,25 @@ fn remove_known_blocks(
             end += 1;
         }
         remove[start..end].iter_mut().for_each(|r| *r = true);
+    }
+    // A quote wrapped without its `>` markers leaves its pieces between two removed
+    // quoted lines: they go with them, however short the line above.
+    for k in 1..lines.len().saturating_sub(1) {
+        let (above, text, below) = (
+            lines[k - 1].text(body),
+            lines[k].text(body),
+            lines[k + 1].text(body),
+        );
+        if !remove[k]
+            && remove[k - 1]
+            && remove[k + 1]
+            && lines::is_quoted(above)
+            && lines::is_quoted(below)
+            && !lines::is_quoted(text)
+            && markers::is_wrapped_piece(lines::strip_quote_markers(above), text.trim())
+        {
+            remove[k] = true;
+        }
     }
     let mut flags = remove.into_iter();
     lines.retain(|_| !flags.next().unwrap_or(false));

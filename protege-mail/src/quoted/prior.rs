@@ -286,7 +286,8 @@ fn shingles_of(words: &[u64], spans: &[(usize, usize)], copied: &[Option<&[u64]>
 /// one chain of known shingles (each shingle of the run is known and follows the one
 /// before it in the same prior body, so the run appears as one piece in one prior body,
 /// whatever its wrapping); lines without words may sit
-/// inside a run, and a run does not mix quoted and unquoted lines (a quote and the
+/// inside a run, and a run does not mix quoted and unquoted lines (a line directly
+/// between two quoted lines counts as quoted: its words must continue the quote anyway) (a quote and the
 /// answer below it are never one piece, even when the answer opens with words the
 /// thread has seen). A block holds at least [`MIN_BLOCK_LINES`] lines with words or
 /// [`MIN_BLOCK_CHARS`] characters, and no line of a diff region (`diff`, see
@@ -319,7 +320,12 @@ pub(super) fn known_blocks(
             continue;
         }
         let text = lines[i].text(body);
-        let quoted = is_quoted(text);
+        // A line directly between two quoted lines is a piece that the sender's client
+        // wrapped without its `>` when its words continue the quote in the prior body.
+        let quoted = is_quoted(text)
+            || (i > 0
+                && is_quoted(lines[i - 1].text(body))
+                && lines.get(i + 1).is_some_and(|l| is_quoted(l.text(body))));
         // Characters only count while a run has too few lines to be a block anyway.
         let chars = |lines: usize| {
             if lines < MIN_BLOCK_LINES {
