@@ -62,6 +62,16 @@ fn run_main(registry: Registry) -> ExitCode {
             };
         }
     };
+    // The commands that only print what clap knows need no runtime, persona or database.
+    if let Some(text) = commands::generated(&cli.command) {
+        return match text.and_then(|text| output::out(&text)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(failure) => {
+                let _ = output::err(&format!("error: {}\n", failure.message));
+                ExitCode::from(failure.code)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -111,5 +121,6 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,
+        Command::Completions { .. } | Command::Man { .. } => Ok(()), // printed before, see `run_main`
     }
 }

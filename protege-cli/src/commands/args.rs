@@ -12,9 +12,17 @@ Examples:
   protege db import examples/data/demo.json      import a fixture into ./protege.db
   protege resolve --persona support --message '<m1@example.com>' --format anthropic";
 
+/// The version and the git commit the binary was built from: `0.1.0 (1a2b3c4d5e6f)`.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("PROTEGE_GIT_COMMIT"),
+    ")"
+);
+
 /// Assemble what a language model sees before it answers an email.
 #[derive(Debug, Parser)]
-#[command(name = "protege", version, after_help = EXAMPLES)]
+#[command(name = "protege", version = VERSION, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     /// App root for relative paths (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -70,6 +78,25 @@ pub(crate) enum Command {
     Run {
         #[command(subcommand)]
         command: RunCommand,
+    },
+    /// Print a completion script for a shell on stdout.
+    #[command(
+        after_help = "Examples:\n  protege completions bash > ~/.local/share/bash-completion/completions/protege\n  protege completions zsh > ~/.zfunc/_protege\n  protege completions fish > ~/.config/fish/completions/protege.fish\n  protege completions powershell >> $PROFILE"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout, or write every command's page into a folder.
+    #[command(
+        after_help = "Examples:\n  protege man > protege.1 && man ./protege.1\n  protege man --dir /usr/local/share/man/man1"
+    )]
+    Man {
+        /// Write `protege.1` and a page per command (`protege-db-migrate.1`, ...) into
+        /// this existing folder, and list them.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
     },
     /// Hot-reload the persona folder and print one JSON line per event.
     #[command(after_help = "Example:\n  protege watch --personas personas/")]

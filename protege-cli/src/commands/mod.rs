@@ -5,6 +5,7 @@ pub(crate) mod cache_report;
 pub(crate) mod db;
 pub(crate) mod demo;
 pub(crate) mod explain;
+mod generate;
 pub(crate) mod output;
 pub(crate) mod personas;
 pub(crate) mod resolve;
@@ -18,6 +19,7 @@ use protege::config::Registry;
 use protege::{Engine, EngineBuilder};
 
 pub(crate) use args::{Cli, Command, DbCommand, LogFormat, ServeArgs};
+pub(crate) use generate::generated;
 
 /// A failed command: the one sentence printed to stderr and the exit code.
 #[derive(Debug)]

@@ -1,0 +1,76 @@
+//! `protege completions SHELL` and `protege man [--dir DIR]`: what clap knows of the
+//! command line, written for a shell's completion and for `man`.
+
+use std::path::Path;
+
+use clap::CommandFactory;
+
+use super::{Cli, CliResult, Command, Failure};
+
+/// What `command` prints, when it is one of the commands generated from the command-line
+/// grammar (they need no runtime, persona or database); `None` for the rest.
+pub(crate) fn generated(command: &Command) -> Option<CliResult<String>> {
+    match command {
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "protege", &mut out);
+            Some(Ok(String::from_utf8_lossy(&out).into_owned()))
+        }
+        Command::Man { dir: None } => Some(Ok(page(manual_root()))),
+        Command::Man { dir: Some(dir) } => Some(write_pages(dir)),
+        _ => None,
+    }
+}
+
+/// The command line as the manual shows it: without clap's `help` command, which has no
+/// page, and with every command's name built (`protege-db-migrate`).
+fn manual_root() -> clap::Command {
+    let mut root = Cli::command().disable_help_subcommand(true);
+    root.build();
+    root
+}
+
+/// The manual page of `command`, in roff.
+fn page(command: clap::Command) -> String {
+    let mut out = Vec::new();
+    // Rendering into a `Vec` cannot fail.
+    let _ = clap_mangen::Man::new(command).render(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the page of `protege` and of every command under it (`protege-db-migrate.1`) into
+/// `dir`, which must exist, and lists the files written.
+fn write_pages(dir: &Path) -> CliResult<String> {
+    let mut pages = Vec::new();
+    collect(manual_root(), &mut pages);
+    let mut listing = String::new();
+    for (name, text) in pages {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| {
+            Failure::invalid(format!(
+                "cannot write the manual page {}: {e}",
+                path.display()
+            ))
+        })?;
+        listing.push_str(&format!("wrote {}\n", path.display()));
+    }
+    Ok(listing)
+}
+
+/// The pages of `command` and of the commands under it, parents first, each with its
+/// file name (`protege-run-start.1`).
+fn collect(command: clap::Command, pages: &mut Vec<(String, String)>) {
+    let name = format!(
+        "{}.1",
+        command.get_display_name().unwrap_or(command.get_name())
+    );
+    let children: Vec<clap::Command> = command
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .cloned()
+        .collect();
+    pages.push((name, page(command)));
+    for child in children {
+        collect(child, pages);
+    }
+}
