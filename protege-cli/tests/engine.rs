@@ -175,6 +175,24 @@ async fn mistakes_have_their_kind_and_sentence() {
             EngineErrorKind::NotFound,
             "unknown message `<nope@example.com>`: no message with this Message-ID in the database",
         ),
+        // A Message-ID without its angle brackets, or one with brackets stored without
+        // them: the stored form as a hint.
+        (
+            ResolveInput::reply("support", "refund-3@example.com"),
+            EngineErrorKind::NotFound,
+            "unknown message `refund-3@example.com`: no message with this Message-ID in the \
+             database; did you mean `<refund-3@example.com>`?",
+        ),
+        (
+            ResolveInput::reply("support", "nope@example.com"),
+            EngineErrorKind::NotFound,
+            "unknown message `nope@example.com`: no message with this Message-ID in the database",
+        ),
+        (
+            ResolveInput::reply("support", "<>"),
+            EngineErrorKind::NotFound,
+            "unknown message `<>`: no message with this Message-ID in the database",
+        ),
         (
             ResolveInput::scheduled("support", "weekly"),
             EngineErrorKind::NotFound,
@@ -394,6 +412,18 @@ async fn store_summary_is_the_library_call_behind_db_summary() {
         (
             EngineErrorKind::NotFound,
             "unknown message `<nope@x>`: no message with this Message-ID in the database"
+        )
+    );
+    let err = engine
+        .store_summary("track-2@acme.test", "text")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (
+            EngineErrorKind::NotFound,
+            "unknown message `track-2@acme.test`: no message with this Message-ID in the \
+             database; did you mean `<track-2@acme.test>`?"
         )
     );
     let huge = "x".repeat(protege::SUMMARY_MAX_BYTES + 1);

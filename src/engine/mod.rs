@@ -617,6 +617,26 @@ fn wire_format(info: &protege_core::PersonaInfo, format: Format) -> Result<Forma
     }
 }
 
+/// The error for a Message-ID that no stored message has, with a hint when the same id
+/// with (or without) its angle brackets is stored: a Message-ID copied from a mail
+/// client or from notmuch often lacks them.
+pub(crate) async fn unknown_message(conn: &DatabaseConnection, id: &str) -> EngineError {
+    let other = match id.strip_prefix('<').and_then(|rest| rest.strip_suffix('>')) {
+        Some(bare) => bare.to_owned(),
+        None => format!("<{id}>"),
+    };
+    let stored = !other.is_empty() && matches!(db::load_message(conn, &other).await, Ok(Some(_)));
+    let hint = if stored {
+        format!("; did you mean `{other}`?")
+    } else {
+        String::new()
+    };
+    EngineError::new(
+        EngineErrorKind::NotFound,
+        format!("unknown message `{id}`: no message with this Message-ID in the database{hint}"),
+    )
+}
+
 /// The trigger of a resolve: the inbound message of `message_id`, or the persona's
 /// responsibility.
 async fn trigger(
@@ -626,14 +646,9 @@ async fn trigger(
 ) -> Result<Trigger, EngineError> {
     match (&input.message_id, &input.responsibility) {
         (Some(id), None) => {
-            let m = db::load_message(conn, id).await?.ok_or_else(|| {
-                EngineError::new(
-                    EngineErrorKind::NotFound,
-                    format!(
-                        "unknown message `{id}`: no message with this Message-ID in the database"
-                    ),
-                )
-            })?;
+            let Some(m) = db::load_message(conn, id).await? else {
+                return Err(unknown_message(conn, id).await);
+            };
             if m.direction == protege_core::Direction::Outbound {
                 return Err(EngineError::new(
                     EngineErrorKind::InvalidInput,

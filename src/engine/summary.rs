@@ -29,13 +29,9 @@ impl Engine {
             ));
         }
         let conn = self.db().await?;
-        db::store_summary(conn, message_id, content, chrono::Utc::now())
-            .await?
-            .ok_or_else(|| {
-                EngineError::new(
-                    EngineErrorKind::NotFound,
-                    format!("unknown message `{message_id}`: no message with this Message-ID in the database"),
-                )
-            })
+        match db::store_summary(conn, message_id, content, chrono::Utc::now()).await? {
+            Some(stored) => Ok(stored),
+            None => Err(super::unknown_message(conn, message_id).await),
+        }
     }
 }
