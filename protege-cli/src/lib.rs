@@ -113,6 +113,8 @@ async fn run(command: Command, env: &Env) -> CliResult {
                 dry_run,
                 now,
             } => db::prune(env, older_than, now, dry_run).await,
+            DbCommand::Threads { limit, format } => db::threads(env, limit, format).await,
+            DbCommand::Messages { thread, format } => db::messages(env, thread, format).await,
         },
         Command::Forget { address, dry_run } => db::forget(env, &address, dry_run).await,
         Command::Resolve(args) => resolve::run(env, &args).await,

@@ -83,7 +83,7 @@ pub use context::{
 };
 pub use protege_mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, Fence,
-    MailLimits, MailMessage, PriorBodies, Stripped, bare_address, cap_text, rfc3339_z,
+    MailLimits, MailMessage, PriorBodies, Stripped, bare_address, cap_text, one_line, rfc3339_z,
     strip_quoted,
 };
 

@@ -13,6 +13,7 @@ mod message_id;
 mod prune;
 mod run;
 mod runs_report;
+mod stored;
 mod summary;
 
 use std::path::{Path, PathBuf};

@@ -160,6 +160,40 @@ pub(crate) enum DbCommand {
         #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
         now: Option<DateTime<Utc>>,
     },
+    /// List the threads that hold messages, the one with the newest message first.
+    #[command(
+        after_help = "Examples:\n  protege db threads\n  protege db threads --limit 5 --format json"
+    )]
+    Threads {
+        /// At most this many threads.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: u64,
+        /// A table, or JSON for scripts.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// List the messages of a thread, oldest first, with their attachments and the tool
+    /// calls recorded under them.
+    #[command(
+        after_help = "Examples:\n  protege db messages --thread 2\n  protege db messages --thread 2 --format json"
+    )]
+    Messages {
+        /// The thread's id (the first column of `protege db threads`).
+        #[arg(long, value_name = "ID")]
+        thread: i64,
+        /// A table, or JSON for scripts.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+/// How `db threads` and `db messages` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ListFormat {
+    /// Aligned columns, one row per thread or message.
+    Table,
+    /// A JSON array, one object per thread or message.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

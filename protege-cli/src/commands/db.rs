@@ -1,5 +1,5 @@
-//! `db migrate`, `db import`, `db import-eml`, `db summary`, `db prune` and `forget`: the engine's
-//! database doors.
+//! `db migrate`, `db import`, `db import-eml`, `db summary`, `db prune`, `db threads`,
+//! `db messages` and `forget`: the engine's database doors.
 
 use std::path::Path;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use protege::EmlImport;
 
-use super::args::{DirectionArg, ImportEmlArgs};
+use super::args::{DirectionArg, ImportEmlArgs, ListFormat};
 use super::{CliResult, Env, Failure, output, personas};
 
 pub(crate) async fn migrate(env: &Env) -> CliResult {
@@ -99,4 +99,103 @@ pub(crate) async fn import_eml(env: &Env, args: &ImportEmlArgs) -> CliResult {
         invalid.join(", "),
         if invalid.len() == 1 { "it" } else { "them" },
     )))
+}
+
+/// `db threads`: the threads that hold messages, most recently active first.
+pub(crate) async fn threads(env: &Env, limit: u64, format: ListFormat) -> CliResult {
+    let threads = env.engine().await?.threads(limit).await?;
+    if format == ListFormat::Json {
+        return output::out(&json_lines(&threads));
+    }
+    let rows: Vec<[String; 4]> = threads
+        .iter()
+        .map(|t| {
+            [
+                t.thread.to_string(),
+                t.messages.to_string(),
+                protege::rfc3339_z(&t.last_sent_at),
+                protege::one_line(&t.subject).into_owned(),
+            ]
+        })
+        .collect();
+    output::out(&table(
+        ["thread", "messages", "last message (UTC)", "subject"],
+        &[true, true, false, false],
+        &rows,
+    ))
+}
+
+/// `db messages --thread ID`: the messages of a thread, oldest first.
+pub(crate) async fn messages(env: &Env, thread: i64, format: ListFormat) -> CliResult {
+    let messages = env.engine().await?.thread_messages(thread).await?;
+    if format == ListFormat::Json {
+        return output::out(&json_lines(&messages));
+    }
+    let rows: Vec<[String; 7]> = messages
+        .iter()
+        .map(|m| {
+            [
+                m.id.to_string(),
+                protege::rfc3339_z(&m.sent_at),
+                m.direction.as_str().to_owned(),
+                m.attachments.len().to_string(),
+                m.tool_uses.to_string(),
+                protege::one_line(&m.from).into_owned(),
+                protege::one_line(&m.message_id).into_owned(),
+            ]
+        })
+        .collect();
+    output::out(&table(
+        [
+            "id",
+            "sent at (UTC)",
+            "direction",
+            "attachments",
+            "tool uses",
+            "from",
+            "message id",
+        ],
+        &[true, false, false, true, true, false, false],
+        &rows,
+    ))
+}
+
+/// `items` as a JSON array, indented, with a final newline.
+fn json_lines<T: serde::Serialize>(items: &[T]) -> String {
+    // Plain data structures always serialise.
+    let mut text = serde_json::to_string_pretty(items).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Aligned columns under `heads` (numbers, `right`, aligned right), two spaces apart, no
+/// trailing space.
+fn table<const N: usize>(heads: [&str; N], right: &[bool; N], rows: &[[String; N]]) -> String {
+    let mut widths = heads.map(|h| h.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let heads = heads.map(str::to_owned);
+    for row in std::iter::once(&heads).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = " ".repeat(widths[i] - cell.chars().count());
+            if right[i] {
+                line.push_str(&pad);
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&pad);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }

@@ -33,8 +33,9 @@ pub use connect::{
     parse_connect_timeout, redact_text, redact_url,
 };
 pub use read::{
-    Writes, embedded_statements, embedded_write, load_message, load_rounds, load_run,
-    thread_inbound_messages, thread_messages,
+    AttachmentListing, MessageListing, ThreadListing, Writes, embedded_statements, embedded_write,
+    list_thread_messages, list_threads, load_message, load_rounds, load_run, thread_exists,
+    thread_inbound_messages, thread_messages, thread_tool_use_counts,
 };
 pub use schema::{Migrator, entities, migrate};
 

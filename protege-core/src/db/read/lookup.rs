@@ -11,7 +11,7 @@ use sea_orm::{
 
 use super::embedded;
 use super::rows::{self, columns};
-use crate::db::entities::{attachment, email_thread, message};
+use crate::db::entities::{attachment, email_thread, message, tool_use};
 use crate::error::Result;
 use crate::mail::{Direction, MailMessage};
 
@@ -170,6 +170,214 @@ pub async fn thread_inbound_messages(
     Ok(Some(
         rows.into_iter()
             .map(|m| (m.message_id, m.sent_at))
+            .collect(),
+    ))
+}
+
+/// A thread as `protege db threads` lists it: its id and subject, how many messages it
+/// holds, and its newest message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ThreadListing {
+    /// The database id (`email_threads.id`).
+    pub thread: i64,
+    /// The thread's subject (that of its first message, without `Re:`/`Fwd:`).
+    pub subject: String,
+    /// Its messages, inbound and outbound.
+    pub messages: u64,
+    /// The Message-ID of its newest message (by `sent_at`, ties by `id`).
+    pub last_message_id: String,
+    /// When that message was sent (UTC).
+    pub last_sent_at: DateTime<Utc>,
+}
+
+/// The threads that hold messages, the one with the newest message (by `sent_at`, ties by
+/// `id`) first, at most `limit` of them. Three statements whatever the number of threads:
+/// the counts per thread (ordered by their newest `sent_at`), the threads, and their
+/// newest messages.
+pub async fn list_threads(db: &DatabaseConnection, limit: u64) -> Result<Vec<ThreadListing>> {
+    use sea_orm::sea_query::Alias;
+    let mut per_thread = Query::select();
+    per_thread
+        .expr_as(Expr::col(message::Column::EmailThreadId), "thread")
+        .expr_as(Expr::col(message::Column::Id).count(), "messages")
+        .from(message::Entity)
+        .group_by_col(message::Column::EmailThreadId)
+        .order_by_expr(Expr::col(message::Column::SentAt).max(), Order::Desc)
+        .order_by_expr(Expr::col(message::Column::Id).max(), Order::Desc)
+        .limit(limit);
+    let mut counts = Vec::new();
+    for row in db.query_all(&per_thread).await? {
+        let thread: i64 = row.try_get("", "thread")?;
+        let messages: i64 = row.try_get("", "messages")?;
+        counts.push((thread, u64::try_from(messages).unwrap_or(0)));
+    }
+    if counts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let subjects: HashMap<i64, String> = email_thread::Entity::find()
+        .filter(email_thread::Column::Id.is_in(counts.iter().map(|c| c.0)))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t.subject))
+        .collect();
+    // A thread's newest message: no message of its thread is sent later, or at the same
+    // time and stored later.
+    let newer = Alias::new("newer");
+    let col = |c: message::Column| Expr::col((newer.clone(), c));
+    let this = |c: message::Column| Expr::col((message::Entity, c));
+    let mut later = Query::select();
+    later
+        .expr(Expr::val(1))
+        .from_as(message::Entity, newer.clone())
+        .and_where(col(message::Column::EmailThreadId).eq(this(message::Column::EmailThreadId)))
+        .and_where(
+            col(message::Column::SentAt)
+                .gt(this(message::Column::SentAt))
+                .or(col(message::Column::SentAt)
+                    .eq(this(message::Column::SentAt))
+                    .and(col(message::Column::Id).gt(this(message::Column::Id)))),
+        );
+    let last: HashMap<i64, (String, DateTime<Utc>)> = message::Entity::find()
+        .filter(message::Column::EmailThreadId.is_in(counts.iter().map(|c| c.0)))
+        .filter(Expr::exists(later).not())
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|m| (m.email_thread_id, (m.message_id, m.sent_at)))
+        .collect();
+    Ok(counts
+        .into_iter()
+        .filter_map(|(thread, messages)| {
+            let (last_message_id, last_sent_at) = last.get(&thread)?.clone();
+            Some(ThreadListing {
+                thread,
+                subject: subjects.get(&thread)?.clone(),
+                messages,
+                last_message_id,
+                last_sent_at,
+            })
+        })
+        .collect())
+}
+
+/// Whether thread `thread_id` exists.
+pub async fn thread_exists(db: &DatabaseConnection, thread_id: i64) -> Result<bool> {
+    Ok(email_thread::Entity::find_by_id(thread_id)
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// The number of tool uses recorded per message of thread `thread_id` (messages without
+/// any are left out).
+pub async fn thread_tool_use_counts(
+    db: &DatabaseConnection,
+    thread_id: i64,
+) -> Result<HashMap<i64, u64>> {
+    let mut ids = Query::select();
+    ids.column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread_id));
+    let mut counts = Query::select();
+    counts
+        .expr_as(Expr::col(tool_use::Column::MessageId), "message")
+        .expr_as(Expr::col(tool_use::Column::Id).count(), "calls")
+        .from(tool_use::Entity)
+        .and_where(Expr::col(tool_use::Column::MessageId).in_subquery(ids))
+        .group_by_col(tool_use::Column::MessageId);
+    let mut out = HashMap::new();
+    for row in db.query_all(&counts).await? {
+        let message: i64 = row.try_get("", "message")?;
+        let calls: i64 = row.try_get("", "calls")?;
+        out.insert(message, u64::try_from(calls).unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// A stored message as `protege db messages` lists it: its headers, the size of its
+/// readable body, its attachments (without their bytes) and the tool calls recorded
+/// under it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MessageListing {
+    /// The database id (`messages.id`).
+    pub id: i64,
+    /// The RFC 5322 Message-ID.
+    pub message_id: String,
+    /// `inbound` or `outbound`.
+    pub direction: Direction,
+    /// The From address, in header form.
+    pub from: String,
+    /// The To addresses, in header form.
+    pub to: Vec<String>,
+    /// The Cc addresses, in header form.
+    pub cc: Vec<String>,
+    /// The subject.
+    pub subject: String,
+    /// When it was sent (UTC).
+    pub sent_at: DateTime<Utc>,
+    /// The Message-ID it answers, when it names one.
+    pub in_reply_to: Option<String>,
+    /// The characters of its readable body (the text body, else the HTML converted).
+    pub body_chars: usize,
+    /// Its attachments, in insertion order.
+    pub attachments: Vec<AttachmentListing>,
+    /// The tool calls recorded under it (the runs that answered it).
+    pub tool_uses: u64,
+}
+
+/// An attachment as [`MessageListing`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AttachmentListing {
+    /// The stable id shown to the model and to tools.
+    pub attachment_id: String,
+    /// The file name.
+    pub filename: String,
+    /// The MIME type.
+    pub content_type: String,
+    /// The size in bytes.
+    pub byte_size: i64,
+}
+
+/// The messages of thread `thread_id` as a history orders them (by `sent_at`, ties by
+/// `id`), listed; `None` when there is no such thread. Four statements whatever the
+/// thread's length.
+pub async fn list_thread_messages(
+    db: &DatabaseConnection,
+    thread_id: i64,
+) -> Result<Option<Vec<MessageListing>>> {
+    if !thread_exists(db, thread_id).await? {
+        return Ok(None);
+    }
+    let tool_uses = thread_tool_use_counts(db, thread_id).await?;
+    let messages = thread_messages(db, thread_id).await?;
+    Ok(Some(
+        messages
+            .into_iter()
+            .map(|m| MessageListing {
+                id: m.id,
+                body_chars: m.readable().chars().count(),
+                tool_uses: tool_uses.get(&m.id).copied().unwrap_or(0),
+                attachments: m
+                    .email
+                    .attachments
+                    .iter()
+                    .map(|a| AttachmentListing {
+                        attachment_id: a.attachment_id.clone(),
+                        filename: a.filename.clone(),
+                        content_type: a.content_type.clone(),
+                        byte_size: a.byte_size,
+                    })
+                    .collect(),
+                message_id: m.email.message_id,
+                direction: m.email.direction,
+                from: m.email.from,
+                to: m.email.to,
+                cc: m.email.cc,
+                subject: m.email.subject,
+                sent_at: m.email.sent_at,
+                in_reply_to: m.email.in_reply_to,
+            })
             .collect(),
     ))
 }

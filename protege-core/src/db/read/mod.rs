@@ -46,5 +46,8 @@ pub(crate) async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<Da
         }
     })
 }
-pub use lookup::{load_message, thread_inbound_messages, thread_messages};
+pub use lookup::{
+    AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
+    load_message, thread_exists, thread_inbound_messages, thread_messages, thread_tool_use_counts,
+};
 pub use runs::{load_rounds, load_run};

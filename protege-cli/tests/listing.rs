@@ -1,0 +1,142 @@
+//! `protege db threads` and `protege db messages --thread ID` (and `Engine::threads`,
+//! `Engine::thread_messages`): what is stored, listed, on every backend the environment
+//! names.
+
+use serde_json::{Value, json};
+
+mod common;
+use common::server::every_backend;
+use common::{project, protege_command};
+
+/// Runs `protege --database URL ARGS` from the project root: (exit code, stdout, stderr).
+fn protege(url: &str, args: &[&str]) -> (i32, String, String) {
+    let out = protege_command()
+        .current_dir(project())
+        .arg("--database")
+        .arg(url)
+        .args(args)
+        .env_remove("PROTEGE_DATABASE_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+const THREADS: &str = "\
+thread  messages  last message (UTC)    subject
+     1         3  2026-03-09T16:40:00Z  Refund for order A-1042
+     6         2  2026-03-08T09:10:00Z  Weekly order export
+     5         2  2026-03-07T12:00:00Z  Plan upgrade
+     4         1  2026-03-06T14:20:00Z  Damaged label
+     3         1  2026-03-05T11:00:00Z  Invoice address
+     2         3  2026-03-04T10:05:00Z  Where is my parcel?
+";
+
+const MESSAGES: &str = "\
+id  sent at (UTC)         direction  attachments  tool uses  from                              message id
+ 4  2026-03-03T08:00:00Z  inbound              0          2  Bob Okafor <bob@example.com>      <track-1@example.com>
+ 5  2026-03-03T08:30:00Z  outbound             0          0  Acme Support <support@acme.test>  <track-2@acme.test>
+ 6  2026-03-04T10:05:00Z  inbound              0          0  Bob Okafor <bob@example.com>      <track-3@example.com>
+";
+
+/// A thread whose two newest messages share their `sent_at`: the one stored later is
+/// the newest.
+const TIED: &str = r#"{"threads":[{"subject":"Tied","messages":[
+  {"message_id":"<tie-1@example.com>","direction":"inbound","from":"Dan <dan@example.com>",
+   "to":["support@acme.test"],"subject":"Tied","sent_at":"2026-04-01T10:00:00Z","text_body":"First."},
+  {"message_id":"<tie-2@example.com>","direction":"inbound","from":"Dan <dan@example.com>",
+   "to":["support@acme.test"],"subject":"Tied","sent_at":"2026-04-01T10:00:00Z","text_body":"Second."}]}]}"#;
+
+#[tokio::test]
+async fn threads_and_messages_are_listed_alike_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = every_backend(dir.path(), "listing").await;
+    let tied = dir.path().join("tied.json");
+    std::fs::write(&tied, TIED).unwrap();
+    for (url, _) in &urls {
+        // An empty database lists nothing.
+        let (code, stdout, stderr) = protege(url, &["db", "threads"]);
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (0, "thread  messages  last message (UTC)  subject\n", ""),
+            "{url}"
+        );
+        assert_eq!(
+            protege(url, &["db", "threads", "--format", "json"]),
+            (0, "[]\n".to_owned(), String::new()),
+            "{url}"
+        );
+        let (code, _, stderr) = protege(url, &["db", "import", "examples/data/demo.json"]);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{url}");
+        assert_eq!(
+            protege(url, &["db", "threads"]),
+            (0, THREADS.to_owned(), String::new()),
+            "{url}"
+        );
+        let (code, json, _) = protege(url, &["db", "threads", "--limit", "2", "--format", "json"]);
+        assert_eq!(code, 0, "{url}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&json).unwrap(),
+            json!([
+                {"thread": 1, "subject": "Refund for order A-1042", "messages": 3,
+                 "last_message_id": "<refund-3@example.com>", "last_sent_at": "2026-03-09T16:40:00Z"},
+                {"thread": 6, "subject": "Weekly order export", "messages": 2,
+                 "last_message_id": "<export-2@acme.test>", "last_sent_at": "2026-03-08T09:10:00Z"}
+            ]),
+            "{url}"
+        );
+        assert_eq!(
+            protege(url, &["db", "messages", "--thread", "2"]),
+            (0, MESSAGES.to_owned(), String::new()),
+            "{url}"
+        );
+        let (code, json, _) = protege(
+            url,
+            &["db", "messages", "--thread", "1", "--format", "json"],
+        );
+        assert_eq!(code, 0, "{url}");
+        let first = &serde_json::from_str::<Value>(&json).unwrap()[0];
+        assert_eq!(
+            first,
+            &json!({
+                "id": 1, "message_id": "<refund-1@example.com>", "direction": "inbound",
+                "from": "Alice Martin <alice@example.com>", "to": ["support@acme.test"], "cc": [],
+                "subject": "Refund for order A-1042", "sent_at": "2026-03-02T09:14:00Z",
+                "in_reply_to": null, "body_chars": 118,
+                "attachments": [{"attachment_id": "att-refund-invoice",
+                    "filename": "invoice-A-1042.pdf", "content_type": "application/pdf",
+                    "byte_size": 175}],
+                "tool_uses": 2
+            }),
+            "{url}"
+        );
+        // Ties of `sent_at` go to the message stored later.
+        let (code, _, stderr) = protege(url, &["db", "import", &tied.display().to_string()]);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{url}");
+        let (_, json, _) = protege(url, &["db", "threads", "--limit", "1", "--format", "json"]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&json).unwrap(),
+            json!([{"thread": 7, "subject": "Tied", "messages": 2,
+                    "last_message_id": "<tie-2@example.com>", "last_sent_at": "2026-04-01T10:00:00Z"}]),
+            "{url}"
+        );
+        // An unknown thread: one sentence, exit 1.
+        assert_eq!(
+            protege(url, &["db", "messages", "--thread", "99"]),
+            (
+                1,
+                String::new(),
+                "error: unknown thread `99`: no thread with this id in the database\n".to_owned()
+            ),
+            "{url}"
+        );
+    }
+    for (_, server) in &urls {
+        if let Some(server) = server {
+            common::server::execute(server, "DROP DATABASE IF EXISTS listing").await;
+        }
+    }
+}
