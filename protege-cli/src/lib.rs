@@ -113,6 +113,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
                 dry_run,
                 now,
             } => db::prune(env, older_than, now, dry_run).await,
+            DbCommand::Export { file } => db::export(env, &file).await,
             DbCommand::Threads { limit, format } => db::threads(env, limit, format).await,
             DbCommand::Messages { thread, format } => db::messages(env, thread, format).await,
         },

@@ -43,8 +43,8 @@ pub use eml::{
 };
 pub use erase::Removed;
 pub use fixture::{
-    Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary, import_fixture,
-    import_fixture_file, import_fixture_str, parse_fixture,
+    ExportSummary, Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary,
+    export_fixture, import_fixture, import_fixture_file, import_fixture_str, parse_fixture,
 };
 pub use forget::{Forgotten, forget};
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::db::{self, ImportSummary};
+use crate::db::{self, ExportSummary, ImportSummary};
 
 use super::{Engine, EngineError};
 
@@ -19,5 +19,13 @@ impl Engine {
     pub async fn import_fixture(&self, path: &Path) -> Result<ImportSummary, EngineError> {
         let conn = self.db().await?;
         Ok(db::import_fixture_file(conn, path).await?)
+    }
+
+    /// Every stored thread as a fixture that [`Engine::import_fixture`] reads back, as
+    /// `protege db export` writes it (see [`db::export_fixture`] for what it holds and
+    /// leaves out), with the counts of what it holds.
+    pub async fn export_fixture(&self) -> Result<(serde_json::Value, ExportSummary), EngineError> {
+        let conn = self.db().await?;
+        Ok(db::export_fixture(conn).await?)
     }
 }

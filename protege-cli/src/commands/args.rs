@@ -160,6 +160,16 @@ pub(crate) enum DbCommand {
         #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
         now: Option<DateTime<Utc>>,
     },
+    /// Write every stored thread as a fixture that `db import` reads back: a backup, or a
+    /// move to another database.
+    #[command(
+        after_help = "Examples:\n  protege db export backup.json\n  protege --database sqlite://app.db db export - | gzip > backup.json.gz\n  protege --database postgres://postgres@127.0.0.1/app db import backup.json"
+    )]
+    Export {
+        /// The file to write (replaced whole once the export is complete), or `-` for
+        /// stdout.
+        file: PathBuf,
+    },
     /// List the threads that hold messages, the one with the newest message first.
     #[command(
         after_help = "Examples:\n  protege db threads\n  protege db threads --limit 5 --format json"

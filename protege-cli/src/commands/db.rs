@@ -1,5 +1,5 @@
-//! `db migrate`, `db import`, `db import-eml`, `db summary`, `db prune`, `db threads`,
-//! `db messages` and `forget`: the engine's database doors.
+//! `db migrate`, `db import`, `db import-eml`, `db summary`, `db prune`, `db export`,
+//! `db threads`, `db messages` and `forget`: the engine's database doors.
 
 use std::path::Path;
 use std::time::Duration;
@@ -198,4 +198,47 @@ fn table<const N: usize>(heads: [&str; N], right: &[bool; N], rows: &[[String; N
         out.push('\n');
     }
     out
+}
+
+/// `db export FILE|-`: every stored thread as a fixture. A file is written next to itself
+/// under a temporary name and renamed over FILE once complete, so an interrupted export
+/// leaves FILE as it was.
+pub(crate) async fn export(env: &Env, file: &Path) -> CliResult {
+    let (fixture, summary) = env.engine().await?.export_fixture().await?;
+    // A `Value` always serialises.
+    let mut text = serde_json::to_string_pretty(&fixture).unwrap_or_default();
+    text.push('\n');
+    if file == Path::new("-") {
+        output::out(&text)?;
+    } else {
+        write_whole(file, text.as_bytes())
+            .map_err(|e| Failure::invalid(format!("cannot write `{}`: {e}", file.display())))?;
+    }
+    output::err(&format!(
+        "{summary}; running summaries, runs and settings are not part of a fixture\n"
+    ))
+}
+
+/// Writes `bytes` to a new file beside `path` (`.NAME.PID.tmp`), syncs it and renames it
+/// over `path`; on failure the new file is removed and `path` is left as it was.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -41,6 +41,8 @@ pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.
 #[doc(hidden)]
+pub use read::snapshot as read_snapshot;
+#[doc(hidden)]
 pub use reason::db_reason;
 
 /// SeaORM, the database layer protege is built on, re-exported so an application queries

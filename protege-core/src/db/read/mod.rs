@@ -34,7 +34,7 @@ use sea_orm::{
 /// (`REPEATABLE READ` on PostgreSQL and MySQL/MariaDB; SQLite's transactions always do), for
 /// the reads that take several statements: a concurrent erasure or import commits either
 /// before all of them or after.
-pub(crate) async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<DatabaseTransaction> {
+pub async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<DatabaseTransaction> {
     Ok(match db.get_database_backend() {
         DbBackend::Sqlite => db.begin().await?,
         _ => {
