@@ -197,9 +197,9 @@ pub use protege_config as config;
 
 // The front door: a persona folder and a database in, the finished request out.
 pub use engine::{
-    CacheReport, CacheReportRow, EmlImport, EmlImported, Engine, EngineBuilder, EngineError,
-    EngineErrorKind, Format, Resolution, ResolveInput, RunCacheReport, RunCacheRow,
-    SUMMARY_MAX_BYTES, problem_summary,
+    CacheReport, CacheReportRow, DiffOptions, DiffStatus, EmlImport, EmlImported, Engine,
+    EngineBuilder, EngineError, EngineErrorKind, FirstChange, Format, PersonaDiff, Resolution,
+    ResolveInput, RunCacheReport, RunCacheRow, SUMMARY_MAX_BYTES, problem_summary,
 };
 
 /// Runs (§13 of the design): what [`Engine::start_run`], [`Engine::record_round`] and

@@ -124,6 +124,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,
+        Command::Diff(args) => commands::diff::run(env, &args).await,
         Command::Completions { .. } | Command::Man { .. } => Ok(()), // printed before, see `run_main`
     }
 }

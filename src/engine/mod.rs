@@ -4,6 +4,7 @@
 
 mod cache_report;
 mod calibrate;
+mod diff;
 mod error;
 mod fixture;
 mod forget;
@@ -29,6 +30,7 @@ use sea_orm::DatabaseConnection;
 use tokio::sync::{OnceCell, broadcast};
 
 pub use cache_report::{CacheReport, CacheReportRow};
+pub use diff::{DiffOptions, DiffStatus, FirstChange, PersonaDiff};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 pub use mail::{EmlImport, EmlImported};

@@ -79,6 +79,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: RunCommand,
     },
+    /// Resolve each persona's recent messages with the live persona folder and with
+    /// another one, and print what changes; exit 1 when anything does.
+    #[command(
+        after_help = "Examples:\n  protege diff --to personas.new/\n  protege diff --to personas.new/ --persona support --messages 50\n  protege diff --to personas.new/ --since 7d --format json"
+    )]
+    Diff(DiffArgs),
     /// Print a completion script for a shell on stdout.
     #[command(
         after_help = "Examples:\n  protege completions bash > ~/.local/share/bash-completion/completions/protege\n  protege completions zsh > ~/.zfunc/_protege\n  protege completions fish > ~/.config/fish/completions/protege.fish\n  protege completions powershell >> $PROFILE"
@@ -195,6 +201,30 @@ pub(crate) enum DbCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The candidate persona folder, compared with the live one (`--personas`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) to: PathBuf,
+    /// Only this persona.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) persona: Option<String>,
+    /// The most recent inbound messages addressed to each persona, at most this many.
+    #[arg(long, value_name = "N", default_value_t = 20, conflicts_with = "since")]
+    pub(crate) messages: u64,
+    /// Instead of a number: the inbound messages of the last DURATION (`48h`, `7d`,
+    /// `2w`), at most 1000.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) since: Option<std::time::Duration>,
+    /// A table of changes then the first changed request of each persona as a unified
+    /// diff, or JSON for scripts.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub(crate) format: ListFormat,
+    /// The time of every run, RFC 3339 (default: now).
+    #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
+    pub(crate) now: Option<DateTime<Utc>>,
 }
 
 /// How `db threads` and `db messages` print.

@@ -4,6 +4,7 @@ pub(crate) mod args;
 pub(crate) mod cache_report;
 pub(crate) mod db;
 pub(crate) mod demo;
+pub(crate) mod diff;
 pub(crate) mod explain;
 mod generate;
 pub(crate) mod output;

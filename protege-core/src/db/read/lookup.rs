@@ -11,7 +11,7 @@ use sea_orm::{
 
 use super::embedded;
 use super::rows::{self, columns};
-use crate::db::entities::{attachment, email_thread, message, tool_use};
+use crate::db::entities::{attachment, email_thread, message, message_address, tool_use};
 use crate::error::Result;
 use crate::mail::{Direction, MailMessage};
 
@@ -380,4 +380,51 @@ pub async fn list_thread_messages(
             })
             .collect(),
     ))
+}
+
+/// The Message-IDs of the most recent inbound messages (by `sent_at`, ties by `id`,
+/// newest first) where one of `addresses` appears in the From, To or Cc (through
+/// `message_addresses`), sent at or after `since` when given, at most `limit`: the
+/// messages `Engine::diff` resolves for a persona. One statement.
+pub async fn recent_inbound_to(
+    db: &DatabaseConnection,
+    addresses: &[String],
+    since: Option<DateTime<Utc>>,
+    limit: u64,
+) -> Result<Vec<String>> {
+    let keys: Vec<String> = addresses
+        .iter()
+        .map(|a| crate::mail::address_key(a))
+        .filter(|k| !k.is_empty())
+        .collect();
+    if keys.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let mut to = Query::select();
+    to.column(message_address::Column::MessageId)
+        .from(message_address::Entity)
+        .and_where(Expr::col(message_address::Column::Address).is_in(keys));
+    let mut recent = Query::select();
+    recent
+        .column((message::Entity, message::Column::MessageId))
+        .from(message::Entity)
+        .and_where(
+            Expr::col((message::Entity, message::Column::Direction))
+                .eq(Direction::Inbound.as_str()),
+        )
+        .and_where(Expr::col((message::Entity, message::Column::Id)).in_subquery(to))
+        .order_by((message::Entity, message::Column::SentAt), Order::Desc)
+        .order_by((message::Entity, message::Column::Id), Order::Desc)
+        .limit(limit);
+    if let Some(since) = since {
+        recent.and_where(Expr::col((message::Entity, message::Column::SentAt)).gte(since));
+    }
+    let mut out = Vec::new();
+    for row in db
+        .query_all_raw(crate::db::dates::statement(db, &recent))
+        .await?
+    {
+        out.push(row.try_get::<String>("", "message_id")?);
+    }
+    Ok(out)
 }
