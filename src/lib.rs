@@ -198,8 +198,8 @@ pub use protege_config as config;
 // The front door: a persona folder and a database in, the finished request out.
 pub use engine::{
     CacheReport, CacheReportRow, DiffOptions, DiffStatus, EmlImport, EmlImported, Engine,
-    EngineBuilder, EngineError, EngineErrorKind, FirstChange, Format, PersonaDiff, Resolution,
-    ResolveInput, RunCacheReport, RunCacheRow, SUMMARY_MAX_BYTES, problem_summary,
+    EngineBuilder, EngineError, EngineErrorKind, FirstChange, Format, MAX_DIFF_FILES, PersonaDiff,
+    Resolution, ResolveInput, RunCacheReport, RunCacheRow, SUMMARY_MAX_BYTES, problem_summary,
 };
 
 /// Runs (§13 of the design): what [`Engine::start_run`], [`Engine::record_round`] and

@@ -2448,3 +2448,120 @@ fn eventually_logged(server: &Server, needle: &str) -> String {
     }
     panic!("no log line with `{needle}` within 30 s");
 }
+
+#[tokio::test]
+async fn diff_compares_candidate_persona_files_with_auth_and_json_errors() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let res = server
+        .client
+        .post(server.url("/v1/diff"))
+        .header("content-type", "application/json")
+        .body(json!({"personas": {}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    let diff = |body: Value| {
+        let server = &server;
+        async move {
+            let (status, text) = server
+                .post("/v1/diff", "application/json", body.to_string())
+                .await;
+            (status, serde_json::from_str::<Value>(&text).unwrap())
+        }
+    };
+    let mut files = serde_json::Map::new();
+    for name in ["billing.toml", "digest.toml", "support.toml"] {
+        let text = std::fs::read_to_string(project().join("personas").join(name)).unwrap();
+        files.insert(name.into(), text.into());
+    }
+    let summary = |answer: &Value| -> Vec<(String, String, u64, u64)> {
+        answer["personas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["persona"].as_str().unwrap().to_owned(),
+                    d["status"].as_str().unwrap().to_owned(),
+                    d["requests"].as_u64().unwrap(),
+                    d["changed"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // The live files: nothing changes.
+    let (status, answer) = diff(json!({"personas": files, "now": NOW, "messages": 2})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["changed"], json!(false));
+    assert_eq!(
+        summary(&answer),
+        [
+            ("billing".into(), "unchanged".into(), 0, 0),
+            ("digest".into(), "unchanged".into(), 0, 0),
+            ("support".into(), "unchanged".into(), 2, 0)
+        ]
+    );
+    // An edit of one persona, a broken one, and only that persona asked for.
+    let support = files["support.toml"]
+        .as_str()
+        .unwrap()
+        .replace("briefly and politely.", "briefly and kindly.");
+    files.insert("support.toml".into(), support.into());
+    files.insert(
+        "digest.toml".into(),
+        "name = \"digest\"\nbroken = \n".into(),
+    );
+    let (status, answer) = diff(json!({"personas": files, "now": NOW, "messages": 2})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["changed"], json!(true));
+    assert_eq!(
+        summary(&answer),
+        [
+            ("billing".into(), "unchanged".into(), 0, 0),
+            ("digest".into(), "invalid".into(), 0, 0),
+            ("support".into(), "changed".into(), 2, 2)
+        ]
+    );
+    // The diagnostics name the file, not the folder it was written to on the server.
+    assert_eq!(
+        answer["personas"][1]["diagnostics"],
+        json!([
+            "digest.toml:2:10: error: invalid TOML: string values must be quoted, expected literal string"
+        ])
+    );
+    let first = answer["personas"][2]["first_change"]["diff"]
+        .as_str()
+        .unwrap();
+    assert!(
+        first.starts_with("--- live/support <refund-3@example.com>\n+++ candidate/support <refund-3@example.com>\n@@ message 1 (system) @@\n"),
+        "{first}"
+    );
+    let (status, answer) =
+        diff(json!({"personas": files, "persona": "support", "since": "3650d", "now": NOW})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        summary(&answer),
+        [("support".into(), "changed".into(), 8, 8)]
+    );
+    // Mistakes.
+    let kind = |answer: &Value| answer["error"]["kind"].as_str().unwrap().to_owned();
+    let (status, answer) = diff(json!({"personas": {"../x.toml": ""}})).await;
+    assert_eq!((status, kind(&answer)), (422, "invalid_input".into()));
+    assert_eq!(
+        answer["error"]["message"],
+        json!(
+            "persona file name `../x.toml` is not NAME.toml, NAME of 1 to 64 ASCII letters, digits, `-` and `_`"
+        )
+    );
+    let (status, answer) = diff(json!({"personas": {}, "messages": 2, "since": "1d"})).await;
+    assert_eq!(
+        (status, answer["error"]["message"].clone()),
+        (422, json!("give `messages` or `since`, not both"))
+    );
+    let (status, answer) = diff(json!({"personas": {}, "since": "0d"})).await;
+    assert_eq!((status, kind(&answer)), (422, "invalid_input".into()));
+    let (status, answer) = diff(json!({"persona": "support"})).await;
+    assert_eq!((status, kind(&answer)), (400, "bad_request".into()));
+}

@@ -1,14 +1,15 @@
 //! What a persona edit changes, before it goes live: [`Engine::diff`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use super::{Engine, EngineError, Format, ResolveInput};
+use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput};
 use crate::db;
 
 /// The messages [`Engine::diff`] resolves for each persona.
@@ -193,6 +194,83 @@ impl Engine {
             out.push(diff);
         }
         Ok(out)
+    }
+}
+
+/// The most persona files [`Engine::diff_files`] takes.
+pub const MAX_DIFF_FILES: usize = 256;
+
+impl Engine {
+    /// This engine with the personas of `dir` instead of its own folder (not watched):
+    /// the same root, resolvers, settings, database (its connection shared once made) and
+    /// fence key; for [`Engine::diff`].
+    pub async fn with_personas(&self, dir: impl Into<PathBuf>) -> Result<Engine, EngineError> {
+        let inner = &self.inner;
+        let mut builder = Engine::builder()
+            .root(self.root())
+            .personas(dir)
+            .registry(inner.set.registry().clone())
+            .config(inner.config.clone())
+            .database(inner.database.clone())
+            .connect_timeout(inner.connect_timeout)
+            .trusted_authserv_ids(inner.trusted_authserv_ids.iter().cloned());
+        if let Some(conn) = inner.db.get() {
+            builder = builder.connection(conn.clone());
+        }
+        let engine = builder.build().await?;
+        if let Some(key) = inner.fence_key.get() {
+            // The new engine has read no key yet: it takes this one.
+            let _ = engine.inner.fence_key.set(key.clone());
+        }
+        Ok(engine)
+    }
+
+    /// [`Engine::diff`] against the persona files `files` (file name → TOML text), as
+    /// `POST /v1/diff` takes them: the candidate folder holds exactly these files. A name
+    /// is `NAME.toml`, NAME of ASCII letters, digits, `-` and `_` (at most 64); at most
+    /// [`MAX_DIFF_FILES`] files. The diagnostics name the files without a folder.
+    pub async fn diff_files(
+        &self,
+        files: &BTreeMap<String, String>,
+        options: &DiffOptions,
+    ) -> Result<Vec<PersonaDiff>, EngineError> {
+        let invalid = |message: String| EngineError::new(EngineErrorKind::InvalidInput, message);
+        if files.len() > MAX_DIFF_FILES {
+            return Err(invalid(format!(
+                "{} persona files, over the limit of {MAX_DIFF_FILES}",
+                files.len()
+            )));
+        }
+        for name in files.keys() {
+            let stem = name.strip_suffix(".toml").unwrap_or("");
+            let valid = (1..=64).contains(&stem.len())
+                && stem
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !valid {
+                return Err(invalid(format!(
+                    "persona file name `{}` is not NAME.toml, NAME of 1 to 64 ASCII letters, digits, `-` and `_`",
+                    name.escape_debug()
+                )));
+            }
+        }
+        let unavailable = |e: std::io::Error| {
+            EngineError::new(
+                EngineErrorKind::Unavailable,
+                format!("cannot write the candidate personas to a temporary folder: {e}"),
+            )
+        };
+        let dir = tempfile::tempdir().map_err(unavailable)?;
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).map_err(unavailable)?;
+        }
+        let candidate = self.with_personas(dir.path()).await?;
+        let mut diffs = self.diff(&candidate, options).await?;
+        let prefix = format!("{}/", dir.path().display());
+        for line in diffs.iter_mut().flat_map(|d| d.diagnostics.iter_mut()) {
+            *line = line.replace(&prefix, "");
+        }
+        Ok(diffs)
     }
 }
 

@@ -30,7 +30,7 @@ use sea_orm::DatabaseConnection;
 use tokio::sync::{OnceCell, broadcast};
 
 pub use cache_report::{CacheReport, CacheReportRow};
-pub use diff::{DiffOptions, DiffStatus, FirstChange, PersonaDiff};
+pub use diff::{DiffOptions, DiffStatus, FirstChange, MAX_DIFF_FILES, PersonaDiff};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 pub use mail::{EmlImport, EmlImported};

@@ -282,6 +282,68 @@ pub(super) async fn prune(
     erasure_answer(&counts, input.dry_run)
 }
 
+/// The body of `POST /v1/diff`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DiffBody {
+    personas: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    persona: Option<String>,
+    #[serde(default)]
+    messages: Option<u64>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    now: Option<DateTime<Utc>>,
+}
+
+impl JsonBody for DiffBody {
+    const WHAT: &'static str = "diff";
+}
+
+/// The most messages a persona's diff resolves, as `protege diff --since` does.
+const DIFF_MESSAGES: u64 = 1000;
+
+/// What the persona files `personas` (file name → TOML text, the whole candidate folder)
+/// would change: 200 `{"changed": bool, "personas": [...]}`, each entry as `protege diff
+/// --format json` prints it; 422 for a bad file name, a bad duration or both `messages`
+/// and `since`.
+pub(super) async fn diff(
+    State(app): State<App>,
+    Json(input): Json<DiffBody>,
+) -> Result<Response, ApiError> {
+    let invalid = |message: &str| EngineError::new(EngineErrorKind::InvalidInput, message);
+    if input.messages.is_some() && input.since.is_some() {
+        return Err(invalid("give `messages` or `since`, not both").into());
+    }
+    let now = input.now.unwrap_or_else(Utc::now);
+    let since = match &input.since {
+        Some(text) => {
+            let age = crate::db::parse_duration(text).map_err(EngineError::from)?;
+            let since = chrono::Duration::from_std(age)
+                .ok()
+                .and_then(|age| now.checked_sub_signed(age))
+                .ok_or_else(|| invalid("`since` reaches before the year 0000"))?;
+            Some(since)
+        }
+        None => None,
+    };
+    let options = crate::DiffOptions {
+        persona: input.persona,
+        messages: match since {
+            Some(_) => DIFF_MESSAGES,
+            None => input.messages.unwrap_or(20).min(DIFF_MESSAGES),
+        },
+        since,
+        now: Some(now),
+    };
+    let diffs = app.engine.diff_files(&input.personas, &options).await?;
+    let changed = diffs
+        .iter()
+        .any(|d| d.status != crate::DiffStatus::Unchanged);
+    Ok(axum::Json(json!({ "changed": changed, "personas": diffs })).into_response())
+}
+
 /// 200 `{"removed":{table: count, ...}}`, or `{"would_remove":{...}}` for a dry run, the
 /// tables in a fixed order.
 fn erasure_answer(counts: &crate::db::Removed, dry_run: bool) -> Result<Response, ApiError> {

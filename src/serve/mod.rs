@@ -52,6 +52,9 @@ const SUMMARY_LIMIT: usize = 6 * crate::SUMMARY_MAX_BYTES + 64 * 1024;
 const FORGET_LIMIT: usize = 16 * 1024;
 /// The body limit of `POST /v1/prune`: a duration, a time and a flag.
 const PRUNE_LIMIT: usize = 4 * 1024;
+/// The body limit of `POST /v1/diff`: candidate persona files (each at most 1 MiB when
+/// loaded) and framing.
+const DIFF_LIMIT: usize = 4 * 1024 * 1024;
 /// The body limit of `POST /v1/runs/{id}/rounds`: a response and its tool results, each
 /// result up to its persona's `[limits] tool_result_bytes` (1 MiB by default) in any JSON
 /// encoding.
@@ -149,6 +152,7 @@ impl Service {
             )
             .route("/v1/forget", limited(post(handlers::forget), FORGET_LIMIT))
             .route("/v1/prune", limited(post(handlers::prune), PRUNE_LIMIT))
+            .route("/v1/diff", limited(post(handlers::diff), DIFF_LIMIT))
             .route("/v1/runs", limited(post(runs::start), RESOLVE_LIMIT))
             .route("/v1/runs/{id}", get(runs::show))
             .route(
