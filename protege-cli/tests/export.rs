@@ -4,24 +4,7 @@
 
 mod common;
 use common::server::every_backend;
-use common::{project, protege_command};
-
-/// Runs `protege --database URL ARGS` from the project root: (exit code, stdout, stderr).
-fn protege(url: &str, args: &[&str]) -> (i32, String, String) {
-    let out = protege_command()
-        .current_dir(project())
-        .arg("--database")
-        .arg(url)
-        .args(args)
-        .env_remove("PROTEGE_DATABASE_URL")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+use common::{project, run_on as protege};
 
 const NOT_EXPORTED: &str = "running summaries, runs and settings are not part of a fixture";
 

@@ -22,6 +22,23 @@ pub(crate) fn protege_command() -> std::process::Command {
     command
 }
 
+/// Runs `protege --database URL ARGS` from the workspace root, without the environment's
+/// `PROTEGE_DATABASE_URL`: (exit code, stdout, stderr).
+pub(crate) fn run_on(url: &str, args: &[&str]) -> (i32, String, String) {
+    let out = protege_command()
+        .arg("--database")
+        .arg(url)
+        .args(args)
+        .env_remove("PROTEGE_DATABASE_URL")
+        .output()
+        .expect("run protege");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    )
+}
+
 /// The fence key of the tests (the examples' own), so the shipped `support` persona, whose
 /// bodies are fenced, gives the same bytes at every run.
 pub(crate) const FENCE_KEY: &str = "protege-example-fence-key";
