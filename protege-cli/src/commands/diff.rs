@@ -17,12 +17,9 @@ pub(crate) async fn run(env: &Env, args: &DiffArgs) -> CliResult {
         )));
     }
     let live = env.engine().await?;
-    let candidate = env
-        .engine_builder()
-        .personas(&args.to)
-        .connection(live.db().await?.clone())
-        .build()
-        .await?;
+    // Connected first, so that both engines share the connection.
+    live.db().await?;
+    let candidate = live.with_personas(&args.to).await?;
     let now = args.now.unwrap_or_else(Utc::now);
     let since = match args.since {
         Some(age) => Some(
