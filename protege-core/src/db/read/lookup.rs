@@ -10,7 +10,7 @@ use sea_orm::{
 };
 
 use super::embedded;
-use super::rows::{self, columns};
+use super::rows::{self, TableColumn, columns};
 use crate::db::entities::{attachment, email_thread, message, message_address, tool_use};
 use crate::error::Result;
 use crate::mail::{Direction, MailMessage};
@@ -109,6 +109,16 @@ pub async fn load_message(
 /// # Ok(()) }
 /// ```
 pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<Vec<MailMessage>> {
+    messages_of_thread(db, thread_id, true).await
+}
+
+/// The messages of thread `thread_id` as [`thread_messages`] reads them; the attachments'
+/// bytes only `with_data` (the last column of `attachments`).
+async fn messages_of_thread(
+    db: &DatabaseConnection,
+    thread_id: i64,
+    with_data: bool,
+) -> Result<Vec<MailMessage>> {
     let mut in_thread = Query::select();
     in_thread
         .columns(columns(message::Entity))
@@ -127,9 +137,11 @@ pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<
     ids.column(message::Column::Id)
         .from(message::Entity)
         .and_where(Expr::col(message::Column::EmailThreadId).eq(thread_id));
+    let attachment_columns = columns(attachment::Entity)
+        .take(attachment::Column::Data.position() + usize::from(with_data));
     let mut of_thread = Query::select();
     of_thread
-        .columns(columns(attachment::Entity))
+        .columns(attachment_columns)
         .from(attachment::Entity)
         .and_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(ids))
         .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
@@ -139,7 +151,7 @@ pub async fn thread_messages(db: &DatabaseConnection, thread_id: i64) -> Result<
         .map(|(i, m)| (m.id, i))
         .collect();
     for row in db.query_all(&of_thread).await? {
-        let (message_id, attachment) = rows::attachment(&row, true)?;
+        let (message_id, attachment) = rows::attachment(&row, with_data)?;
         if let Some(&i) = position.get(&message_id) {
             messages[i].attachments.push(attachment);
         }
@@ -153,11 +165,7 @@ pub async fn thread_inbound_messages(
     db: &DatabaseConnection,
     thread_id: i64,
 ) -> Result<Option<Vec<(String, DateTime<Utc>)>>> {
-    if email_thread::Entity::find_by_id(thread_id)
-        .one(db)
-        .await?
-        .is_none()
-    {
+    if !thread_exists(db, thread_id).await? {
         return Ok(None);
     }
     let rows = message::Entity::find()
@@ -350,7 +358,8 @@ pub async fn list_thread_messages(
         return Ok(None);
     }
     let tool_uses = thread_tool_use_counts(db, thread_id).await?;
-    let messages = thread_messages(db, thread_id).await?;
+    // The listing names attachments: their bytes stay in the database.
+    let messages = messages_of_thread(db, thread_id, false).await?;
     Ok(Some(
         messages
             .into_iter()
