@@ -939,24 +939,35 @@ fn db_summary_stores_a_summary_that_thread_summary_replays() {
     );
 }
 
-#[test]
-fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
-    let (dir, url) = demo_db();
-    let file = dir.path().join("summary.txt");
-    std::fs::write(&file, "Alice's order A-1042 arrived broken.\n").unwrap();
+/// Stores `text` as the running summary of a thread through `message`, with `db summary`
+/// (the file written in `dir`).
+fn store_summary(url: &str, dir: &Path, message: &str, text: &str) {
+    let file = dir.join("summary.txt");
+    std::fs::write(&file, text).unwrap();
     let run = protege(
-        &url,
+        url,
         &project(),
         &[
             "db",
             "summary",
             "--message",
-            "<refund-2@acme.test>",
+            message,
             "--file",
             file.to_str().unwrap(),
         ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
+    let (dir, url) = demo_db();
+    store_summary(
+        &url,
+        dir.path(),
+        "<refund-2@acme.test>",
+        "Alice's order A-1042 arrived broken.\n",
+    );
     let alice = "messages: 3\nattachments: 1\ntool_uses: 2\nruns: 0\nrun_rounds: 0\n\
                  thread_summaries: 1\nmessage_addresses: 6\nemail_threads: 1\n";
     // A dry run counts and changes nothing: the same counts come back.
@@ -1044,21 +1055,12 @@ fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
 #[test]
 fn db_prune_drops_the_threads_whose_newest_message_is_older() {
     let (dir, url) = demo_db();
-    let file = dir.path().join("summary.txt");
-    std::fs::write(&file, "Bob's parcel was found.\n").unwrap();
-    let run = protege(
+    store_summary(
         &url,
-        &project(),
-        &[
-            "db",
-            "summary",
-            "--message",
-            "<track-3@example.com>",
-            "--file",
-            file.to_str().unwrap(),
-        ],
+        dir.path(),
+        "<track-3@example.com>",
+        "Bob's parcel was found.\n",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
     let prune = |older_than: &str, dry_run: bool| {
         let mut args = vec![
             "db",
