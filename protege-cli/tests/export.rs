@@ -2,6 +2,8 @@
 //! `db import` reads back, the same bytes from every backend, and a move from SQLite to the
 //! servers the environment names.
 
+use std::path::Path;
+
 mod common;
 use common::server::every_backend;
 use common::{project, run_on as protege};
@@ -143,6 +145,42 @@ fn a_file_that_cannot_be_written_is_one_sentence_and_nothing_else() {
         std::fs::read_to_string(&file).unwrap(),
         "{\n  \"threads\": []\n}\n"
     );
+    // A link is followed: the file it names is replaced, the link stays (also when the
+    // file is not there yet).
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("latest.json");
+        std::os::unix::fs::symlink("backup-2.json", &link).unwrap();
+        for _ in 0..2 {
+            let (code, _, _) = protege(&url, &["db", "export", &link.display().to_string()]);
+            assert_eq!(code, 0);
+            assert!(
+                std::fs::symlink_metadata(&link)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("backup-2.json")).unwrap(),
+                "{\n  \"threads\": []\n}\n"
+            );
+        }
+        std::fs::remove_file(&link).unwrap();
+        std::fs::remove_file(dir.path().join("backup-2.json")).unwrap();
+    }
+    // A device is written in place, never replaced by a file: `/dev/full` refuses it.
+    if Path::new("/dev/full").exists() {
+        let (code, _, stderr) = protege(&url, &["db", "export", "/dev/full"]);
+        assert_eq!(
+            (code, stderr.as_str()),
+            (
+                1,
+                "error: cannot write `/dev/full`: No space left on device (os error 28)\n"
+            )
+        );
+        let kind = std::fs::metadata("/dev/full").unwrap().file_type();
+        assert!(!kind.is_file(), "/dev/full was replaced by a file");
+    }
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -220,9 +220,26 @@ pub(crate) async fn export(env: &Env, file: &Path) -> CliResult {
 }
 
 /// Writes `bytes` to a new file beside `path` (`.NAME.PID.tmp`), syncs it and renames it
-/// over `path`; on failure the new file is removed and `path` is left as it was.
+/// over `path`; on failure the new file is removed and `path` is left as it was. A link is
+/// followed (the file it names is replaced, not the link), and a device or a pipe
+/// (`/dev/stdout`, a FIFO) is written in place: there is no file to rename over.
 fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    let path = match std::fs::canonicalize(path) {
+        Ok(target) => {
+            if std::fs::metadata(&target).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+                let mut stream = std::fs::OpenOptions::new().write(true).open(&target)?;
+                stream.write_all(bytes)?;
+                return stream.flush();
+            }
+            target
+        }
+        // Not there yet, or a link to a file not there yet: created by the rename.
+        Err(_) => match std::fs::read_link(path) {
+            Ok(target) => path.parent().unwrap_or(Path::new(".")).join(target),
+            Err(_) => path.to_owned(),
+        },
+    };
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -235,7 +252,7 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, &path)
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
