@@ -123,3 +123,42 @@ async fn threads_and_messages_are_listed_alike_on_every_backend() {
         }
     }
 }
+
+/// A header stored with control characters (written before imports made headers one line,
+/// or by hand) is printed on one line, so a stranger's subject cannot move the cursor.
+#[test]
+fn control_characters_in_stored_headers_stay_off_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let url = format!("sqlite://{}?mode=rwc", db.display());
+    let project = common::project();
+    let demo = project.join("examples/data/demo.json");
+    assert_eq!(
+        protege(&url, &["db", "import", &demo.display().to_string()]).0,
+        0
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE email_threads SET subject = 'Invoice\u{1b}[2J\naddress' WHERE id = 3",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE messages SET from_address = 'Eve\r\n<eve@example.com>' WHERE id = 7",
+        [],
+    )
+    .unwrap();
+    let (code, stdout, _) = protege(&url, &["db", "threads"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("     3         1  2026-03-05T11:00:00Z  Invoice [2J address\n"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = protege(&url, &["db", "messages", "--thread", "3"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("  Eve <eve@example.com>  "), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\r'),
+        "{stdout}"
+    );
+}
