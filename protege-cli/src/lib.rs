@@ -63,7 +63,7 @@ fn run_main(registry: Registry) -> ExitCode {
         }
     };
     // The commands that only print what clap knows need no runtime, persona or database.
-    if let Some(text) = commands::generated(&cli.command) {
+    if let Some(text) = commands::generated(&cli.command, &registry) {
         return match text.and_then(|text| output::out(&text)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(failure) => {
@@ -125,6 +125,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,
         Command::Diff(args) => commands::diff::run(env, &args).await,
-        Command::Completions { .. } | Command::Man { .. } => Ok(()), // printed before, see `run_main`
+        // Printed before, see `run_main`.
+        Command::Completions { .. } | Command::Man { .. } | Command::Schema { .. } => Ok(()),
     }
 }

@@ -35,6 +35,7 @@ mod custom;
 mod diagnostic;
 mod error;
 mod event;
+mod json_schema;
 mod names;
 mod persona;
 mod reader;

@@ -12,6 +12,9 @@ use protege_core::{
     CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
     Responsibility, ToolDef,
 };
+use protege_schema::{
+    CACHE_MODES, LIMITS, MAIL, MODEL, PERSONA, PROVIDERS, RESPONSIBILITY, TOOL, key_names,
+};
 use toml::de::{DeTable, DeValue};
 
 use crate::chains::chain;
@@ -36,20 +39,6 @@ pub struct Persona {
     /// The file it was loaded from, as given to the loader.
     pub path: PathBuf,
 }
-
-const TOP_KEYS: [&str; 11] = [
-    "name",
-    "instructions",
-    "addresses",
-    "vars",
-    "model",
-    "limits",
-    "mail",
-    "tools",
-    "message_resolvers",
-    "responsibilities",
-    "responsibility_resolvers",
-];
 
 impl Persona {
     /// The persona's unique name.
@@ -118,7 +107,7 @@ fn read(
     registry: &Registry,
     templates: &mut Templates,
 ) -> Option<Persona> {
-    unknown_keys(sink, doc, &TOP_KEYS, "");
+    unknown_keys(sink, doc, &key_names(PERSONA), "");
     let stem = sink
         .path
         .file_stem()
@@ -217,12 +206,7 @@ fn addresses(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<String> {
 
 fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
     let t = reader::table(sink, value, "`model`")?;
-    unknown_keys(
-        sink,
-        t,
-        &["provider", "name", "max_tokens", "cache"],
-        " in `[model]`",
-    );
+    unknown_keys(sink, t, &key_names(MODEL), " in `[model]`");
     let mut model = ModelConfig::default();
     if let Some(v) = get(t, "provider")
         && let Some(p) = reader::string(sink, v, "`provider`")
@@ -231,7 +215,7 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
             "openai" => Some(Provider::Openai),
             "anthropic" => Some(Provider::Anthropic),
             _ => {
-                let hint = suggestion(&p, ["openai", "anthropic"]);
+                let hint = suggestion(&p, PROVIDERS);
                 let message = if hint.is_empty() {
                     format!("unknown provider `{p}`, expected `openai` or `anthropic`")
                 } else {
@@ -265,7 +249,7 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
         match CacheMode::parse(&c) {
             Some(mode) => model.cache = mode,
             None => {
-                let hint = suggestion(&c, ["auto", "off"]);
+                let hint = suggestion(&c, CACHE_MODES);
                 let message = if hint.is_empty() {
                     format!("unknown cache mode `{c}`, expected `auto` or `off`")
                 } else {
@@ -285,19 +269,7 @@ fn limits(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaLimits {
     let Some(t) = reader::table(sink, value, "`limits`") else {
         return limits;
     };
-    unknown_keys(
-        sink,
-        t,
-        &[
-            "template_fuel",
-            "template_output_bytes",
-            "message_text_bytes",
-            "attachment_parts",
-            "max_rounds",
-            "tool_result_bytes",
-        ],
-        " in `[limits]`",
-    );
+    unknown_keys(sink, t, &key_names(LIMITS), " in `[limits]`");
     if let Some(v) = get(t, "template_fuel") {
         limits.template_fuel = reader::positive(sink, v, "`template_fuel`");
     }
@@ -330,12 +302,7 @@ fn mail(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaMail {
     let Some(t) = reader::table(sink, value, "`mail`") else {
         return mail;
     };
-    unknown_keys(
-        sink,
-        t,
-        &["trusted_authserv_ids", "quoted", "fence"],
-        " in `[mail]`",
-    );
+    unknown_keys(sink, t, &key_names(MAIL), " in `[mail]`");
     if let Some(v) = get(t, "quoted")
         && let Some(quoted) = crate::builtins::parse_quoted(sink, v)
     {
@@ -394,12 +361,7 @@ fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
     // Every name seen, also of entries with other problems (see `responsibilities`).
     let mut seen: Vec<String> = Vec::new();
     for (entry, t) in entries(sink, value, "tools") {
-        unknown_keys(
-            sink,
-            t,
-            &["name", "description", "input_schema"],
-            " in `[[tools]]`",
-        );
+        unknown_keys(sink, t, &key_names(TOOL), " in `[[tools]]`");
         let name = required(sink, entry, t, "name", "a tool").and_then(|v| {
             let n = reader::string(sink, v, "`name`")?;
             let valid = !n.is_empty()
@@ -453,7 +415,7 @@ fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibilit
         unknown_keys(
             sink,
             t,
-            &["name", "schedule", "instructions"],
+            &key_names(RESPONSIBILITY),
             " in `[[responsibilities]]`",
         );
         let name = required(sink, entry, t, "name", "a responsibility").and_then(|v| {

@@ -22,6 +22,7 @@
 
 mod builtins;
 mod docs;
+mod persona;
 mod suggest;
 
 // The template variables and the check of the names a template uses.
@@ -37,6 +38,12 @@ pub use builtins::{
 pub use builtins::{
     CORRESPONDENT_MESSAGES, CORRESPONDENT_TEMPLATE, CORRESPONDENT_THREADS, HISTORY_LIMIT,
     HISTORY_RESULT_LIMIT, QUOTED, ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
+};
+
+// The keys of a persona file outside its chains.
+pub use persona::{
+    CACHE_MODES, Key, LIMITS, MAIL, MODEL, PERSONA, PROVIDERS, RESPONSIBILITY, Shape, TOOL,
+    key_names,
 };
 
 // The README's options table, rendered from the table.

@@ -43,8 +43,9 @@ pub use eml::{
 };
 pub use erase::Removed;
 pub use fixture::{
-    ExportSummary, Fixture, FixtureMessage, FixtureThread, FixtureToolUse, ImportSummary,
-    export_fixture, import_fixture, import_fixture_file, import_fixture_str, parse_fixture,
+    ExportSummary, FIXTURE_SCHEMA, Fixture, FixtureMessage, FixtureThread, FixtureToolUse,
+    ImportSummary, export_fixture, import_fixture, import_fixture_file, import_fixture_str,
+    parse_fixture,
 };
 pub use forget::{Forgotten, forget};
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};

@@ -104,6 +104,15 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// Print the JSON Schema of a persona file (or, with --fixture, of the fixture format).
+    #[command(
+        after_help = "Examples:\n  protege schema > persona.schema.json    then start a persona file with `#:schema ./persona.schema.json`\n  protege schema --fixture > fixture.schema.json"
+    )]
+    Schema {
+        /// The schema of the fixture format of `db import` and `db export` instead.
+        #[arg(long)]
+        fixture: bool,
+    },
     /// Hot-reload the persona folder and print one JSON line per event.
     #[command(after_help = "Example:\n  protege watch --personas personas/")]
     Watch,

@@ -1,16 +1,21 @@
 //! `protege completions SHELL` and `protege man [--dir DIR]`: what clap knows of the
-//! command line, written for a shell's completion and for `man`.
+//! command line, written for a shell's completion and for `man`; `protege schema
+//! [--fixture]`: what the persona reader knows of a persona file, written for an editor.
 
 use std::path::Path;
 
 use clap::CommandFactory;
+use protege::config::Registry;
 
 use super::{Cli, CliResult, Command, Failure};
 
 /// What `command` prints, when it is one of the commands generated from the command-line
-/// grammar (they need no runtime, persona or database); `None` for the rest.
-pub(crate) fn generated(command: &Command) -> Option<CliResult<String>> {
+/// grammar or the persona schema (they need no runtime, persona or database); `None` for
+/// the rest.
+pub(crate) fn generated(command: &Command, registry: &Registry) -> Option<CliResult<String>> {
     match command {
+        Command::Schema { fixture: false } => Some(Ok(json(&registry.json_schema()))),
+        Command::Schema { fixture: true } => Some(Ok(protege::db::FIXTURE_SCHEMA.to_owned())),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "protege", &mut out);
@@ -73,4 +78,11 @@ fn collect(command: clap::Command, pages: &mut Vec<(String, String)>) {
     for child in children {
         collect(child, pages);
     }
+}
+
+/// `value` as pretty JSON (two spaces) and a newline.
+fn json(value: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
 }
