@@ -428,3 +428,337 @@ async fn with_a_token_the_page_asks_for_it_and_shows_no_data() {
     }
     assert!(texts(&dom, "block-head").is_empty());
 }
+
+/// A page of headless Chromium driven over the DevTools protocol: a minimal WebSocket
+/// client (text frames, client-masked) on a plain TCP stream, so the test needs no
+/// WebSocket crate.
+struct DevTools {
+    child: std::process::Child,
+    stream: std::net::TcpStream,
+    session: String,
+    next_id: u64,
+    _profile: tempfile::TempDir,
+}
+
+impl DevTools {
+    /// Starts Chromium with a DevTools port, and opens `url` in a new page of `width` ×
+    /// `height`.
+    fn open(chromium: &Path, url: &str, width: u32, height: u32) -> DevTools {
+        use std::io::{BufRead as _, Read as _, Write as _};
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                "--remote-debugging-port=0",
+                "--remote-allow-origins=*",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", chromium.display()));
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut endpoint = None;
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 {
+            if let Some(at) = line.find("ws://") {
+                endpoint = Some(line[at..].trim().to_owned());
+                break;
+            }
+            line.clear();
+        }
+        let endpoint = endpoint.expect("Chromium printed no DevTools address");
+        // Drain the rest of stderr so the browser never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        let rest = endpoint.strip_prefix("ws://").unwrap();
+        let (host, path) = rest.split_at(rest.find('/').unwrap());
+        let mut stream = std::net::TcpStream::connect(host).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head);
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        let mut tools = DevTools {
+            child,
+            stream,
+            session: String::new(),
+            next_id: 0,
+            _profile: profile,
+        };
+        let target = tools.call(
+            "Target.createTarget",
+            serde_json::json!({"url": "about:blank"}),
+        );
+        let attached = tools.call(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        tools.session = attached["sessionId"].as_str().unwrap().to_owned();
+        tools.call(
+            "Emulation.setDeviceMetricsOverride",
+            serde_json::json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
+        );
+        tools.call("Page.navigate", serde_json::json!({"url": url}));
+        tools
+    }
+
+    fn send_frame(&mut self, text: &str) {
+        use std::io::Write as _;
+        let payload = text.as_bytes();
+        let mut frame = vec![0x81u8];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= 0xffff => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        let mask = [0x5a, 0x17, 0xc3, 0x8e];
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.stream.write_all(&frame).unwrap();
+    }
+
+    /// The next whole text message (continuation frames joined; pings and other control
+    /// frames skipped).
+    fn read_message(&mut self) -> String {
+        use std::io::Read as _;
+        let mut message = Vec::new();
+        loop {
+            let mut head = [0u8; 2];
+            self.stream.read_exact(&mut head).unwrap();
+            let len = match head[1] & 0x7f {
+                126 => {
+                    let mut n = [0u8; 2];
+                    self.stream.read_exact(&mut n).unwrap();
+                    u16::from_be_bytes(n) as usize
+                }
+                127 => {
+                    let mut n = [0u8; 8];
+                    self.stream.read_exact(&mut n).unwrap();
+                    u64::from_be_bytes(n) as usize
+                }
+                n => n as usize,
+            };
+            let mut payload = vec![0u8; len];
+            self.stream.read_exact(&mut payload).unwrap();
+            let opcode = head[0] & 0x0f;
+            if opcode >= 0x8 {
+                assert_ne!(opcode, 0x8, "the browser closed the DevTools connection");
+                continue;
+            }
+            message.extend_from_slice(&payload);
+            if head[0] & 0x80 != 0 {
+                return String::from_utf8(message).unwrap();
+            }
+        }
+    }
+
+    /// Calls `method` (on the page once attached) and answers its result.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut command = serde_json::json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            command["sessionId"] = serde_json::json!(self.session);
+        }
+        self.send_frame(&command.to_string());
+        loop {
+            let answer: serde_json::Value = serde_json::from_str(&self.read_message()).unwrap();
+            if answer["id"] == id {
+                assert!(answer.get("error").is_none(), "{method}: {answer}");
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    /// The value of `expression` in the page (a promise awaited).
+    fn eval(&mut self, expression: &str) -> serde_json::Value {
+        let result = self.call(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+        );
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Waits until `expression` is true in the page (at most 30 s); an exception (the page
+    /// not loaded yet) counts as false.
+    fn wait_for(&mut self, expression: &str) {
+        let start = Instant::now();
+        let probe = format!(
+            "(() => {{ try {{ return Boolean({expression}); }} catch (_) {{ return false; }} }})()"
+        );
+        while self.eval(&probe) != serde_json::json!(true) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "waited 30 s for {expression}; status: {}",
+                self.eval("document.getElementById('status').textContent")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for DevTools {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `value` as a JavaScript string literal.
+fn js(value: &str) -> String {
+    serde_json::json!(value).to_string()
+}
+
+#[tokio::test]
+async fn the_token_typed_once_unlocks_the_page_and_a_pasted_persona_is_diffed() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let page = preselected(
+        &server,
+        &[
+            ("persona", "support"),
+            ("message", "<refund-3@example.com>"),
+            ("now", NOW),
+        ],
+    );
+    let mut tools = DevTools::open(&chromium, &page, 360, 800);
+    tools.wait_for("!document.getElementById('token-panel').hidden");
+    assert_eq!(
+        tools.eval("document.getElementById('status').textContent"),
+        "This service needs its token."
+    );
+    assert_eq!(tools.eval("document.querySelectorAll('option').length"), 0);
+
+    // A wrong token is refused and the form comes back; the right one unlocks the page.
+    tools.eval(
+        "document.getElementById('token').value = 'wrong'; \
+         document.getElementById('token-form').requestSubmit()",
+    );
+    tools.wait_for(
+        "document.getElementById('status').textContent === 'The token was refused: type it again.'",
+    );
+    tools.eval(&format!(
+        "document.getElementById('token').value = {}; \
+         document.getElementById('token-form').requestSubmit()",
+        js(TOKEN)
+    ));
+    tools.wait_for("document.getElementById('status').textContent === 'Resolved.'");
+    assert_eq!(tools.eval("sessionStorage.getItem('protege-token')"), TOKEN);
+    assert_eq!(tools.eval("location.href.includes('s3cret')"), false);
+    assert_eq!(tools.eval("document.getElementById('token').value"), "");
+    assert_eq!(tools.eval("document.querySelectorAll('.group').length"), 7);
+    assert_eq!(
+        tools.eval(
+            "[...document.querySelectorAll('.block .tokens')].map(e => e.textContent).join(',')"
+        ),
+        "112 tokens,97 tokens,32 tokens,37 tokens,90 tokens,12 tokens,26 tokens,17 tokens,14 tokens,99 tokens,29 tokens,74 tokens"
+    );
+    // 360 px wide: nothing wider than the window.
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true,
+        "{}",
+        tools.eval("document.documentElement.scrollWidth")
+    );
+
+    // The thread and message pickers list what the routes list.
+    tools.eval(
+        "const t = document.getElementById('thread'); t.value = '1'; \
+         t.dispatchEvent(new Event('change'))",
+    );
+    tools.wait_for("document.getElementById('message').options.length === 4");
+    tools.eval(
+        "const m = document.getElementById('message'); m.value = '<refund-1@example.com>'; \
+         m.dispatchEvent(new Event('change'))",
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('message-id').value"),
+        "<refund-1@example.com>"
+    );
+
+    // A pasted persona: the page's diff is the route's.
+    let live = std::fs::read_to_string(project().join("personas/support.toml")).unwrap();
+    let edited = live.replace("briefly and politely.", "briefly, politely and warmly.");
+    assert_ne!(live, edited);
+    let res = server
+        .client
+        .post(server.url("/v1/diff"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"personas": {"support.toml": edited}, "persona": "support", "now": NOW}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let answer: serde_json::Value = res.json().await.unwrap();
+    let diff = &answer["personas"][0];
+    assert_eq!(diff["status"], "changed");
+    let (before, after) = (
+        diff["tokens_before"].as_i64().unwrap(),
+        diff["tokens_after"].as_i64().unwrap(),
+    );
+    tools.eval(&format!(
+        "document.getElementById('diff-file').value = 'support.toml'; \
+         document.getElementById('diff-text').value = {}; \
+         document.getElementById('diff-form').requestSubmit()",
+        js(&edited)
+    ));
+    tools.wait_for("document.querySelector('#diff-result .diff')");
+    assert_eq!(
+        tools.eval("document.getElementById('status').textContent"),
+        "The pasted persona changes requests."
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#diff-result .block-head span')].map(e => e.textContent)"),
+        serde_json::json!([
+            "support",
+            "changed",
+            format!("{before} → {after} tokens (+{})", after - before)
+        ])
+    );
+    assert_eq!(
+        tools.eval("document.querySelector('#diff-result .unified').textContent"),
+        diff["first_change"]["diff"].as_str().unwrap().to_owned() + "\n"
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#diff-result .unified .add')].some(e => e.textContent.includes('warmly'))"),
+        true
+    );
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true
+    );
+}
