@@ -91,6 +91,15 @@ async fn the_router_answers_under_a_prefix_beside_the_application_s_routes() {
         (StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
     );
 
+    // The inspector page carries no data: open under the prefix too, its data routes not.
+    let page = app.clone().oneshot(get("/protege/ui")).await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.headers()[header::CACHE_CONTROL], "no-store");
+    assert_eq!(
+        send(&app, get("/protege/ui/app.js")).await.0,
+        StatusCode::OK
+    );
+
     // Nested, the routes keep their protection.
     let unauthorized = (
         StatusCode::UNAUTHORIZED,
@@ -105,6 +114,7 @@ async fn the_router_answers_under_a_prefix_beside_the_application_s_routes() {
         send(&app, get("/protege/no-such-route")).await,
         unauthorized
     );
+    assert_eq!(send(&app, get("/protege/v1/threads")).await, unauthorized);
 
     // With the token: what `Engine::resolve` gives, as `protege resolve` prints it.
     let expected = engine

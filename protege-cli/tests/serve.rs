@@ -2565,3 +2565,178 @@ async fn diff_compares_candidate_persona_files_with_auth_and_json_errors() {
     let (status, answer) = diff(json!({"persona": "support"})).await;
     assert_eq!((status, kind(&answer)), (400, "bad_request".into()));
 }
+
+/// The listing `protege db ARGS --format json` prints for `url`.
+fn cli_listing(url: &str, args: &[&str]) -> String {
+    let out = protege(&project(), url)
+        .arg("db")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn threads_and_messages_answer_what_the_cli_lists() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let unauthorized = error(
+        "unauthorized",
+        "this route needs `Authorization: Bearer <token>` with the token the service was started with",
+    );
+    assert_eq!(
+        server.get("/v1/threads", None).await,
+        (401, unauthorized.clone())
+    );
+    assert_eq!(
+        server.get("/v1/threads/1/messages", None).await,
+        (401, unauthorized.clone())
+    );
+    assert_eq!(
+        server.get("/v1/threads/999/messages", Some("wrong")).await,
+        (401, unauthorized)
+    );
+
+    let listed = cli_listing(&url, &["threads"]);
+    assert_eq!(
+        server.get("/v1/threads", Some(TOKEN)).await,
+        (200, listed.clone())
+    );
+    assert_eq!(
+        server.get("/v1/threads?limit=2", Some(TOKEN)).await,
+        (200, cli_listing(&url, &["threads", "--limit", "2"]))
+    );
+    let threads: Vec<Value> = serde_json::from_str(&listed).unwrap();
+    assert_eq!(threads.len(), 6);
+    for thread in &threads {
+        let id = thread["thread"].as_i64().unwrap().to_string();
+        assert_eq!(
+            server
+                .get(&format!("/v1/threads/{id}/messages"), Some(TOKEN))
+                .await,
+            (200, cli_listing(&url, &["messages", "--thread", &id])),
+            "thread {id}"
+        );
+    }
+
+    assert_eq!(
+        server.get("/v1/threads/999/messages", Some(TOKEN)).await,
+        (
+            404,
+            error(
+                "not_found",
+                "unknown thread `999`: no thread with this id in the database"
+            )
+        )
+    );
+    assert_eq!(
+        server.get("/v1/threads/x/messages", Some(TOKEN)).await,
+        (
+            404,
+            error(
+                "not_found",
+                "unknown thread `x`: a thread's id is an integer (see `GET /v1/threads`)"
+            )
+        )
+    );
+    let (status, text) = server.get("/v1/threads?limit=-1", Some(TOKEN)).await;
+    assert_eq!(status, 400, "{text}");
+    let (status, text) = server.get("/v1/threads?order=asc", Some(TOKEN)).await;
+    assert_eq!(status, 400, "{text}");
+}
+
+#[tokio::test]
+async fn the_inspector_page_is_open_and_carries_no_data() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                  object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+    for (path, content_type, shipped) in [
+        (
+            "/ui",
+            "text/html; charset=utf-8",
+            include_str!("../../src/serve/ui/index.html"),
+        ),
+        (
+            "/ui/app.js",
+            "text/javascript; charset=utf-8",
+            include_str!("../../src/serve/ui/app.js"),
+        ),
+        (
+            "/ui/app.css",
+            "text/css; charset=utf-8",
+            include_str!("../../src/serve/ui/app.css"),
+        ),
+    ] {
+        let res = server.client.get(server.url(path)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        let headers = res.headers().clone();
+        let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+        assert_eq!(header("content-type"), content_type, "{path}");
+        assert_eq!(header("content-security-policy"), policy, "{path}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("cache-control"), "no-store", "{path}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        assert_eq!(res.text().await.unwrap(), shipped, "{path}");
+    }
+    // Static files only: no inline script or style, data inserted as text.
+    let page = include_str!("../../src/serve/ui/index.html");
+    assert!(!page.contains("<script>") && !page.contains("style="));
+    let script = include_str!("../../src/serve/ui/app.js");
+    for markup in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+    ] {
+        assert!(!script.contains(markup), "{markup}");
+    }
+    // The other routes under /ui are not open.
+    assert_eq!(server.get("/ui/other.js", None).await.0, 401);
+    assert_eq!(server.get("/ui/app.js", Some("wrong")).await.0, 200);
+}
+
+#[tokio::test]
+async fn explain_counts_the_tokens_of_each_message_and_marks_the_cache_breakpoints() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let (status, text) = server
+        .resolve(json!({"persona": "support", "message_id": "<refund-3@example.com>", "now": NOW, "explain": true}))
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let tokens: Vec<u64> = answer["message_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    assert_eq!(tokens, [112, 97, 32, 37, 90, 12, 26, 17, 14, 99, 29, 74]);
+    // Each row's tokens are the sum of its messages'.
+    let mut start = 0;
+    for row in answer["explain"].as_array().unwrap() {
+        let n = row["messages"].as_u64().unwrap() as usize;
+        assert_eq!(
+            tokens[start..start + n].iter().sum::<u64>(),
+            row["tokens"].as_u64().unwrap(),
+            "{row}"
+        );
+        start += n;
+    }
+    assert_eq!(start, tokens.len());
+    assert_eq!(
+        answer["cache_breakpoints"],
+        json!([
+            {"index": 9, "at": "history"},
+            {"index": 10, "at": "system"},
+            {"index": 11, "at": "end"},
+        ])
+    );
+}

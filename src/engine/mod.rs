@@ -88,10 +88,26 @@ impl Resolution {
         protege_core::Source::sha256_hex(&bytes)
     }
 
+    /// The tokens of each message of the request, in request order, counted as the
+    /// `tokens` of [`steps`](Self::steps) are (the calibration when there is one, else the
+    /// tokenizer); a row's `tokens` is the sum of its messages' (up to the calibration's
+    /// rounding).
+    pub fn message_tokens(&self) -> Vec<usize> {
+        self.request
+            .messages
+            .iter()
+            .map(|m| match &self.calibration {
+                Some(c) => c.count(std::slice::from_ref(m)),
+                None => self.tokenizer.count_message(m),
+            })
+            .collect()
+    }
+
     /// The JSON form of `--explain` (what `POST /v1/resolve` adds to the request with
     /// `"explain": true`): `explain`, one row per resolver (`resolver`, `messages`,
     /// `chars`, `tokens`, `ms`, and `mail` when `[mail]` changed something), `sources`, one
-    /// per message of the request, and `request_sha256`.
+    /// per message of the request, `message_tokens`, one per message of the request
+    /// ([`message_tokens`](Self::message_tokens)), and `request_sha256`.
     pub fn explain_json(&self) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::json;
         let rows: Vec<serde_json::Value> = self
@@ -119,6 +135,7 @@ impl Resolution {
         let mut out = serde_json::Map::new();
         out.insert("explain".into(), serde_json::Value::Array(rows));
         out.insert("sources".into(), json!(self.sources()));
+        out.insert("message_tokens".into(), json!(self.message_tokens()));
         out.insert("request_sha256".into(), self.request_sha256().into());
         out
     }

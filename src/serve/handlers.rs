@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{FromRequestParts, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -80,6 +80,48 @@ pub(super) async fn personas(State(app): State<App>) -> Response {
     axum::Json(json!({ "personas": personas })).into_response()
 }
 
+/// The query string of `GET /v1/threads`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ThreadsQuery {
+    limit: Option<u64>,
+}
+
+/// The threads that hold messages, most recently active first, at most `?limit=` (default
+/// 50): what `protege db threads --format json` prints.
+pub(super) async fn threads(
+    State(app): State<App>,
+    query: Result<Query<ThreadsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let threads = app.engine.threads(query.limit.unwrap_or(50)).await?;
+    json_items(&threads)
+}
+
+/// The messages of a thread, oldest first: what `protege db messages --thread ID --format
+/// json` prints; 404 for an unknown thread (or an id that is not an integer).
+pub(super) async fn thread_messages(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let Ok(id) = id.parse::<i64>() else {
+        return Err(ApiError::not_found(format!(
+            "unknown thread `{id}`: a thread's id is an integer (see `GET /v1/threads`)"
+        )));
+    };
+    let messages = app.engine.thread_messages(id).await?;
+    json_items(&messages)
+}
+
+/// `items` as an indented JSON array with a final newline, their fields in declaration
+/// order: what the listings of `protege db ... --format json` print.
+fn json_items<T: serde::Serialize>(items: &[T]) -> Result<Response, ApiError> {
+    let mut text = serde_json::to_string_pretty(items)
+        .map_err(|e| ApiError::internal(format!("cannot serialise the answer: {e}")))?;
+    text.push('\n');
+    Ok(([(header::CONTENT_TYPE, "application/json")], text).into_response())
+}
+
 impl JsonBody for ResolveInput {
     const WHAT: &'static str = "resolve";
 }
@@ -107,6 +149,10 @@ async fn resolved(app: &App, input: &ResolveInput) -> Result<Response, ApiError>
         let mut answer = serde_json::Map::new();
         answer.insert("request".into(), out.body.clone());
         answer.extend(out.explain_json());
+        answer.insert(
+            "cache_breakpoints".into(),
+            json!(cache_breakpoints(app, &input.persona, &out.request)),
+        );
         serde_json::Value::Object(answer)
     } else {
         out.body
@@ -116,6 +162,41 @@ async fn resolved(app: &App, input: &ResolveInput) -> Result<Response, ApiError>
         response.headers_mut().insert(REQUEST_SHA256, value);
     }
     Ok(response)
+}
+
+/// Where an Anthropic body of `request` places its `cache_control` breakpoints, as
+/// indexes of the request's messages: `{"index", "at"}`, `at` being `system` (the end of the
+/// system prompt, whose messages are merged), `history` (the last message of
+/// `ThreadHistory`) or `end` (the final message); none when the persona's `[model] cache`
+/// is `off`.
+fn cache_breakpoints(app: &App, persona: &str, request: &crate::Request) -> Vec<serde_json::Value> {
+    let cache = app
+        .engine
+        .persona(persona)
+        .and_then(|p| p.info().model.as_ref().map(|m| m.cache))
+        .unwrap_or_default();
+    if cache != crate::CacheMode::Auto {
+        return Vec::new();
+    }
+    let messages = &request.messages;
+    let system = messages
+        .iter()
+        .rposition(|m| m.role == crate::Role::System && !m.content.text().trim().is_empty());
+    let end = messages.iter().rposition(|m| m.role != crate::Role::System);
+    let mut marks: Vec<serde_json::Value> = Vec::new();
+    for (index, at) in [
+        (system, "system"),
+        (request.cache.history_end, "history"),
+        (end, "end"),
+    ] {
+        if let Some(index) = index
+            && !marks.iter().any(|m| m["index"] == index)
+        {
+            marks.push(json!({ "index": index, "at": at }));
+        }
+    }
+    marks.sort_by_key(|m| m["index"].as_u64());
+    marks
 }
 
 /// The header of `POST /v1/resolve` that carries [`Resolution::request_sha256`](crate::Resolution::request_sha256).

@@ -40,14 +40,17 @@ pub(super) async fn log(request: Request, next: Next) -> Response {
     response
 }
 
-/// `401` for a request to `/v1/*`, `/metrics` or no route without the service's token. The
-/// open routes are told by their last segment, so the router keeps its protection when an
-/// application nests it under a prefix.
+/// The routes open without the token, told by their end so the router keeps its
+/// protection when an application nests it under a prefix: the probes, and the inspector
+/// page's three files, which carry no data.
+const OPEN_ROUTES: [&str; 5] = ["/healthz", "/readyz", "/ui", "/ui/app.js", "/ui/app.css"];
+
+/// `401` for a request to `/v1/*`, `/metrics` or no route without the service's token.
 pub(super) async fn auth(State(app): State<App>, request: Request, next: Next) -> Response {
     let open = request
         .extensions()
         .get::<MatchedPath>()
-        .is_some_and(|p| p.as_str().ends_with("/healthz") || p.as_str().ends_with("/readyz"));
+        .is_some_and(|p| OPEN_ROUTES.iter().any(|open| p.as_str().ends_with(open)));
     if !open && !authorized(&app, request.headers()) {
         return ApiError::unauthorized().into_response();
     }

@@ -18,12 +18,15 @@
 //!
 //! Every route is answered under the per-request deadline and logged with `tracing`;
 //! `/v1/*` and `/metrics` ask for the bearer token when one is set ([`Service::token`]).
+//! The inspector page (`/ui`, its script and its style sheet) carries no data and is open:
+//! its script asks `/v1/*` with the token the user types into the page.
 
 mod error;
 mod extract;
 mod handlers;
 mod layers;
 mod runs;
+mod ui;
 
 use std::fmt;
 use std::sync::Arc;
@@ -140,7 +143,12 @@ impl Service {
             routes = routes.route("/metrics", get(handlers::metrics));
         }
         routes
+            .route("/ui", get(ui::page))
+            .route("/ui/app.js", get(ui::script))
+            .route("/ui/app.css", get(ui::style))
             .route("/v1/personas", get(handlers::personas))
+            .route("/v1/threads", get(handlers::threads))
+            .route("/v1/threads/{id}/messages", get(handlers::thread_messages))
             .route(
                 "/v1/resolve",
                 limited(post(handlers::resolve), RESOLVE_LIMIT),

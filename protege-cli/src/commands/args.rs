@@ -367,7 +367,7 @@ pub(crate) struct ResolveArgs {
 pub(crate) enum ExplainFormat {
     /// A table, one row per resolver.
     Table,
-    /// One JSON object: `explain` (the rows), `sources` and `request_sha256`.
+    /// One JSON object: `explain` (the rows), `sources`, `message_tokens` and `request_sha256`.
     Json,
 }
 

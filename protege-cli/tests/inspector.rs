@@ -1,0 +1,764 @@
+//! The inspector page (`/ui`) in a real browser: headless Chromium against a running
+//! `protege serve`, the rendered DOM checked and screenshots saved under
+//! `target/inspector/`. Chromium is `PROTEGE_TEST_CHROMIUM` (a path), else
+//! `/usr/bin/chromium`; without either the test says it was skipped and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::project;
+use common::server::{Server, TOKEN, demo_db};
+
+const NOW: &str = "2026-03-10T08:00:00Z";
+
+/// The browser to drive, or `None` (the test is skipped) when none is installed and
+/// `PROTEGE_TEST_CHROMIUM` is unset.
+fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PROTEGE_TEST_CHROMIUM").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "PROTEGE_TEST_CHROMIUM is `{}`, which is no file",
+            path.display()
+        );
+        return Some(path);
+    }
+    let default = Path::new("/usr/bin/chromium");
+    if default.is_file() {
+        return Some(default.to_owned());
+    }
+    println!(
+        "inspector browser test skipped: no Chromium; install the Debian package `chromium` or set PROTEGE_TEST_CHROMIUM=/path/to/chromium"
+    );
+    None
+}
+
+/// Runs headless Chromium with `args` and `url`, in a profile of its own; its stdout. Fails
+/// the test when the browser fails or takes over two minutes.
+fn browse(chromium: &Path, args: &[&str], url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", chromium.display()));
+    // Read the pipes while the browser runs, so a full pipe never stalls it.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Chromium ran over two minutes: {url}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = out.join().unwrap();
+    let err = err.join().unwrap();
+    assert!(
+        status.success(),
+        "Chromium failed ({status}) on {url}: {err}"
+    );
+    out
+}
+
+/// The page with the rendered DOM, as Chromium serialises it.
+fn dump_dom(chromium: &Path, url: &str) -> String {
+    let dom = browse(chromium, &["--dump-dom"], url);
+    assert!(dom.contains("<title>protege inspector</title>"), "{dom}");
+    dom
+}
+
+/// The texts of the elements whose `class` attribute is exactly `class`, in document order,
+/// unescaped (the elements hold text only).
+fn texts(dom: &str, class: &str) -> Vec<String> {
+    let marker = format!("class=\"{class}\"");
+    let mut out = Vec::new();
+    let mut rest = dom;
+    while let Some(at) = rest.find(&marker) {
+        rest = &rest[at + marker.len()..];
+        let start = rest.find('>').unwrap() + 1;
+        let end = start + rest[start..].find('<').unwrap();
+        out.push(unescape(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// The text of the element with `id`.
+fn text_of(dom: &str, id: &str) -> String {
+    let marker = format!("id=\"{id}\"");
+    let at = dom
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no #{id}: {dom}"));
+    let rest = &dom[at..];
+    let start = rest.find('>').unwrap() + 1;
+    let end = start + rest[start..].find('<').unwrap();
+    unescape(&rest[start..end])
+}
+
+/// The opening tag of the element with `id`.
+fn tag_of<'a>(dom: &'a str, id: &str) -> &'a str {
+    let marker = format!("id=\"{id}\"");
+    let at = dom
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no #{id}: {dom}"));
+    let open = dom[..at].rfind('<').unwrap();
+    &dom[open..at + dom[at..].find('>').unwrap() + 1]
+}
+
+/// The option labels of the `select` with `id`.
+fn options(dom: &str, id: &str) -> Vec<String> {
+    let tag = tag_of(dom, id);
+    let at = dom.find(tag).unwrap();
+    let end = at + dom[at..].find("</select>").unwrap();
+    let select = &dom[at..end];
+    select
+        .split("<option")
+        .skip(1)
+        .map(|o| unescape(&o[o.find('>').unwrap() + 1..o.find("</option>").unwrap()]))
+        .collect()
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&")
+}
+
+/// The page's address with a preselection in its fragment.
+fn preselected(server: &Server, fragment: &[(&str, &str)]) -> String {
+    let fragment: Vec<String> = fragment
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    server.url(&format!("/ui#{}", fragment.join("&")))
+}
+
+/// `text` percent-encoded for a fragment's value.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Where the screenshots go: `target/inspector/`, beside the test binaries.
+fn screenshots() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/debug/deps/inspector-HASH
+    let target = exe.ancestors().nth(3).unwrap().to_owned();
+    let dir = target.join("inspector");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Saves a screenshot of `url` at `width`×`height` to `file`, and checks its size.
+fn screenshot(chromium: &Path, url: &str, file: &Path, size: (u32, u32), extra: &[&str]) {
+    let _ = std::fs::remove_file(file);
+    let mut args = vec![
+        format!("--screenshot={}", file.display()),
+        format!("--window-size={},{}", size.0, size.1),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    browse(chromium, &args, url);
+    let png = std::fs::read(file).unwrap_or_else(|e| panic!("no {}: {e}", file.display()));
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{}", file.display());
+    let dimension = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dimension(16), dimension(20)), size, "{}", file.display());
+}
+
+#[tokio::test]
+async fn the_page_shows_a_resolved_request_and_the_screenshots_are_saved() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, None, &[]);
+    let page = preselected(
+        &server,
+        &[
+            ("persona", "support"),
+            ("message", "<refund-3@example.com>"),
+            ("now", NOW),
+        ],
+    );
+    let dom = dump_dom(&chromium, &page);
+
+    assert_eq!(text_of(&dom, "status"), "Resolved.");
+    assert!(tag_of(&dom, "token-panel").contains("hidden"));
+    assert!(!tag_of(&dom, "inspector").contains("hidden"));
+    assert_eq!(
+        options(&dom, "persona"),
+        [
+            "billing (o4-mini)",
+            "digest (gpt-4o)",
+            "support (claude-sonnet-4-5)"
+        ]
+    );
+    assert_eq!(options(&dom, "thread").len(), 7, "{dom}");
+    let summary = text_of(&dom, "request-summary");
+    let sha = summary
+        .strip_prefix(
+            "support · message <refund-3@example.com> · 12 messages · 639 tokens · sha256 ",
+        )
+        .and_then(|rest| rest.strip_suffix('…'))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(
+        sha.len() == 16 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{summary}"
+    );
+    assert_eq!(
+        texts(&dom, "resolver"),
+        [
+            "LoadText",
+            "LoadFile",
+            "LoadFile",
+            "LoadRecord",
+            "ThreadHistory",
+            "LoadText",
+            "(trailing user turn)"
+        ]
+    );
+    assert_eq!(
+        texts(&dom, "group-stats"),
+        [
+            "1 message · 112 tokens",
+            "1 message · 97 tokens",
+            "1 message · 32 tokens",
+            "1 message · 37 tokens",
+            "6 messages · 258 tokens",
+            "1 message · 29 tokens",
+            "1 message · 74 tokens"
+        ]
+    );
+    assert_eq!(
+        texts(&dom, "role"),
+        [
+            "system",
+            "system",
+            "system",
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "system",
+            "user"
+        ]
+    );
+    assert_eq!(
+        texts(&dom, "tokens"),
+        [112, 97, 32, 37, 90, 12, 26, 17, 14, 99, 29, 74].map(|n| format!("{n} tokens"))
+    );
+    assert_eq!(
+        texts(&dom, "breakpoint"),
+        [
+            "cache breakpoint: end of the thread history",
+            "cache breakpoint: end of the system prompt (every system message, sent first)",
+            "cache breakpoint: end of the request"
+        ]
+    );
+    let file = |path: &str| {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(std::fs::read(project().join(path)).unwrap());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("source: file {path} (sha256 {}…)", &hex[..12])
+    };
+    assert_eq!(
+        texts(&dom, "source"),
+        [
+            "source: text of LoadText".to_owned(),
+            file("prompts/support.md"),
+            file("prompts/teams/support-team.md"),
+            "source: record customers 1".to_owned(),
+            "source: message <refund-1@example.com>".to_owned(),
+            "source: tool round run-refund-1 / call_refund_lookup".to_owned(),
+            "source: tool round run-refund-1 / call_refund_lookup".to_owned(),
+            "source: tool round run-refund-1 / call_refund_issue".to_owned(),
+            "source: tool round run-refund-1 / call_refund_issue".to_owned(),
+            "source: message <refund-2@acme.test>".to_owned(),
+            "source: text of LoadText".to_owned(),
+            "source: message <refund-3@example.com>".to_owned(),
+        ]
+    );
+    // The bars: one per block, as wide as its tokens against the largest (112).
+    assert!(
+        dom.contains("<span class=\"fill\" style=\"width: 100%;\"></span>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<span class=\"fill\" style=\"width: 10.7%;\"></span>"),
+        "{dom}"
+    );
+
+    let dir = screenshots();
+    screenshot(&chromium, &page, &dir.join("desktop.png"), (1280, 900), &[]);
+    screenshot(&chromium, &page, &dir.join("narrow.png"), (360, 800), &[]);
+    screenshot(
+        &chromium,
+        &page,
+        &dir.join("dark.png"),
+        (1280, 900),
+        &[
+            "--force-dark-mode",
+            "--blink-settings=preferredColorScheme=0",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn stored_mail_is_shown_as_text_never_as_markup() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, None, &[]);
+    let hostile = "From: Mallory <mallory@example.com>\r\nTo: support@acme.test\r\n\
+        Subject: <img src=x onerror=\"document.title='owned'\">\r\n\
+        Message-ID: <hostile-1@example.com>\r\nDate: Mon, 09 Mar 2026 10:00:00 +0000\r\n\r\n\
+        <script>document.title='owned'</script><b id=\"injected\">bold</b>\r\n";
+    let res = server
+        .client
+        .post(server.url("/v1/mail"))
+        .header("content-type", "message/rfc822")
+        .body(hostile)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201);
+    let dom = dump_dom(
+        &chromium,
+        &preselected(
+            &server,
+            &[
+                ("persona", "support"),
+                ("message", "<hostile-1@example.com>"),
+                ("now", NOW),
+            ],
+        ),
+    );
+    assert_eq!(text_of(&dom, "status"), "Resolved.");
+    assert!(dom.contains("<title>protege inspector</title>"));
+    assert!(!dom.contains("<b id=\"injected\""), "{dom}");
+    assert!(
+        dom.contains("&lt;b id=\"injected\"&gt;bold&lt;/b&gt;"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<img"), "{dom}");
+    assert!(
+        dom.contains("&lt;script&gt;document.title='owned'&lt;/script&gt;"),
+        "{dom}"
+    );
+    assert!(
+        options(&dom, "thread")
+            .iter()
+            .any(|o| o.contains("<img src=x onerror=\"document.title='owned'\">")),
+        "{dom}"
+    );
+}
+
+#[tokio::test]
+async fn with_a_token_the_page_asks_for_it_and_shows_no_data() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let dom = dump_dom(
+        &chromium,
+        &preselected(
+            &server,
+            &[
+                ("persona", "support"),
+                ("message", "<refund-3@example.com>"),
+            ],
+        ),
+    );
+    assert_eq!(text_of(&dom, "status"), "This service needs its token.");
+    assert!(!tag_of(&dom, "token-panel").contains("hidden"), "{dom}");
+    assert!(tag_of(&dom, "inspector").contains("hidden"), "{dom}");
+    assert!(options(&dom, "persona").is_empty(), "{dom}");
+    assert!(options(&dom, "thread").is_empty(), "{dom}");
+    for data in [
+        "claude",
+        "Refund for order",
+        "alice@example.com",
+        "LoadText",
+    ] {
+        assert!(!dom.contains(data), "{data}: {dom}");
+    }
+    assert!(texts(&dom, "block-head").is_empty());
+}
+
+/// A page of headless Chromium driven over the DevTools protocol: a minimal WebSocket
+/// client (text frames, client-masked) on a plain TCP stream, so the test needs no
+/// WebSocket crate.
+struct DevTools {
+    child: std::process::Child,
+    stream: std::net::TcpStream,
+    session: String,
+    next_id: u64,
+    _profile: tempfile::TempDir,
+}
+
+impl DevTools {
+    /// Starts Chromium with a DevTools port, and opens `url` in a new page of `width` ×
+    /// `height`.
+    fn open(chromium: &Path, url: &str, width: u32, height: u32) -> DevTools {
+        use std::io::{BufRead as _, Read as _, Write as _};
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                "--remote-debugging-port=0",
+                "--remote-allow-origins=*",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", chromium.display()));
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut endpoint = None;
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 {
+            if let Some(at) = line.find("ws://") {
+                endpoint = Some(line[at..].trim().to_owned());
+                break;
+            }
+            line.clear();
+        }
+        let endpoint = endpoint.expect("Chromium printed no DevTools address");
+        // Drain the rest of stderr so the browser never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        let rest = endpoint.strip_prefix("ws://").unwrap();
+        let (host, path) = rest.split_at(rest.find('/').unwrap());
+        let mut stream = std::net::TcpStream::connect(host).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head);
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        let mut tools = DevTools {
+            child,
+            stream,
+            session: String::new(),
+            next_id: 0,
+            _profile: profile,
+        };
+        let target = tools.call(
+            "Target.createTarget",
+            serde_json::json!({"url": "about:blank"}),
+        );
+        let attached = tools.call(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        tools.session = attached["sessionId"].as_str().unwrap().to_owned();
+        tools.call(
+            "Emulation.setDeviceMetricsOverride",
+            serde_json::json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
+        );
+        tools.call("Page.navigate", serde_json::json!({"url": url}));
+        tools
+    }
+
+    fn send_frame(&mut self, text: &str) {
+        use std::io::Write as _;
+        let payload = text.as_bytes();
+        let mut frame = vec![0x81u8];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= 0xffff => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        let mask = [0x5a, 0x17, 0xc3, 0x8e];
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.stream.write_all(&frame).unwrap();
+    }
+
+    /// The next whole text message (continuation frames joined; pings and other control
+    /// frames skipped).
+    fn read_message(&mut self) -> String {
+        use std::io::Read as _;
+        let mut message = Vec::new();
+        loop {
+            let mut head = [0u8; 2];
+            self.stream.read_exact(&mut head).unwrap();
+            let len = match head[1] & 0x7f {
+                126 => {
+                    let mut n = [0u8; 2];
+                    self.stream.read_exact(&mut n).unwrap();
+                    u16::from_be_bytes(n) as usize
+                }
+                127 => {
+                    let mut n = [0u8; 8];
+                    self.stream.read_exact(&mut n).unwrap();
+                    u64::from_be_bytes(n) as usize
+                }
+                n => n as usize,
+            };
+            let mut payload = vec![0u8; len];
+            self.stream.read_exact(&mut payload).unwrap();
+            let opcode = head[0] & 0x0f;
+            if opcode >= 0x8 {
+                assert_ne!(opcode, 0x8, "the browser closed the DevTools connection");
+                continue;
+            }
+            message.extend_from_slice(&payload);
+            if head[0] & 0x80 != 0 {
+                return String::from_utf8(message).unwrap();
+            }
+        }
+    }
+
+    /// Calls `method` (on the page once attached) and answers its result.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut command = serde_json::json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            command["sessionId"] = serde_json::json!(self.session);
+        }
+        self.send_frame(&command.to_string());
+        loop {
+            let answer: serde_json::Value = serde_json::from_str(&self.read_message()).unwrap();
+            if answer["id"] == id {
+                assert!(answer.get("error").is_none(), "{method}: {answer}");
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    /// The value of `expression` in the page (a promise awaited).
+    fn eval(&mut self, expression: &str) -> serde_json::Value {
+        let result = self.call(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+        );
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Waits until `expression` is true in the page (at most 30 s); an exception (the page
+    /// not loaded yet) counts as false.
+    fn wait_for(&mut self, expression: &str) {
+        let start = Instant::now();
+        let probe = format!(
+            "(() => {{ try {{ return Boolean({expression}); }} catch (_) {{ return false; }} }})()"
+        );
+        while self.eval(&probe) != serde_json::json!(true) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "waited 30 s for {expression}; status: {}",
+                self.eval("document.getElementById('status').textContent")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for DevTools {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `value` as a JavaScript string literal.
+fn js(value: &str) -> String {
+    serde_json::json!(value).to_string()
+}
+
+#[tokio::test]
+async fn the_token_typed_once_unlocks_the_page_and_a_pasted_persona_is_diffed() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let page = preselected(
+        &server,
+        &[
+            ("persona", "support"),
+            ("message", "<refund-3@example.com>"),
+            ("now", NOW),
+        ],
+    );
+    let mut tools = DevTools::open(&chromium, &page, 360, 800);
+    tools.wait_for("!document.getElementById('token-panel').hidden");
+    assert_eq!(
+        tools.eval("document.getElementById('status').textContent"),
+        "This service needs its token."
+    );
+    assert_eq!(tools.eval("document.querySelectorAll('option').length"), 0);
+
+    // A wrong token is refused and the form comes back; the right one unlocks the page.
+    tools.eval(
+        "document.getElementById('token').value = 'wrong'; \
+         document.getElementById('token-form').requestSubmit()",
+    );
+    tools.wait_for(
+        "document.getElementById('status').textContent === 'The token was refused: type it again.'",
+    );
+    tools.eval(&format!(
+        "document.getElementById('token').value = {}; \
+         document.getElementById('token-form').requestSubmit()",
+        js(TOKEN)
+    ));
+    tools.wait_for("document.getElementById('status').textContent === 'Resolved.'");
+    assert_eq!(tools.eval("sessionStorage.getItem('protege-token')"), TOKEN);
+    assert_eq!(tools.eval("location.href.includes('s3cret')"), false);
+    assert_eq!(tools.eval("document.getElementById('token').value"), "");
+    assert_eq!(tools.eval("document.querySelectorAll('.group').length"), 7);
+    assert_eq!(
+        tools.eval(
+            "[...document.querySelectorAll('.block .tokens')].map(e => e.textContent).join(',')"
+        ),
+        "112 tokens,97 tokens,32 tokens,37 tokens,90 tokens,12 tokens,26 tokens,17 tokens,14 tokens,99 tokens,29 tokens,74 tokens"
+    );
+    // 360 px wide: nothing wider than the window.
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true,
+        "{}",
+        tools.eval("document.documentElement.scrollWidth")
+    );
+
+    // The thread and message pickers list what the routes list.
+    tools.eval(
+        "const t = document.getElementById('thread'); t.value = '1'; \
+         t.dispatchEvent(new Event('change'))",
+    );
+    tools.wait_for("document.getElementById('message').options.length === 4");
+    tools.eval(
+        "const m = document.getElementById('message'); m.value = '<refund-1@example.com>'; \
+         m.dispatchEvent(new Event('change'))",
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('message-id').value"),
+        "<refund-1@example.com>"
+    );
+
+    // A pasted persona: the page's diff is the route's.
+    let live = std::fs::read_to_string(project().join("personas/support.toml")).unwrap();
+    let edited = live.replace("briefly and politely.", "briefly, politely and warmly.");
+    assert_ne!(live, edited);
+    let res = server
+        .client
+        .post(server.url("/v1/diff"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"personas": {"support.toml": edited}, "persona": "support", "now": NOW}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let answer: serde_json::Value = res.json().await.unwrap();
+    let diff = &answer["personas"][0];
+    assert_eq!(diff["status"], "changed");
+    let (before, after) = (
+        diff["tokens_before"].as_i64().unwrap(),
+        diff["tokens_after"].as_i64().unwrap(),
+    );
+    tools.eval(&format!(
+        "document.getElementById('diff-file').value = 'support.toml'; \
+         document.getElementById('diff-text').value = {}; \
+         document.getElementById('diff-form').requestSubmit()",
+        js(&edited)
+    ));
+    tools.wait_for("document.querySelector('#diff-result .diff')");
+    assert_eq!(
+        tools.eval("document.getElementById('status').textContent"),
+        "The pasted persona changes requests."
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#diff-result .block-head span')].map(e => e.textContent)"),
+        serde_json::json!([
+            "support",
+            "changed",
+            format!("{before} → {after} tokens (+{})", after - before)
+        ])
+    );
+    assert_eq!(
+        tools.eval("document.querySelector('#diff-result .unified').textContent"),
+        diff["first_change"]["diff"].as_str().unwrap().to_owned() + "\n"
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#diff-result .unified .add')].some(e => e.textContent.includes('warmly'))"),
+        true
+    );
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true
+    );
+}
