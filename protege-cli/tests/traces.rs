@@ -41,11 +41,14 @@ fn agent_root() -> (tempfile::TempDir, String) {
     (root, db)
 }
 
+/// The requests a collector received: (path, body).
+type Received = Mutex<Vec<(String, Vec<u8>)>>;
+
 /// A collector of OTLP/HTTP exports: every body posted to `/v1/traces`, and the number of
 /// connections it accepted.
 struct Collector {
     port: u16,
-    bodies: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    bodies: Arc<Received>,
     connections: Arc<AtomicUsize>,
 }
 
@@ -139,7 +142,7 @@ fn attributes(list: &Value) -> BTreeMap<String, Value> {
 }
 
 /// Answers the HTTP/1.1 requests of one connection with `200 {}`, keeping their bodies.
-fn serve_connection(stream: TcpStream, kept: &Mutex<Vec<(String, Vec<u8>)>>) {
+fn serve_connection(stream: TcpStream, kept: &Received) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
@@ -267,6 +270,7 @@ fn check_resolve(spans: &[Span], resolve: &Span, explain: &Value) {
             &json!("(trailing user turn)")
         ]
     );
+    assert_eq!(resolvers.len(), rows.len());
     for (span, row) in resolvers.iter().zip(rows) {
         let a = &span.attributes;
         assert_eq!(a["protege.resolver.name"], row["resolver"]);

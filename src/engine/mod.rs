@@ -21,24 +21,25 @@ mod trace;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use cache_report::{CacheReport, CacheReportRow};
-pub use diff::{DiffOptions, DiffStatus, FirstChange, MAX_DIFF_FILES, PersonaDiff};
-pub use error::{EngineError, EngineErrorKind};
-pub use input::{Format, ResolveInput};
-pub use mail::{EmlImport, EmlImported};
 use protege_config::{Diagnostic, Diagnostics, Event, Persona, PersonaSet, Registry, Watch};
 use protege_core::db;
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
     AppConfig, Calibration, Context, Provider, Request, StepReport, Tokenizer, Trigger, assemble,
 };
+use sea_orm::DatabaseConnection;
+use tokio::sync::{OnceCell, broadcast};
+
+pub use cache_report::{CacheReport, CacheReportRow};
+pub use diff::{DiffOptions, DiffStatus, FirstChange, MAX_DIFF_FILES, PersonaDiff};
+pub use error::{EngineError, EngineErrorKind};
+pub use input::{Format, ResolveInput};
+pub use mail::{EmlImport, EmlImported};
 #[cfg(feature = "serve")]
 pub(crate) use run::Recorded;
 pub use run::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
 pub use runs_report::{RunCacheReport, RunCacheRow};
-use sea_orm::DatabaseConnection;
 pub use summary::SUMMARY_MAX_BYTES;
-use tokio::sync::{OnceCell, broadcast};
 
 /// The result of [`Engine::resolve`].
 #[derive(Debug, Clone, PartialEq)]
