@@ -17,6 +17,7 @@
 
 mod commands;
 mod serve;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -72,6 +73,11 @@ fn run_main(registry: Registry) -> ExitCode {
             }
         };
     }
+    let logs = match &cli.command {
+        Command::Serve(args) => Some(args.log_format),
+        _ => None,
+    };
+    let telemetry = telemetry::init(logs);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -79,6 +85,7 @@ fn run_main(registry: Registry) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             let _ = output::err(&format!("error: cannot start the async runtime: {e}\n"));
+            telemetry.shutdown();
             return ExitCode::from(1);
         }
     };
@@ -88,6 +95,8 @@ fn run_main(registry: Registry) -> ExitCode {
         database = env.database.clone();
         run(cli.command, &env).await
     });
+    // The spans still buffered are exported before the exit.
+    telemetry.shutdown();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {

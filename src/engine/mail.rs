@@ -8,7 +8,7 @@ use crate::db::{self, EmlOptions, EmlSummary, Ingested};
 use protege_config::{PERSONA_FILE_MAX_BYTES, addresses_in};
 use protege_core::Direction;
 
-use super::{Engine, EngineError, EngineErrorKind};
+use super::{Engine, EngineError, EngineErrorKind, trace};
 
 /// How [`Engine::import_eml`] imports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +65,26 @@ impl Engine {
         raw: &[u8],
         direction: Option<Direction>,
     ) -> Result<Ingested, EngineError> {
+        let span = trace::ingest_span(raw.len());
+        let out = self.ingest_mail_untraced(raw, direction).await;
+        match &out {
+            Ok(ingested) if !span.is_disabled() => {
+                span.record("protege.message_id", ingested.message_id.as_str());
+                span.record("protege.thread_id", ingested.thread_id);
+                span.record("protege.mail.direction", ingested.direction.as_str());
+                span.record("protege.mail.stored", ingested.imported);
+            }
+            Ok(_) => {}
+            Err(e) => trace::record_error(&span, e),
+        }
+        out
+    }
+
+    async fn ingest_mail_untraced(
+        &self,
+        raw: &[u8],
+        direction: Option<Direction>,
+    ) -> Result<Ingested, EngineError> {
         let own = self.own(None);
         let mut options = EmlOptions::new(own.addresses, chrono::Utc::now());
         options.direction = direction;
@@ -84,6 +104,26 @@ impl Engine {
     /// `protege db import-eml` does; see [`db::import_eml_paths`]. An unknown
     /// `options.persona` is [`EngineErrorKind::NotFound`].
     pub async fn import_eml(
+        &self,
+        paths: &[PathBuf],
+        options: &EmlImport,
+    ) -> Result<EmlImported, EngineError> {
+        let span = trace::import_span(paths.len());
+        let out = self.import_eml_untraced(paths, options).await;
+        match &out {
+            Ok(done) if !span.is_disabled() => {
+                let summary = &done.summary;
+                span.record("protege.mail.imported", trace::int(summary.imported));
+                span.record("protege.mail.duplicates", trace::int(summary.duplicates));
+                span.record("protege.mail.failed", trace::int(summary.failed.len()));
+            }
+            Ok(_) => {}
+            Err(e) => trace::record_error(&span, e),
+        }
+        out
+    }
+
+    async fn import_eml_untraced(
         &self,
         paths: &[PathBuf],
         options: &EmlImport,

@@ -16,6 +16,7 @@ mod run;
 mod runs_report;
 mod stored;
 mod summary;
+mod trace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -490,10 +491,27 @@ impl Engine {
         Ok(self.resolve_with_parts(input).await?.0)
     }
 
-    /// [`Engine::resolve`], with what a run keeps of it besides the resolution.
+    /// [`Engine::resolve`], with what a run keeps of it besides the resolution, under a
+    /// `protege.resolve` span (see [`trace`]).
     pub(crate) async fn resolve_with_parts(
         &self,
         input: &ResolveInput,
+    ) -> Result<(Resolution, ResolvedParts), EngineError> {
+        let span = trace::resolve_span(input);
+        let out = self.resolve_traced(input, &span).await;
+        if let Err(e) = &out {
+            trace::record_error(&span, e);
+        }
+        out
+    }
+
+    /// [`Engine::resolve_with_parts`] for `span`: when a subscriber records the span, the
+    /// tokens are counted (as `--explain` counts them) for its figures and one
+    /// `protege.resolver` span is made per step.
+    async fn resolve_traced(
+        &self,
+        input: &ResolveInput,
+        span: &tracing::Span,
     ) -> Result<(Resolution, ResolvedParts), EngineError> {
         self.personas_ready()?;
         if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
@@ -550,7 +568,10 @@ impl Engine {
             EngineError::from(e).in_persona(&info.name, shown)
         })?;
         let mut calibration = None;
-        if input.explain {
+        // A recorded span counts the tokens too, for its figures; they are kept only when
+        // the input asks for `--explain`.
+        let traced = !span.is_disabled();
+        if input.explain || traced {
             // A model without a public tokenizer counts with its calibration, once enough
             // of its runs are recorded. `ThreadHistory`'s budget keeps the estimate: it is
             // spent before this point, without a query for the calibration.
@@ -563,7 +584,7 @@ impl Engine {
             }
         }
         let body = encode(&assembled.request, format, model.clone())?;
-        let resolution = Resolution {
+        let mut resolution = Resolution {
             request: assembled.request,
             body,
             steps: assembled.steps,
@@ -571,6 +592,15 @@ impl Engine {
             tokenizer: assembled.tokenizer,
             calibration,
         };
+        if traced {
+            trace::record_resolution(span, &resolution, model_name);
+            if !input.explain {
+                for step in &mut resolution.steps {
+                    step.tokens = None;
+                }
+                resolution.calibration = None;
+            }
+        }
         Ok((
             resolution,
             ResolvedParts {

@@ -20,7 +20,7 @@ use protege_core::{
     message,
 };
 
-use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput, encode};
+use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput, encode, trace};
 use crate::db;
 
 /// A run that started: its id and round 0's body (exactly what a resolve of the same input
@@ -326,12 +326,30 @@ impl Engine {
         run_id: &str,
         input: RoundInput,
     ) -> Result<(Result<Step, EngineError>, Option<Recorded>), EngineError> {
+        let span = trace::round_span(run_id, input.round);
+        let out = self.record_round_traced(run_id, input, &span).await;
+        match &out {
+            Ok((Err(e), _)) | Err(e) => trace::record_error(&span, e),
+            Ok((Ok(_), _)) => {}
+        }
+        out
+    }
+
+    /// [`Engine::record_round_counted`] for `span`, which gets the round's usage.
+    async fn record_round_traced(
+        &self,
+        run_id: &str,
+        input: RoundInput,
+        span: &tracing::Span,
+    ) -> Result<(Result<Step, EngineError>, Option<Recorded>), EngineError> {
         let conn = self.db().await?;
         let run = self.load_run_row(run_id).await?;
         let response = parse_response(&run, &input.response)?;
+        trace::record_usage(span, &run.persona, &run.format, &run.model, &response.usage);
         let results = &input.results;
         let round = i32::try_from(input.round).unwrap_or(i32::MAX);
         if round < run.rounds {
+            span.record("protege.run.replayed", true);
             let step = self.replayed(&run, input.round, &input.response, results);
             return Ok((step.await, None));
         }
@@ -369,6 +387,7 @@ impl Engine {
             Outcome::Done => "done",
             _ => "stopped",
         };
+        span.record("protege.run.status", status);
         let new = new_round(round, &input.response, results, &response, status);
         match db::record_round(conn, &run, &new).await? {
             db::RoundWrite::Recorded => {}
@@ -376,6 +395,7 @@ impl Engine {
             db::RoundWrite::Raced => {
                 let run = self.load_run_row(run_id).await?;
                 if round < run.rounds {
+                    span.record("protege.run.replayed", true);
                     let step = self.replayed(&run, input.round, &input.response, results);
                     return Ok((step.await, None));
                 }

@@ -450,6 +450,8 @@ pub(super) async fn off_the_workers<T: Send + 'static>(
         .await
         .map_err(|e| ApiError::internal(format!("the request's work cannot start: {e}")))?;
     let runtime = tokio::runtime::Handle::current();
+    // The work stays in the request's span.
+    let work = tracing::Instrument::in_current_span(work);
     tokio::task::spawn_blocking(move || {
         let answer = runtime.block_on(work);
         drop(slot);

@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq as _;
+use tracing::Instrument as _;
 
 use super::App;
 use super::error::ApiError;
@@ -22,13 +23,24 @@ fn route(request: &Request) -> String {
         .to_owned()
 }
 
-/// One log line and one count of `protege_http_requests_total` per request.
+/// One log line, one count of `protege_http_requests_total` and one `http.request` span
+/// (named `METHOD ROUTE`, as OpenTelemetry's HTTP conventions name a server span) per
+/// request.
 pub(super) async fn log(request: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = request.method().clone();
     let route = route(&request);
-    let response = next.run(request).await;
+    let span = tracing::info_span!(
+        "http.request",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = %method,
+        http.route = %route,
+        http.response.status_code = tracing::field::Empty,
+    );
+    let response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
+    span.record("http.response.status_code", i64::from(status));
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(method = %method, route = %route, status, ms = format!("{ms:.2}"), "request");
     metrics::counter!(

@@ -10,7 +10,7 @@ use protege::config::Event;
 use protege::serve::Service;
 use tokio::sync::broadcast;
 
-use crate::commands::{CliResult, Env, Failure, LogFormat, ServeArgs};
+use crate::commands::{CliResult, Env, Failure, ServeArgs};
 
 /// How long requests in flight may take to finish after SIGTERM/SIGINT.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -20,7 +20,6 @@ const BUCKETS: [f64; 14] = [
 ];
 
 pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
-    init_logging(args.log_format);
     let token = token(args)?;
     let metrics = PrometheusBuilder::new()
         .set_buckets(&BUCKETS)
@@ -167,15 +166,4 @@ async fn shutdown_signal() {
         () = interrupt => {}
         () = terminate => {}
     }
-}
-
-fn init_logging(format: LogFormat) {
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(false);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-    };
 }
