@@ -40,6 +40,7 @@ mod names;
 mod persona;
 mod reader;
 mod registry;
+mod resources;
 mod set;
 mod source;
 mod syntax;
@@ -50,6 +51,7 @@ mod watch;
 // One persona file and the resolvers it may name.
 pub use persona::{Persona, addresses_in};
 pub use registry::Registry;
+pub use resources::{Catalogue, Resources};
 pub use source::PERSONA_FILE_MAX_BYTES;
 
 // A folder of personas, reloaded while the application runs.

@@ -427,6 +427,49 @@ impl Engine {
         }
     }
 
+    /// Checks what the personas name outside themselves that can be checked before any
+    /// message comes, as `protege check --database URL` does: each `LoadFile` entry's fixed
+    /// path under the app root, each `LoadRecord` entry's table and the columns its
+    /// `where` and `order_by` name, in the database's catalogue (one statement for the
+    /// tables, one per table named). The problems point at their place in the persona
+    /// files, with a suggestion from what exists; templated paths wait for a message. The
+    /// database is only opened when some persona names a table.
+    pub async fn check_resources(&self) -> Result<Diagnostics, EngineError> {
+        self.personas_ready()?;
+        let mut problems = Vec::new();
+        let mut read = Vec::new();
+        for persona in self.inner.set.personas() {
+            match std::fs::read_to_string(persona.path()) {
+                Ok(source) => read.push(protege_config::Resources::read(persona.path(), &source)),
+                Err(e) => problems.push(Diagnostic::whole_file(
+                    persona.path(),
+                    format!("cannot read the persona file again: {e}"),
+                )),
+            }
+        }
+        let mut tables: Vec<&str> = read.iter().flat_map(|r| r.tables()).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        let mut catalogue = protege_config::Catalogue::default();
+        if !tables.is_empty() {
+            let conn = self.db().await?;
+            catalogue.tables = db::table_names(conn).await?;
+            for table in tables {
+                if catalogue.tables.iter().any(|t| t == table) {
+                    let columns = db::table_columns(conn, table).await?;
+                    catalogue.columns.insert(table.to_owned(), columns);
+                }
+            }
+        }
+        for resources in &read {
+            problems.extend(resources.diagnostics(&self.inner.config.root, &catalogue));
+        }
+        problems.sort_by(|a, b| {
+            (a.path(), a.line(), a.column()).cmp(&(b.path(), b.line(), b.column()))
+        });
+        Ok(problems.into())
+    }
+
     /// The error of a call that needs personas when the persona folder could not be read.
     pub(crate) fn personas_ready(&self) -> Result<(), EngineError> {
         match &self.inner.folder_problem {

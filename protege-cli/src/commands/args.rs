@@ -40,7 +40,13 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Validate every persona; exit 1 when any is invalid.
-    #[command(after_help = "Example:\n  protege check --personas personas/")]
+    ///
+    /// With a database named (--database or PROTEGE_DATABASE_URL), also check what the
+    /// personas read without a message: each LoadFile's fixed path, and each LoadRecord's
+    /// table and the columns its `where` and `order_by` name.
+    #[command(
+        after_help = "Examples:\n  protege check --personas personas/\n  protege check --database postgres://app@db.internal/app"
+    )]
     Check,
     /// Create or upgrade the schema, import fixtures.
     Db {

@@ -61,6 +61,8 @@ pub(crate) struct Env {
     pub(crate) root: PathBuf,
     pub(crate) personas: PathBuf,
     pub(crate) database: String,
+    /// The database was named (`--database` or `PROTEGE_DATABASE_URL`), not defaulted.
+    pub(crate) database_given: bool,
     pub(crate) connect_timeout: Duration,
     pub(crate) registry: Registry,
     /// `PROTEGE_FENCE_KEY`, when set and not empty.
@@ -87,11 +89,10 @@ impl Env {
             None => root.join("personas"),
         };
         // Set but empty (`PROTEGE_DATABASE_URL=`) means unset.
-        let database = cli
-            .database
-            .clone()
-            .filter(|url| !url.is_empty())
-            .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
+        let given = cli.database.clone().filter(|url| !url.is_empty());
+        let database_given = given.is_some();
+        let database =
+            given.unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
         let connect_timeout = match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
             Ok(text) => protege::db::parse_connect_timeout(&text).map_err(|e| Failure {
                 code: 2,
@@ -106,6 +107,7 @@ impl Env {
             root,
             personas,
             database,
+            database_given,
             connect_timeout,
             registry,
             fence_key,

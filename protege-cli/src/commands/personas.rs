@@ -1,4 +1,5 @@
-//! `check`, and the persona a command names.
+//! `check` (with `--database`, also the files and tables the personas name), and the
+//! persona a command names.
 
 use protege::Engine;
 use protege::config::render;
@@ -9,14 +10,15 @@ pub(crate) async fn check(env: &Env) -> CliResult {
     let engine = env.engine().await?;
     let names = match engine.check()? {
         Ok(names) => names,
-        Err(diagnostics) => {
-            output::err(&format!("{}\n\n", render(&diagnostics)))?;
-            return Err(Failure::invalid(format!(
-                "check failed: {}",
-                protege::problem_summary(&diagnostics)
-            )));
-        }
+        Err(diagnostics) => return Err(failed(&diagnostics)),
     };
+    // With a database named, what the personas read outside themselves is checked too.
+    if env.database_given {
+        let problems = engine.check_resources().await?;
+        if !problems.is_empty() {
+            return Err(failed(&problems));
+        }
+    }
     output::out(&format!(
         "ok: {} {} ({})\n",
         names.len(),
@@ -26,6 +28,17 @@ pub(crate) async fn check(env: &Env) -> CliResult {
             "personas"
         },
         names.join(", ")
+    ))
+}
+
+/// Prints `diagnostics` on stderr; the failure that sums them up.
+fn failed(diagnostics: &[protege::config::Diagnostic]) -> Failure {
+    if let Err(failure) = output::err(&format!("{}\n\n", render(diagnostics))) {
+        return failure;
+    }
+    Failure::invalid(format!(
+        "check failed: {}",
+        protege::problem_summary(diagnostics)
     ))
 }
 

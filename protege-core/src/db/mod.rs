@@ -32,6 +32,7 @@ pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,
     parse_connect_timeout, redact_text, redact_url,
 };
+pub use read::records::{table_columns, table_names};
 pub use read::{
     AttachmentListing, MessageListing, ThreadListing, Writes, embedded_statements, embedded_write,
     list_thread_messages, list_threads, load_message, load_rounds, load_run, recent_inbound_to,

@@ -147,11 +147,11 @@ pub(crate) async fn select(
 /// The columns of `table`'s primary key, in key order (empty when it has none or does not
 /// exist), read from the backend's catalogue in one statement.
 pub(crate) async fn primary_key(db: &DatabaseConnection, table: &str) -> Result<Vec<String>> {
-    use sea_orm::{DbBackend, Statement};
-    let backend = db.get_database_backend();
-    let sql = match backend {
-        DbBackend::Sqlite => "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk",
-        DbBackend::Postgres => {
+    let sql = match db.get_database_backend() {
+        sea_orm::DbBackend::Sqlite => {
+            "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk"
+        }
+        sea_orm::DbBackend::Postgres => {
             "SELECT kcu.column_name::text FROM information_schema.table_constraints tc \
              JOIN information_schema.key_column_usage kcu \
              ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema \
@@ -165,30 +165,76 @@ pub(crate) async fn primary_key(db: &DatabaseConnection, table: &str) -> Result<
              ORDER BY ORDINAL_POSITION"
         }
     };
-    let statement = Statement::from_sql_and_values(backend, sql, [table.into()]);
-    let rows = db.query_all_raw(statement).await.map_err(|e| {
+    catalogue(db, sql, Some(table), || {
+        format!("cannot read the primary key of table `{table}`")
+    })
+    .await
+}
+
+/// The columns of `table`, in table order (empty when it does not exist), read from the
+/// backend's catalogue in one statement.
+pub async fn table_columns(db: &DatabaseConnection, table: &str) -> Result<Vec<String>> {
+    let sql = match db.get_database_backend() {
+        sea_orm::DbBackend::Sqlite => "SELECT name FROM pragma_table_info(?) ORDER BY cid",
+        sea_orm::DbBackend::Postgres => {
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position"
+        }
+        _ => {
+            "SELECT CAST(COLUMN_NAME AS CHAR) FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION"
+        }
+    };
+    catalogue(db, sql, Some(table), || {
+        format!("cannot read the columns of table `{table}`")
+    })
+    .await
+}
+
+/// The tables and views of the database (of its current schema on PostgreSQL), sorted, in
+/// one statement.
+pub async fn table_names(db: &DatabaseConnection) -> Result<Vec<String>> {
+    let sql = match db.get_database_backend() {
+        sea_orm::DbBackend::Sqlite => {
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        }
+        sea_orm::DbBackend::Postgres => {
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = current_schema() ORDER BY table_name"
+        }
+        _ => {
+            "SELECT CAST(TABLE_NAME AS CHAR) FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME"
+        }
+    };
+    catalogue(db, sql, None, || "cannot list the tables".to_owned()).await
+}
+
+/// The first column of every row `sql` (with `table` bound, when given) answers, as text;
+/// an error says `what()` and the database's reason.
+async fn catalogue(
+    db: &DatabaseConnection,
+    sql: &str,
+    table: Option<&str>,
+    what: impl Fn() -> String,
+) -> Result<Vec<String>> {
+    use sea_orm::Statement;
+    let backend = db.get_database_backend();
+    let statement = match table {
+        Some(table) => Statement::from_sql_and_values(backend, sql, [table.into()]),
+        None => Statement::from_string(backend, sql),
+    };
+    let failed = |e: sea_orm::DbErr| {
         Error::new(
             ErrorKind::Database,
-            format!(
-                "cannot read the primary key of table `{table}`: {}",
-                db_reason(&e)
-            ),
+            format!("{}: {}", what(), db_reason(&e)),
         )
         .with_db_err(e)
-    })?;
+    };
+    let rows = db.query_all_raw(statement).await.map_err(failed)?;
     rows.iter()
-        .map(|row| {
-            row.try_get_by_index::<String>(0).map_err(|e| {
-                Error::new(
-                    ErrorKind::Database,
-                    format!(
-                        "cannot read the primary key of table `{table}`: {}",
-                        db_reason(&e)
-                    ),
-                )
-                .with_db_err(e)
-            })
-        })
+        .map(|row| row.try_get_by_index::<String>(0).map_err(failed))
         .collect()
 }
 

@@ -1,0 +1,214 @@
+//! `protege check --database URL`: besides the persona files themselves, what they read
+//! without a message — a `LoadFile`'s fixed path, a `LoadRecord`'s table and columns —
+//! checked against the app root and the database's catalogue, on every backend the
+//! environment names.
+
+use std::path::Path;
+
+mod common;
+use common::protege_command;
+use common::server::{every_backend, execute};
+
+const PERSONA: &str = r#"name = "a"
+addresses = ["a@acme.test"]
+
+[[message_resolvers]]
+use = "LoadFile"
+path = "prompts/suport.md"
+
+[[message_resolvers]]
+use = "LoadFile"
+path = "prompts/{{ persona.name }}-later.md"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "custmers"
+
+[[message_resolvers]]
+use = "LoadRecord"
+table = "customers"
+where = { emial = "{{ message.from }}", plan = "pro" }
+order_by = ["since desc", "nme", "id"]
+template = "{{ record.name }}"
+
+[[responsibility_resolvers]]
+use = "LoadRecord"
+table = "accounts"
+"#;
+
+/// What `check` says of the persona on a database without the application's tables.
+const WITHOUT_TABLES: &str = "\
+ROOT/personas/a.toml:6:8: error: file not found: `prompts/suport.md` (tried `ROOT/prompts/suport.md`), did you mean `prompts/support.md`?
+  |
+6 | path = \"prompts/suport.md\"
+  |        ^^^^^^^^^^^^^^^^^^^
+
+ROOT/personas/a.toml:14:9: error: table `custmers` does not exist in the database
+   |
+14 | table = \"custmers\"
+   |         ^^^^^^^^^^
+
+ROOT/personas/a.toml:18:9: error: table `customers` does not exist in the database
+   |
+18 | table = \"customers\"
+   |         ^^^^^^^^^^^
+
+ROOT/personas/a.toml:25:9: error: table `accounts` does not exist in the database
+   |
+25 | table = \"accounts\"
+   |         ^^^^^^^^^^
+
+error: check failed: 4 problems in 1 persona file
+";
+
+/// ... and once the application's `customers` table exists.
+const WITH_CUSTOMERS: &str = "\
+ROOT/personas/a.toml:6:8: error: file not found: `prompts/suport.md` (tried `ROOT/prompts/suport.md`), did you mean `prompts/support.md`?
+  |
+6 | path = \"prompts/suport.md\"
+  |        ^^^^^^^^^^^^^^^^^^^
+
+ROOT/personas/a.toml:14:9: error: table `custmers` does not exist in the database, did you mean `customers`?
+   |
+14 | table = \"custmers\"
+   |         ^^^^^^^^^^
+
+ROOT/personas/a.toml:19:11: error: column `emial` does not exist in table `customers`, did you mean `email`?
+   |
+19 | where = { emial = \"{{ message.from }}\", plan = \"pro\" }
+   |           ^^^^^
+
+ROOT/personas/a.toml:20:27: error: column `nme` does not exist in table `customers`, did you mean `name`?
+   |
+20 | order_by = [\"since desc\", \"nme\", \"id\"]
+   |                           ^^^^^
+
+ROOT/personas/a.toml:25:9: error: table `accounts` does not exist in the database
+   |
+25 | table = \"accounts\"
+   |         ^^^^^^^^^^
+
+error: check failed: 5 problems in 1 persona file
+";
+
+/// `protege --root ROOT [--database URL] check`: (exit code, stdout, stderr), the root
+/// written `ROOT`.
+fn check(root: &Path, url: Option<&str>) -> (i32, String, String) {
+    let mut command = protege_command();
+    command
+        .arg("--root")
+        .arg(root)
+        .env_remove("PROTEGE_DATABASE_URL");
+    if let Some(url) = url {
+        command.arg("--database").arg(url);
+    }
+    let out = command.arg("check").output().expect("protege runs");
+    let shown = |bytes: Vec<u8>| {
+        String::from_utf8(bytes)
+            .unwrap()
+            .replace(&root.display().to_string(), "ROOT")
+    };
+    (
+        out.status.code().unwrap_or(-1),
+        shown(out.stdout),
+        shown(out.stderr),
+    )
+}
+
+#[tokio::test]
+async fn check_with_a_database_finds_missing_files_tables_and_columns_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = every_backend(dir.path(), "check_resources").await;
+    for (url, _) in &urls {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        std::fs::create_dir_all(root.join("personas")).unwrap();
+        std::fs::create_dir_all(root.join("prompts")).unwrap();
+        std::fs::write(root.join("prompts/support.md"), "Be kind.\n").unwrap();
+        std::fs::write(root.join("personas/a.toml"), PERSONA).unwrap();
+
+        // Without a database, `check` reads the persona files only, as it always has.
+        assert_eq!(
+            check(root, None),
+            (0, "ok: 1 persona (a)\n".to_owned(), String::new()),
+            "{url}"
+        );
+        assert_eq!(
+            check(root, Some(url)),
+            (1, String::new(), WITHOUT_TABLES.to_owned()),
+            "{url}"
+        );
+
+        execute(
+            url,
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, email VARCHAR(200), \
+             name VARCHAR(200), plan VARCHAR(50), since VARCHAR(30))",
+        )
+        .await;
+        assert_eq!(
+            check(root, Some(url)),
+            (1, String::new(), WITH_CUSTOMERS.to_owned()),
+            "{url}"
+        );
+
+        // Fixed, the persona passes; the templated path waits for a message.
+        let fixed = PERSONA
+            .replace("prompts/suport.md", "prompts/support.md")
+            .replace("custmers", "customers")
+            .replace("emial", "email")
+            .replace("\"nme\"", "\"name\"")
+            .replace("table = \"accounts\"", "table = \"customers\"");
+        std::fs::write(root.join("personas/a.toml"), fixed).unwrap();
+        assert_eq!(
+            check(root, Some(url)),
+            (0, "ok: 1 persona (a)\n".to_owned(), String::new()),
+            "{url}"
+        );
+        execute(url, "DROP TABLE customers").await;
+    }
+}
+
+#[test]
+fn an_invalid_persona_reports_its_own_problems_first_without_reading_the_database() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("personas")).unwrap();
+    std::fs::write(
+        root.join("personas/a.toml"),
+        "[[message_resolvers]]\nuse = \"LoadFile\"\npath = \"missing.md\"\nrole = \"robot\"\n",
+    )
+    .unwrap();
+    // The database URL names a server nobody answers: it is never opened.
+    let (code, stdout, stderr) = check(root, Some("postgres://nobody@127.0.0.1:9/none"));
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            1,
+            "",
+            "ROOT/personas/a.toml:4:8: error: unknown role `robot`, expected one of `system`, `user`, `assistant`, `tool`\n  |\n4 | role = \"robot\"\n  |        ^^^^^^^\n\nerror: check failed: 1 problem in 1 persona file\n"
+        )
+    );
+}
+
+#[test]
+fn files_alone_need_no_database_connection() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("personas")).unwrap();
+    std::fs::write(
+        root.join("personas/a.toml"),
+        "[[message_resolvers]]\nuse = \"LoadFile\"\npath = \"prompts\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("prompts")).unwrap();
+    // No persona names a table, so the unreachable server is never asked.
+    let (code, stdout, stderr) = check(root, Some("postgres://nobody@127.0.0.1:9/none"));
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            1,
+            "",
+            "ROOT/personas/a.toml:3:8: error: `prompts` is not a file (tried `ROOT/prompts`)\n  |\n3 | path = \"prompts\"\n  |        ^^^^^^^^^\n\nerror: check failed: 1 problem in 1 persona file\n"
+        )
+    );
+}
