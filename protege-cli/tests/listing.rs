@@ -162,3 +162,78 @@ fn control_characters_in_stored_headers_stay_off_the_terminal() {
         "{stdout}"
     );
 }
+
+const LISTED: &str = "\
+thread  direction  message id              file
+     2  inbound    <refund-1@example.com>  protege-store/tests/data/eml/refund-1.eml
+     2  outbound   <refund-2@acme.test>    protege-store/tests/data/eml/refund-2.eml
+     2  inbound    <refund-3@example.com>  protege-store/tests/data/eml/refund-3.eml
+     1  inbound    <plain-1@example.com>   protege-store/tests/data/eml/plain.eml
+";
+
+#[tokio::test]
+async fn import_eml_lists_the_thread_of_each_message_it_stores_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = every_backend(dir.path(), "import_list").await;
+    let eml = |name: &str| format!("protege-store/tests/data/eml/{name}");
+    for (url, _) in &urls {
+        let files = [
+            eml("refund-1.eml"),
+            eml("refund-2.eml"),
+            eml("refund-3.eml"),
+            eml("plain.eml"),
+            eml("garbage.eml"),
+        ];
+        let mut args = vec!["db", "import-eml", "--list"];
+        args.extend(files.iter().map(String::as_str));
+        // In file order, with the thread each joined (stored in date order: the older
+        // plain message opened thread 1); a failure is reported after the list.
+        assert_eq!(
+            protege(url, &args),
+            (
+                1,
+                LISTED.to_owned(),
+                "failed: protege-store/tests/data/eml/garbage.eml: not an email: no header found\n\
+                 error: imported 4 messages, skipped 0 duplicates, 1 failed\n"
+                    .to_owned()
+            ),
+            "{url}"
+        );
+        // Nothing stored, nothing listed; without --list, the totals alone.
+        let again = ["db", "import-eml", "--list", files[0].as_str()];
+        assert_eq!(
+            protege(url, &again),
+            (
+                0,
+                "imported 0 messages, skipped 1 duplicate, 0 failed\n".to_owned(),
+                String::new()
+            ),
+            "{url}"
+        );
+        let (_, stdout, _) = protege(url, &["db", "import-eml", &eml("forward.eml")]);
+        assert_eq!(
+            stdout,
+            "imported 1 message, skipped 0 duplicates, 0 failed\n"
+        );
+        // The listed threads are those `db messages` shows.
+        let (_, stdout, _) = protege(
+            url,
+            &["db", "messages", "--thread", "2", "--format", "json"],
+        );
+        let ids: Vec<String> = serde_json::from_str::<Value>(&stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["message_id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "<refund-1@example.com>",
+                "<refund-2@acme.test>",
+                "<refund-3@example.com>"
+            ]
+        );
+    }
+}

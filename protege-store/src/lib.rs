@@ -38,8 +38,8 @@ mod runs;
 mod store;
 
 pub use eml::{
-    DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, import_eml_paths,
-    ingest_eml,
+    DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, StoredEml,
+    import_eml_paths, ingest_eml,
 };
 pub use erase::Removed;
 pub use fixture::{

@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use futures::FutureExt as _;
+use protege::Direction;
 use protege::db::entities::{attachment, email_thread, message};
-use protege::db::{self, EmlFailure, EmlOptions, EmlSummary, import_eml_paths};
+use protege::db::{self, EmlFailure, EmlOptions, EmlSummary, StoredEml, import_eml_paths};
 use protege_core::{AppConfig, Chain, Context, DynChain, PersonaInfo, ThreadHistory, Trigger};
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryOrder};
 use serde_json::{Value, json};
@@ -524,6 +525,12 @@ async fn a_bad_file_is_reported_and_the_rest_imported() {
                     ),
                 ],
                 warnings: vec![],
+                stored: vec![StoredEml {
+                    source: shown("plain.eml"),
+                    message_id: "<plain-1@example.com>".into(),
+                    thread_id: 1,
+                    direction: Direction::Inbound,
+                }],
             }
         );
         assert_eq!(message::Entity::find().count(&db).await.unwrap(), 1);
@@ -668,6 +675,7 @@ async fn summary_display_pluralises() {
         duplicates: 1,
         failed: vec![],
         warnings: vec!["a.eml: no `Message-ID` header, using `<x@protege.invalid>`".into()],
+        stored: vec![],
     };
     assert_eq!(
         summary.to_string(),

@@ -318,6 +318,10 @@ pub(crate) struct ImportEmlArgs {
     /// added to the personas' `[mail] trusted_authserv_ids`).
     #[arg(long = "trusted-authserv-id", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) trusted_authserv_ids: Vec<String>,
+    /// Before the totals, list each message stored: its thread, direction, Message-ID and
+    /// the file it came from, in file order.
+    #[arg(long)]
+    pub(crate) list: bool,
 }
 
 /// The output of `resolve`.

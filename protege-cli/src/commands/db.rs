@@ -84,6 +84,25 @@ pub(crate) async fn import_eml(env: &Env, args: &ImportEmlArgs) -> CliResult {
     if !notes.is_empty() {
         output::err(&notes)?;
     }
+    if args.list && !summary.stored.is_empty() {
+        let rows: Vec<[String; 4]> = summary
+            .stored
+            .iter()
+            .map(|m| {
+                [
+                    m.thread_id.to_string(),
+                    m.direction.as_str().to_owned(),
+                    protege::one_line(&m.message_id).into_owned(),
+                    protege::one_line(&m.source).into_owned(),
+                ]
+            })
+            .collect();
+        output::out(&table(
+            ["thread", "direction", "message id", "file"],
+            &[true, false, false, false],
+            &rows,
+        ))?;
+    }
     if !summary.failed.is_empty() {
         return Err(Failure::invalid(summary.totals().to_string()));
     }

@@ -130,6 +130,22 @@ pub struct EmlSummary {
     /// Messages imported with a fallback (no Message-ID, no usable Date) or without the
     /// data of an oversized attachment, one sentence each, naming the source.
     pub warnings: Vec<String>,
+    /// The messages inserted, in file order: where each came from and the thread it
+    /// joined.
+    pub stored: Vec<StoredEml>,
+}
+
+/// A message an import inserted, and the thread it joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEml {
+    /// The file it came from (with `#N` for the Nth message of an mbox).
+    pub source: String,
+    /// Its Message-ID (synthetic when it had none).
+    pub message_id: String,
+    /// The thread it is in.
+    pub thread_id: i64,
+    /// Inbound or outbound.
+    pub direction: Direction,
 }
 
 impl EmlSummary {
@@ -363,6 +379,7 @@ struct Notes {
     summary: EmlSummary,
     failed: Vec<(Seq, EmlFailure)>,
     warnings: Vec<(Seq, String)>,
+    stored: Vec<(Seq, StoredEml)>,
     /// The next file-order position.
     next_seq: usize,
 }
@@ -395,9 +412,28 @@ impl Notes {
         ));
     }
 
+    /// Counts `pending` as imported into `thread`, with its warnings.
+    fn imported(&mut self, pending: Pending, thread: i64, direction: Direction) {
+        self.summary.imported += 1;
+        let seq = pending.seq;
+        self.warnings
+            .extend(pending.warnings.into_iter().map(|w| (seq, w)));
+        self.stored.push((
+            seq,
+            StoredEml {
+                source: pending.source,
+                message_id: pending.eml.email.message_id,
+                thread_id: thread,
+                direction,
+            },
+        ));
+    }
+
     fn into_summary(mut self) -> EmlSummary {
         self.failed.sort_by_key(|(seq, _)| *seq);
         self.warnings.sort_by_key(|(seq, _)| *seq);
+        self.stored.sort_by_key(|(seq, _)| *seq);
+        self.summary.stored = self.stored.into_iter().map(|(_, s)| s).collect();
         self.summary.failed = self.failed.into_iter().map(|(_, f)| f).collect();
         self.summary.warnings = self.warnings.into_iter().map(|(_, w)| w).collect();
         self.summary
@@ -492,12 +528,8 @@ async fn store_batch(
         Ok(Some(stored)) => {
             for (pending, stored) in batch.into_iter().zip(stored) {
                 match stored {
-                    Stored::Imported { .. } => {
-                        notes.summary.imported += 1;
-                        let seq = pending.seq;
-                        notes
-                            .warnings
-                            .extend(pending.warnings.into_iter().map(|w| (seq, w)));
+                    Stored::Imported { thread, direction } => {
+                        notes.imported(pending, thread, direction);
                     }
                     Stored::Duplicate => notes.summary.duplicates += 1,
                     Stored::Conflict(reason) => notes.fail(pending.seq, pending.source, reason),
@@ -534,7 +566,9 @@ async fn store_one_by_one(
             }
         };
         match threader.store(open, &pending.eml).await {
-            Ok(Stored::Imported { .. }) => txn.stored.push(pending),
+            Ok(Stored::Imported { thread, direction }) => {
+                txn.stored.push((pending, thread, direction));
+            }
             Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
             Ok(Stored::Conflict(reason)) => notes.fail(pending.seq, pending.source, reason),
             // A message no database can hold (e.g. its date): a fault of the input.
@@ -560,8 +594,9 @@ async fn store_one_by_one(
 #[derive(Debug, Default)]
 struct Txn {
     txn: Option<DatabaseTransaction>,
-    /// The messages stored in it, counted as imported once it commits.
-    stored: Vec<Pending>,
+    /// The messages stored in it with their thread and direction, counted as imported
+    /// once it commits.
+    stored: Vec<(Pending, i64, Direction)>,
 }
 
 impl Txn {
@@ -583,17 +618,13 @@ impl Txn {
         };
         match txn.commit().await {
             Ok(()) => {
-                for pending in stored {
-                    notes.summary.imported += 1;
-                    let seq = pending.seq;
-                    notes
-                        .warnings
-                        .extend(pending.warnings.into_iter().map(|w| (seq, w)));
+                for (pending, thread, direction) in stored {
+                    notes.imported(pending, thread, direction);
                 }
             }
             Err(e) => {
                 let err = Error::from(e);
-                for pending in stored {
+                for (pending, _, _) in stored {
                     notes.fail_database(pending.seq, pending.source, &err);
                 }
             }
@@ -607,6 +638,9 @@ impl Txn {
             let _ = txn.rollback().await;
         }
         std::mem::take(&mut self.stored)
+            .into_iter()
+            .map(|(pending, _, _)| pending)
+            .collect()
     }
 }
 
