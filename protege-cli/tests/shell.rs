@@ -205,6 +205,7 @@ fn man_writes_a_page_per_command_into_a_folder() {
         "protege-diff",
         "protege-completions",
         "protege-man",
+        "protege-schema",
         "protege-watch",
         "protege-demo",
         "protege-serve",

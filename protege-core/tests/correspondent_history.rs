@@ -393,7 +393,7 @@ async fn statements_for(url: &str, message_id: &str, r: CorrespondentHistory) ->
         seen.fetch_add(1, Ordering::SeqCst);
     });
     let ctx = context(&conn, persona("support", "support@acme.test"), message_id).await;
-    let embedded = || db::embedded_statements(&conn).unwrap_or(0) as usize;
+    let embedded = || db::direct_round_trips(&conn) as usize;
     let before = count.load(Ordering::SeqCst) + embedded();
     let text = r
         .resolve(&ctx)

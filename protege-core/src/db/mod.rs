@@ -34,9 +34,10 @@ pub use connect::{
 };
 pub use read::records::{table_columns, table_names};
 pub use read::{
-    AttachmentListing, MessageListing, ThreadListing, Writes, embedded_statements, embedded_write,
-    list_thread_messages, list_threads, load_message, load_rounds, load_run, recent_inbound_to,
-    thread_exists, thread_inbound_messages, thread_messages, thread_tool_use_counts,
+    AttachmentListing, MessageListing, ThreadListing, Writes, direct_round_trips,
+    embedded_statements, embedded_write, list_thread_messages, list_threads, load_message,
+    load_rounds, load_run, recent_inbound_to, thread_exists, thread_inbound_messages,
+    thread_messages, thread_tool_use_counts,
 };
 pub use schema::{Migrator, entities, migrate};
 

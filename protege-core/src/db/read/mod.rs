@@ -52,3 +52,12 @@ pub use lookup::{
     thread_tool_use_counts,
 };
 pub use runs::{load_rounds, load_run};
+
+/// The round trips made so far in this process on the database behind `db` outside SeaORM,
+/// whose metric callback does not see them: the statements run through the SQLite C
+/// library on a SQLite file, and the history reads made in one round trip on PostgreSQL.
+///
+/// Together with SeaORM's metric callback it gives the full count of a read's round trips.
+pub fn direct_round_trips(db: &DatabaseConnection) -> u64 {
+    embedded_statements(db).unwrap_or(0) + history::one_trip_reads(db)
+}
