@@ -61,6 +61,8 @@ pub(crate) struct Env {
     pub(crate) root: PathBuf,
     pub(crate) personas: PathBuf,
     pub(crate) database: String,
+    /// The read replica's URL (`--read-database`), when set and not empty.
+    pub(crate) read_database: Option<String>,
     pub(crate) connect_timeout: Duration,
     pub(crate) registry: Registry,
     /// `PROTEGE_FENCE_KEY`, when set and not empty.
@@ -92,6 +94,7 @@ impl Env {
             .clone()
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
+        let read_database = cli.read_database.clone().filter(|url| !url.is_empty());
         let connect_timeout = match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
             Ok(text) => protege::db::parse_connect_timeout(&text).map_err(|e| Failure {
                 code: 2,
@@ -106,6 +109,7 @@ impl Env {
             root,
             personas,
             database,
+            read_database,
             connect_timeout,
             registry,
             fence_key,
@@ -120,6 +124,10 @@ impl Env {
             .database(&self.database)
             .connect_timeout(self.connect_timeout)
             .registry(self.registry.clone());
+        let builder = match &self.read_database {
+            Some(url) => builder.read_database(url.clone()),
+            None => builder,
+        };
         match &self.fence_key {
             Some(key) => builder.fence_key(key.clone()),
             None => builder,
