@@ -90,9 +90,11 @@ fn run_main(registry: Registry) -> ExitCode {
         }
     };
     let mut database = String::new();
+    let mut read_database = String::new();
     let outcome = runtime.block_on(async {
         let env = Env::from_cli(&cli, registry)?;
         database = env.database.clone();
+        read_database = env.read_database.clone().unwrap_or_default();
         run(cli.command, &env).await
     });
     // The spans still buffered are exported before the exit.
@@ -101,7 +103,10 @@ fn run_main(registry: Registry) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             // Whatever a message quotes, the database password never reaches the screen.
-            let message = protege::db::redact_text(&failure.message, &database);
+            let message = protege::db::redact_text(
+                &protege::db::redact_text(&failure.message, &database),
+                &read_database,
+            );
             // Nothing more can be said when stderr itself fails.
             let _ = output::err(&format!("error: {message}\n"));
             ExitCode::from(failure.code)

@@ -12,6 +12,7 @@ mod input;
 mod mail;
 mod message_id;
 mod prune;
+mod replica;
 mod run;
 mod runs_report;
 mod stored;
@@ -158,6 +159,7 @@ pub struct EngineBuilder {
     root: Option<PathBuf>,
     personas: Option<PathBuf>,
     database: Option<String>,
+    read_database: Option<String>,
     connection: Option<DatabaseConnection>,
     registry: Option<Registry>,
     config: Option<AppConfig>,
@@ -188,6 +190,20 @@ impl EngineBuilder {
         self
     }
 
+    /// The URL of a read replica of the database (a PostgreSQL streaming-replication
+    /// standby, say; default none; [`from_env`](Self::from_env) reads
+    /// `PROTEGE_READ_DATABASE_URL`; an empty URL is ignored). Every read of a resolve goes
+    /// to it (the trigger message, the thread's history, records, summaries, correspondent
+    /// history); a trigger message it does not have yet, or a replica that cannot be reached
+    /// or fails, is read from the primary instead ([`Engine::replica_fallbacks`] counts
+    /// those resolves). Writes and migrations always go to the primary: the replica is
+    /// connected without migrating. The replica must be a copy of the primary kept by the
+    /// database's own replication, row ids included.
+    pub fn read_database(mut self, url: impl Into<String>) -> Self {
+        self.read_database = Some(url.into()).filter(|u| !u.is_empty());
+        self
+    }
+
     /// How long connecting to the database may take (default
     /// [`db::DEFAULT_CONNECT_TIMEOUT`]).
     pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
@@ -196,7 +212,9 @@ impl EngineBuilder {
     }
 
     /// The settings of the process environment, as the `protege` command reads them: the
-    /// database URL of `PROTEGE_DATABASE_URL` and the connect timeout of
+    /// database URL of `PROTEGE_DATABASE_URL`, the read replica's of
+    /// `PROTEGE_READ_DATABASE_URL` (see [`read_database`](Self::read_database)), the
+    /// connect timeout of
     /// `PROTEGE_CONNECT_TIMEOUT` (see [`db::parse_connect_timeout`]) and the fence key of
     /// `PROTEGE_FENCE_KEY` (see [`fence_key`](Self::fence_key)); set but empty counts as
     /// unset. Nothing else of the library reads the environment. An invalid timeout is an
@@ -207,6 +225,12 @@ impl EngineBuilder {
             .filter(|u| !u.is_empty())
         {
             self.database = Some(url);
+        }
+        if let Some(url) = std::env::var("PROTEGE_READ_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            self.read_database = Some(url);
         }
         if let Some(key) = std::env::var("PROTEGE_FENCE_KEY")
             .ok()
@@ -307,6 +331,7 @@ impl EngineBuilder {
             .unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
         let mut config = self.config.unwrap_or_default();
         config.root = root;
+        let connect_timeout = self.connect_timeout.unwrap_or(db::DEFAULT_CONNECT_TIMEOUT);
         Ok(Engine {
             inner: Arc::new(Inner {
                 config,
@@ -314,8 +339,11 @@ impl EngineBuilder {
                 diagnostics,
                 folder_problem,
                 trusted_authserv_ids: self.trusted_authserv_ids,
-                connect_timeout: self.connect_timeout.unwrap_or(db::DEFAULT_CONNECT_TIMEOUT),
+                connect_timeout,
                 database,
+                replica: self
+                    .read_database
+                    .map(|url| Arc::new(replica::Replica::new(url, connect_timeout))),
                 db: match self.connection {
                     Some(conn) => OnceCell::new_with(Some(conn)),
                     None => OnceCell::new(),
@@ -369,6 +397,8 @@ struct Inner {
     trusted_authserv_ids: Vec<String>,
     connect_timeout: std::time::Duration,
     database: String,
+    /// The read replica, when one is set.
+    replica: Option<Arc<replica::Replica>>,
     db: OnceCell<DatabaseConnection>,
     /// The reload events, and the receiver made with the channel, kept for the first
     /// caller of [`Engine::events`] so it misses nothing since the engine was built.
@@ -487,6 +517,45 @@ impl Engine {
             .map_err(|e| protege_core::Error::from(e).into())
     }
 
+    /// Whether a read replica is set ([`EngineBuilder::read_database`]).
+    pub fn has_read_replica(&self) -> bool {
+        self.inner.replica.is_some()
+    }
+
+    /// Checks that the read replica answers (connecting first if needed, never migrating),
+    /// as `/readyz` does: `None` when no replica is set, an error when it is marked down
+    /// after a failure, or does not answer within a second (it is then marked down).
+    pub async fn ping_read_replica(&self) -> Option<Result<(), EngineError>> {
+        let replica = self.inner.replica.as_ref()?;
+        if replica.is_down() {
+            return Some(Err(EngineError::new(
+                EngineErrorKind::Unavailable,
+                "the read replica is down: reads go to the primary until it answers again",
+            )));
+        }
+        let out = match tokio::time::timeout(replica::PING_TIMEOUT, replica.ping()).await {
+            Ok(out) => out,
+            Err(_) => Err(EngineError::new(
+                EngineErrorKind::Unavailable,
+                "the read replica did not answer within a second",
+            )),
+        };
+        if let Err(e) = &out {
+            replica.mark_down(e);
+        }
+        Some(out)
+    }
+
+    /// How many resolves ran on the primary instead of the read replica since the engine
+    /// was built: the trigger message was not on the replica yet, or the replica could not
+    /// be reached or failed (0 without a replica).
+    pub fn replica_fallbacks(&self) -> u64 {
+        self.inner
+            .replica
+            .as_ref()
+            .map_or(0, |replica| replica.fallbacks())
+    }
+
     /// The reload events of the persona folder: from when the engine was built for the
     /// first call, from now on for the others; `None` when
     /// the engine does not watch its folder.
@@ -548,20 +617,52 @@ impl Engine {
         out
     }
 
-    /// [`Engine::resolve_with_parts`] for `span`: when a subscriber records the span, the
-    /// tokens are counted (as `--explain` counts them) for its figures and one
-    /// `protege.resolver` span is made per step.
+    /// [`Engine::resolve_with_parts`] for `span`: on the read replica when one is set and
+    /// up, else (or when the replica lacks the trigger message or fails) on the primary.
     async fn resolve_traced(
         &self,
         input: &ResolveInput,
         span: &tracing::Span,
     ) -> Result<(Resolution, ResolvedParts), EngineError> {
+        if let Some(replica) = self.inner.replica.as_ref() {
+            if !replica.is_down() {
+                let attempt = match replica.conn().await {
+                    Ok(conn) => self.resolve_on(conn, input, span).await,
+                    Err(e) => Err(ResolveFailure::Failed(e)),
+                };
+                match attempt {
+                    Ok(out) => return Ok(out),
+                    // Not replayed on the replica yet: the primary has it.
+                    Err(ResolveFailure::MissingTrigger(_)) => {}
+                    Err(ResolveFailure::Failed(e)) if e.kind() == EngineErrorKind::Unavailable => {
+                        replica.mark_down(&e);
+                    }
+                    Err(ResolveFailure::Failed(e)) => return Err(e),
+                }
+            }
+            replica.count_fallback();
+        }
+        self.resolve_on(self.db().await?, input, span)
+            .await
+            .map_err(ResolveFailure::into_error)
+    }
+
+    /// The resolve of `input` with every read on `conn`: when a subscriber records the
+    /// span, the tokens are counted (as `--explain` counts them) for its figures and one
+    /// `protege.resolver` span is made per step.
+    async fn resolve_on(
+        &self,
+        conn: &DatabaseConnection,
+        input: &ResolveInput,
+        span: &tracing::Span,
+    ) -> Result<(Resolution, ResolvedParts), ResolveFailure> {
         self.personas_ready()?;
         if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
             return Err(EngineError::new(
                 EngineErrorKind::BadRequest,
                 "the model name is empty; pass a model such as `gpt-4o` or leave it out",
-            ));
+            )
+            .into());
         }
         let now = input
             .now
@@ -578,7 +679,6 @@ impl Engine {
             )?),
         };
         let format = wire_format(info, input.format)?;
-        let conn = self.db().await?;
         let trigger = trigger(conn, info, input).await?;
         let message_row = match &trigger {
             Trigger::Message(m) => Some(m.id),
@@ -593,7 +693,8 @@ impl Engine {
             .db(conn.clone())
             .tokenizer(Tokenizer::for_optional_model(model_name));
         if info.mail.fence {
-            builder = builder.fence_key(self.fence_key(conn).await?);
+            // The key is read (or drawn) once, on the primary: it may be written.
+            builder = builder.fence_key(self.fence_key(self.db().await?).await?);
         }
         builder = builder.explain(input.explain);
         if let Some(now) = now {
@@ -682,6 +783,28 @@ impl Engine {
     }
 }
 
+/// Why a resolve on one database failed: its trigger message is not there (the primary
+/// may have it), or anything else.
+#[derive(Debug)]
+enum ResolveFailure {
+    MissingTrigger(EngineError),
+    Failed(EngineError),
+}
+
+impl ResolveFailure {
+    fn into_error(self) -> EngineError {
+        match self {
+            Self::MissingTrigger(e) | Self::Failed(e) => e,
+        }
+    }
+}
+
+impl<E: Into<EngineError>> From<E> for ResolveFailure {
+    fn from(e: E) -> Self {
+        Self::Failed(e.into())
+    }
+}
+
 /// What a run keeps of a resolve besides its [`Resolution`].
 pub(crate) struct ResolvedParts {
     /// The format of the body, `provider` replaced by the persona's.
@@ -736,11 +859,13 @@ async fn trigger(
     conn: &DatabaseConnection,
     info: &protege_core::PersonaInfo,
     input: &ResolveInput,
-) -> Result<Trigger, EngineError> {
+) -> Result<Trigger, ResolveFailure> {
     match (&input.message_id, &input.responsibility) {
         (Some(id), None) => {
             let Some(m) = db::load_message(conn, id).await? else {
-                return Err(unknown_message(conn, id).await);
+                return Err(ResolveFailure::MissingTrigger(
+                    unknown_message(conn, id).await,
+                ));
             };
             if m.direction == protege_core::Direction::Outbound {
                 return Err(EngineError::new(
@@ -748,7 +873,8 @@ async fn trigger(
                     format!(
                         "message `{id}` was sent by the persona; a reply run answers an inbound message"
                     ),
-                ));
+                )
+                .into());
             }
             Ok(Trigger::Message(Arc::new(m)))
         }
@@ -760,7 +886,8 @@ async fn trigger(
         _ => Err(EngineError::new(
             EngineErrorKind::BadRequest,
             "give exactly one of `message_id` (a reply run) and `responsibility` (a scheduled run)",
-        )),
+        )
+        .into()),
     }
 }
 

@@ -29,7 +29,16 @@ pub(super) async fn readyz(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Some(reason) = not_ready(&app).await else {
-        return Ok(axum::Json(json!({ "status": "ready" })).into_response());
+        // The replica is reported, never required: reads fall back to the primary.
+        let body = match app.engine.ping_read_replica().await {
+            None => json!({ "status": "ready" }),
+            Some(Ok(())) => json!({ "status": "ready", "read_replica": "up" }),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "read replica down");
+                json!({ "status": "ready", "read_replica": "down" })
+            }
+        };
+        return Ok(axum::Json(body).into_response());
     };
     tracing::warn!(reason = %reason, "not ready");
     Err(ApiError::unavailable(
@@ -53,6 +62,10 @@ async fn not_ready(app: &App) -> Option<String> {
 }
 
 pub(super) async fn metrics(State(app): State<App>) -> Response {
+    if app.engine.has_read_replica() {
+        metrics::counter!("protege_replica_fallbacks_total")
+            .absolute(app.engine.replica_fallbacks());
+    }
     let text = app
         .metrics
         .as_ref()

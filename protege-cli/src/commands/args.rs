@@ -33,6 +33,15 @@ pub(crate) struct Cli {
     /// Database URL (default: $PROTEGE_DATABASE_URL, else sqlite://<root>/protege.db, created if missing).
     #[arg(long, global = true, value_name = "URL", env = "PROTEGE_DATABASE_URL")]
     pub(crate) database: Option<String>,
+    /// Read replica URL: every read of a resolve goes to it, a message it lacks is read from
+    /// the primary; never migrated (default: $PROTEGE_READ_DATABASE_URL, else none).
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "PROTEGE_READ_DATABASE_URL"
+    )]
+    pub(crate) read_database: Option<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

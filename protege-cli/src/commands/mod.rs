@@ -63,6 +63,8 @@ pub(crate) struct Env {
     pub(crate) database: String,
     /// The database was named (`--database` or `PROTEGE_DATABASE_URL`), not defaulted.
     pub(crate) database_given: bool,
+    /// The read replica's URL (`--read-database`), when set and not empty.
+    pub(crate) read_database: Option<String>,
     pub(crate) connect_timeout: Duration,
     pub(crate) registry: Registry,
     /// `PROTEGE_FENCE_KEY`, when set and not empty.
@@ -93,6 +95,7 @@ impl Env {
         let database_given = given.is_some();
         let database =
             given.unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
+        let read_database = cli.read_database.clone().filter(|url| !url.is_empty());
         let connect_timeout = match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
             Ok(text) => protege::db::parse_connect_timeout(&text).map_err(|e| Failure {
                 code: 2,
@@ -108,6 +111,7 @@ impl Env {
             personas,
             database,
             database_given,
+            read_database,
             connect_timeout,
             registry,
             fence_key,
@@ -122,6 +126,10 @@ impl Env {
             .database(&self.database)
             .connect_timeout(self.connect_timeout)
             .registry(self.registry.clone());
+        let builder = match &self.read_database {
+            Some(url) => builder.read_database(url.clone()),
+            None => builder,
+        };
         match &self.fence_key {
             Some(key) => builder.fence_key(key.clone()),
             None => builder,
