@@ -68,11 +68,22 @@ fn demo_db() -> (tempfile::TempDir, String) {
 
 #[test]
 fn check_accepts_the_example_personas() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    // With a database named, `check` also reads its catalogue: the demo's has the
+    // `customers` table the personas read, and an empty one has not.
+    let (_dir, url) = demo_db();
     let run = protege(&url, &project(), &["check"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "ok: 3 personas (billing, digest, support)\n");
+    let empty = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", empty.path().join("x.db").display());
+    let run = protege(&url, &project(), &["check"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .ends_with("error: check failed: 3 problems in 3 persona files\n"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
