@@ -164,7 +164,7 @@ impl Resources {
                 continue;
             };
             for column in &table.columns {
-                if columns.iter().any(|c| *c == column.text) {
+                if columns.contains(&column.text) {
                     continue;
                 }
                 let hint = suggestion(&column.text, columns.iter().map(String::as_str));

@@ -319,125 +319,33 @@ pub(crate) async fn read(
     Ok(turns.turns)
 }
 
-/// The history read on PostgreSQL in one round trip: the snapshot's `BEGIN`, the three
-/// statements and `COMMIT` sent as one simple query, whose results come back in order. The
-/// statements hold no text from outside: their values (the thread, the current message's
-/// id and date, the limit, the summary's bounds) are numbers and a timestamp, written
-/// into the text by the query builder. A failure rolls the snapshot back on its
-/// connection before the connection returns to the pool (or closes it).
+/// The history read on PostgreSQL in one round trip (see [`super::one_trip`]): the three
+/// statements in one snapshot. Their values (the thread, the current message's id and
+/// date, the limit, the summary's bounds) are numbers and a timestamp, written into the
+/// text by the query builder.
 #[cfg(feature = "postgres")]
 async fn one_round_trip(
     db: &DatabaseConnection,
     statements: &Statements,
     mut turns: Turns,
 ) -> Result<Vec<PriorTurn>> {
-    use futures::TryStreamExt as _;
     use sea_orm::sea_query::PostgresQueryBuilder;
-    use sea_orm::sqlx::{self, Either};
-
-    let mut sql = String::from("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;\n");
     let mut parts = vec![&statements.messages, &statements.attachments];
     parts.extend(&statements.tool_uses);
-    for statement in parts {
-        sql.push_str(&statement.to_string(PostgresQueryBuilder));
-        sql.push_str(";\n");
-    }
-    sql.push_str("COMMIT");
-    let failed = |e: sqlx::Error| {
-        crate::error::Error::from(sea_orm::DbErr::Query(sea_orm::RuntimeErr::SqlxError(
-            std::sync::Arc::new(e),
-        )))
-    };
-    let mut conn = db
-        .get_postgres_connection_pool()
-        .acquire()
-        .await
-        .map_err(failed)?;
-    let read = async {
-        // Each statement's rows come before its completion: 0 is `BEGIN`, 1 the messages,
-        // 2 the attachments, 3 the tool uses.
-        let mut statement = 0;
-        let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_many(&mut *conn);
-        while let Some(item) = results.try_next().await.map_err(failed)? {
-            match item {
-                Either::Left(_) => {
-                    statement += 1;
-                    if statement == 2 {
-                        turns.messages_done();
-                    }
-                }
-                Either::Right(row) => {
-                    let row = sea_orm::QueryResult::from(row);
-                    match statement {
-                        1 => turns.message(&row)?,
-                        2 => turns.attachment(&row)?,
-                        3 => turns.tool_use(&row)?,
-                        _ => {}
-                    }
-                }
-            }
+    let sql: Vec<String> = parts
+        .into_iter()
+        .map(|q| q.to_string(PostgresQueryBuilder))
+        .collect();
+    super::one_trip::read(db, &sql, |event| match event {
+        super::one_trip::Event::Row(0, row) => turns.message(&row),
+        super::one_trip::Event::Row(1, row) => turns.attachment(&row),
+        super::one_trip::Event::Row(_, row) => turns.tool_use(&row),
+        super::one_trip::Event::Done(0) => {
+            turns.messages_done();
+            Ok(())
         }
-        Ok::<_, crate::error::Error>(())
-    }
-    .await;
-    count_one_trip_read(db);
-    if let Err(e) = read {
-        let rolled_back = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
-        if rolled_back.is_err() {
-            conn.close_on_drop();
-        }
-        return Err(e);
-    }
+        super::one_trip::Event::Done(_) => Ok(()),
+    })
+    .await?;
     Ok(turns.turns)
-}
-
-/// The one-round-trip reads made so far per PostgreSQL database (host, port, name).
-#[cfg(feature = "postgres")]
-static ONE_TRIP_READS: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
-
-#[cfg(feature = "postgres")]
-fn database_key(db: &DatabaseConnection) -> Option<String> {
-    if db.get_database_backend() != sea_orm::DbBackend::Postgres {
-        return None;
-    }
-    let options = db.get_postgres_connection_pool().connect_options();
-    Some(format!(
-        "{}:{}/{}",
-        options.get_host(),
-        options.get_port(),
-        options.get_database().unwrap_or_default()
-    ))
-}
-
-#[cfg(feature = "postgres")]
-fn count_one_trip_read(db: &DatabaseConnection) {
-    let Some(key) = database_key(db) else {
-        return;
-    };
-    let mut counts = ONE_TRIP_READS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match counts.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, n)) => *n += 1,
-        None => counts.push((key, 1)),
-    }
-}
-
-/// The history reads made in one round trip so far in this process on `db`'s database.
-#[cfg(feature = "postgres")]
-pub(super) fn one_trip_reads(db: &DatabaseConnection) -> u64 {
-    let Some(key) = database_key(db) else {
-        return 0;
-    };
-    ONE_TRIP_READS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or(0, |(_, n)| *n)
-}
-
-#[cfg(not(feature = "postgres"))]
-pub(super) fn one_trip_reads(_db: &DatabaseConnection) -> u64 {
-    0
 }

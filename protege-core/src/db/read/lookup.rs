@@ -74,6 +74,10 @@ pub async fn load_message(
             Ok(Some(message))
         });
     }
+    #[cfg(feature = "postgres")]
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        return load_message_one_trip(db, message_id).await;
+    }
     let Some(row) = db.query_one(&by_message_id).await? else {
         return Ok(None);
     };
@@ -82,6 +86,59 @@ pub async fn load_message(
         message.attachments.push(rows::attachment(&row, true)?.1);
     }
     Ok(Some(message))
+}
+
+/// [`load_message`] on PostgreSQL in one round trip (see [`super::one_trip`]): the message
+/// and the attachments of the message with that id, in one snapshot; the Message-ID
+/// written as a dollar-quoted literal.
+#[cfg(feature = "postgres")]
+async fn load_message_one_trip(
+    db: &DatabaseConnection,
+    message_id: &str,
+) -> Result<Option<MailMessage>> {
+    use sea_orm::sea_query::PostgresQueryBuilder;
+    let id = Expr::cust(super::one_trip::literal(
+        crate::mail::without_nul(message_id).as_ref(),
+    ));
+    let mut by_message_id = Query::select();
+    by_message_id
+        .columns(columns(message::Entity))
+        .from(message::Entity)
+        .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(id.clone()))
+        .limit(1);
+    let mut its_id = Query::select();
+    its_id
+        .column((message::Entity, message::Column::Id))
+        .from(message::Entity)
+        .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(id))
+        .limit(1);
+    let mut attachments = Query::select();
+    attachments
+        .columns(columns(attachment::Entity))
+        .from(attachment::Entity)
+        .and_where(
+            Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
+        )
+        .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
+    let sql = [
+        by_message_id.to_string(PostgresQueryBuilder),
+        attachments.to_string(PostgresQueryBuilder),
+    ];
+    let mut found: Option<MailMessage> = None;
+    super::one_trip::read(db, &sql, |event| {
+        match event {
+            super::one_trip::Event::Row(0, row) => found = Some(rows::message(&row)?),
+            super::one_trip::Event::Row(_, row) => {
+                if let Some(message) = found.as_mut() {
+                    message.attachments.push(rows::attachment(&row, true)?.1);
+                }
+            }
+            super::one_trip::Event::Done(_) => {}
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(found)
 }
 
 /// The messages of the thread `thread_id` ([`MailMessage::thread_id`]), oldest first

@@ -18,6 +18,8 @@ pub(crate) mod correspondents;
 mod embedded;
 pub(crate) mod history;
 mod lookup;
+#[cfg(feature = "postgres")]
+mod one_trip;
 pub(crate) mod records;
 mod rows;
 mod runs;
@@ -55,9 +57,14 @@ pub use runs::{load_rounds, load_run};
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,
 /// whose metric callback does not see them: the statements run through the SQLite C
-/// library on a SQLite file, and the history reads made in one round trip on PostgreSQL.
+/// library on a SQLite file, and the reads made in one round trip on PostgreSQL (the
+/// history, the trigger message).
 ///
 /// Together with SeaORM's metric callback it gives the full count of a read's round trips.
 pub fn direct_round_trips(db: &DatabaseConnection) -> u64 {
-    embedded_statements(db).unwrap_or(0) + history::one_trip_reads(db)
+    #[cfg(feature = "postgres")]
+    let one_trip = one_trip::reads(db);
+    #[cfg(not(feature = "postgres"))]
+    let one_trip = 0;
+    embedded_statements(db).unwrap_or(0) + one_trip
 }
