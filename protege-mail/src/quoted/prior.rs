@@ -178,10 +178,8 @@ impl PriorBodies {
     /// otherwise.
     fn track(&self, shingles: &[u64]) -> (Vec<u32>, Vec<u32>) {
         let windows = shingles.len().saturating_sub(SHINGLE - 1);
-        let mut hits = Vec::with_capacity(windows + 1);
-        let mut restarts = Vec::with_capacity(windows + 1);
-        hits.push(0u32);
-        restarts.push(0u32);
+        let mut hits = vec![0u32; windows + 1];
+        let mut restarts = vec![0u32; windows + 1];
         let (mut known, mut restarted) = (0u32, 0u32);
         // The previous window's place (body, first word), when it was known, and the
         // windows of the chain that ends with it.
@@ -213,8 +211,8 @@ impl PriorBodies {
                 at = None;
                 chain = 0;
             }
-            hits.push(known);
-            restarts.push(restarted);
+            hits[i + 1] = known;
+            restarts[i + 1] = restarted;
         }
         (hits, restarts)
     }
@@ -264,19 +262,21 @@ pub(super) struct Scan {
 /// it from where it was read.
 fn shingles_of(words: &[u64], spans: &[(usize, usize)], copied: &[Option<&[u64]>]) -> Vec<u64> {
     let n = words.len();
-    let mut out = vec![END; n];
+    let mut out = Vec::with_capacity(n);
     let windows = n.saturating_sub(SHINGLE - 1);
+    // The lines' words follow each other: the shingles are pushed in order.
     for (&(start, end), &from) in spans.iter().zip(copied) {
         let mut i = start;
         if let Some(source) = from {
             let inside = (end - start).saturating_sub(SHINGLE - 1);
-            out[start..start + inside].copy_from_slice(&source[..inside]);
+            out.extend_from_slice(&source[..inside]);
             i += inside;
         }
-        while i < end.min(windows) {
-            out[i] = shingle(&words[i..i + SHINGLE]);
-            i += 1;
+        let last = end.min(windows);
+        if last > i {
+            out.extend(words[i..last + SHINGLE - 1].windows(SHINGLE).map(shingle));
         }
+        out.resize(end, END);
     }
     out
 }
