@@ -38,12 +38,66 @@ impl Cut {
     }
 }
 
+/// The lines of a body that open no marker of step 2 whatever the lines around them,
+/// found once per line text: step 2 looks for the first marker again after each removal,
+/// over lines it has read already.
+pub(super) struct Plain {
+    /// The start of each line of the body, in order.
+    starts: Vec<usize>,
+    /// Per line: the end of its text when it was judged, and whether it opens no marker.
+    verdicts: Vec<Option<(usize, bool)>>,
+}
+
+impl Plain {
+    /// Nothing judged yet, for the body's `lines` as split.
+    pub(super) fn new(lines: &[Line]) -> Self {
+        Self {
+            starts: lines.iter().map(|l| l.start).collect(),
+            verdicts: vec![None; lines.len()],
+        }
+    }
+
+    /// Whether `line` (neither quoted nor blank) opens no marker.
+    fn get(&mut self, body: &str, line: Line) -> bool {
+        let Ok(k) = self.starts.binary_search(&line.start) else {
+            return opens_no_marker(line.text(body));
+        };
+        match self.verdicts[k] {
+            Some((end, plain)) if end == line.end => plain,
+            _ => {
+                let plain = opens_no_marker(line.text(body));
+                self.verdicts[k] = Some((line.end, plain));
+                plain
+            }
+        }
+    }
+}
+
+/// Whether a line (neither quoted nor blank) opens no marker of step 2, whatever the
+/// lines after it: it is no separator or rule, has no header name, opens no attribution
+/// (alone, or as the first line of a split one, see [`attribution_at`]) and holds none.
+fn opens_no_marker(text: &str) -> bool {
+    let trimmed = text.trim();
+    let may_open_attribution = is_attribution(trimmed)
+        || (!trimmed.ends_with(['.', '!', '?', ':'])
+            && (trimmed.starts_with('-')
+                || opens_with_opener(trimmed)
+                || (trimmed.starts_with(|c: char| c.is_ascii_digit())
+                    && has_numeric_date_or_time(trimmed))
+                || trimmed.contains('@')));
+    !is_separator(trimmed)
+        && !is_rule(trimmed)
+        && header_key(text).is_none()
+        && !may_open_attribution
+        && attribution_within(text).is_none()
+}
+
 /// Step 2's first marker, scanning down: a separator line, a rule line above a header
 /// block, a header block, or an attribution line; quoted lines are not markers.
-pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
+pub(super) fn first_marker(body: &str, lines: &[Line], plain: &mut Plain) -> Option<Cut> {
     for (i, line) in lines.iter().enumerate() {
         let text = line.text(body);
-        if is_quoted(text) || is_blank(text) {
+        if is_quoted(text) || is_blank(text) || plain.get(body, *line) {
             continue;
         }
         let trimmed = text.trim();
