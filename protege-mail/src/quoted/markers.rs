@@ -238,20 +238,20 @@ const MAX_FOOTER_LINES: usize = 6;
 /// rule's line.
 pub(super) fn list_footer_start(body: &str, lines: &[Line]) -> Option<usize> {
     let mut texts = 0;
-    let mut link = false;
     for k in (0..lines.len()).rev() {
         let text = lines[k].text(body).trim();
         if text.is_empty() {
             continue;
         }
         if text.len() >= 20 && text.bytes().all(|b| b == b'_') {
-            return (texts > 0 && link).then_some(k);
+            // The link is looked for only below a rule.
+            let link = || lines[k + 1..].iter().any(|l| l.text(body).contains("://"));
+            return (texts > 0 && link()).then_some(k);
         }
         texts += 1;
         if texts > MAX_FOOTER_LINES || is_quoted(text) {
             return None;
         }
-        link |= text.contains("://");
     }
     None
 }
