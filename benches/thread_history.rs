@@ -640,11 +640,23 @@ fn floor(rt: &tokio::runtime::Runtime, dir: &std::path::Path) {
         || time(&mut || drop(rt.block_on(limit50.resolve(&ctx_strip)).unwrap())),
         || time(&mut || drop(rt.block_on(limit50.resolve(&ctx)).unwrap())),
     );
+    let (sall, kall) = interleaved(
+        rt,
+        80,
+        || time(&mut || drop(rt.block_on(all.resolve(&ctx_strip)).unwrap())),
+        || time(&mut || drop(rt.block_on(all.resolve(&ctx)).unwrap())),
+    );
     println!(
         "limit=50:  quoted = \"strip\" {:.3} ms, \"keep\" {:.3} ms, ratio {:.2}x (goal <= 1.3x)",
         ms(s50),
         ms(k50),
         ms(s50) / ms(k50)
+    );
+    println!(
+        "limit=all: quoted = \"strip\" {:.3} ms, \"keep\" {:.3} ms, ratio {:.2}x (goal <= 1.3x)",
+        ms(sall),
+        ms(kall),
+        ms(sall) / ms(kall)
     );
     match python_floor(&dir.join("floor-fixture.json"), dir) {
         Some((p50, pall)) => {

@@ -38,12 +38,66 @@ impl Cut {
     }
 }
 
+/// The lines of a body that open no marker of step 2 whatever the lines around them,
+/// found once per line text: step 2 looks for the first marker again after each removal,
+/// over lines it has read already.
+pub(super) struct Plain {
+    /// The start of each line of the body, in order.
+    starts: Vec<usize>,
+    /// Per line: the end of its text when it was judged, and whether it opens no marker.
+    verdicts: Vec<Option<(usize, bool)>>,
+}
+
+impl Plain {
+    /// Nothing judged yet, for the body's `lines` as split.
+    pub(super) fn new(lines: &[Line]) -> Self {
+        Self {
+            starts: lines.iter().map(|l| l.start).collect(),
+            verdicts: vec![None; lines.len()],
+        }
+    }
+
+    /// Whether `line` (neither quoted nor blank) opens no marker.
+    fn get(&mut self, body: &str, line: Line) -> bool {
+        let Ok(k) = self.starts.binary_search(&line.start) else {
+            return opens_no_marker(line.text(body));
+        };
+        match self.verdicts[k] {
+            Some((end, plain)) if end == line.end => plain,
+            _ => {
+                let plain = opens_no_marker(line.text(body));
+                self.verdicts[k] = Some((line.end, plain));
+                plain
+            }
+        }
+    }
+}
+
+/// Whether a line (neither quoted nor blank) opens no marker of step 2, whatever the
+/// lines after it: it is no separator or rule, has no header name, opens no attribution
+/// (alone, or as the first line of a split one, see [`attribution_at`]) and holds none.
+fn opens_no_marker(text: &str) -> bool {
+    let trimmed = text.trim();
+    let may_open_attribution = is_attribution(trimmed)
+        || (!trimmed.ends_with(['.', '!', '?', ':'])
+            && (trimmed.starts_with('-')
+                || opens_with_opener(trimmed)
+                || (trimmed.starts_with(|c: char| c.is_ascii_digit())
+                    && has_numeric_date_or_time(trimmed))
+                || trimmed.contains('@')));
+    !is_separator(trimmed)
+        && !is_rule(trimmed)
+        && header_key(text).is_none()
+        && !may_open_attribution
+        && attribution_within(text).is_none()
+}
+
 /// Step 2's first marker, scanning down: a separator line, a rule line above a header
 /// block, a header block, or an attribution line; quoted lines are not markers.
-pub(super) fn first_marker(body: &str, lines: &[Line]) -> Option<Cut> {
+pub(super) fn first_marker(body: &str, lines: &[Line], plain: &mut Plain) -> Option<Cut> {
     for (i, line) in lines.iter().enumerate() {
         let text = line.text(body);
-        if is_quoted(text) || is_blank(text) {
+        if is_quoted(text) || is_blank(text) || plain.get(body, *line) {
             continue;
         }
         let trimmed = text.trim();
@@ -184,20 +238,20 @@ const MAX_FOOTER_LINES: usize = 6;
 /// rule's line.
 pub(super) fn list_footer_start(body: &str, lines: &[Line]) -> Option<usize> {
     let mut texts = 0;
-    let mut link = false;
     for k in (0..lines.len()).rev() {
         let text = lines[k].text(body).trim();
         if text.is_empty() {
             continue;
         }
         if text.len() >= 20 && text.bytes().all(|b| b == b'_') {
-            return (texts > 0 && link).then_some(k);
+            // The link is looked for only below a rule.
+            let link = || lines[k + 1..].iter().any(|l| l.text(body).contains("://"));
+            return (texts > 0 && link()).then_some(k);
         }
         texts += 1;
         if texts > MAX_FOOTER_LINES || is_quoted(text) {
             return None;
         }
-        link |= text.contains("://");
     }
     None
 }
@@ -273,6 +327,10 @@ fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool) -> Option<
     if is_attribution(first) {
         return Some(i);
     }
+    // A line that ends a sentence is no split attribution's first line (see below).
+    if first.ends_with(['.', '!', '?', ':']) {
+        return None;
+    }
     let dated = first.starts_with('-')
         || opens_with_opener(first)
         || (first.starts_with(|c: char| c.is_ascii_digit()) && has_numeric_date_or_time(first));
@@ -309,7 +367,72 @@ fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool) -> Option<
     None
 }
 
+/// The bytes that can open a word of `words`: its first byte, and with `fold` the other
+/// case of an ASCII letter (for words compared ignoring ASCII case). Empty words mark
+/// nothing.
+const fn mark_first_bytes(set: &mut [bool; 256], words: &[&str], fold: bool) {
+    let mut k = 0;
+    while k < words.len() {
+        if let Some(&b) = words[k].as_bytes().first() {
+            set[b as usize] = true;
+            if fold && b.is_ascii_alphabetic() {
+                set[(b ^ 0x20) as usize] = true;
+            }
+        }
+        k += 1;
+    }
+}
+
+/// The first bytes of the attribution openers of every language: a line that opens
+/// with another byte opens with no opener, whatever the rest.
+const OPENER_FIRST_BYTES: [bool; 256] = {
+    let mut set = [false; 256];
+    let mut k = 0;
+    while k < ATTRIBUTIONS.len() {
+        mark_first_bytes(&mut set, ATTRIBUTIONS[k].openers, false);
+        k += 1;
+    }
+    set
+};
+
+/// The first bytes of the header names, in both cases.
+const HEADER_FIRST_BYTES: [bool; 256] = {
+    let mut set = [false; 256];
+    let mut k = 0;
+    while k < HEADER_KEYS.len() {
+        mark_first_bytes(&mut set, &[HEADER_KEYS[k].0], true);
+        k += 1;
+    }
+    set
+};
+
+/// The first bytes of the taglines and of their openers (in both cases), and of the
+/// Chinese and Japanese ones that open with a phrase.
+const TAGLINE_FIRST_BYTES: [bool; 256] = {
+    let mut set = [false; 256];
+    mark_first_bytes(&mut set, TAGLINES, true);
+    let mut k = 0;
+    while k < TAGLINE_OPENERS.len() {
+        mark_first_bytes(&mut set, &[TAGLINE_OPENERS[k].0], true);
+        k += 1;
+    }
+    let mut k = 0;
+    while k < CJK_TAGLINES.len() {
+        mark_first_bytes(&mut set, &[CJK_TAGLINES[k].0], false);
+        k += 1;
+    }
+    set
+};
+
+/// Whether `text` opens with a byte of `set`.
+fn opens_with_byte_of(text: &str, set: &[bool; 256]) -> bool {
+    text.as_bytes().first().is_some_and(|&b| set[b as usize])
+}
+
 fn opens_with_opener(text: &str) -> bool {
+    if !opens_with_byte_of(text, &OPENER_FIRST_BYTES) {
+        return false;
+    }
     ATTRIBUTIONS
         .iter()
         .any(|a| a.openers.iter().any(|o| starts_with_word(text, o)))
@@ -322,6 +445,10 @@ fn opens_with_opener(text: &str) -> bool {
 /// no shape ("---- Ann wrote ----").
 fn is_attribution(text: &str) -> bool {
     if text.len() > MAX_ATTRIBUTION_BYTES || text.len() < 6 {
+        return false;
+    }
+    // Each shape below ends with a colon, a `>` (an address) or dashes.
+    if !text.trim_end().ends_with([':', '：', '>', '-']) {
         return false;
     }
     let inner = text.trim_start_matches('-');
@@ -485,11 +612,19 @@ fn header_block_at(body: &str, lines: &[Line], i: usize) -> bool {
 /// bold stars around it and a space before the colon ("De :").
 fn header_key(text: &str) -> Option<Role> {
     let text = text.trim_start().trim_start_matches('*');
-    let colon = text
-        .char_indices()
-        .take(24)
-        .find(|&(_, c)| c == ':' || c == '：')?
-        .0;
+    if !opens_with_byte_of(text, &HEADER_FIRST_BYTES) {
+        return None;
+    }
+    // Within the first 24 characters: the first 24 bytes when they are ASCII.
+    let head = &text.as_bytes()[..text.len().min(24)];
+    let colon = if head.is_ascii() {
+        head.iter().position(|&b| b == b':')?
+    } else {
+        text.char_indices()
+            .take(24)
+            .find(|&(_, c)| c == ':' || c == '：')?
+            .0
+    };
     let key = text[..colon].trim_end().trim_end_matches('*').trim_end();
     HEADER_KEYS
         .iter()
@@ -508,6 +643,15 @@ fn is_tagline(text: &str) -> bool {
         _ => text,
     };
     let text = text.strip_suffix('.').unwrap_or(text);
+    // Every tagline opens with a byte of the set but those that open with anything and
+    // end with a phrase.
+    if !opens_with_byte_of(text, &TAGLINE_FIRST_BYTES)
+        && !CJK_TAGLINES
+            .iter()
+            .any(|&(open, close)| open.is_empty() && text.ends_with(close))
+    {
+        return false;
+    }
     if TAGLINES.iter().any(|t| text.eq_ignore_ascii_case(t)) {
         return true;
     }

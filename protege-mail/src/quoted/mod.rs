@@ -117,6 +117,7 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
     } else {
         Vec::new()
     };
+    let mut plain = markers::Plain::new(&lines);
     let mut whole = true;
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
@@ -124,7 +125,7 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
         let mut changed = false;
         // An answered quote goes first, so that step 1 does not take its attribution
         // away from the quoted lines below it.
-        let mut marker = markers::first_marker(body, &lines);
+        let mut marker = markers::first_marker(body, &lines, &mut plain);
         if let Some(cut) = marker
             && let Cut::Attribution(_, last) | Cut::Within(last, _) = cut
             && markers::quote_is_answered(body, &lines, last)
@@ -143,7 +144,7 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
             }
         }
         if marker.is_none() && changed {
-            marker = markers::first_marker(body, &lines);
+            marker = markers::first_marker(body, &lines, &mut plain);
         }
         changed |= cut_at_markers(body, &mut lines, marker);
         changed |= cut_at_signature(body, &mut lines);

@@ -178,10 +178,8 @@ impl PriorBodies {
     /// otherwise.
     fn track(&self, shingles: &[u64]) -> (Vec<u32>, Vec<u32>) {
         let windows = shingles.len().saturating_sub(SHINGLE - 1);
-        let mut hits = Vec::with_capacity(windows + 1);
-        let mut restarts = Vec::with_capacity(windows + 1);
-        hits.push(0u32);
-        restarts.push(0u32);
+        let mut hits = vec![0u32; windows + 1];
+        let mut restarts = vec![0u32; windows + 1];
         let (mut known, mut restarted) = (0u32, 0u32);
         // The previous window's place (body, first word), when it was known, and the
         // windows of the chain that ends with it.
@@ -213,8 +211,8 @@ impl PriorBodies {
                 at = None;
                 chain = 0;
             }
-            hits.push(known);
-            restarts.push(restarted);
+            hits[i + 1] = known;
+            restarts[i + 1] = restarted;
         }
         (hits, restarts)
     }
@@ -264,19 +262,21 @@ pub(super) struct Scan {
 /// it from where it was read.
 fn shingles_of(words: &[u64], spans: &[(usize, usize)], copied: &[Option<&[u64]>]) -> Vec<u64> {
     let n = words.len();
-    let mut out = vec![END; n];
+    let mut out = Vec::with_capacity(n);
     let windows = n.saturating_sub(SHINGLE - 1);
+    // The lines' words follow each other: the shingles are pushed in order.
     for (&(start, end), &from) in spans.iter().zip(copied) {
         let mut i = start;
         if let Some(source) = from {
             let inside = (end - start).saturating_sub(SHINGLE - 1);
-            out[start..start + inside].copy_from_slice(&source[..inside]);
+            out.extend_from_slice(&source[..inside]);
             i += inside;
         }
-        while i < end.min(windows) {
-            out[i] = shingle(&words[i..i + SHINGLE]);
-            i += 1;
+        let last = end.min(windows);
+        if last > i {
+            out.extend(words[i..last + SHINGLE - 1].windows(SHINGLE).map(shingle));
         }
+        out.resize(end, END);
     }
     out
 }
@@ -437,85 +437,78 @@ impl Run {
 /// Appends the hashes of the words of `text` (quote markers already dropped): runs of
 /// characters between whitespace, except that each Chinese, Japanese or Korean character
 /// is a word of its own (those scripts do not separate words, and a re-wrapped quote
-/// breaks their lines anywhere). An ASCII line is split at its whitespace bytes; in
-/// another, characters beyond ASCII are decoded to ask whether they are whitespace or
-/// CJK.
+/// breaks their lines anywhere). ASCII bytes are read eight at a time where they can be;
+/// characters beyond ASCII are decoded to ask whether they are whitespace or CJK.
 fn words_of(text: &str, out: &mut Vec<u64>) {
     let bytes = text.as_bytes();
-    // Printable ASCII, spaces the only whitespace (the common line): each word is read
-    // eight bytes at a time, its end found among them at once.
-    if bytes.iter().all(|&b| (0x20..0x80).contains(&b)) {
-        let n = bytes.len();
-        let mut i = 0;
-        while i < n {
-            if bytes[i] == b' ' {
+    let n = bytes.len();
+    let mut i = 0;
+    while i < n {
+        let b = bytes[i];
+        if b < 0x80 {
+            if b.is_ascii_whitespace() {
                 i += 1;
                 continue;
             }
+            // A word of at most seven ASCII bytes that whitespace or the end of the line
+            // ends (the common word): found and hashed from eight bytes read at once.
             let chunk = load_spaced(bytes, i);
-            // The bytes below 0x21 (spaces, and the padding after the line) get their
-            // high bit set.
-            let spaces = !chunk.wrapping_add(0x5f5f_5f5f_5f5f_5f5f) & 0x8080_8080_8080_8080;
-            if spaces != 0 {
-                let len = spaces.trailing_zeros() as usize / 8;
-                out.push(fold_mul(
-                    K0 ^ len as u64 ^ (chunk & ((1u64 << (8 * len)) - 1)),
-                    K1,
-                ));
-                i += len;
-            } else {
-                let start = i;
-                while i < n && bytes[i] != b' ' {
-                    i += 1;
+            let stops = special_bytes(chunk);
+            if stops != 0 {
+                let len = stops.trailing_zeros() as usize / 8;
+                if i + len >= n || bytes[i + len].is_ascii_whitespace() {
+                    out.push(fold_mul(
+                        K0 ^ len as u64 ^ (chunk & ((1u64 << (8 * len)) - 1)),
+                        K1,
+                    ));
+                    i += len;
+                    continue;
                 }
-                out.push(hash_word(bytes, start, i));
             }
-        }
-        return;
-    }
-    if text.is_ascii() {
-        let n = bytes.len();
-        let mut i = 0;
-        while i < n {
-            while i < n && bytes[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            if i == n {
-                break;
-            }
-            let start = i;
-            while i < n && !bytes[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            out.push(hash_word(bytes, start, i));
-        }
-        return;
-    }
-    let mut word_start = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let (len, space, cjk) = if b < 0x80 {
-            (1, b.is_ascii_whitespace(), false)
         } else {
             let c = text[i..].chars().next().unwrap_or(' ');
-            (c.len_utf8(), c.is_whitespace(), is_cjk(c))
-        };
-        if space || cjk {
-            if let Some(start) = word_start.take() {
-                out.push(hash_word(bytes, start, i));
+            if c.is_whitespace() {
+                i += c.len_utf8();
+                continue;
             }
-            if cjk {
-                out.push(hash_word(bytes, i, i + len));
+            if is_cjk(c) {
+                out.push(hash_word(bytes, i, i + c.len_utf8()));
+                i += c.len_utf8();
+                continue;
             }
-        } else if word_start.is_none() {
-            word_start = Some(i);
         }
-        i += len;
+        // A longer word, or one with bytes beyond ASCII or controls: read to its end,
+        // eight bytes at a time where they are plain ASCII.
+        let start = i;
+        while i < n {
+            let b = bytes[i];
+            if b < 0x80 {
+                if b.is_ascii_whitespace() {
+                    break;
+                }
+                if i + 8 <= n && special_bytes(load_spaced(bytes, i)) == 0 {
+                    i += 8;
+                } else {
+                    i += 1;
+                }
+            } else {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                if c.is_whitespace() || is_cjk(c) {
+                    break;
+                }
+                i += c.len_utf8();
+            }
+        }
+        out.push(hash_word(bytes, start, i));
     }
-    if let Some(start) = word_start {
-        out.push(hash_word(bytes, start, bytes.len()));
-    }
+}
+
+/// The high bit of each byte of `chunk` below `0x21` (spaces, controls) or beyond ASCII.
+fn special_bytes(chunk: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Below 0x80, adding 0x5f sets the high bit from 0x21 on, without a carry.
+    let low = (chunk & !HIGH).wrapping_add(0x5f5f_5f5f_5f5f_5f5f);
+    (!low | chunk) & HIGH
 }
 
 const K0: u64 = 0x243f_6a88_85a3_08d3;
@@ -588,11 +581,11 @@ fn line_key(text: &str) -> u64 {
 }
 
 /// A set of hashes (never 0) with a value each: open addressing, linear probing, at most
-/// half full. The hashes are well mixed already, so their low bits pick the slot.
+/// half full. The hashes are well mixed already, so their low bits pick the slot; a
+/// slot holds its key and value side by side, one cache line read per look-up.
 #[derive(Default)]
 struct Table {
-    keys: Vec<u64>,
-    values: Vec<u64>,
+    slots: Vec<(u64, u64)>,
     len: usize,
 }
 
@@ -601,12 +594,12 @@ impl Table {
         if self.len == 0 {
             return None;
         }
-        let mask = self.keys.len() - 1;
+        let mask = self.slots.len() - 1;
         let mut i = key as usize & mask;
         loop {
-            let k = self.keys[i];
+            let (k, v) = self.slots[i];
             if k == key {
-                return Some(self.values[i]);
+                return Some(v);
             }
             if k == 0 {
                 return None;
@@ -618,19 +611,18 @@ impl Table {
     /// Inserts `key` with `value`, unless it is there already (its value stays).
     /// Returns whether it was inserted.
     fn insert(&mut self, key: u64, value: u64) -> bool {
-        if (self.len + 1) * 2 > self.keys.len() {
+        if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
-        let mask = self.keys.len() - 1;
+        let mask = self.slots.len() - 1;
         let mut i = key as usize & mask;
         loop {
-            let k = self.keys[i];
+            let k = self.slots[i].0;
             if k == key {
                 return false;
             }
             if k == 0 {
-                self.keys[i] = key;
-                self.values[i] = value;
+                self.slots[i] = (key, value);
                 self.len += 1;
                 return true;
             }
@@ -638,14 +630,18 @@ impl Table {
         }
     }
 
+    /// Twice the slots, from a few hundred (a short window's index stays small).
     fn grow(&mut self) {
-        let size = (self.keys.len() * 2).max(4096);
-        let keys = std::mem::replace(&mut self.keys, vec![0; size]);
-        let values = std::mem::replace(&mut self.values, vec![0; size]);
-        self.len = 0;
-        for (k, v) in keys.into_iter().zip(values) {
+        let size = (self.slots.len() * 2).max(256);
+        let slots = std::mem::replace(&mut self.slots, vec![(0, 0); size]);
+        let mask = size - 1;
+        for (k, v) in slots {
             if k != 0 {
-                self.insert(k, v);
+                let mut i = k as usize & mask;
+                while self.slots[i].0 != 0 {
+                    i = (i + 1) & mask;
+                }
+                self.slots[i] = (k, v);
             }
         }
     }
