@@ -58,39 +58,58 @@ pub(crate) fn init(log: Option<LogFormat>) -> Telemetry {
     if log.is_none() && provider.is_none() {
         return Telemetry { provider };
     }
-    let export = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("protege"))
-            .with_location(false)
-            .with_tracked_inactivity(false)
-            .with_threads(false)
-            .with_target(false)
-            .with_filter(
-                filter_fn(|meta| meta.target().starts_with("protege"))
-                    .with_max_level_hint(LevelFilter::INFO),
-            )
-    });
-    let logs = log.map(|format| {
-        let layer = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .with_ansi(false);
-        match format {
-            LogFormat::Text => layer.boxed(),
-            LogFormat::Json => layer
-                .json()
-                .flatten_event(true)
-                .with_current_span(false)
-                .with_span_list(false)
-                .boxed(),
+    match provider.as_ref() {
+        Some(provider) => {
+            let export = tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("protege"))
+                .with_location(false)
+                .with_tracked_inactivity(false)
+                .with_threads(false)
+                .with_target(false)
+                .with_filter(
+                    filter_fn(|meta| meta.target().starts_with("protege"))
+                        .with_max_level_hint(LevelFilter::INFO),
+                );
+            // The spans are on for the export; the log lines keep to events.
+            let logs = log.map(|format| {
+                log_layer(format)
+                    .with_filter(filter_fn(logged).with_max_level_hint(LevelFilter::INFO))
+            });
+            let _ = tracing_subscriber::registry()
+                .with(export)
+                .with(logs)
+                .try_init();
         }
-        .with_filter(filter_fn(logged).with_max_level_hint(LevelFilter::INFO))
-    });
-    let _ = tracing_subscriber::registry()
-        .with(export)
-        .with(logs)
-        .try_init();
+        None => {
+            // Without the export, the filter is global: every span stays off, so a resolve
+            // computes nothing for one (a per-layer filter would leave them on).
+            let _ = tracing_subscriber::registry()
+                .with(log.map(log_layer))
+                .with(filter_fn(logged).with_max_level_hint(LevelFilter::INFO))
+                .try_init();
+        }
+    }
     Telemetry { provider }
+}
+
+/// The layer of `serve`'s log lines, on stderr, in `format`.
+fn log_layer<S>(format: LogFormat) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(false);
+    match format {
+        LogFormat::Text => layer.boxed(),
+        LogFormat::Json => layer
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .boxed(),
+    }
 }
 
 /// Whether the log lines show `meta`: events (never spans, so a line reads the same with or
