@@ -181,3 +181,22 @@ fn provider() -> Result<SdkTracerProvider, String> {
         .with_resource(resource)
         .build())
 }
+
+#[cfg(test)]
+mod tests {
+    /// Without an export, `serve`'s log lines leave every span off: the engine computes a
+    /// span's figures (token counts, a calibration query) only for a span that is on.
+    #[test]
+    fn without_an_export_spans_are_off_and_events_logged() {
+        // An environment that exports is the other case (the `traces` tests).
+        if super::endpoint_set() {
+            return;
+        }
+        let telemetry = super::init(Some(crate::commands::LogFormat::Json));
+        assert!(telemetry.provider.is_none());
+        assert!(tracing::info_span!(target: "protege", "protege.resolve").is_disabled());
+        assert!(tracing::event_enabled!(target: "protege", tracing::Level::INFO));
+        assert!(!tracing::event_enabled!(target: "protege", tracing::Level::DEBUG));
+        telemetry.shutdown();
+    }
+}
