@@ -508,17 +508,6 @@ impl Engine {
         }
     }
 
-    /// Whether a resolve's reads wait on a database server's answers (PostgreSQL,
-    /// MySQL/MariaDB) rather than run in this process (a SQLite file, read through the
-    /// SQLite C library on the calling thread).
-    #[doc(hidden)]
-    pub async fn reads_wait_on_a_server(&self) -> bool {
-        match self.db().await {
-            Ok(conn) => conn.get_database_backend() != sea_orm::DbBackend::Sqlite,
-            Err(_) => false,
-        }
-    }
-
     /// Checks that the database answers (connecting first if needed), as `/readyz` does.
     pub async fn ping(&self) -> Result<(), EngineError> {
         self.db()

@@ -144,15 +144,6 @@ pub(super) async fn resolve(
     Json(input): Json<ResolveInput>,
 ) -> Result<Response, ApiError> {
     let slots = app.work_slots.clone();
-    if app.engine.reads_wait_on_a_server().await {
-        // Reads that wait on a server's answers: the work stays on the runtime's workers,
-        // where each answer wakes it without a hand-off to another thread.
-        let _slot = slots
-            .acquire()
-            .await
-            .map_err(|e| ApiError::internal(format!("the request's work cannot start: {e}")))?;
-        return resolved(&app, &input).await;
-    }
     off_the_workers(&slots, async move { resolved(&app, &input).await }).await
 }
 
