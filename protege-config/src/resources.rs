@@ -11,6 +11,7 @@ use protege_schema::{LOAD_FILE, LOAD_RECORD, builtin, suggestion};
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::Diagnostic;
+use crate::reader::get;
 
 /// A name written in the file, and where.
 #[derive(Debug, Clone)]
@@ -58,7 +59,8 @@ impl Resources {
         };
         let (doc, _) = DeTable::parse_recoverable(source);
         for chain in ["message_resolvers", "responsibility_resolvers"] {
-            let Some(DeValue::Array(entries)) = value(doc.get_ref(), chain) else {
+            let Some(DeValue::Array(entries)) = get(doc.get_ref(), chain).map(|v| v.get_ref())
+            else {
                 continue;
             };
             for entry in entries.iter() {
@@ -85,7 +87,7 @@ impl Resources {
             && let Some(table) = string(entry, "table")
         {
             let mut columns = Vec::new();
-            if let Some(DeValue::Table(conditions)) = value(entry, "where") {
+            if let Some(DeValue::Table(conditions)) = get(entry, "where").map(|v| v.get_ref()) {
                 for (key, _) in conditions.iter() {
                     columns.push(Named {
                         text: key.get_ref().to_string(),
@@ -93,8 +95,8 @@ impl Resources {
                     });
                 }
             }
-            let order: Vec<_> = match entry.iter().find(|(k, _)| k.get_ref() == "order_by") {
-                Some((_, v)) => match v.get_ref() {
+            let order: Vec<_> = match get(entry, "order_by") {
+                Some(v) => match v.get_ref() {
                     DeValue::Array(items) => items.iter().collect(),
                     _ => vec![v],
                 },
@@ -221,15 +223,8 @@ fn listed(names: &[String]) -> String {
     }
 }
 
-fn value<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a DeValue<'i>> {
-    table
-        .iter()
-        .find(|(k, _)| k.get_ref() == key)
-        .map(|(_, v)| v.get_ref())
-}
-
 fn string(table: &DeTable<'_>, key: &str) -> Option<Named> {
-    let (_, v) = table.iter().find(|(k, _)| k.get_ref() == key)?;
+    let v = get(table, key)?;
     match v.get_ref() {
         DeValue::String(text) => Some(Named {
             text: text.to_string(),

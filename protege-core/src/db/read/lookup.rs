@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
+use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
 };
@@ -39,23 +39,17 @@ pub async fn load_message(
     db: &DatabaseConnection,
     message_id: &str,
 ) -> Result<Option<MailMessage>> {
-    let mut by_message_id = Query::select();
-    by_message_id
-        .columns(columns(message::Entity))
-        .from(message::Entity)
-        // Stored without NUL, as every import stores it (PostgreSQL rejects NUL in text).
-        .and_where(
-            Expr::col((message::Entity, message::Column::MessageId))
-                .eq(crate::mail::without_nul(message_id).as_ref()),
-        )
-        .limit(1);
+    #[cfg(feature = "postgres")]
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        return load_message_one_trip(db, message_id).await;
+    }
+    // Stored without NUL, as every import stores it (PostgreSQL rejects NUL in text).
+    let by_message_id = message_where(
+        Expr::col((message::Entity, message::Column::MessageId))
+            .eq(crate::mail::without_nul(message_id).as_ref()),
+    );
     let attachments_of = |id: i64| {
-        let mut q = Query::select();
-        q.columns(columns(attachment::Entity))
-            .from(attachment::Entity)
-            .and_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(id))
-            .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
-        q
+        attachments_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(id))
     };
     if let Some(reader) = embedded::reader(db) {
         return reader.run(|conn| {
@@ -74,10 +68,6 @@ pub async fn load_message(
             Ok(Some(message))
         });
     }
-    #[cfg(feature = "postgres")]
-    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
-        return load_message_one_trip(db, message_id).await;
-    }
     let Some(row) = db.query_one(&by_message_id).await? else {
         return Ok(None);
     };
@@ -86,6 +76,27 @@ pub async fn load_message(
         message.attachments.push(rows::attachment(&row, true)?.1);
     }
     Ok(Some(message))
+}
+
+/// The message (every column) that `condition` finds, at most one.
+fn message_where(condition: sea_orm::sea_query::Expr) -> SelectStatement {
+    let mut q = Query::select();
+    q.columns(columns(message::Entity))
+        .from(message::Entity)
+        .and_where(condition)
+        .limit(1);
+    q
+}
+
+/// The attachments (every column, their bytes too) that `condition` finds, in insertion
+/// order.
+fn attachments_where(condition: sea_orm::sea_query::Expr) -> SelectStatement {
+    let mut q = Query::select();
+    q.columns(columns(attachment::Entity))
+        .from(attachment::Entity)
+        .and_where(condition)
+        .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
+    q
 }
 
 /// [`load_message`] on PostgreSQL in one round trip (see [`super::one_trip`]): the message
@@ -97,29 +108,21 @@ async fn load_message_one_trip(
     message_id: &str,
 ) -> Result<Option<MailMessage>> {
     use sea_orm::sea_query::PostgresQueryBuilder;
-    let id = Expr::cust(super::one_trip::literal(
-        crate::mail::without_nul(message_id).as_ref(),
-    ));
-    let mut by_message_id = Query::select();
-    by_message_id
-        .columns(columns(message::Entity))
-        .from(message::Entity)
-        .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(id.clone()))
-        .limit(1);
+    let is_it = || {
+        Expr::col((message::Entity, message::Column::MessageId)).eq(Expr::cust(
+            super::one_trip::literal(crate::mail::without_nul(message_id).as_ref()),
+        ))
+    };
+    let by_message_id = message_where(is_it());
     let mut its_id = Query::select();
     its_id
         .column((message::Entity, message::Column::Id))
         .from(message::Entity)
-        .and_where(Expr::col((message::Entity, message::Column::MessageId)).eq(id))
+        .and_where(is_it())
         .limit(1);
-    let mut attachments = Query::select();
-    attachments
-        .columns(columns(attachment::Entity))
-        .from(attachment::Entity)
-        .and_where(
-            Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
-        )
-        .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
+    let attachments = attachments_where(
+        Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
+    );
     let sql = [
         by_message_id.to_string(PostgresQueryBuilder),
         attachments.to_string(PostgresQueryBuilder),
