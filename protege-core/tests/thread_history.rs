@@ -526,9 +526,8 @@ async fn statements_for(url: &str, current: &str, h: ThreadHistory) -> (usize, u
         seen.fetch_add(1, Ordering::SeqCst);
     });
     let ctx = reply_ctx(&conn, current).await;
-    // Reads on a SQLite file run through the SQLite C library, and PostgreSQL's history
-    // reads in one round trip, which SeaORM's callback does not see; the engine counts
-    // those.
+    // Reads on a SQLite file run through the SQLite C library, which SeaORM's callback
+    // does not see; the engine counts those.
     let embedded = || db::direct_round_trips(&conn) as usize;
     let before = count.load(Ordering::SeqCst) + embedded();
     let messages = h.resolve(&ctx).await.unwrap();
@@ -581,7 +580,7 @@ async fn constant_number_of_statements_whatever_the_thread_length() {
         ] {
             let (small, small_len) = statements_for(&url, "<scur@x>", h.clone()).await;
             let (large, large_len) = statements_for(&url, "<lcur@x>", h.clone()).await;
-            // Three statements; on PostgreSQL sent together, one round trip.
+            // Three statements; on PostgreSQL joined into one, one round trip.
             let expected = if backend.name == "postgres" { 1 } else { 3 };
             assert_eq!((small, large), (expected, expected), "on {}", backend.name);
             assert!(large_len > small_len);

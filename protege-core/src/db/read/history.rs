@@ -319,33 +319,41 @@ pub(crate) async fn read(
     Ok(turns.turns)
 }
 
-/// The history read on PostgreSQL in one round trip (see [`super::one_trip`]): the three
-/// statements in one snapshot. Their values (the thread, the current message's id and
-/// date, the limit, the summary's bounds) are numbers and a timestamp, written into the
-/// text by the query builder.
+/// The history read on PostgreSQL in one round trip and one prepared statement (see
+/// [`super::one_trip`]): the three statements as one, so one snapshot.
 #[cfg(feature = "postgres")]
 async fn one_round_trip(
     db: &DatabaseConnection,
     statements: &Statements,
     mut turns: Turns,
 ) -> Result<Vec<PriorTurn>> {
-    use sea_orm::sea_query::PostgresQueryBuilder;
-    let mut parts = vec![&statements.messages, &statements.attachments];
-    parts.extend(&statements.tool_uses);
-    let sql: Vec<String> = parts
-        .into_iter()
-        .map(|q| q.to_string(PostgresQueryBuilder))
-        .collect();
-    super::one_trip::read(db, &sql, |event| match event {
-        super::one_trip::Event::Row(0, row) => turns.message(&row),
-        super::one_trip::Event::Row(1, row) => turns.attachment(&row),
-        super::one_trip::Event::Row(_, row) => turns.tool_use(&row),
-        super::one_trip::Event::Done(0) => {
+    use super::one_trip::Part;
+    use sea_orm::Iterable as _;
+    let mut parts = vec![
+        Part::new(statements.messages.clone(), message::Column::iter()),
+        Part::new(
+            statements.attachments.clone(),
+            attachment::Column::iter().take(attachment::Column::Data.position()),
+        ),
+    ];
+    if let Some(tool_uses) = &statements.tool_uses {
+        parts.push(Part::new(tool_uses.clone(), tool_use::Column::iter()));
+    }
+    let mut messages_done = false;
+    super::one_trip::read(db, &parts, |part, row| {
+        if part > 0 && !messages_done {
             turns.messages_done();
-            Ok(())
+            messages_done = true;
         }
-        super::one_trip::Event::Done(_) => Ok(()),
+        match part {
+            0 => turns.message(row),
+            1 => turns.attachment(row),
+            _ => turns.tool_use(row),
+        }
     })
     .await?;
+    if !messages_done {
+        turns.messages_done();
+    }
     Ok(turns.turns)
 }

@@ -99,21 +99,20 @@ fn attachments_where(condition: sea_orm::sea_query::Expr) -> SelectStatement {
     q
 }
 
-/// [`load_message`] on PostgreSQL in one round trip (see [`super::one_trip`]): the message
-/// and the attachments of the message with that id, in one snapshot; the Message-ID
-/// written as a dollar-quoted literal.
+/// [`load_message`] on PostgreSQL in one round trip and one prepared statement (see
+/// [`super::one_trip`]): the message and the attachments of the message with that id, in
+/// one snapshot.
 #[cfg(feature = "postgres")]
 async fn load_message_one_trip(
     db: &DatabaseConnection,
     message_id: &str,
 ) -> Result<Option<MailMessage>> {
-    use sea_orm::sea_query::PostgresQueryBuilder;
+    use super::one_trip::Part;
+    use sea_orm::Iterable as _;
     let is_it = || {
-        Expr::col((message::Entity, message::Column::MessageId)).eq(Expr::cust(
-            super::one_trip::literal(crate::mail::without_nul(message_id).as_ref()),
-        ))
+        Expr::col((message::Entity, message::Column::MessageId))
+            .eq(crate::mail::without_nul(message_id).as_ref())
     };
-    let by_message_id = message_where(is_it());
     let mut its_id = Query::select();
     its_id
         .column((message::Entity, message::Column::Id))
@@ -123,20 +122,16 @@ async fn load_message_one_trip(
     let attachments = attachments_where(
         Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
     );
-    let sql = [
-        by_message_id.to_string(PostgresQueryBuilder),
-        attachments.to_string(PostgresQueryBuilder),
+    let parts = [
+        Part::new(message_where(is_it()), message::Column::iter()),
+        Part::new(attachments, attachment::Column::iter()),
     ];
     let mut found: Option<MailMessage> = None;
-    super::one_trip::read(db, &sql, |event| {
-        match event {
-            super::one_trip::Event::Row(0, row) => found = Some(rows::message(&row)?),
-            super::one_trip::Event::Row(_, row) => {
-                if let Some(message) = found.as_mut() {
-                    message.attachments.push(rows::attachment(&row, true)?.1);
-                }
-            }
-            super::one_trip::Event::Done(_) => {}
+    super::one_trip::read(db, &parts, |part, row| {
+        match (part, found.as_mut()) {
+            (0, _) => found = Some(rows::message(row)?),
+            (_, Some(message)) => message.attachments.push(rows::attachment(row, true)?.1),
+            (_, None) => {}
         }
         Ok(())
     })

@@ -57,14 +57,9 @@ pub use runs::{load_rounds, load_run};
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,
 /// whose metric callback does not see them: the statements run through the SQLite C
-/// library on a SQLite file, and the reads made in one round trip on PostgreSQL (the
-/// history, the trigger message).
+/// library on a SQLite file.
 ///
 /// Together with SeaORM's metric callback it gives the full count of a read's round trips.
 pub fn direct_round_trips(db: &DatabaseConnection) -> u64 {
-    #[cfg(feature = "postgres")]
-    let one_trip = one_trip::reads(db);
-    #[cfg(not(feature = "postgres"))]
-    let one_trip = 0;
-    embedded_statements(db).unwrap_or(0) + one_trip
+    embedded_statements(db).unwrap_or(0)
 }
