@@ -108,3 +108,92 @@ async fn an_unknown_message_or_thread_is_nothing_not_an_error() {
     })
     .await;
 }
+
+/// Closes every other connection to the database of `db` (a pool of one connection) from
+/// the server's side; how many.
+async fn close_the_others(db: &sea_orm::DatabaseConnection, backend: &str) -> usize {
+    use sea_orm::ConnectionTrait as _;
+    let ids = if backend == "postgres" {
+        "SELECT pid::bigint AS id FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    } else {
+        "SELECT CAST(id AS SIGNED) AS id FROM information_schema.processlist \
+         WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+    };
+    let others = || async {
+        let rows = db.query_all_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            ids,
+        ));
+        let ids: Vec<i64> = rows
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.try_get("", "id").unwrap())
+            .collect();
+        ids
+    };
+    let closed = others().await;
+    for id in &closed {
+        let kill = if backend == "postgres" {
+            format!("SELECT pg_terminate_backend({id})")
+        } else {
+            format!("KILL {id}")
+        };
+        db.execute_unprepared(&kill).await.unwrap();
+    }
+    // PostgreSQL's `pg_terminate_backend` only signals the process: wait until it is gone.
+    for _ in 0..500 {
+        if others().await.is_empty() {
+            return closed.len();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the connections of {backend} were not closed within 5 s");
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_is_replaced_after_at_most_one_failed_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for backend in common::backends() {
+        if backend.name == "sqlite" {
+            continue;
+        }
+        let (url, name) = backend.fresh_url("closed_by_server", dir.path()).await;
+        let conn = db::open(&url).await.unwrap();
+        db::import_fixture_str(&conn, &fixture()).await.unwrap();
+        // One connection, so the statements that close the others run on it.
+        let mut one = sea_orm::ConnectOptions::new(url.clone());
+        one.max_connections(1).sqlx_logging(false);
+        let other = sea_orm::Database::connect(one).await.unwrap();
+        let found = || db::load_message(&conn, "<r1@x>");
+        assert!(found().await.unwrap().is_some());
+
+        // Idle for longer than the pool's threshold: pinged, found closed, replaced.
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+        assert!(close_the_others(&other, backend.name).await >= 1);
+        assert!(found().await.unwrap().is_some(), "on {}", backend.name);
+
+        // Used just now: handed out without a ping, so a connection closed meanwhile may fail
+        // the read it carries (MariaDB's driver finds out then; PostgreSQL's notices the
+        // server's goodbye before), once, and the pool replaces it.
+        let closed = close_the_others(&other, backend.name).await;
+        let mut failures = 0;
+        loop {
+            match found().await {
+                Ok(message) => {
+                    assert!(message.is_some());
+                    break;
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), protege_core::ErrorKind::Database, "{e}");
+                    failures += 1;
+                    assert!(failures <= closed, "on {}: {e}", backend.name);
+                }
+            }
+        }
+        conn.close().await.ok();
+        other.close().await.ok();
+        backend.drop_database(name).await;
+    }
+}

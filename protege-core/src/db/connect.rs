@@ -12,6 +12,14 @@ use crate::error::{Error, ErrorKind, Result};
 /// is not set).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A pooled connection idle this long is pinged before it is handed out; one used more
+/// recently is not. Pinging on every checkout (the driver's default) added a round trip to
+/// each read: six a resolve on PostgreSQL instead of three. HikariCP skips its check for a
+/// connection used within the last 500 ms for the same reason. A connection the server
+/// closed within that time may fail the one statement it carries (MariaDB's driver only
+/// finds out then), and the pool replaces it.
+const PING_IF_IDLE_FOR: Duration = Duration::from_millis(500);
+
 /// How long a SQLite connection waits for another writer's lock before giving up.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -112,7 +120,8 @@ pub async fn connect_within(url: &str, timeout: Duration) -> Result<DatabaseConn
     options
         .sqlx_logging(false)
         .connect_timeout(timeout)
-        .acquire_timeout(timeout);
+        .acquire_timeout(timeout)
+        .test_before_acquire_if_idle_for(PING_IF_IDLE_FOR);
     #[cfg(feature = "sqlite")]
     {
         // A `mode=` of the URL says itself whether the file is created (`rwc`) or not.
