@@ -91,30 +91,48 @@ pub struct Assembled {
 
 impl Assembled {
     /// Counts the tokens of every step with [`Assembled::tokenizer`] (the `tokens` column
-    /// of `--explain`); a step already counted is not counted again.
-    pub fn count_tokens(&mut self) {
+    /// of `--explain`); a step already counted is not counted again. Returns the tokens of
+    /// each message of the request, in order, whose sums over a step's messages are the
+    /// step's tokens.
+    pub fn count_tokens(&mut self) -> Vec<usize> {
         let tokenizer = self.tokenizer;
-        self.count_steps(|messages| messages.iter().map(|m| tokenizer.count_message(m)).sum());
+        let per_message: Vec<usize> = self
+            .request
+            .messages
+            .iter()
+            .map(|m| tokenizer.count_message(m))
+            .collect();
+        count_steps(&mut self.steps, per_message.len(), |range| {
+            per_message[range].iter().sum()
+        });
+        per_message
     }
 
     /// Counts the tokens of every step with `calibration` (fitted to the model's recorded
     /// usage) instead of [`Assembled::tokenizer`]; a step already counted is not counted
     /// again.
     pub fn count_tokens_calibrated(&mut self, calibration: &Calibration) {
-        self.count_steps(|messages| calibration.count(messages));
-    }
-
-    /// Sets each step's tokens not counted yet to `count` of its messages.
-    fn count_steps(&mut self, count: impl Fn(&[Message]) -> usize) {
         let messages = &self.request.messages;
-        let mut start = 0;
-        for step in &mut self.steps {
-            let end = (start + step.messages).min(messages.len());
-            if step.tokens.is_none() {
-                step.tokens = Some(count(&messages[start..end]));
-            }
-            start = end;
+        count_steps(&mut self.steps, messages.len(), |range| {
+            calibration.count(&messages[range])
+        });
+    }
+}
+
+/// Sets the tokens of each step not counted yet to `count` of the range of its messages
+/// among the request's `len`.
+fn count_steps(
+    steps: &mut [StepReport],
+    len: usize,
+    count: impl Fn(std::ops::Range<usize>) -> usize,
+) {
+    let mut start = 0;
+    for step in steps {
+        let end = (start + step.messages).min(len);
+        if step.tokens.is_none() {
+            step.tokens = Some(count(start..end));
         }
+        start = end;
     }
 }
 

@@ -63,6 +63,9 @@ pub struct Resolution {
     /// no public tokenizer, and enough of its runs are recorded
     /// ([`Engine::calibration`]).
     pub calibration: Option<Calibration>,
+    /// The tokenizer's count of each message, when the steps' tokens were counted with it:
+    /// [`message_tokens`](Self::message_tokens) without counting again.
+    counted: Vec<usize>,
 }
 
 impl Resolution {
@@ -95,8 +98,11 @@ impl Resolution {
     /// tokenizer); a row's `tokens` is the sum of its messages' (up to the calibration's
     /// rounding).
     pub fn message_tokens(&self) -> Vec<usize> {
-        self.request
-            .messages
+        let messages = &self.request.messages;
+        if self.calibration.is_none() && self.counted.len() == messages.len() {
+            return self.counted.clone();
+        }
+        messages
             .iter()
             .map(|m| match &self.calibration {
                 Some(c) => c.count(std::slice::from_ref(m)),
@@ -712,6 +718,7 @@ impl Engine {
             EngineError::from(e).in_persona(&info.name, shown)
         })?;
         let mut calibration = None;
+        let mut counted = Vec::new();
         // A recorded span counts the tokens too, for its figures; they are kept only when
         // the input asks for `--explain`.
         let traced = !span.is_disabled();
@@ -724,7 +731,7 @@ impl Engine {
             }
             match &calibration {
                 Some(c) => assembled.count_tokens_calibrated(c),
-                None => assembled.count_tokens(),
+                None => counted = assembled.count_tokens(),
             }
         }
         let body = encode(&assembled.request, format, model.clone())?;
@@ -735,6 +742,7 @@ impl Engine {
             elapsed: assembled.elapsed,
             tokenizer: assembled.tokenizer,
             calibration,
+            counted,
         };
         if traced {
             trace::record_resolution(span, &resolution, model_name);
@@ -743,6 +751,7 @@ impl Engine {
                     step.tokens = None;
                 }
                 resolution.calibration = None;
+                resolution.counted = Vec::new();
             }
         }
         Ok((
