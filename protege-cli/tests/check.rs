@@ -115,6 +115,14 @@ fn check(root: &Path, url: Option<&str>) -> (i32, String, String) {
     )
 }
 
+/// The tables of the database at `url`.
+async fn tables(url: &str) -> Vec<String> {
+    let conn = protege::db::sea_orm::Database::connect(url).await.unwrap();
+    let names = protege::db::table_names(&conn).await.unwrap();
+    conn.close().await.unwrap();
+    names
+}
+
 #[tokio::test]
 async fn check_with_a_database_finds_missing_files_tables_and_columns_on_every_backend() {
     let dir = tempfile::tempdir().unwrap();
@@ -138,6 +146,8 @@ async fn check_with_a_database_finds_missing_files_tables_and_columns_on_every_b
             (1, String::new(), WITHOUT_TABLES.to_owned()),
             "{url}"
         );
+        // The check read the catalogue and migrated nothing.
+        assert_eq!(tables(url).await, Vec::<String>::new(), "{url}");
 
         execute(
             url,

@@ -488,13 +488,28 @@ impl Engine {
         tables.dedup();
         let mut catalogue = protege_config::Catalogue::default();
         if !tables.is_empty() {
-            let conn = self.db().await?;
+            // A check only reads the catalogue: a database not opened yet is connected to
+            // without migrating it (`check --database` on a production database changes
+            // nothing there).
+            let opened = match self.inner.db.get() {
+                Some(_) => None,
+                None => Some(
+                    db::connect_within(&self.inner.database, self.inner.connect_timeout).await?,
+                ),
+            };
+            let conn = match &opened {
+                Some(conn) => conn,
+                None => self.db().await?,
+            };
             catalogue.tables = db::table_names(conn).await?;
             for table in tables {
                 if catalogue.tables.iter().any(|t| t == table) {
                     let columns = db::table_columns(conn, table).await?;
                     catalogue.columns.insert(table.to_owned(), columns);
                 }
+            }
+            if let Some(conn) = opened {
+                conn.close().await.ok();
             }
         }
         for resources in &read {
