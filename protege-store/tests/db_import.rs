@@ -384,6 +384,44 @@ async fn migrations_are_idempotent_and_reversible() {
     .await;
 }
 
+/// A database already at the shipped schema is checked with one statement and left alone;
+/// one a migration behind is migrated as before.
+#[tokio::test]
+async fn an_up_to_date_database_is_migrated_in_one_statement() {
+    for backend in common::backends() {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, name) = backend.fresh_url("migrate_once", dir.path()).await;
+        db::migrate(&db::connect(&url).await.unwrap())
+            .await
+            .unwrap();
+        let mut conn = db::connect(&url).await.unwrap();
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = count.clone();
+        conn.set_metric_callback(move |_| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        db::migrate(&conn).await.unwrap();
+        assert_eq!(
+            count.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "on {}",
+            backend.name
+        );
+        Migrator::down(&conn, Some(1)).await.unwrap();
+        count.store(0, std::sync::atomic::Ordering::SeqCst);
+        db::migrate(&conn).await.unwrap();
+        assert!(
+            count.load(std::sync::atomic::Ordering::SeqCst) > 1,
+            "on {}",
+            backend.name
+        );
+        let pending = Migrator::get_pending_migrations(&conn).await.unwrap();
+        assert!(pending.is_empty(), "on {}", backend.name);
+        conn.close().await.ok();
+        backend.drop_database(name).await;
+    }
+}
+
 /// The runs' migration adds `tool_uses.is_error` to rows stored before it (as false), and
 /// its down removes the column and the runs' tables, keeping the tool uses.
 #[tokio::test]
