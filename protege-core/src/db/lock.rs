@@ -83,7 +83,6 @@ pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<(), DbErr>
 /// command that opens the database. Anything else (no table yet, a migration missing, or
 /// one this build does not know) goes the locked way, which decides and reports as before.
 async fn up_to_date(db: &DatabaseConnection) -> bool {
-    use sea_orm_migration::MigrationName as _;
     let backend = db.get_database_backend();
     let read = db
         .query_all_raw(Statement::from_string(
