@@ -330,14 +330,14 @@ async fn one_round_trip(
     use super::one_trip::Part;
     use sea_orm::Iterable as _;
     let mut parts = vec![
-        Part::new(statements.messages.clone(), message::Column::iter()),
+        Part::new(&statements.messages, message::Column::iter()),
         Part::new(
-            statements.attachments.clone(),
+            &statements.attachments,
             attachment::Column::iter().take(attachment::Column::Data.position()),
         ),
     ];
     if let Some(tool_uses) = &statements.tool_uses {
-        parts.push(Part::new(tool_uses.clone(), tool_use::Column::iter()));
+        parts.push(Part::new(tool_uses, tool_use::Column::iter()));
     }
     let mut messages_done = false;
     super::one_trip::read(db, &parts, |part, row| {

@@ -122,9 +122,10 @@ async fn load_message_one_trip(
     let attachments = attachments_where(
         Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
     );
+    let by_message_id = message_where(is_it());
     let parts = [
-        Part::new(message_where(is_it()), message::Column::iter()),
-        Part::new(attachments, attachment::Column::iter()),
+        Part::new(&by_message_id, message::Column::iter()),
+        Part::new(&attachments, attachment::Column::iter()),
     ];
     let mut found: Option<MailMessage> = None;
     super::one_trip::read(db, &parts, |part, row| {

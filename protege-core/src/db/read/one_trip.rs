@@ -28,15 +28,15 @@ use super::rows::{Decode, Row, TableColumn};
 use crate::error::Result;
 
 /// One statement of a read, with the name and SQL type of each column it selects.
-pub(crate) struct Part {
-    statement: SelectStatement,
+pub(crate) struct Part<'a> {
+    statement: &'a SelectStatement,
     columns: Vec<(&'static str, String)>,
 }
 
-impl Part {
+impl<'a> Part<'a> {
     /// `statement`, which selects `columns` (under their own names) in that order.
     pub(crate) fn new<C: ColumnTrait>(
-        statement: SelectStatement,
+        statement: &'a SelectStatement,
         columns: impl IntoIterator<Item = C>,
     ) -> Self {
         let columns = columns
@@ -54,12 +54,12 @@ impl Part {
 /// A row of one part, its columns read by their own names.
 pub(crate) struct PartRow<'a> {
     row: &'a QueryResult,
-    prefix: String,
+    prefix: &'a str,
 }
 
 impl Row for PartRow<'_> {
     fn get<T: Decode>(&self, column: impl TableColumn) -> Result<T> {
-        Ok(self.row.try_get(&self.prefix, column.as_str())?)
+        Ok(self.row.try_get(self.prefix, column.as_str())?)
     }
 }
 
@@ -68,7 +68,7 @@ fn prefix(part: usize) -> String {
 }
 
 /// The parts as one statement (see the module's documentation).
-fn union(parts: &[Part]) -> Option<SelectStatement> {
+fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
     let (k, o, sub) = (Alias::new("k"), Alias::new("o"), Alias::new("part"));
     let mut selects = parts.iter().enumerate().map(|(i, part)| {
         let mut q = Query::select();
@@ -99,7 +99,7 @@ fn union(parts: &[Part]) -> Option<SelectStatement> {
 /// parts in the order given and each in its own order.
 pub(crate) async fn read(
     db: &DatabaseConnection,
-    parts: &[Part],
+    parts: &[Part<'_>],
     mut on: impl FnMut(usize, &PartRow<'_>) -> Result<()>,
 ) -> Result<()> {
     let Some(statement) = union(parts) else {
@@ -115,13 +115,17 @@ pub(crate) async fn read(
         order.push((part, place, at));
     }
     order.sort_unstable();
+    let prefixes: Vec<String> = (0..parts.len()).map(prefix).collect();
     for (part, _, at) in order {
         let part = usize::try_from(part).unwrap_or(usize::MAX);
+        let Some(prefix) = prefixes.get(part) else {
+            continue;
+        };
         on(
             part,
             &PartRow {
                 row: &rows[at],
-                prefix: prefix(part),
+                prefix,
             },
         )?;
     }
@@ -146,8 +150,8 @@ mod tests {
         let mut b = Query::select();
         b.columns([A::Id, A::Data]).from(attachment::Entity);
         let parts = [
-            Part::new(a, [M::Id, M::SentAt]),
-            Part::new(b, [A::Id, A::Data]),
+            Part::new(&a, [M::Id, M::SentAt]),
+            Part::new(&b, [A::Id, A::Data]),
         ];
         let (sql, values) = union(&parts).unwrap().build(PostgresQueryBuilder);
         assert_eq!(
