@@ -21,7 +21,8 @@ mod telemetry;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _};
 use commands::{
     Cli, CliResult, Command, DbCommand, Env, cache_report, db, demo, output, personas, resolve,
     watch,
@@ -44,8 +45,15 @@ pub fn main_with(registry: Registry) -> ExitCode {
 /// Parses the arguments, runs the command with the resolvers of `registry` and maps the
 /// outcome to an exit code.
 fn run_main(registry: Registry) -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let cli = match parsed {
+        Ok((mut cli, matches)) => {
+            cli.connect_timeout_from_env =
+                matches.value_source("connect_timeout") == Some(ValueSource::EnvVariable);
+            cli
+        }
         // Help, version and usage errors, written like every other output.
         Err(e) => {
             let text = e.render().to_string();

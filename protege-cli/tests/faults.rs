@@ -443,6 +443,54 @@ fn connect_timeout_and_empty_database_url_settings() {
         r.stderr,
         "error: invalid `PROTEGE_CONNECT_TIMEOUT` `soon`: expected a number of seconds greater than 0 and at most 86400\n"
     );
+    // The flag: its error names the flag, and it wins over the variable.
+    let r = Run::from(
+        command(&url, &["db", "migrate", "--connect-timeout", "0"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            "error: invalid `--connect-timeout` `0`: expected a number of seconds greater than 0 and at most 86400\n"
+        )
+    );
+    let r = Run::from(
+        command(&url, &["--connect-timeout", "2.5", "db", "migrate"])
+            .env("PROTEGE_CONNECT_TIMEOUT", "soon")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (0, "database schema is up to date\n", "")
+    );
+}
+
+#[test]
+fn help_names_the_database_variables_without_their_values() {
+    let r = Run::from(
+        protege_command()
+            .arg("--help")
+            .env("PROTEGE_DATABASE_URL", "postgres://app:hunter22@db/prod")
+            .env(
+                "PROTEGE_READ_DATABASE_URL",
+                "postgres://app:hunter22@replica/prod",
+            )
+            .env("PROTEGE_CONNECT_TIMEOUT", "3")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("hunter22"), "{}", r.stdout);
+    for line in [
+        "[env: PROTEGE_DATABASE_URL]",
+        "[env: PROTEGE_READ_DATABASE_URL]",
+        "[env: PROTEGE_CONNECT_TIMEOUT=3]",
+    ] {
+        assert!(r.stdout.contains(line), "{line} missing from {}", r.stdout);
+    }
 }
 
 #[test]

@@ -246,7 +246,7 @@ impl EngineBuilder {
         }
         if let Ok(text) = std::env::var("PROTEGE_CONNECT_TIMEOUT") {
             self.connect_timeout = Some(
-                db::parse_connect_timeout(&text)
+                db::parse_connect_timeout(&text, "PROTEGE_CONNECT_TIMEOUT")
                     .map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::BadRequest))?,
             );
         }

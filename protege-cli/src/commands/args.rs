@@ -31,7 +31,14 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) personas: Option<PathBuf>,
     /// Database URL (default: $PROTEGE_DATABASE_URL, else sqlite://<root>/protege.db, created if missing).
-    #[arg(long, global = true, value_name = "URL", env = "PROTEGE_DATABASE_URL")]
+    // The URL may hold a password: `--help` names the variable, never its value.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "PROTEGE_DATABASE_URL",
+        hide_env_values = true
+    )]
     pub(crate) database: Option<String>,
     /// Read replica URL: every read of a resolve goes to it, a message it lacks is read from
     /// the primary; never migrated (default: $PROTEGE_READ_DATABASE_URL, else none).
@@ -39,9 +46,23 @@ pub(crate) struct Cli {
         long,
         global = true,
         value_name = "URL",
-        env = "PROTEGE_READ_DATABASE_URL"
+        env = "PROTEGE_READ_DATABASE_URL",
+        hide_env_values = true
     )]
     pub(crate) read_database: Option<String>,
+    /// Seconds to wait for a database connection, fractions allowed, at most 86400
+    /// (default: $PROTEGE_CONNECT_TIMEOUT, else 10).
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        env = "PROTEGE_CONNECT_TIMEOUT"
+    )]
+    pub(crate) connect_timeout: Option<String>,
+    /// Where `connect_timeout` came from: its error names the variable or the flag, as the
+    /// user wrote it.
+    #[arg(skip)]
+    pub(crate) connect_timeout_from_env: bool,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

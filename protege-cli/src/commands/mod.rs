@@ -96,12 +96,17 @@ impl Env {
         let database =
             given.unwrap_or_else(|| format!("sqlite://{}", root.join("protege.db").display()));
         let read_database = cli.read_database.clone().filter(|url| !url.is_empty());
-        let connect_timeout = match std::env::var("PROTEGE_CONNECT_TIMEOUT") {
-            Ok(text) => protege::db::parse_connect_timeout(&text).map_err(|e| Failure {
-                code: 2,
-                message: e.to_string(),
-            })?,
-            Err(_) => protege::db::DEFAULT_CONNECT_TIMEOUT,
+        let connect_timeout = match &cli.connect_timeout {
+            Some(text) => {
+                let name = if cli.connect_timeout_from_env {
+                    "PROTEGE_CONNECT_TIMEOUT"
+                } else {
+                    "--connect-timeout"
+                };
+                protege::db::parse_connect_timeout(text, name)
+                    .map_err(|e| Failure::usage(e.to_string()))?
+            }
+            None => protege::db::DEFAULT_CONNECT_TIMEOUT,
         };
         let fence_key = std::env::var("PROTEGE_FENCE_KEY")
             .ok()

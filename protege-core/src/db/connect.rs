@@ -15,12 +15,13 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a SQLite connection waits for another writer's lock before giving up.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The connect timeout written as `PROTEGE_CONNECT_TIMEOUT` is: a number of seconds above 0
-/// and at most 86400, fractions allowed; blank means [`DEFAULT_CONNECT_TIMEOUT`].
+/// The connect timeout written as `PROTEGE_CONNECT_TIMEOUT` or `--connect-timeout` is: a
+/// number of seconds above 0 and at most 86400, fractions allowed; blank means
+/// [`DEFAULT_CONNECT_TIMEOUT`].
 ///
 /// Any other value is an error of kind [`InvalidInput`](ErrorKind::InvalidInput) naming the
-/// variable.
-pub fn parse_connect_timeout(text: &str) -> Result<Duration> {
+/// setting as `name` gives it (the variable or the flag the value came from).
+pub fn parse_connect_timeout(text: &str, name: &str) -> Result<Duration> {
     if text.trim().is_empty() {
         return Ok(DEFAULT_CONNECT_TIMEOUT);
     }
@@ -33,7 +34,7 @@ pub fn parse_connect_timeout(text: &str) -> Result<Duration> {
             Error::new(
                 ErrorKind::InvalidInput,
                 format!(
-                    "invalid `PROTEGE_CONNECT_TIMEOUT` `{text}`: expected a number of seconds greater than 0 and at most 86400"
+                    "invalid `{name}` `{text}`: expected a number of seconds greater than 0 and at most 86400"
                 ),
             )
         })
