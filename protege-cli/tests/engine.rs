@@ -486,3 +486,35 @@ async fn new_message_ids_are_unpredictable_and_in_the_personas_domain() {
         .fold((0u128, u128::MAX), |(any, all), n| (any | n, all & n));
     assert_eq!(bits, (u128::MAX, 0));
 }
+
+/// An engine printed with `{:?}` (a log line, a panic message) shows its database URLs
+/// without their passwords and never the fence key, connected or not.
+#[tokio::test]
+async fn debug_output_holds_no_password_and_no_fence_key() {
+    let (_dir, sqlite) = demo_db();
+    // A password in the URL: PostgreSQL's test server trusts the connection and ignores it.
+    let postgres = std::env::var("PROTEGE_TEST_POSTGRES_URL")
+        .ok()
+        .map(|url| url.replacen("postgres://postgres@", "postgres://postgres:hunter22@", 1));
+    let primary = postgres.clone().unwrap_or(sqlite.clone());
+    let builder = Engine::builder()
+        .root(project())
+        .database(&primary)
+        .read_database("postgres://reader:hunter22@127.0.0.1:1/replica")
+        .fence_key("the-fence-key-itself");
+    let printed = format!("{builder:?}");
+    assert!(
+        printed.contains("reader:***@127.0.0.1:1/replica"),
+        "{printed}"
+    );
+    let engine = builder.build().await.unwrap();
+    // Connected, with the fence key read: a fenced resolve uses both.
+    engine.ping().await.unwrap();
+    for printed in [format!("{engine:?}"), format!("{engine:#?}")] {
+        assert!(!printed.contains("hunter22"), "{printed}");
+        assert!(!printed.contains("the-fence-key-itself"), "{printed}");
+        if postgres.is_some() {
+            assert!(printed.contains("postgres:***@"), "{printed}");
+        }
+    }
+}

@@ -159,7 +159,9 @@ impl Resolution {
 }
 
 /// Builds an [`Engine`]: where the app lives, its personas and its database.
-#[derive(Debug, Default)]
+///
+/// Its `Debug` shows the database URLs without their passwords and never the fence key.
+#[derive(Default)]
 #[must_use = "an EngineBuilder does nothing until `.build().await`"]
 pub struct EngineBuilder {
     root: Option<PathBuf>,
@@ -173,6 +175,36 @@ pub struct EngineBuilder {
     trusted_authserv_ids: Vec<String>,
     connect_timeout: Option<std::time::Duration>,
     fence_key: Option<String>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("root", &self.root)
+            .field("personas", &self.personas)
+            .field("database", &self.database.as_deref().map(db::redact_url))
+            .field(
+                "read_database",
+                &self.read_database.as_deref().map(db::redact_url),
+            )
+            .field("connection", &self.connection)
+            .field("registry", &self.registry)
+            .field("config", &self.config)
+            .field("watch", &self.watch)
+            .field("trusted_authserv_ids", &self.trusted_authserv_ids)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("fence_key", &self.fence_key.as_ref().map(|_| Redacted))
+            .finish()
+    }
+}
+
+/// A secret in a `Debug` output: `<redacted>`.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 impl EngineBuilder {
@@ -393,7 +425,6 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
     config: AppConfig,
     set: PersonaSet,
@@ -413,6 +444,26 @@ struct Inner {
     fits: calibrate::Fits,
     /// The fence key: given, or read from the database at the first fenced resolve.
     fence_key: OnceCell<Arc<[u8]>>,
+}
+
+/// The engine's `Debug`: the database URLs without their passwords, never the fence key.
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("config", &self.config)
+            .field("set", &self.set)
+            .field("diagnostics", &self.diagnostics)
+            .field("folder_problem", &self.folder_problem)
+            .field("trusted_authserv_ids", &self.trusted_authserv_ids)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("database", &db::redact_url(&self.database))
+            .field("replica", &self.replica)
+            .field("db", &self.db)
+            .field("events", &self.events)
+            .field("fits", &self.fits)
+            .field("fence_key", &self.fence_key.get().map(|_| Redacted))
+            .finish()
+    }
 }
 
 impl Engine {

@@ -32,7 +32,6 @@ pub(crate) const PING_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A read replica: its URL, its connection (made on first use, never migrated), whether it
 /// is marked down, and the fallbacks counted.
-#[derive(Debug)]
 pub(crate) struct Replica {
     url: String,
     connect_timeout: Duration,
@@ -41,6 +40,19 @@ pub(crate) struct Replica {
     down: AtomicBool,
     /// The resolves that ran on the primary instead of the replica.
     fallbacks: AtomicU64,
+}
+
+/// The URL without its password.
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("url", &protege_core::db::redact_url(&self.url))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("conn", &self.conn)
+            .field("down", &self.down)
+            .field("fallbacks", &self.fallbacks)
+            .finish()
+    }
 }
 
 impl Replica {
