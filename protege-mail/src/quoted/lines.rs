@@ -40,8 +40,9 @@ impl Line {
 pub(super) fn split(body: &str) -> Vec<Line> {
     let mut lines = Vec::with_capacity(body.len() / 40 + 1);
     let mut start = 0;
-    while let Some(found) = body[start..].find('\n') {
-        let i = start + found;
+    // One vectorised pass over the body for its line breaks, rather than a search
+    // started again for every line.
+    for i in memchr::memchr_iter(b'\n', body.as_bytes()) {
         let end = if i > start && body.as_bytes()[i - 1] == b'\r' {
             i - 1
         } else {
