@@ -49,6 +49,9 @@ pub use fixture::{
 };
 pub use forget::{Forgotten, forget};
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
+// The writes of runs: the engine of the `protege` crate (`Engine::start_run`,
+// `Engine::record_round`) and the tests use them; an application goes through `Engine`.
+#[doc(hidden)]
 pub use runs::{
     NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample, insert_run,
     message_id_of, persona_runs, record_round, stop_run, usage_sample_stats, usage_samples,

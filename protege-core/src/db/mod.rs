@@ -34,10 +34,15 @@ pub use connect::{
 };
 pub use read::records::{table_columns, table_names};
 pub use read::{
-    AttachmentListing, MessageListing, ThreadListing, Writes, direct_round_trips,
-    embedded_statements, embedded_write, list_thread_messages, list_threads, load_message,
-    load_rounds, load_run, recent_inbound_to, thread_exists, thread_inbound_messages,
-    thread_messages, thread_tool_use_counts,
+    AttachmentListing, MessageListing, ThreadListing, Writes, list_thread_messages, list_threads,
+    load_message, thread_messages,
+};
+// The reads only the engine of the `protege` crate, the store and the tests use: public for
+// them, out of the documented surface (an application reads through `Engine`).
+#[doc(hidden)]
+pub use read::{
+    direct_round_trips, embedded_statements, embedded_write, load_rounds, load_run,
+    recent_inbound_to, thread_inbound_messages,
 };
 pub use schema::{Migrator, entities, migrate};
 

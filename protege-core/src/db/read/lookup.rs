@@ -326,7 +326,7 @@ pub async fn list_threads(db: &DatabaseConnection, limit: u64) -> Result<Vec<Thr
 }
 
 /// Whether thread `thread_id` exists.
-pub async fn thread_exists(db: &DatabaseConnection, thread_id: i64) -> Result<bool> {
+pub(crate) async fn thread_exists(db: &DatabaseConnection, thread_id: i64) -> Result<bool> {
     Ok(email_thread::Entity::find_by_id(thread_id)
         .one(db)
         .await?
@@ -335,7 +335,7 @@ pub async fn thread_exists(db: &DatabaseConnection, thread_id: i64) -> Result<bo
 
 /// The number of tool uses recorded per message of thread `thread_id` (messages without
 /// any are left out).
-pub async fn thread_tool_use_counts(
+pub(crate) async fn thread_tool_use_counts(
     db: &DatabaseConnection,
     thread_id: i64,
 ) -> Result<HashMap<i64, u64>> {

@@ -50,8 +50,7 @@ pub async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<DatabaseT
 }
 pub use lookup::{
     AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
-    load_message, recent_inbound_to, thread_exists, thread_inbound_messages, thread_messages,
-    thread_tool_use_counts,
+    load_message, recent_inbound_to, thread_inbound_messages, thread_messages,
 };
 pub use runs::{load_rounds, load_run};
 
