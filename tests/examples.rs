@@ -3,9 +3,9 @@
 //! output, so `cargo test` checks the examples without running cargo again.
 //!
 //! The quickstart prints exactly what `protege resolve` prints for the same input
-//! (`tests/expected/support-refund.anthropic.json`); the other outputs live in
-//! `tests/expected/examples/`. Set `PROTEGE_BLESS=1` to rewrite them after a deliberate
-//! change. With `PROTEGE_WIRE_OUT=DIR`, the quickstart's Anthropic body and every body the
+//! (`tests/expected/support-refund.anthropic.json.snap`); the other outputs are the insta
+//! snapshots of `tests/expected/examples/` (`cargo insta review` accepts a deliberate
+//! change). With `PROTEGE_WIRE_OUT=DIR`, the quickstart's Anthropic body and every body the
 //! agent loop sends are also written there for the providers' schema check in `.ci/run`.
 
 use std::path::{Path, PathBuf};
@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)]
 #[path = "../examples/quickstart.rs"]
 mod quickstart;
+#[path = "support/snapshot.rs"]
+mod snapshot;
 
 #[allow(dead_code)]
 #[path = "../examples/custom_resolver.rs"]
@@ -34,17 +36,9 @@ fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Compares `actual` with the committed file `tests/expected/<name>` (or rewrites it).
+/// Compares `actual` with the snapshot `tests/expected/<name>.snap`.
 fn expect(name: &str, actual: &str) {
-    let path = project().join("tests/expected").join(name);
-    if std::env::var_os("PROTEGE_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing {}; run with PROTEGE_BLESS=1", path.display()));
-    assert_eq!(actual, expected, "output differs from {}", path.display());
+    snapshot::expect(&project().join("tests/expected"), name, actual);
 }
 
 /// Writes `body` to `$PROTEGE_WIRE_OUT/name` when the variable is set.
@@ -69,9 +63,10 @@ async fn quickstart_prints_what_protege_resolve_prints() {
     wire_out("example-quickstart.anthropic.json", &body);
     // The CLI's committed output for `resolve --persona support --message
     // '<refund-3@example.com>' --format anthropic --now 2026-03-10T08:00:00Z`.
-    let cli =
-        std::fs::read_to_string(project().join("tests/expected/support-refund.anthropic.json"))
-            .unwrap();
+    let cli = snapshot::expected_output(
+        &project().join("tests/expected"),
+        "support-refund.anthropic.json",
+    );
     assert_eq!(printed(body), cli);
 }
 

@@ -1,25 +1,30 @@
 //! Compile-time behaviour of `resolvers!`: what it accepts, and the errors it reports at
-//! the user's tokens (`tests/ui/fail/*.stderr`, one mistake per file).
+//! the user's tokens (`tests/ui/fail/*.rs`, one mistake per file).
 //!
 //! Each case is compiled by `rustc` against the libraries this workspace's test build made
 //! already (their paths asked of cargo with `cargo test --workspace --no-run
 //! --message-format=json`, which finds everything fresh), so a clean run builds nothing
 //! twice. A pass case (`tests/ui/pass/`) must compile and run; a fail case
-//! (`tests/ui/fail/`) must be rejected with the errors of its `.stderr` file, normalised
+//! (`tests/ui/fail/`) must be rejected with the errors of its snapshot, normalised
 //! as trybuild writes them: line numbers in files outside the case dropped and the gutter
 //! narrowed to the case's own, rustc's closing summary dropped, `and N others` as `and $N
-//! others`. Set `PROTEGE_BLESS=1` to rewrite the `.stderr` files after a deliberate change.
+//! others`. The expected errors are insta snapshots (`tests/ui/fail/<case>.stderr.snap`):
+//! `cargo insta review` accepts a deliberate change.
 //!
 //! `tests/ui/pass/builtin_options.rs` is rendered from the shared table of built-ins
 //! (`protege-schema`): every option and positional argument of every built-in, written as
-//! the example the README's table shows, so each example compiles. `PROTEGE_BLESS=1`
-//! rewrites it after a change to the table.
+//! the example the README's table shows, so each example compiles. It is a source file
+//! rustc compiles, not a snapshot: `PROTEGE_BLESS=1` rewrites it after a change to the
+//! table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use protege_schema::BUILTINS;
+
+#[path = "support/snapshot.rs"]
+mod snapshot;
 
 /// The crates a UI case may name, as a user's crate depending on them would.
 const EXTERNS: &[&str] = &[
@@ -351,8 +356,6 @@ fn ui() {
             String::from_utf8_lossy(&ran.stderr)
         );
     }
-    let bless = std::env::var_os("PROTEGE_BLESS").is_some();
-    let mut differ = Vec::new();
     for case in cases("fail") {
         let compiled = build
             .rustc(&case, &choice)
@@ -367,26 +370,9 @@ fn ui() {
             case.display()
         );
         let actual = normalise(&String::from_utf8_lossy(&compiled.stderr), &case);
-        let path = workspace().join(case.with_extension("stderr"));
-        if bless {
-            std::fs::write(&path, &actual).unwrap();
-            continue;
-        }
-        let expected = std::fs::read_to_string(&path).unwrap_or_default();
-        if actual != expected {
-            eprintln!(
-                "{} reports other errors than {}:\n{actual}",
-                case.display(),
-                path.display()
-            );
-            differ.push(case);
-        }
+        let name = format!("{}.stderr", case.file_stem().unwrap().to_string_lossy());
+        snapshot::expect(&workspace().join("tests/ui/fail"), &name, &actual);
     }
-    assert!(
-        differ.is_empty(),
-        "{} cases differ (run with PROTEGE_BLESS=1 to rewrite their .stderr): {differ:?}",
-        differ.len()
-    );
 }
 
 #[test]

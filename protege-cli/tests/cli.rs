@@ -1,15 +1,15 @@
 // Tests may stay long: one command after another, each compared with its expected output.
 //! End-to-end: the built `protege` binary against the shipped example folder.
 //!
-//! Expected outputs live in `tests/expected/`; set `PROTEGE_BLESS=1` to rewrite them after
-//! a deliberate change (and review the diff). With `PROTEGE_WIRE_OUT=DIR`, every wire body
+//! Expected outputs are the insta snapshots of `tests/expected/`; `cargo insta review`
+//! accepts a deliberate change. With `PROTEGE_WIRE_OUT=DIR`, every wire body
 //! is also written there for the providers' schema check in `.ci/run`.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{project, protege_command};
+use common::{project, protege_command, snapshot};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 
@@ -37,14 +37,7 @@ fn protege(db: &str, root: &Path, args: &[&str]) -> Run {
 }
 
 fn expect(name: &str, actual: &str) {
-    let path = project().join("tests/expected").join(name);
-    if std::env::var_os("PROTEGE_BLESS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing {}; run with PROTEGE_BLESS=1", path.display()));
-    assert_eq!(actual, expected, "output differs from {}", path.display());
+    snapshot::expect(&project().join("tests/expected"), name, actual);
 }
 
 fn save_wire(name: &str, provider: &str, body: &str) {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use protege::{Engine, EngineErrorKind, ErrorKind, Format, ResolveInput, Tokenizer};
 
 mod common;
-use common::{project, protege_command};
+use common::{project, protege_command, snapshot};
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 
@@ -45,7 +45,7 @@ async fn engine(url: &str) -> Engine {
 }
 
 fn expected(name: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(project().join("tests/expected").join(name)).unwrap();
+    let text = snapshot::expected_output(&project().join("tests/expected"), name);
     serde_json::from_str(&text).unwrap()
 }
 

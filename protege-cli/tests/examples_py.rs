@@ -1,13 +1,13 @@
 //! `examples/agent_loop.py`, the agent loop over HTTP in Python, against a running
 //! `protege serve` on the shipped personas and the demo data: it prints exactly what the
-//! Rust example `agent_loop` prints (`tests/expected/examples/agent_loop.txt`), twice in a
+//! Rust example `agent_loop` prints (`tests/expected/examples/agent_loop.txt.snap`), twice in a
 //! row on the same database, and stops with the service's error on a refused request.
 
 use std::process::{Command, Output};
 
 mod common;
-use common::project;
 use common::server::{Server, TOKEN, demo_db};
+use common::{project, snapshot};
 
 /// `python3 examples/agent_loop.py ARGS` from the workspace root, with the service's URL
 /// and `token` in its environment. A missing `python3` fails the test, never skips it.
@@ -53,7 +53,7 @@ fn text(bytes: &[u8]) -> &str {
 #[test]
 fn the_python_loop_prints_what_the_rust_example_prints() {
     let expected =
-        std::fs::read_to_string(project().join("tests/expected/examples/agent_loop.txt")).unwrap();
+        snapshot::expected_output(&project().join("tests/expected"), "examples/agent_loop.txt");
     let (_dir, db) = demo_db();
     let server = Server::start(&project(), &db, Some(TOKEN), &["--no-watch"]);
     // Again on the same database: the customer's mails get new Message-IDs each time.

@@ -18,6 +18,7 @@ use own_protege::custom_resolver;
 
 mod common;
 use common::project as workspace;
+use common::snapshot;
 
 /// Set when this binary is to be the example.
 const RUN_EXAMPLE: &str = "PROTEGE_TEST_RUN_EXAMPLE";
@@ -76,8 +77,10 @@ fn run(mut program: Command, root: &Path, args: &[&str]) -> (i32, String, String
 
 /// What the `custom_resolver` example prints: the request of the reply run.
 fn expected_request() -> String {
-    std::fs::read_to_string(workspace().join("tests/expected/examples/custom_resolver.json"))
-        .unwrap()
+    snapshot::expected_output(
+        &workspace().join("tests/expected"),
+        "examples/custom_resolver.json",
+    )
 }
 
 const RESOLVE: &[&str] = &[

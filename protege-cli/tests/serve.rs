@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 mod common;
 use common::project;
 use common::server::{Server, TOKEN, demo_db, every_backend, execute, fresh_server_db, protege};
+use common::snapshot;
 
 const NOW: &str = "2026-03-10T08:00:00Z";
 
@@ -18,7 +19,7 @@ fn error(kind: &str, message: &str) -> String {
 }
 
 fn expected(name: &str) -> String {
-    std::fs::read_to_string(project().join("tests/expected").join(name)).unwrap()
+    snapshot::expected_output(&project().join("tests/expected"), name)
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 pub(crate) mod server;
+#[path = "../../../tests/support/snapshot.rs"]
+pub(crate) mod snapshot;
 
 /// The workspace root: the shipped personas, examples and expected outputs.
 pub(crate) fn project() -> PathBuf {
