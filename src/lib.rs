@@ -169,7 +169,7 @@ pub use protege_core::*;
 /// ([`import_fixture_file`](db::import_fixture_file), [`import_eml_paths`](db::import_eml_paths)),
 /// finding a message by its Message-ID ([`load_message`](db::load_message)) and the
 /// messages of its thread ([`thread_messages`](db::thread_messages)), protege's SeaORM
-/// entities ([`entities`](db::entities)), and SeaORM itself ([`sea_orm`](db::sea_orm)). The
+/// entities ([`entities`](db::entities)), and SeaORM itself ([`db::sea_orm`]). The
 /// same tables feed `ThreadHistory`, `ThreadSummary` and `LoadRecord`.
 ///
 /// SQLite is the embedded default; PostgreSQL and MySQL/MariaDB run the same code.
@@ -204,7 +204,7 @@ pub use engine::{
 
 /// Runs (§13 of the design): what [`Engine::start_run`], [`Engine::record_round`] and
 /// [`Engine::run`] take and give. `Step` lives here rather than at the crate's root, where
-/// [`Step`](crate::Step) is a resolver's step of a chain.
+/// [`Step`] is a resolver's step of a chain.
 pub mod runs {
     pub use crate::engine::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
     pub use protege_core::wire::{ModelResponse, Outcome, Usage};

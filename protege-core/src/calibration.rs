@@ -15,8 +15,11 @@ use crate::tokens::estimate_tokens;
 /// How many recorded runs of a model it takes before its counts are calibrated.
 pub const CALIBRATION_MIN_RUNS: usize = 20;
 
-/// Token counts fitted to recorded usage: `per_char × characters + per_message × messages`
-/// (see the [module](self) for what counts as a character).
+/// Token counts fitted to recorded usage: `per_char × characters + per_message × messages`,
+/// where the characters of a request are the Unicode scalar values of its messages' text,
+/// of their tool calls' names and compact JSON inputs, and of each tool definition's
+/// compact JSON (image and document data are counted with the characters / 4 estimate and
+/// taken off the billed tokens before the fit).
 ///
 /// ```
 /// use protege::{CalibrationFit, message, Role};

@@ -19,7 +19,7 @@ pub struct MboxEntry {
     pub offset: u64,
     /// Its length in bytes, without the empty line before the next separator.
     pub len: u64,
-    /// The header lines, up to the first empty line (at most [`MAX_HEADER_BYTES`]).
+    /// The header lines, up to the first empty line (at most 1 MiB).
     pub header: Vec<u8>,
 }
 
