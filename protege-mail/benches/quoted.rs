@@ -116,10 +116,11 @@ fn thread(top_posted: bool) -> Vec<String> {
     bodies
 }
 
-/// `strip_quoted` over the thread, as the engine walks it (`strip_next`: each body
-/// stripped against the ones before it, then added).
+/// `strip_quoted` over the thread, as the engine walks it (an index with room for the
+/// window's bodies, then `strip_next`: each body stripped against the ones before it,
+/// then added).
 fn strip_thread(bodies: &[String]) -> usize {
-    let mut prior = PriorBodies::new();
+    let mut prior = PriorBodies::with_capacity(bodies.iter().map(String::len).sum());
     bodies
         .iter()
         .map(|body| prior.strip_next(body).text.len())

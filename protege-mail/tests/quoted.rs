@@ -877,3 +877,24 @@ fn large_bodies_in_linear_time() {
     let len = body.len();
     assert_eq!(strip_with_watchdog("known", body, prior), (9, len - 9));
 }
+
+/// An index made with room for its bodies strips as one that grew while they were added.
+#[test]
+fn an_index_made_with_room_strips_as_one_that_grew() {
+    let bodies = [
+        "Hello,\n\nThe parcel for order A-1 never arrived at the warehouse on Thursday.\n\nAlice",
+        "Hi Alice,\n\nWe are checking with the carrier now.\n\nOn Mon, Alice wrote:\n> Hello,\n>\n> The parcel for order A-1 never arrived at the warehouse on Thursday.\n>\n> Alice",
+        "Thanks.\n\nThe parcel for order A-1 never arrived at the warehouse on Thursday.\nIt is Friday now.",
+    ];
+    for bytes in [0, 1, 300, 1 << 20] {
+        let (mut grown, mut roomy) = (PriorBodies::new(), PriorBodies::with_capacity(bytes));
+        for body in bodies {
+            let (a, b) = (grown.strip_next(body), roomy.strip_next(body));
+            assert_eq!(
+                (a.text, a.removed),
+                (b.text, b.removed),
+                "room for {bytes} bytes"
+            );
+        }
+    }
+}

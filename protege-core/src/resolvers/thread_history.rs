@@ -3,7 +3,7 @@
 use crate::context::{Context, MailStats, Quoted};
 use crate::db::read::history::{self, PriorTurn, StoredToolUse};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mail::{Direction, PriorBodies};
+use crate::mail::{Direction, MailMessage, PriorBodies};
 use crate::message::{Message, Role, ToolCall, message};
 use crate::render::MailRender;
 use crate::resolver::{Resolved, Resolver};
@@ -341,7 +341,14 @@ impl ThreadHistory {
         if let Some(quoted) = self.quoted {
             render.quoted = quoted;
         }
-        let (mut prior, mut stats) = (PriorBodies::new(), MailStats::default());
+        let mut prior = if render.quoted == Quoted::Strip {
+            // Room for the window's bodies: the index does not grow while it is walked.
+            let bytes = turns.iter().map(|t| stored_body_bytes(&t.message)).sum();
+            PriorBodies::with_capacity(bytes)
+        } else {
+            PriorBodies::new()
+        };
+        let mut stats = MailStats::default();
         let mut turns = self.render(turns, &render, &mut prior, &mut stats)?;
         let walked = (render.quoted == Quoted::Strip).then_some(prior);
         ctx.note_mail(self.name(), stats, walked);
@@ -350,4 +357,11 @@ impl ThreadHistory {
         }
         Ok(turns)
     }
+}
+
+/// About the bytes of a message's readable body: the longer of its plain body and its
+/// HTML body's text.
+fn stored_body_bytes(m: &MailMessage) -> usize {
+    let len = |text: &Option<String>| text.as_deref().map_or(0, str::len);
+    len(&m.text_body).max(len(&m.html_text))
 }

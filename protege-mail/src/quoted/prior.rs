@@ -81,6 +81,18 @@ impl PriorBodies {
         Self::default()
     }
 
+    /// An empty index with room for bodies of about `bytes` bytes in all (a history's
+    /// window, known before it is walked), so that it does not grow, and copy itself,
+    /// while they are added. The same index as [`new`](Self::new) otherwise.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self {
+            // About a word, and a shingle, per six bytes of text.
+            first: Table::with_capacity(bytes / 6),
+            lines: Table::with_capacity(bytes / MIN_LINE_BYTES),
+            ..Self::default()
+        }
+    }
+
     /// Adds one message's original body (its text as stored, quotes included).
     pub fn add(&mut self, body: &str) {
         let lines = super::lines::split(body);
@@ -590,6 +602,15 @@ struct Table {
 }
 
 impl Table {
+    /// Room for `keys` keys before the table grows (it grows past half full).
+    fn with_capacity(keys: usize) -> Table {
+        let size = (keys.saturating_mul(2)).next_power_of_two().max(256);
+        Table {
+            slots: vec![(0, 0); size],
+            len: 0,
+        }
+    }
+
     fn get(&self, key: u64) -> Option<u64> {
         if self.len == 0 {
             return None;
