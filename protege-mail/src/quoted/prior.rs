@@ -33,6 +33,9 @@ const MAX_RESTITCH: usize = 32;
 /// lines: shorter ones are cheaper to read word by word.
 const MIN_LINE_BYTES: usize = 24;
 
+/// The most keys [`PriorBodies::with_capacity`] makes room for at once.
+const MAX_PRESIZED_KEYS: usize = 1 << 15;
+
 /// In the shingles of a body, where no shingle starts: at its last words. No shingle
 /// hashes to it.
 const END: u64 = 0;
@@ -86,8 +89,10 @@ impl PriorBodies {
     /// while they are added. The same index as [`new`](Self::new) otherwise.
     pub fn with_capacity(bytes: usize) -> Self {
         Self {
-            // About a word, and a shingle, per six bytes of text.
-            first: Table::with_capacity(bytes / 6),
+            // About a word, and a shingle, per six bytes of text; a long window's index
+            // still grows from there (its shingles repeat, and a table far larger than
+            // its keys costs more to clear than growing costs).
+            first: Table::with_capacity((bytes / 6).min(MAX_PRESIZED_KEYS)),
             lines: Table::with_capacity(bytes / MIN_LINE_BYTES),
             ..Self::default()
         }
