@@ -33,7 +33,7 @@ const MAX_RESTITCH: usize = 32;
 /// lines: shorter ones are cheaper to read word by word.
 const MIN_LINE_BYTES: usize = 24;
 
-/// The most keys [`PriorBodies::with_capacity`] makes room for at once.
+/// The most keys [`PriorBodies::with_capacity`] makes room for at once, per table.
 const MAX_PRESIZED_KEYS: usize = 1 << 15;
 
 /// In the shingles of a body, where no shingle starts: at its last words. No shingle
@@ -93,7 +93,7 @@ impl PriorBodies {
             // still grows from there (its shingles repeat, and a table far larger than
             // its keys costs more to clear than growing costs).
             first: Table::with_capacity((bytes / 6).min(MAX_PRESIZED_KEYS)),
-            lines: Table::with_capacity(bytes / MIN_LINE_BYTES),
+            lines: Table::with_capacity((bytes / MIN_LINE_BYTES).min(MAX_PRESIZED_KEYS)),
             ..Self::default()
         }
     }
