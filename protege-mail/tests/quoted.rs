@@ -262,6 +262,161 @@ index 1111111..2222222 100644
 }
 
 #[test]
+fn a_sign_off_above_a_quote_header_an_earlier_message_also_has_stays() {
+    // Alfonso signs both of his replies alike, and both quote a message the list relayed
+    // from Thorsten: the sign-off and the header's first line are in the earlier
+    // message too, but the sign-off is his own words, not part of the quote.
+    let header = "From: OTA list <ota@list.example.org> On Behalf Of Thorsten Hertel";
+    let first = format!(
+        "Hi Thorsten,\n\nCould you please provide the mean angle?\n\nRegards,\nAlfonso\n\n\n\
+         {header}\nSent: Thursday, April 25, 2019 9:17 AM\nTo: ota@list.example.org\n\
+         Subject: Re: channel model tables\n\nRuixin,\n\nWe focus on the propagation parameters.\n"
+    );
+    let second = format!(
+        "Hi Thorsten,\n\nThanks for the confirmation.\n\nRegards,\nAlfonso\n\n\n\
+         {header}\nSent: Monday, April 29, 2019 8:06 AM\nTo: ota@list.example.org\n\
+         Subject: Re: channel model tables\n\nAlfonso,\n\nWe get the same angle.\n"
+    );
+    assert_eq!(
+        walk(&[&first, &second])[1],
+        "Hi Thorsten,\n\nThanks for the confirmation.\n\nRegards,\nAlfonso"
+    );
+}
+
+#[test]
+fn a_pasted_python_session_is_the_authors_own() {
+    let question = "Is it a problem of lapack?
+
+>>> a=array([[1,0],[0,1]])
+>>> b=array([[0,1],[-1,0]])
+>>> M=a+b*complex(0,1.0)
+>>> Heigenvalues(M)
+array([ 1.,  1.])";
+    // The answer quotes the question, then runs the same lines again: the quote goes, the
+    // session stays, though the question holds its lines.
+    let answer = "On Sunday, Alessandro wrote:
+> Is it a problem of lapack?
+>
+> >>> a=array([[1,0],[0,1]])
+> >>> b=array([[0,1],[-1,0]])
+> >>> M=a+b*complex(0,1.0)
+> >>> Heigenvalues(M)
+
+I suspect your lapack. I get:
+
+>>> a=array([[1,0],[0,1]])
+>>> b=array([[0,1],[-1,0]])
+>>> M=a+b*complex(0,1.0)
+>>> Heigenvalues(M)
+array([ 0.,  2.])
+>>>
+
+-Travis";
+    assert_eq!(
+        walk(&[question, answer])[1],
+        "I suspect your lapack. I get:
+
+>>> a=array([[1,0],[0,1]])
+>>> b=array([[0,1],[-1,0]])
+>>> M=a+b*complex(0,1.0)
+>>> Heigenvalues(M)
+array([ 0.,  2.])
+>>>"
+    );
+    // A compact quote three levels deep stays a quote: its second level opens with `>>`.
+    let nested = "Agreed.\n\n> On Mon, Bob wrote:\n>> On Sun, Ann wrote:\n>>> Ship it on Friday.\n>> Why Friday?\n> Because.";
+    assert_eq!(walk(&[nested])[0], "Agreed.");
+}
+
+#[test]
+fn a_supercite_quote_is_answered_below_it() {
+    let reply = "On Mon, 26 Nov 2001 08:21:40 +0100 Martin Wiechert wrote:
+
+Martin> Are there any plans to wrap GSL for Numpy2?
+Martin> I did not actually try it (It's not Python ;-)),
+Martin> but it looks clean and powerful.
+
+There is actually a project to wrap gsl for python.
+
+Herbert> Travis Oliphant has one.
+
+Not that I know of.
+
+Greetings,
+Jochen";
+    assert_eq!(
+        walk(&[reply])[0],
+        "There is actually a project to wrap gsl for python.
+
+Herbert> Travis Oliphant has one.
+
+Not that I know of.
+
+Greetings,
+Jochen"
+    );
+    // A program's prompt is no quote: only the first line below an attribution is read
+    // for a prefix.
+    let idl = "In IDL I write:\n\nIDL> a = [[1,2],[3,4]]\nIDL> print, a\n\nWhat is it in Numeric?";
+    assert_eq!(walk(&[idl])[0], idl);
+}
+
+#[test]
+fn step1_leaves_a_patch_diffstat_that_its_cover_letter_holds() {
+    // A series' cover letter lists every file; each patch repeats its own lines of it
+    // below the `---` of `git format-patch`, and a second version repeats the first's.
+    let cover = "This series removes unnecessary semicolons.
+
+Joe Perches (2):
+  bnx2x: Remove unnecessary semicolons
+  wm8904: Remove unnecessary semicolons
+
+ drivers/net/bnx2x/bnx2x_link.c |    4 ++--
+ drivers/net/bnx2x/bnx2x_main.c |    2 +-
+ sound/soc/codecs/wm8904.c      |    2 +-
+ 3 files changed, 4 insertions(+), 4 deletions(-)
+";
+    let patch = "Signed-off-by: Joe Perches <joe@perches.com>
+---
+ drivers/net/bnx2x/bnx2x_link.c |    4 ++--
+ drivers/net/bnx2x/bnx2x_main.c |    2 +-
+ 2 files changed, 3 insertions(+), 3 deletions(-)
+
+diff --git a/drivers/net/bnx2x/bnx2x_link.c b/drivers/net/bnx2x/bnx2x_link.c
+index 5809196..38aeffe 100644
+--- a/drivers/net/bnx2x/bnx2x_link.c
++++ b/drivers/net/bnx2x/bnx2x_link.c
+@@ -3904,7 +3904,7 @@ static u8 bnx2x_8726_read_sfp_module_eeprom(
+-\t\tmsleep(1);;
++\t\tmsleep(1);
+-- 
+1.7.3.1
+";
+    let v2 = "Signed-off-by: Joe Perches <joe@perches.com>
+---
+V2: against -next
+
+ drivers/net/bnx2x/bnx2x_link.c |    4 ++--
+ drivers/net/bnx2x/bnx2x_main.c |    2 +-
+ 2 files changed, 3 insertions(+), 3 deletions(-)
+
+Index: drivers/net/bnx2x/bnx2x_link.c
+-- 
+1.7.3.1
+";
+    let stripped = walk(&[cover, patch, v2]);
+    assert_eq!(stripped[1], patch.split("\n-- \n").next().unwrap());
+    assert_eq!(stripped[2], v2.split("\n-- \n").next().unwrap());
+    // Without a patch below it, `---` is a rule like any other: the known lines go.
+    let pasted = "Which of these changed?\n---\n drivers/net/bnx2x/bnx2x_link.c |    4 ++--\n \
+        drivers/net/bnx2x/bnx2x_main.c |    2 +-\n---\nThanks.";
+    assert_eq!(
+        walk(&[cover, pasted])[1],
+        "Which of these changed?\n---\n---\nThanks."
+    );
+}
+
+#[test]
 fn a_short_quote_is_left_by_step1_and_taken_by_step2_when_trailing() {
     let mut prior = PriorBodies::new();
     prior.add("Can we meet Thursday?\nAnn");

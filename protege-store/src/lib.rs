@@ -39,7 +39,7 @@ mod store;
 
 pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, StoredEml,
-    import_eml_paths, ingest_eml,
+    Threading, import_eml_paths, ingest_eml,
 };
 pub use erase::Removed;
 pub use fixture::{

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::db::{self, EmlOptions, EmlSummary, Ingested};
+use crate::db::{self, EmlOptions, EmlSummary, Ingested, Threading};
 use protege_config::{PERSONA_FILE_MAX_BYTES, addresses_in};
 use protege_core::Direction;
 
@@ -21,6 +21,9 @@ pub struct EmlImport {
     pub direction: Option<Direction>,
     /// Attachment data over this many bytes is not stored.
     pub max_attachment_bytes: u64,
+    /// Who may join a thread (see [`Threading`]): the participant rule unless the files
+    /// are an archive the operator trusts.
+    pub threading: Threading,
 }
 
 impl Default for EmlImport {
@@ -29,6 +32,7 @@ impl Default for EmlImport {
             persona: None,
             direction: None,
             max_attachment_bytes: db::DEFAULT_MAX_ATTACHMENT_BYTES,
+            threading: Threading::Participants,
         }
     }
 }
@@ -136,6 +140,7 @@ impl Engine {
         eml.max_attachment_bytes = options.max_attachment_bytes;
         eml.trusted_authserv_ids = own.trusted;
         eml.direction = options.direction;
+        eml.threading = options.threading;
         let conn = self.db().await?;
         let summary = db::import_eml_paths(conn, paths, &eml).await?;
         Ok(EmlImported {

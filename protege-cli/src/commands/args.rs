@@ -315,6 +315,17 @@ pub(crate) enum RunCommand {
     },
 }
 
+/// How `import-eml` threads a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ThreadByArg {
+    /// A reply joins the thread of a message it references when its sender is a
+    /// participant of that thread (the safe rule for mail strangers send).
+    Participants,
+    /// A reply joins the thread of a message it references whoever sent it: only for an
+    /// archive whose headers you trust, such as a mailing list's.
+    References,
+}
+
 /// How `import-eml` gives a message its direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DirectionArg {
@@ -344,6 +355,9 @@ pub(crate) struct ImportEmlArgs {
     /// The direction of the messages.
     #[arg(long, value_enum, default_value_t = DirectionArg::Auto)]
     pub(crate) direction: DirectionArg,
+    /// Who may join a thread.
+    #[arg(long, value_enum, default_value_t = ThreadByArg::Participants)]
+    pub(crate) thread_by: ThreadByArg,
     /// An authserv-id whose `Authentication-Results` headers are trusted (repeatable;
     /// added to the personas' `[mail] trusted_authserv_ids`).
     #[arg(long = "trusted-authserv-id", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]

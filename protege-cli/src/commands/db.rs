@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use protege::EmlImport;
 
-use super::args::{DirectionArg, ImportEmlArgs, ListFormat};
+use super::args::{DirectionArg, ImportEmlArgs, ListFormat, ThreadByArg};
 use super::{CliResult, Env, Failure, output, personas};
 
 pub(crate) async fn migrate(env: &Env) -> CliResult {
@@ -74,6 +74,10 @@ pub(crate) async fn import_eml(env: &Env, args: &ImportEmlArgs) -> CliResult {
             DirectionArg::Outbound => Some(protege::Direction::Outbound),
         },
         max_attachment_bytes: args.max_attachment_bytes,
+        threading: match args.thread_by {
+            ThreadByArg::Participants => protege::db::Threading::Participants,
+            ThreadByArg::References => protege::db::Threading::References,
+        },
     };
     let imported = engine.import_eml(&args.paths, &options).await?;
     for warning in &imported.persona_warnings {

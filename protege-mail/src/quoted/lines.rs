@@ -105,6 +105,42 @@ pub(super) fn is_quoted(text: &str) -> bool {
     }
 }
 
+/// Whether a line opens with Python's interactive prompt: `>>>` alone or before a space.
+pub(super) fn is_prompt(text: &str) -> bool {
+    text.trim_end() == ">>>" || text.starts_with(">>> ")
+}
+
+/// Whether the `>>>` lines of `body` are Python's interactive prompts (an author pasting
+/// a session: `>>> a = array(...)`, its output, `>>>`) rather than quotes three levels
+/// deep: a prompt line comes below an unquoted line (blank lines between) or first, and
+/// no line opens with two markers alone (`>> text`, as a compact quote's second level
+/// would).
+pub(super) fn has_python_prompts(body: &str, lines: &[Line]) -> bool {
+    let mut below_unquoted = true;
+    let mut prompt = false;
+    for line in lines {
+        let text = line.text(body);
+        if text.starts_with(">>") && !text.starts_with(">>>") {
+            return false;
+        }
+        if is_blank(text) {
+            continue;
+        }
+        if is_prompt(text) {
+            prompt |= below_unquoted;
+        } else {
+            below_unquoted = !is_quoted(text);
+        }
+    }
+    prompt
+}
+
+/// Whether a line is quoted, when the body's `>>>` lines are Python's prompts or not
+/// (`prompts`, see [`has_python_prompts`]).
+pub(super) fn is_quoted_in(text: &str, prompts: bool) -> bool {
+    is_quoted(text) && !(prompts && is_prompt(text))
+}
+
 /// The line without its quote markers (`>`, `> > >`, `>>`) and leading whitespace.
 pub(super) fn strip_quote_markers(text: &str) -> &str {
     let skip = text

@@ -7,7 +7,7 @@ use super::lang::{
     ATTRIBUTIONS, Attribution, CJK_TAGLINES, FORWARD_OPENERS, HEADER_KEYS, Role, SEPARATORS,
     TAGLINE_OPENERS, TAGLINES,
 };
-use super::lines::{Line, is_blank, is_cjk, is_quoted, strip_quote_markers};
+use super::lines::{Line, is_blank, is_cjk, is_quoted, is_quoted_in, strip_quote_markers};
 
 /// The most lines an attribution is split over ("On …, Ann" / "<ann@example.com>" /
 /// "wrote:").
@@ -120,10 +120,11 @@ pub(super) fn first_marker(body: &str, lines: &[Line], plain: &mut Plain) -> Opt
 /// Whether the attribution ending at line `last` introduces a quote that its author
 /// answers: the next line with text is `>`-quoted, and after the quoted lines (blank
 /// lines among them) comes a line with text that is not quoted (see [`in_quote`]).
-pub(super) fn quote_is_answered(body: &str, lines: &[Line], last: usize) -> bool {
+pub(super) fn quote_is_answered(body: &str, lines: &[Line], last: usize, prompts: bool) -> bool {
+    let marking = Marking::below(body, lines, last);
     let mut seen_quote = false;
     for k in last + 1..lines.len() {
-        if in_quote(body, lines, k) {
+        if marking.quotes(body, lines, k, prompts) {
             seen_quote = true;
         } else if !is_blank(lines[k].text(body)) {
             return seen_quote;
@@ -132,22 +133,79 @@ pub(super) fn quote_is_answered(body: &str, lines: &[Line], last: usize) -> bool
     false
 }
 
+/// How the quote below an attribution marks its lines: with `>` (see [`in_quote`]), or
+/// with the prefix of Emacs's Supercite, the quoted author's name before `>`
+/// (`Martin> Are there any plans…`), when its first line has one.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Marking<'a> {
+    Angle,
+    Prefix(&'a str),
+}
+
+impl<'a> Marking<'a> {
+    /// The marking of the quote below the attribution that ends at line `last`.
+    pub(super) fn below(body: &'a str, lines: &[Line], last: usize) -> Self {
+        lines[last + 1..]
+            .iter()
+            .map(|l| l.text(body))
+            .find(|t| !is_blank(t))
+            .and_then(supercite_prefix)
+            .map_or(Marking::Angle, Marking::Prefix)
+    }
+
+    /// Whether line `k` belongs to the quote.
+    pub(super) fn quotes(self, body: &str, lines: &[Line], k: usize, prompts: bool) -> bool {
+        match self {
+            Marking::Angle => in_quote(body, lines, k, prompts),
+            Marking::Prefix(prefix) => {
+                let text = lines[k].text(body);
+                text.strip_prefix(prefix)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+                    || is_quoted_in(text, prompts)
+            }
+        }
+    }
+}
+
+/// The longest name of a Supercite prefix.
+const MAX_SUPERCITE_NAME: usize = 16;
+
+/// The Supercite prefix of a line (`Martin>` of `Martin> text`): a name of ASCII
+/// letters, digits, `.`, `_` or `-` opening with a letter, then `>`, then a space or the
+/// end of the line. Only a line directly below an attribution is asked: elsewhere such a
+/// line may be a program's prompt (`IDL> print, a`).
+fn supercite_prefix(text: &str) -> Option<&str> {
+    let end = text.find('>')?;
+    let name = &text[..end];
+    let rest = &text[end + 1..];
+    let named = (1..=MAX_SUPERCITE_NAME).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    (named && (rest.is_empty() || rest.starts_with(' '))).then(|| &text[..=end])
+}
+
 /// Whether line `k` belongs to a `>` quote: it is quoted, or it is a piece that the
 /// sender's client wrapped without repeating the `>` marker, directly between two quoted
 /// lines: a piece of a link (it opens with a link, "(http://…", or, one word long, it
 /// continues a link or a parenthesis left open on the quoted line above: "> View ticket
 /// (http://example.com/action" / "_nonce=3dd518)" / ">"), or the tail of a long line
-/// (see [`is_wrapped_tail`]).
-pub(super) fn in_quote(body: &str, lines: &[Line], k: usize) -> bool {
+/// (see [`is_wrapped_tail`]). A line of Python's prompt is no quote when `prompts` (see
+/// [`has_python_prompts`](super::lines::has_python_prompts)).
+pub(super) fn in_quote(body: &str, lines: &[Line], k: usize, prompts: bool) -> bool {
     let text = lines[k].text(body);
-    if is_quoted(text) {
+    if is_quoted_in(text, prompts) {
         return true;
+    }
+    if is_quoted(text) {
+        return false;
     }
     let (Some(above), Some(below)) = (k.checked_sub(1), lines.get(k + 1)) else {
         return false;
     };
     let above = lines[above].text(body);
-    if !is_quoted(above) || !is_quoted(below.text(body)) {
+    if !is_quoted_in(above, prompts) || !is_quoted_in(below.text(body), prompts) {
         return false;
     }
     let text = text.trim();
@@ -202,15 +260,15 @@ pub(super) fn is_wrapped_piece(above: &str, text: &str) -> bool {
 
 /// The first line of a trailing run of quoted lines (blank lines and the pieces of a
 /// wrapped link inside the run belong to it, see [`in_quote`]), if the last line that
-/// is not blank is quoted.
-pub(super) fn trailing_quote_run(body: &str, lines: &[Line]) -> Option<usize> {
+/// is not blank is quoted (Python's prompts are not, when `prompts`).
+pub(super) fn trailing_quote_run(body: &str, lines: &[Line], prompts: bool) -> Option<usize> {
     let last = lines.iter().rposition(|l| !is_blank(l.text(body)))?;
-    if !is_quoted(lines[last].text(body)) {
+    if !is_quoted_in(lines[last].text(body), prompts) {
         return None;
     }
     let mut start = last;
     for k in (0..last).rev() {
-        if in_quote(body, lines, k) {
+        if in_quote(body, lines, k, prompts) {
             start = k;
         } else if !is_blank(lines[k].text(body)) {
             break;

@@ -48,9 +48,21 @@
 //!   never found. Lines without words after a removed block go with it, as blank
 //!   lines directly after a removed quote do.
 //! - Step 1 removes nothing from the diff regions of a patch (from `diff --git`,
-//!   `Index:` or `--- `/`+++ ` to the signature or the end): a new version of a patch
-//!   that re-posts an earlier version's hunks is new content. A quoted patch (`>`
-//!   lines) is a quote like any other.
+//!   `Index:` or `--- `/`+++ `, or from the `---` of `git format-patch` above a patch's
+//!   notes and diffstat, to the signature or the end): a new version of a patch that
+//!   re-posts an earlier version's hunks, or a patch that repeats its lines of its
+//!   series' diffstat, is new content. A quoted patch (`>` lines) is a quote like any
+//!   other.
+//! - A step-1 block does not run from above step 2's first marker into it: an author's
+//!   sign-off ("Regards,\nAlfonso") directly above a quoted header that an earlier
+//!   message also has below the same sign-off is the author's, and the header goes with
+//!   step 2 anyway.
+//! - A quote below an attribution may mark its lines as Emacs's Supercite does
+//!   (`Martin> text`): when its first line has such a prefix, the lines with it are the
+//!   quote an answer below it answers.
+//! - A pasted Python session (`>>> a = 1` below the author's text, in a body where no
+//!   line opens with a compact second level `>> `) is the author's: its `>>>` lines are
+//!   neither quotes nor removed by step 1.
 //! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
 //!   as it is, borrowed.
 
@@ -118,6 +130,8 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
         Vec::new()
     };
     let mut plain = markers::Plain::new(&lines);
+    // A pasted Python session's `>>>` lines are the author's, not a quote.
+    let prompts = lines::has_python_prompts(body, &lines);
     let mut whole = true;
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
@@ -128,16 +142,19 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
         let mut marker = markers::first_marker(body, &lines, &mut plain);
         if let Some(cut) = marker
             && let Cut::Attribution(_, last) | Cut::Within(last, _) = cut
-            && markers::quote_is_answered(body, &lines, last)
+            && markers::quote_is_answered(body, &lines, last, prompts)
         {
-            remove_answered_quote(body, &mut lines, cut);
+            remove_answered_quote(body, &mut lines, cut, prompts);
             changed = true;
             whole = false;
             marker = None;
         }
         if look_for_blocks {
             let read = scan.as_ref().map(|scan| (whole, &body_lines[..], scan));
-            look_for_blocks = remove_known_blocks(body, &mut lines, prior, read);
+            let boundary = marker.map(|cut| match cut {
+                Cut::Line(i) | Cut::Attribution(i, _) | Cut::Within(i, _) => i,
+            });
+            look_for_blocks = remove_known_blocks(body, &mut lines, prior, read, boundary, prompts);
             if look_for_blocks {
                 changed = true;
                 marker = None;
@@ -146,7 +163,7 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
         if marker.is_none() && changed {
             marker = markers::first_marker(body, &lines, &mut plain);
         }
-        changed |= cut_at_markers(body, &mut lines, marker);
+        changed |= cut_at_markers(body, &mut lines, marker, prompts);
         changed |= cut_at_signature(body, &mut lines);
         if !changed {
             break;
@@ -168,21 +185,32 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
 /// Step 1: removes every block found in `prior`, from the attribution above it (if
 /// any) to the lines without words after it. `read`: the body's lines as step 1 read
 /// them before anything was removed, and whether `lines` are still all of them.
-/// Returns whether anything was removed.
+/// `boundary`: the first line of step 2's first marker, where no block starts above and
+/// ends below (the author's sign-off above a quote's header is not one piece with it,
+/// even when an earlier message has both). `prompts`: the body's `>>>` lines are a
+/// pasted Python session, new content as a patch is. Returns whether anything was
+/// removed.
 fn remove_known_blocks(
     body: &str,
     lines: &mut Vec<Line>,
     prior: &PriorBodies,
     read: Option<(bool, &[Line], &prior::Scan)>,
+    boundary: Option<usize>,
+    prompts: bool,
 ) -> bool {
-    let diff = prior::diff_lines(body, lines);
+    let mut diff = prior::diff_lines(body, lines);
+    if prompts {
+        for (flag, line) in diff.iter_mut().zip(lines.iter()) {
+            *flag |= lines::is_prompt(line.text(body));
+        }
+    }
     let blocks = match read {
-        Some((true, _, scan)) => prior::known_blocks(body, lines, scan, &diff),
+        Some((true, _, scan)) => prior::known_blocks(body, lines, scan, &diff, boundary),
         Some((false, old_lines, scan)) => {
             let scan = prior.rescan(body, lines, (old_lines, scan));
-            prior::known_blocks(body, lines, &scan, &diff)
+            prior::known_blocks(body, lines, &scan, &diff, boundary)
         }
-        None => prior::known_blocks(body, lines, &prior.scan(body, lines), &diff),
+        None => prior::known_blocks(body, lines, &prior.scan(body, lines), &diff, boundary),
     };
     if blocks.is_empty() {
         return false;
@@ -227,9 +255,11 @@ fn remove_known_blocks(
 
 /// Step 2, an attribution whose quote its author answers below it (inline or
 /// bottom-posted): the attribution and every `>`-quoted line below it (with the pieces
-/// of a wrapped link among them) are removed, with the blank lines directly after a
-/// removed line; the author's unquoted lines stay.
-fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut) {
+/// of a wrapped link among them, or every line with the Supercite prefix of the quote's
+/// first line) are removed, with the blank lines directly after a removed line; the
+/// author's unquoted lines stay.
+fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut, prompts: bool) {
+    let marking = markers::Marking::below(body, lines, cut.last_line());
     let mut remove = vec![false; lines.len()];
     match cut {
         Cut::Within(i, at) => lines[i].end = at,
@@ -238,7 +268,7 @@ fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut) {
     }
     let mut after_removed = true;
     for k in cut.last_line() + 1..lines.len() {
-        if markers::in_quote(body, lines, k) {
+        if marking.quotes(body, lines, k, prompts) {
             remove[k] = true;
             after_removed = true;
         } else if lines::is_blank(lines[k].text(body)) {
@@ -253,7 +283,7 @@ fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut) {
 
 /// Step 2: cuts at the first marker (`marker`, found on `lines` as they are), then
 /// removes a trailing run of quoted lines. Returns whether anything was removed.
-fn cut_at_markers(body: &str, lines: &mut Vec<Line>, marker: Option<Cut>) -> bool {
+fn cut_at_markers(body: &str, lines: &mut Vec<Line>, marker: Option<Cut>, prompts: bool) -> bool {
     let mut changed = false;
     match marker {
         Some(Cut::Line(i) | Cut::Attribution(i, _)) => {
@@ -267,7 +297,7 @@ fn cut_at_markers(body: &str, lines: &mut Vec<Line>, marker: Option<Cut>) -> boo
         }
         None => {}
     }
-    if let Some(start) = markers::trailing_quote_run(body, lines) {
+    if let Some(start) = markers::trailing_quote_run(body, lines, prompts) {
         lines.truncate(start);
         changed = true;
     }

@@ -308,12 +308,13 @@ fn shingles_of(words: &[u64], spans: &[(usize, usize)], copied: &[Option<&[u64]>
 /// answer below it are never one piece, even when the answer opens with words the
 /// thread has seen). A block holds at least [`MIN_BLOCK_LINES`] lines with words or
 /// [`MIN_BLOCK_CHARS`] characters, and no line of a diff region (`diff`, see
-/// [`diff_lines`]).
+/// [`diff_lines`]); no block holds both the line `boundary` and the line above it.
 pub(super) fn known_blocks(
     body: &str,
     lines: &[Line],
     scan: &Scan,
     diff: &[bool],
+    boundary: Option<usize>,
 ) -> Vec<(usize, usize)> {
     if scan.words.len() < SHINGLE {
         return Vec::new();
@@ -326,6 +327,11 @@ pub(super) fn known_blocks(
     let mut blocks = Vec::new();
     let mut run: Option<Run> = None;
     for (i, &(start, end)) in scan.spans.iter().enumerate() {
+        if boundary == Some(i)
+            && let Some(done) = run.take()
+        {
+            done.push_to(&mut blocks);
+        }
         if start == end {
             continue; // no words: neither breaks nor extends a run
         }
@@ -382,27 +388,58 @@ pub(super) fn known_blocks(
 
 /// Per line: whether it is in a diff region of a patch, where step 1 removes nothing:
 /// from an unquoted line that starts a patch of a file (`diff --git …`, `Index: …`, or
-/// `--- …` directly above `+++ …`) to the signature line (`-- ` or `--`) or the end
-/// of the body. A patch that re-posts a hunk of an earlier version is new content, not
-/// a quote.
+/// `--- …` directly above `+++ …`), or from the line `---` that `git format-patch` puts
+/// above a patch's notes and diffstat when such a start or a diffstat's summary
+/// (` 2 files changed, …`) follows it, to the signature line (`-- ` or `--`) or the end
+/// of the body. A patch that re-posts a hunk or the diffstat of an earlier version (or
+/// of its series' cover letter) is new content, not a quote.
 pub(super) fn diff_lines(body: &str, lines: &[Line]) -> Vec<bool> {
+    let is_signature = |text: &str| text == "-- " || text == "--";
+    let starts_file = |i: usize, text: &str| {
+        text.starts_with("diff --git ")
+            || text.starts_with("Index: ")
+            || (text.starts_with("--- ")
+                && lines
+                    .get(i + 1)
+                    .is_some_and(|next| next.text(body).starts_with("+++ ")))
+    };
+    // Per line: whether a file's patch or a diffstat's summary follows it before the
+    // next signature line (read from the end, so the body is read twice in all).
+    let mut patch_below = vec![false; lines.len()];
+    let mut below = false;
+    for (i, line) in lines.iter().enumerate().rev() {
+        patch_below[i] = below;
+        let text = line.text(body);
+        if is_signature(text) {
+            below = false;
+        } else if starts_file(i, text) || is_diffstat_summary(text) {
+            below = true;
+        }
+    }
     let mut flags = vec![false; lines.len()];
     let mut inside = false;
     for (i, line) in lines.iter().enumerate() {
         let text = line.text(body);
         if inside {
-            inside = text != "-- " && text != "--";
+            inside = !is_signature(text);
         } else {
-            inside = text.starts_with("diff --git ")
-                || text.starts_with("Index: ")
-                || (text.starts_with("--- ")
-                    && lines
-                        .get(i + 1)
-                        .is_some_and(|next| next.text(body).starts_with("+++ ")));
+            inside = starts_file(i, text) || (text == "---" && patch_below[i]);
         }
         flags[i] = inside;
     }
     flags
+}
+
+/// Whether `text` is the last line of a diffstat: ` 1 file changed, 2 insertions(+)`,
+/// ` 4 files changed, 3 insertions(+), 4 deletions(-)`.
+fn is_diffstat_summary(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix(' ') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && (rest[digits..].starts_with(" file changed")
+            || rest[digits..].starts_with(" files changed"))
 }
 
 /// The known shingles of a body and where chains restart, to ask whether a range of its

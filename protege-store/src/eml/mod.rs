@@ -72,6 +72,24 @@ pub struct EmlOptions {
     /// received over HTTP is inbound); a forced outbound message must be From a persona
     /// address alone.
     pub direction: Option<Direction>,
+    /// Who may join a thread: [`Threading::Participants`] (the default, and the only
+    /// safe choice for mail strangers send) or [`Threading::References`] (an archive the
+    /// operator trusts).
+    pub threading: Threading,
+}
+
+/// How an import decides which stored thread a message joins (see `SECURITY.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Threading {
+    /// The thread of a message it references, only when its sender is a participant of
+    /// that thread: a stranger who copies a customer's Message-IDs gets a thread of his own.
+    #[default]
+    Participants,
+    /// The thread of a message it references, whoever sent it: for an archive whose
+    /// headers the operator trusts (a mailing list's archive, an export of one's own
+    /// mailbox), where every message is inbound and replies come from many people. Inbound
+    /// mail claiming a persona address still joins nothing.
+    References,
 }
 
 impl EmlOptions {
@@ -84,6 +102,7 @@ impl EmlOptions {
             now,
             max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
             direction: None,
+            threading: Threading::Participants,
         }
     }
 }
@@ -239,7 +258,7 @@ pub async fn import_eml_paths(
 
     // Second pass: parse and store in date order, a batch at a time; the next batch is
     // read and parsed while the database stores the current one.
-    let mut threader = Threader::new(&options.own_addresses);
+    let mut threader = Threader::new(&options.own_addresses, options.threading);
     let mut batches = Batches {
         files: &files,
         items: items.iter(),
@@ -994,7 +1013,7 @@ pub async fn ingest_eml(
     raw: &[u8],
     options: &EmlOptions,
 ) -> Result<Ingested> {
-    let mut threader = Threader::new(&options.own_addresses);
+    let mut threader = Threader::new(&options.own_addresses, options.threading);
     let limits = Limits::of(db, options).await?;
     let directions = directions(options);
     let with = Prepare {

@@ -20,6 +20,7 @@ use sea_orm::{
     TransactionSession, TransactionTrait,
 };
 
+use super::Threading;
 use crate::store::{self, IN_CHUNK, Identity};
 use protege_core::Result;
 use protege_core::db::entities::{email_thread, message};
@@ -54,6 +55,8 @@ pub(super) struct Threader {
     participants: HashMap<i64, HashSet<String>>,
     /// The start (`created_at`) of each thread a batch read or wrote.
     created: HashMap<i64, DateTime<Utc>>,
+    /// Whether every sender counts as a participant ([`Threading::References`]).
+    trust_references: bool,
 }
 
 /// The most threads whose participants are kept from one batch to the next: beyond it the
@@ -185,11 +188,12 @@ struct Plan {
 
 impl Threader {
     /// Starts an import with the persona addresses (bare or header form).
-    pub(super) fn new(own_addresses: &[String]) -> Self {
+    pub(super) fn new(own_addresses: &[String], threading: Threading) -> Self {
         Self {
             own: own_addresses.iter().map(|a| key(a)).collect(),
             participants: HashMap::new(),
             created: HashMap::new(),
+            trust_references: threading == Threading::References,
         }
     }
 
@@ -212,7 +216,7 @@ impl Threader {
         thread: i64,
         sender: &str,
     ) -> Result<bool> {
-        if self.own.contains(sender) {
+        if self.trust_references || self.own.contains(sender) {
             return Ok(true);
         }
         if let Some(set) = self.participants.get(&thread) {
@@ -442,7 +446,8 @@ impl Threader {
         }
         candidates.into_iter().find(|&place| {
             senders.iter().all(|sender| {
-                self.own.contains(sender)
+                self.trust_references
+                    || self.own.contains(sender)
                     || match place {
                         Place::Stored(t) => self
                             .participants
