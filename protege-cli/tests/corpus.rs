@@ -1,6 +1,7 @@
 //! `[mail] quoted = "strip"` (§14) measured on real mail: the public mailing-list corpora
-//! under `tests/corpus/` (see their READMEs) are imported with `protege db import-eml` into
-//! a temporary SQLite database, and every inbound message that has an earlier message in its
+//! under `tests/corpus/` (see their READMEs) are imported with `protege db import-eml
+//! --thread-by references` (a list's threads are its References, whoever replied) into a
+//! temporary SQLite database, and every inbound message that has an earlier message in its
 //! thread is resolved by two personas identical but for `quoted`, each with a
 //! `ThreadHistory` of `limit = 20`. The tokens of the two histories are summed and compared
 //! exactly, so a change of the stripping rules shows here with its effect on real threads.
@@ -375,7 +376,7 @@ async fn measure(corpus: &Corpus) -> Measured {
     measured
 }
 
-/// The figures of both corpora, measured once for the tests of this file.
+/// The figures of the corpora, measured once for the tests of this file.
 fn measured() -> &'static [(&'static str, Measured); 3] {
     static MEASURED: std::sync::OnceLock<[(&'static str, Measured); 3]> =
         std::sync::OnceLock::new();
@@ -408,7 +409,7 @@ fn stripping_quoted_text_on_real_threads() {
     }
     let (keep, strip) = figures.iter().fold((0, 0), |(k, s), f| (k + f.5, s + f.6));
     println!(
-        "both: ThreadHistory tokens keep {keep} strip {strip} ({:.1}% fewer)",
+        "all: ThreadHistory tokens keep {keep} strip {strip} ({:.1}% fewer)",
         100.0 * (keep - strip) as f64 / keep as f64
     );
     assert_eq!(figures, EXPECTED);
@@ -569,7 +570,7 @@ fn removed_runs_are_found_by_line() {
 }
 
 /// The sample read by hand: the history messages (each in its first history) from which
-/// `strip` removed something, of both corpora in order, every k-th of them with k the
+/// `strip` removed something, of the corpora in order, every k-th of them with k the
 /// number of them divided by 50 (at least 1), so at least 50 are read when there are.
 #[test]
 #[ignore = "prints the sample of stripped messages for reading"]
