@@ -293,24 +293,33 @@ fn list_archive() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The options of an import of a trusted archive.
+fn trusted() -> EmlOptions {
+    EmlOptions {
+        threading: Threading::References,
+        ..options()
+    }
+}
+
+/// The threads of [`list_archive`] imported as a trusted archive: Bob and Carol join
+/// Alice's thread; inbound mail claiming the persona's address still joins nothing.
+fn threaded_by_references() -> Vec<(String, Vec<String>)> {
+    vec![
+        thread(
+            "Sparse matrices",
+            &["<a1@example.com>", "<b1@example.net>", "<c1@example.org>"],
+        ),
+        thread("Sparse matrices", &["<forged@acme.test>"]),
+    ]
+}
+
 #[tokio::test]
 async fn a_trusted_archive_is_threaded_by_its_references_alone() {
     on_each_backend("thread_by_references", |db, _| async move {
         let dir = tempfile::tempdir().unwrap();
         let paths = write(dir.path(), &list_archive());
-        let mut trusted = options();
-        trusted.threading = Threading::References;
-        import_with(&db, &paths, &trusted).await;
-        // Bob and Carol join Alice's thread; inbound mail claiming the persona's address
-        // still joins nothing.
-        let expected = vec![
-            thread(
-                "Sparse matrices",
-                &["<a1@example.com>", "<b1@example.net>", "<c1@example.org>"],
-            ),
-            thread("Sparse matrices", &["<forged@acme.test>"]),
-        ];
-        assert_eq!(threads(&db).await, expected);
+        import_with(&db, &paths, &trusted()).await;
+        assert_eq!(threads(&db).await, threaded_by_references());
     })
     .await;
 }
@@ -318,21 +327,12 @@ async fn a_trusted_archive_is_threaded_by_its_references_alone() {
 #[tokio::test]
 async fn a_trusted_archive_is_threaded_alike_one_message_at_a_time() {
     on_each_backend("thread_by_references_one_by_one", |db, _| async move {
-        let mut trusted = options();
-        trusted.threading = Threading::References;
         for (_, text) in list_archive() {
-            db::ingest_eml(&db, text.as_bytes(), &trusted)
+            db::ingest_eml(&db, text.as_bytes(), &trusted())
                 .await
                 .unwrap();
         }
-        let expected = vec![
-            thread(
-                "Sparse matrices",
-                &["<a1@example.com>", "<b1@example.net>", "<c1@example.org>"],
-            ),
-            thread("Sparse matrices", &["<forged@acme.test>"]),
-        ];
-        assert_eq!(threads(&db).await, expected);
+        assert_eq!(threads(&db).await, threaded_by_references());
     })
     .await;
 }
