@@ -323,6 +323,20 @@ array([ 0.,  2.])
 array([ 0.,  2.])
 >>>"
     );
+    // The asker runs her session again in her next message: its output, though her first
+    // message holds it, is part of it.
+    let session = ">>> m = MA.masked_values(a, -99)
+>>> m
+    array(data =
+             [[  1,  2,  3,-99,  5,]
+              [ 10, 20, 30,-99, 50,]],
+           mask =
+              [[0,0,0,1,0,]
+               [0,0,0,1,0,]],
+           fill_value=-99)";
+    let first = format!("I am using masked arrays:\n\n{session}\n\nIs this expected?");
+    let again = format!("Thanks for the pointer.\n\n{session}\n\nCan I rely on this?");
+    assert_eq!(walk(&[&first, &again])[1], again);
     // A compact quote three levels deep stays a quote: its second level opens with `>>`.
     let nested = "Agreed.\n\n> On Mon, Bob wrote:\n>> On Sun, Ann wrote:\n>>> Ship it on Friday.\n>> Why Friday?\n> Because.";
     assert_eq!(walk(&[nested])[0], "Agreed.");
@@ -359,6 +373,46 @@ Jochen"
     // for a prefix.
     let idl = "In IDL I write:\n\nIDL> a = [[1,2],[3,4]]\nIDL> print, a\n\nWhat is it in Numeric?";
     assert_eq!(walk(&[idl])[0], idl);
+}
+
+#[test]
+fn an_answer_below_two_answered_quotes_stays() {
+    // One reply to two messages: each quote under its own attribution, the answer below
+    // both.
+    let reply = "On Tue, 17 Nov 2009 21:28:37 +0600, Mikhail wrote:
+> Keeping unused files open helps to see \"Too many open files\" often.
+On Tue, 17 Nov 2009 21:28:38 +0600, Mikhail wrote:
+> Signed-off-by: Mikhail
+
+Hi Mikhail,
+
+Welcome to notmuch, and thanks for these patches! I've pushed both of them.
+
+-Carl";
+    assert_eq!(
+        walk(&[reply])[0],
+        "Hi Mikhail,\n\nWelcome to notmuch, and thanks for these patches! I've pushed both of them."
+    );
+}
+
+#[test]
+fn a_signature_goes_whole_though_earlier_patches_share_its_first_lines() {
+    // Every patch of a series ends alike, but the list's footer names another list: step
+    // 1 knows the signature's first lines, step 3 takes the signature and all below it.
+    let patch = |n: u32, list: &str| {
+        format!(
+            "Signed-off-by: Joe Perches <joe@perches.com>\n---\n \
+             drivers/x{n}.c | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n\
+             diff --git a/drivers/x{n}.c b/drivers/x{n}.c\n--- a/drivers/x{n}.c\n\
+             +++ b/drivers/x{n}.c\n-\treturn {n};;\n+\treturn {n};\n-- \n1.7.3.1.g432b3.dirty\n\n--\n\
+             To unsubscribe from this list: send the line \"unsubscribe {list}\" in\n\
+             the body of a message to majordomo@vger.kernel.org\n\
+             More majordomo info at  http://vger.kernel.org/majordomo-info.html\n"
+        )
+    };
+    let (first, second) = (patch(1, "netdev"), patch(2, "linux-scsi"));
+    let stripped = walk(&[&first, &second]);
+    assert_eq!(stripped[1], second.split("\n-- \n").next().unwrap());
 }
 
 #[test]

@@ -372,7 +372,7 @@ pub(super) fn attribution_above(body: &str, lines: &[Line], first: usize) -> usi
 /// first line opens with an address only, a next line that is an attribution by itself
 /// is that attribution's start. With `quoted`, `>` markers are dropped first (step 1
 /// looks inside quotes).
-fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool) -> Option<usize> {
+pub(super) fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool) -> Option<usize> {
     let text_of = |k: usize| {
         let text = lines[k].text(body);
         if quoted {

@@ -62,7 +62,8 @@
 //!   quote an answer below it answers.
 //! - A pasted Python session (`>>> a = 1` below the author's text, in a body where no
 //!   line opens with a compact second level `>> `) is the author's: its `>>>` lines are
-//!   neither quotes nor removed by step 1.
+//!   no quotes, and step 1 removes neither them nor the output below them (to the next
+//!   blank line), even when an earlier message shows the same session.
 //! - Only trailing whitespace is trimmed; a body with nothing to remove is returned
 //!   as it is, borrowed.
 
@@ -136,13 +137,18 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
     // Step 1 only finds new blocks after it removed some (a cut only shortens runs).
     let mut look_for_blocks = !prior.is_empty();
     loop {
-        let mut changed = false;
-        // An answered quote goes first, so that step 1 does not take its attribution
+        // A signature goes first (step 3), whole: step 1 would otherwise take its `-- `
+        // line away with a block that earlier messages share (a patch series' `-- ` /
+        // `2.43.0`), and leave the rest of it behind.
+        let mut changed = cut_at_signature(body, &mut lines);
+        if changed {
+            whole = false;
+        }
+        // An answered quote goes next, so that step 1 does not take its attribution
         // away from the quoted lines below it.
         let mut marker = markers::first_marker(body, &lines, &mut plain);
         if let Some(cut) = marker
-            && let Cut::Attribution(_, last) | Cut::Within(last, _) = cut
-            && markers::quote_is_answered(body, &lines, last, prompts)
+            && is_answered(body, &lines, cut, prompts)
         {
             remove_answered_quote(body, &mut lines, cut, prompts);
             changed = true;
@@ -162,9 +168,13 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
         }
         if marker.is_none() && changed {
             marker = markers::first_marker(body, &lines, &mut plain);
+            // An answered quote found only now is removed as one in the next round,
+            // not cut with everything below it.
+            if marker.is_some_and(|cut| is_answered(body, &lines, cut, prompts)) {
+                marker = None;
+            }
         }
         changed |= cut_at_markers(body, &mut lines, marker, prompts);
-        changed |= cut_at_signature(body, &mut lines);
         if !changed {
             break;
         }
@@ -182,14 +192,24 @@ fn strip_with<'a>(body: &'a str, prior: &PriorBodies) -> (Stripped<'a>, Option<p
     (Stripped { text, removed }, scan)
 }
 
+/// Whether `cut` is an attribution whose quote its author answers below it.
+fn is_answered(body: &str, lines: &[Line], cut: Cut, prompts: bool) -> bool {
+    match cut {
+        Cut::Attribution(_, last) | Cut::Within(last, _) => {
+            markers::quote_is_answered(body, lines, last, prompts)
+        }
+        Cut::Line(_) => false,
+    }
+}
+
 /// Step 1: removes every block found in `prior`, from the attribution above it (if
 /// any) to the lines without words after it. `read`: the body's lines as step 1 read
 /// them before anything was removed, and whether `lines` are still all of them.
 /// `boundary`: the first line of step 2's first marker, where no block starts above and
 /// ends below (the author's sign-off above a quote's header is not one piece with it,
 /// even when an earlier message has both). `prompts`: the body's `>>>` lines are a
-/// pasted Python session, new content as a patch is. Returns whether anything was
-/// removed.
+/// pasted Python session, new content as a patch is, with the output below each prompt
+/// (to the next blank line). Returns whether anything was removed.
 fn remove_known_blocks(
     body: &str,
     lines: &mut Vec<Line>,
@@ -200,8 +220,12 @@ fn remove_known_blocks(
 ) -> bool {
     let mut diff = prior::diff_lines(body, lines);
     if prompts {
+        // A prompt and the output below it, to the next blank line.
+        let mut session = false;
         for (flag, line) in diff.iter_mut().zip(lines.iter()) {
-            *flag |= lines::is_prompt(line.text(body));
+            let text = line.text(body);
+            session = lines::is_prompt(text) || (session && !lines::is_blank(text));
+            *flag |= session;
         }
     }
     let blocks = match read {
@@ -256,8 +280,8 @@ fn remove_known_blocks(
 /// Step 2, an attribution whose quote its author answers below it (inline or
 /// bottom-posted): the attribution and every `>`-quoted line below it (with the pieces
 /// of a wrapped link among them, or every line with the Supercite prefix of the quote's
-/// first line) are removed, with the blank lines directly after a removed line; the
-/// author's unquoted lines stay.
+/// first line) are removed, with the blank lines directly after a removed line, down to
+/// the next attribution; the author's unquoted lines stay.
 fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut, prompts: bool) {
     let marking = markers::Marking::below(body, lines, cut.last_line());
     let mut remove = vec![false; lines.len()];
@@ -273,6 +297,10 @@ fn remove_answered_quote(body: &str, lines: &mut Vec<Line>, cut: Cut, prompts: b
             after_removed = true;
         } else if lines::is_blank(lines[k].text(body)) {
             remove[k] = after_removed;
+        } else if markers::attribution_at(body, lines, k, false).is_some() {
+            // Another attribution: its quote is its own (one reply to two messages),
+            // removed as one in the next round.
+            break;
         } else {
             after_removed = false;
         }
