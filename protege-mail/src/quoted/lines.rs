@@ -116,6 +116,11 @@ pub(super) fn is_prompt(text: &str) -> bool {
 /// no line opens with two markers alone (`>> text`, as a compact quote's second level
 /// would).
 pub(super) fn has_python_prompts(body: &str, lines: &[Line]) -> bool {
+    // Most bodies hold no prompt at all: one vectorised search instead of a look at
+    // every line.
+    if memchr::memmem::find(body.as_bytes(), b">>>").is_none() {
+        return false;
+    }
     let mut below_unquoted = true;
     let mut prompt = false;
     for line in lines {
