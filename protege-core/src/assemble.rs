@@ -7,7 +7,9 @@ use crate::cache::{CacheHints, Conversation, cache_key};
 use crate::calibration::Calibration;
 use crate::context::{Context, MailStats, Trigger};
 use crate::error::Result;
+use crate::mail::PriorBodies;
 use crate::message::{Content, Message, Request, Role, message};
+use crate::render::Strip;
 use crate::request::{build_request, user_turn, user_turn_with};
 use crate::source::Source;
 use crate::tokens::{Tokenizer, message_chars};
@@ -171,8 +173,11 @@ pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Re
         if render.is_plain() {
             return user_turn(m, limits);
         }
-        let mut prior = ctx.take_prior_bodies();
-        let text = render.render(m, &mut prior, &mut stats);
+        // Stripped as stored when `ThreadHistory` read it; else steps 2 and 3 alone.
+        let text = match ctx.take_current_strip() {
+            Some(strip) => render.render_body(m, &m.readable(), Strip::Stored(&strip), &mut stats),
+            None => render.render(m, &mut PriorBodies::new(), &mut stats),
+        };
         user_turn_with(m, text, limits)
     });
     if let (Some(content), Some(m)) = (&user, ctx.message()) {

@@ -8,12 +8,13 @@ use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::CacheMode;
+use crate::db::strips::StoredStrip;
 use crate::limits::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
+use crate::mail::Fence;
 use crate::mail::{
     DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, MailLimits, MailMessage,
     TemplateValue as _, rfc3339_z,
 };
-use crate::mail::{Fence, PriorBodies};
 use crate::message::ToolDef;
 pub use crate::render::MailRender;
 use crate::tokens::Tokenizer;
@@ -269,11 +270,11 @@ struct Inner {
     mail: Mutex<MailNotes>,
 }
 
-/// What rendering mail did in a run: the bodies `ThreadHistory` walked (for the trailing
-/// user turn's quoted text) and, per resolver, what was removed.
+/// What rendering mail did in a run: the trailing user turn's stripped body, as
+/// `ThreadHistory` read it, and, per resolver, what was removed.
 #[derive(Debug, Default)]
 struct MailNotes {
-    prior: Option<PriorBodies>,
+    current_strip: Option<StoredStrip>,
     stats: Vec<(String, MailStats)>,
 }
 
@@ -513,17 +514,21 @@ impl Context {
         }
     }
 
-    /// Records what rendering the mail of `resolver` removed and changed; with `prior`,
-    /// also the bodies it walked, which the trailing user turn's quoted text is compared
-    /// with.
-    pub(crate) fn note_mail(&self, resolver: &str, stats: MailStats, prior: Option<PriorBodies>) {
+    /// Records what rendering the mail of `resolver` removed and changed; with
+    /// `current_strip`, also the trigger's stripped body, for the trailing user turn.
+    pub(crate) fn note_mail(
+        &self,
+        resolver: &str,
+        stats: MailStats,
+        current_strip: Option<StoredStrip>,
+    ) {
         let mut notes = self
             .0
             .mail
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(prior) = prior {
-            notes.prior = Some(prior);
+        if let Some(strip) = current_strip {
+            notes.current_strip = Some(strip);
         }
         if stats.is_empty() {
             return;
@@ -534,16 +539,15 @@ impl Context {
         }
     }
 
-    /// The bodies `ThreadHistory` walked in this run, taken (an empty index when it did not
-    /// run).
-    pub(crate) fn take_prior_bodies(&self) -> PriorBodies {
+    /// The trigger's stripped body as `ThreadHistory` read it in this run, taken (`None`
+    /// when it did not run with `quoted = "strip"` for the persona).
+    pub(crate) fn take_current_strip(&self) -> Option<StoredStrip> {
         self.0
             .mail
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .prior
+            .current_strip
             .take()
-            .unwrap_or_default()
     }
 
     /// What rendering mail removed and changed, per resolver name.

@@ -2,6 +2,7 @@
 //! to its body (`quoted`, `fence`), the rendering cut at `[limits] message_text_bytes`.
 
 use crate::context::{MailStats, Quoted};
+use crate::db::strips::StoredStrip;
 use crate::mail::{Fence, MailMessage, PriorBodies, html_to_text_counted};
 
 /// How a run renders mail bodies ([`Context::mail_render`](crate::Context::mail_render)).
@@ -28,15 +29,16 @@ impl MailRender {
         prior: &mut PriorBodies,
         stats: &mut MailStats,
     ) -> String {
-        self.render_body(m, &m.readable(), prior, stats)
+        self.render_body(m, &m.readable(), Strip::Walk(prior), stats)
     }
 
-    /// [`render`](Self::render) with `m`'s readable body computed already.
+    /// [`render`](Self::render) with `m`'s readable body computed already, and with
+    /// `quoted = "strip"` the body as `strip` says.
     pub(crate) fn render_body(
         &self,
         m: &MailMessage,
         body: &str,
-        prior: &mut PriorBodies,
+        strip: Strip<'_>,
         stats: &mut MailStats,
     ) -> String {
         if self.count_hidden {
@@ -45,11 +47,17 @@ impl MailRender {
         let stripped;
         let body = match self.quoted {
             Quoted::Keep => body,
-            Quoted::Strip => {
-                stripped = prior.strip_next(body);
-                stats.quoted_chars += stripped.removed;
-                &stripped.text
-            }
+            Quoted::Strip => match strip {
+                Strip::Walk(prior) => {
+                    stripped = prior.strip_next(body);
+                    stats.quoted_chars += stripped.removed;
+                    &stripped.text
+                }
+                Strip::Stored(stored) => {
+                    stats.quoted_chars += stored.removed;
+                    stored.or(body)
+                }
+            },
         };
         match &self.fence {
             None => m.render_within(body, self.text_limit),
@@ -66,6 +74,14 @@ impl MailRender {
     pub fn is_plain(&self) -> bool {
         self.quoted == Quoted::Keep && self.fence.is_none() && !self.count_hidden
     }
+}
+
+/// Where a stripped body comes from (with `quoted = "strip"`).
+pub(crate) enum Strip<'a> {
+    /// Stripped now against the bodies of the messages before it, then added to them.
+    Walk(&'a mut PriorBodies),
+    /// As stored, or as a read made it for a message without a stored row.
+    Stored(&'a StoredStrip),
 }
 
 /// The characters of `m`'s HTML body that the HTML converter drops as hidden, when its

@@ -25,10 +25,10 @@ pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
     MailMessage, address_key, bare_address, cap_text, rfc3339_z,
 };
-pub use quoted::{PriorBodies, Stripped, strip_quoted};
+pub use quoted::{PriorBodies, STRIP_RULES, Stripped, strip_quoted};
 
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]
 pub use dates::{FIRST_YEAR, LAST_YEAR, in_range};
 #[doc(hidden)]
-pub use mail::{one_line, without_nul};
+pub use mail::{one_line, readable_of, without_nul};

@@ -158,6 +158,26 @@ pub fn address_key(header: &str) -> String {
     bare_address(&one_line(header)).to_lowercase()
 }
 
+/// The readable body of a message stored with `text_body`, `html_text` (its HTML body's
+/// stored text) and `html_body` (see [`Email::readable_body`]).
+#[doc(hidden)]
+pub fn readable_of<'a>(
+    text_body: Option<&'a str>,
+    html_text: Option<&'a str>,
+    html_body: Option<&'a str>,
+) -> Cow<'a, str> {
+    if let Some(text) = text_body
+        && !text.trim().is_empty()
+    {
+        return Cow::Borrowed(text.trim());
+    }
+    match (html_text, html_body) {
+        (Some(text), _) => Cow::Borrowed(text.trim()),
+        (None, Some(html)) if !html.trim().is_empty() => Cow::Owned(html_to_text(html)),
+        _ => Cow::Borrowed(""),
+    }
+}
+
 impl Email {
     /// The readable body: the text body when not blank, else the HTML body as text (the
     /// stored [`html_text`](Self::html_text) when there is one), else empty; trimmed.
@@ -168,16 +188,11 @@ impl Email {
     /// [`readable_body`](Self::readable_body), borrowed when it is stored as such.
     #[doc(hidden)]
     pub fn readable(&self) -> Cow<'_, str> {
-        if let Some(text) = self.text_body.as_deref()
-            && !text.trim().is_empty()
-        {
-            return Cow::Borrowed(text.trim());
-        }
-        match (self.html_text.as_deref(), self.html_body.as_deref()) {
-            (Some(text), _) => Cow::Borrowed(text.trim()),
-            (None, Some(html)) if !html.trim().is_empty() => Cow::Owned(html_to_text(html)),
-            _ => Cow::Borrowed(""),
-        }
+        readable_of(
+            self.text_body.as_deref(),
+            self.html_text.as_deref(),
+            self.html_body.as_deref(),
+        )
     }
 
     /// The readable body as it reaches the model: cut to at most `limit` bytes followed by

@@ -7,6 +7,7 @@
 //! rounds, runs, tool uses, attachments, address rows and the messages, and last the
 //! threads left without a message.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use sea_orm::sea_query::{Alias, Expr, Query, SelectStatement};
@@ -16,7 +17,8 @@ use sea_orm::{
 
 use protege_core::Result;
 use protege_core::db::entities::{
-    attachment, email_thread, message, message_address, run, run_round, thread_summary, tool_use,
+    attachment, email_thread, message, message_address, message_strip, run, run_round,
+    thread_summary, tool_use,
 };
 
 use crate::store::IN_CHUNK;
@@ -102,9 +104,9 @@ pub(crate) async fn finish(
 }
 
 /// Deletes, in `db` (a transaction), the messages whose row ids are `messages` with their
-/// run rounds, runs, tool uses, attachments and `message_addresses` rows; the summaries of
-/// `threads` (the threads those messages belong to); and those of `threads` left without
-/// a message.
+/// run rounds, runs, tool uses, attachments, `message_addresses` and `message_strips` rows;
+/// the summaries of `threads` (the threads those messages belong to); and those of
+/// `threads` left without a message. The messages left in `threads` are stripped again.
 pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     db: &C,
     messages: &[i64],
@@ -143,8 +145,18 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
             chunk,
         )
         .await?;
+        // The stored stripped bodies hold the messages' text too; a cache, not counted.
+        delete_in(
+            db,
+            message_strip::Entity,
+            message_strip::Column::MessageId,
+            chunk,
+        )
+        .await?;
         out.messages += delete_in(db, message::Entity, message::Column::Id, chunk).await?;
     }
+    // The messages left in those threads were stripped against the ones removed.
+    protege_core::db::strips::restrip(db, threads, &HashSet::new()).await?;
     for chunk in threads.chunks(IN_CHUNK) {
         let t = Alias::new(email_thread::Entity.table_name());
         let m = Alias::new(message::Entity.table_name());

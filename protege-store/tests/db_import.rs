@@ -427,9 +427,9 @@ async fn an_up_to_date_database_is_migrated_in_one_statement() {
 #[tokio::test]
 async fn the_runs_migration_keeps_the_tool_uses() {
     on_each_backend("runs_migration", |db, _| async move {
-        // Down four: the settings' migration, the second HTML conversion and the addresses
-        // came after it.
-        Migrator::down(&db, Some(4)).await.unwrap();
+        // Down five: the settings' migration, the second HTML conversion, the addresses and
+        // the stripped bodies came after it.
+        Migrator::down(&db, Some(5)).await.unwrap();
         let select = |sql: &str| {
             db.query_all_raw(sea_orm::Statement::from_string(
                 db.get_database_backend(),
@@ -495,7 +495,8 @@ async fn the_addresses_migration_indexes_the_stored_messages() {
             })
             .collect::<Vec<_>>()
         };
-        Migrator::down(&db, Some(1)).await.unwrap();
+        // Down two: the stripped bodies came after it.
+        Migrator::down(&db, Some(2)).await.unwrap();
         assert!(select("SELECT id FROM message_addresses").await.is_err());
         db.execute_unprepared(
             "INSERT INTO email_threads (id, subject, created_at) VALUES (1, 'S', '2026-01-01 00:00:00')",
@@ -694,9 +695,9 @@ async fn html_is_converted_once(db: DatabaseConnection) {
     );
 
     // Rows stored before the column existed: the migration converts each of them (down
-    // five: the runs', the settings', the second conversion's and the addresses' migrations
-    // came after it).
-    Migrator::down(&db, Some(5)).await.unwrap();
+    // six: the runs', the settings', the second conversion's, the addresses' and the
+    // stripped bodies' migrations came after it).
+    Migrator::down(&db, Some(6)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),

@@ -27,6 +27,7 @@ pub(crate) mod read;
 mod reason;
 mod schema;
 pub mod settings;
+pub mod strips;
 
 pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,

@@ -1,11 +1,14 @@
 //! `CorrespondentHistory`: the sender's earlier threads with the persona.
 
+use std::collections::HashMap;
+
 use crate::context::{Context, MailStats, Quoted};
 use crate::db::read::correspondents::{self, Correspondent, EarlierThread};
-use crate::error::Result;
-use crate::mail::{Direction, PriorBodies, address_key};
+use crate::db::strips::{self, StoredStrip};
+use crate::error::{Error, Result};
+use crate::mail::{Direction, MailMessage, PriorBodies, address_key};
 use crate::message::{Message, Role, message};
-use crate::render::MailRender;
+use crate::render::{MailRender, Strip};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::template::Template;
@@ -105,17 +108,17 @@ impl CorrespondentHistory {
     }
 
     /// The text of one earlier thread, `None` when it renders blank or has neither a
-    /// summary nor a message to show.
+    /// summary nor a message to show; its bodies rendered by `render`, stripped as `strips`
+    /// says.
     fn render_thread(
         &self,
         ctx: &Context,
         template: &Template,
         thread: EarlierThread,
-        render: &MailRender,
+        (render, strips): (&MailRender, &HashMap<i64, StoredStrip>),
         stats: &mut MailStats,
         shown: &mut (Vec<String>, Vec<i64>),
     ) -> Result<Option<String>> {
-        let mut prior = PriorBodies::new();
         let before = (shown.0.len(), shown.1.len());
         let messages: Vec<String> = thread
             .messages
@@ -124,7 +127,12 @@ impl CorrespondentHistory {
                 let body = m.readable();
                 (!body.is_empty() || !m.attachments.is_empty()).then(|| {
                     shown.0.push(m.message_id.clone());
-                    render.render_body(m, &body, &mut prior, stats)
+                    let mut no_prior = PriorBodies::new();
+                    let strip = match strips.get(&m.id) {
+                        Some(strip) => Strip::Stored(strip),
+                        None => Strip::Walk(&mut no_prior),
+                    };
+                    render.render_body(m, &body, strip, stats)
                 })
             })
             .collect();
@@ -207,13 +215,28 @@ impl CorrespondentHistory {
         if let Some(quoted) = self.quoted {
             render.quoted = quoted;
         }
+        // Each body as stored stripped: against every earlier message of its thread.
+        let strips = if render.quoted == Quoted::Strip {
+            let messages: Vec<&MailMessage> =
+                threads.iter().flat_map(|t| t.messages.iter()).collect();
+            strips::of_messages(db, &messages)
+                .await
+                .map_err(Error::from)?
+        } else {
+            HashMap::new()
+        };
         let mut stats = MailStats::default();
         let mut parts = Vec::with_capacity(threads.len());
         let mut shown = (Vec::new(), Vec::new());
         for thread in threads {
-            if let Some(text) =
-                self.render_thread(ctx, template, thread, &render, &mut stats, &mut shown)?
-            {
+            if let Some(text) = self.render_thread(
+                ctx,
+                template,
+                thread,
+                (&render, &strips),
+                &mut stats,
+                &mut shown,
+            )? {
                 parts.push(text);
             }
         }

@@ -1,11 +1,14 @@
 //! `ThreadHistory`: the prior turns of the inbound message's thread and their tool rounds.
 
+use std::collections::HashSet;
+
 use crate::context::{Context, MailStats, Quoted};
-use crate::db::read::history::{self, PriorTurn, StoredToolUse};
+use crate::db::read::history::{self, History, PriorTurn, StoredToolUse};
+use crate::db::strips::{self, StoredStrip};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Direction, MailMessage, PriorBodies};
 use crate::message::{Message, Role, ToolCall, message};
-use crate::render::MailRender;
+use crate::render::{MailRender, Strip};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::tokens::Tokenizer;
@@ -155,15 +158,17 @@ impl ThreadHistory {
 impl ThreadHistory {
     /// Renders the turns read from the database: one list of messages per turn (a message
     /// and its tool rounds), oldest first; each message rendered by `render` (the run's
-    /// `[mail]` rules), its quoted text compared with the bodies before it in `prior`.
+    /// `[mail]` rules), with `quoted = "strip"` its body as its turn's stripped body says.
     fn render(
         &self,
         turns: Vec<PriorTurn>,
         render: &MailRender,
-        prior: &mut PriorBodies,
         stats: &mut MailStats,
     ) -> Result<Vec<Turn>> {
         let mut out = Vec::with_capacity(turns.len());
+        // A body without a stripped one (none is missing after `fill_strips`) gets steps
+        // 2 and 3 alone.
+        let mut no_prior = PriorBodies::new();
         for turn in turns {
             let mut messages = Vec::with_capacity(1);
             let mut sources = Vec::with_capacity(1);
@@ -174,7 +179,11 @@ impl ThreadHistory {
                     Direction::Inbound => Role::User,
                     Direction::Outbound => Role::Assistant,
                 };
-                messages.push(message(role, render.render_body(m, &body, prior, stats)));
+                let strip = match &turn.strip {
+                    Some(strip) => Strip::Stored(strip),
+                    None => Strip::Walk(&mut no_prior),
+                };
+                messages.push(message(role, render.render_body(m, &body, strip, stats)));
                 sources.push(Source::message(&m.message_id));
             }
             if self.include_tool_calls && !turn.tool_uses.is_empty() {
@@ -328,30 +337,33 @@ impl ThreadHistory {
         let (Some(current), Some(db)) = (ctx.message(), ctx.db()) else {
             return Ok(Vec::new());
         };
-        let turns = history::read(
+        let mut render = ctx.mail_render();
+        // The trailing user turn follows the persona's rule, the history its own.
+        let strip_current = render.quoted == Quoted::Strip;
+        if let Some(quoted) = self.quoted {
+            render.quoted = quoted;
+        }
+        let strip_window = render.quoted == Quoted::Strip;
+        let mut read = history::read(
             db,
             current,
             self.limit,
             self.effective_step(),
             self.after_summary,
             self.include_tool_calls,
+            strip_window || strip_current,
         )
         .await?;
-        let mut render = ctx.mail_render();
-        if let Some(quoted) = self.quoted {
-            render.quoted = quoted;
+        if strip_window || strip_current {
+            fill_strips(db, current, &mut read, strip_window, strip_current).await?;
         }
-        let mut prior = if render.quoted == Quoted::Strip {
-            // Room for the window's bodies: the index does not grow while it is walked.
-            let bytes = turns.iter().map(|t| stored_body_bytes(&t.message)).sum();
-            PriorBodies::with_capacity(bytes)
-        } else {
-            PriorBodies::new()
-        };
         let mut stats = MailStats::default();
-        let mut turns = self.render(turns, &render, &mut prior, &mut stats)?;
-        let walked = (render.quoted == Quoted::Strip).then_some(prior);
-        ctx.note_mail(self.name(), stats, walked);
+        let mut turns = self.render(read.turns, &render, &mut stats)?;
+        ctx.note_mail(
+            self.name(),
+            stats,
+            read.current_strip.filter(|_| strip_current),
+        );
         if let Some(budget) = self.max_tokens {
             fit_budget(&mut turns, budget, ctx.tokenizer());
         }
@@ -359,9 +371,45 @@ impl ThreadHistory {
     }
 }
 
-/// About the bytes of a message's readable body: the longer of its plain body and its
-/// HTML body's text.
-fn stored_body_bytes(m: &MailMessage) -> usize {
-    let len = |text: &Option<String>| text.as_deref().map_or(0, str::len);
-    len(&m.text_body).max(len(&m.html_text))
+/// Strips, as a writer would have, the bodies the read found no stored row for (written by
+/// another program, or by an earlier version of the rules) or a row made from another body:
+/// of the window's messages when `window`, of `current` when `own`. One more statement,
+/// which reads the thread up to `current`; none when every row was there.
+async fn fill_strips(
+    db: &sea_orm::DatabaseConnection,
+    current: &MailMessage,
+    read: &mut History,
+    window: bool,
+    own: bool,
+) -> Result<()> {
+    let stale =
+        |strip: &Option<StoredStrip>, body: &str| !strip.as_ref().is_some_and(|s| s.is_of(body));
+    let mut missing = HashSet::new();
+    if window {
+        for turn in &read.turns {
+            let body = turn.message.readable();
+            if !body.is_empty() && stale(&turn.strip, &body) {
+                missing.insert(turn.message.id);
+            }
+        }
+    }
+    let own_body = current.readable();
+    if own && !own_body.is_empty() && stale(&read.current_strip, &own_body) {
+        missing.insert(current.id);
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut made = strips::derive(db, &[current.thread_id], Some(current.sent_at), &missing)
+        .await
+        .map_err(Error::from)?;
+    for turn in &mut read.turns {
+        if let Some(strip) = made.remove(&turn.message.id) {
+            turn.strip = Some(strip);
+        }
+    }
+    if let Some(strip) = made.remove(&current.id) {
+        read.current_strip = Some(strip);
+    }
+    Ok(())
 }

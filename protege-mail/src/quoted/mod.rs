@@ -78,6 +78,12 @@ use lines::Line;
 use markers::Cut;
 pub use prior::PriorBodies;
 
+/// The version of the strip rules. Each message's stripped text is stored with the version
+/// that made it (`message_strips.rules`); a read ignores a row of another version and
+/// strips again. Raise it with every change to what [`strip_quoted`] or the HTML converter
+/// returns, together with a migration that strips the stored mail again.
+pub const STRIP_RULES: i32 = 1;
+
 /// What stripping left of one body, and how much it removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stripped<'a> {

@@ -534,6 +534,9 @@ impl Threader {
         };
         store::insert_attachments(txn, &rows, &message_ids).await?;
         store::insert_addresses(txn, &rows, &message_ids).await?;
+        let threads: Vec<i64> = rows.iter().map(|(t, _)| *t).collect();
+        let written: HashSet<i64> = message_ids.iter().copied().collect();
+        protege_core::db::strips::restrip(txn, &threads, &written).await?;
 
         for (n, thread) in new_threads.into_iter().enumerate() {
             self.participants.insert(thread_ids[n], thread.participants);

@@ -12,7 +12,7 @@
 mod bulk;
 mod summary;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
@@ -346,9 +346,11 @@ pub(crate) async fn insert_email<C: ConnectionTrait>(
         }
         None => insert_thread(db, subject, email.sent_at).await?,
     };
-    Ok(insert_message(db, thread, email, &[])
-        .await?
-        .map(|_| thread))
+    let Some(id) = insert_message(db, thread, email, &[]).await? else {
+        return Ok(None);
+    };
+    protege_core::db::strips::restrip(db, &[thread], &HashSet::from([id])).await?;
+    Ok(Some(thread))
 }
 
 /// Inserts a message row unless its Message-ID is stored already; returns the new row's

@@ -10,7 +10,7 @@
 //! each backend's parameter limit.
 
 use sea_orm::sea_query::{
-    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, Order, Query, SelectStatement,
+    Alias, Asterisk, Expr, ExprTrait, Func, JoinType, Order, Query, SelectStatement, UnionType,
     WindowStatement,
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection};
@@ -19,7 +19,8 @@ pub(crate) use super::rows::StoredToolUse;
 use super::rows::{self, Row, TableColumn, columns};
 use super::{embedded, summary};
 use crate::db::dates;
-use crate::db::entities::{attachment, message, tool_use};
+use crate::db::entities::{attachment, message, message_strip, tool_use};
+use crate::db::strips::{STRIP_RULES, StoredStrip};
 use crate::error::Result;
 use crate::mail::MailMessage;
 
@@ -28,6 +29,16 @@ use crate::mail::MailMessage;
 pub(crate) struct PriorTurn {
     pub(crate) message: MailMessage,
     pub(crate) tool_uses: Vec<StoredToolUse>,
+    /// Its stored stripped body (of the current rules), when asked for and stored.
+    pub(crate) strip: Option<StoredStrip>,
+}
+
+/// What one history read gives: the prior turns, oldest first, and, when the stripped
+/// bodies were asked for, the current message's (when stored).
+#[derive(Debug, Default)]
+pub(crate) struct History {
+    pub(crate) turns: Vec<PriorTurn>,
+    pub(crate) current_strip: Option<StoredStrip>,
 }
 
 /// The largest `LIMIT` bound: every backend takes a signed 64-bit limit (a larger `u64`
@@ -125,11 +136,43 @@ fn prior_alias() -> Alias {
     Alias::new("prior")
 }
 
-/// The three statements of one history read.
+/// The statements of one history read: three, and a fourth with the stripped bodies.
 struct Statements {
     messages: SelectStatement,
     attachments: SelectStatement,
     tool_uses: Option<SelectStatement>,
+    strips: Option<SelectStatement>,
+}
+
+/// The stored stripped bodies (of the current rules) of the prior messages and of the
+/// current message: the rows of the window joined to the same bounded sub-select, then the
+/// current message's row.
+fn strips(
+    current: &MailMessage,
+    limit: Option<u64>,
+    step: Option<u64>,
+    after_summary: bool,
+) -> SelectStatement {
+    use message::Column as M;
+    use message_strip::Column as S;
+    let mut window = Query::select();
+    window
+        .columns(columns(message_strip::Entity))
+        .from(message_strip::Entity)
+        .join_subquery(
+            JoinType::InnerJoin,
+            prior_ids(current, limit, step, after_summary),
+            prior_alias(),
+            Expr::col((prior_alias(), M::Id)).equals((message_strip::Entity, S::MessageId)),
+        )
+        .and_where(Expr::col((message_strip::Entity, S::Rules)).eq(STRIP_RULES));
+    let mut own = Query::select();
+    own.columns(columns(message_strip::Entity))
+        .from(message_strip::Entity)
+        .and_where(Expr::col((message_strip::Entity, S::MessageId)).eq(current.id))
+        .and_where(Expr::col((message_strip::Entity, S::Rules)).eq(STRIP_RULES));
+    window.union(UnionType::All, own);
+    window
 }
 
 impl Statements {
@@ -139,6 +182,7 @@ impl Statements {
         step: Option<u64>,
         after_summary: bool,
         with_tools: bool,
+        with_strips: bool,
     ) -> Self {
         use message::Column as M;
         let mut messages = prior_ids(current, limit, step, after_summary);
@@ -191,6 +235,7 @@ impl Statements {
             messages,
             attachments,
             tool_uses,
+            strips: with_strips.then(|| strips(current, limit, step, after_summary)),
         }
     }
 }
@@ -201,13 +246,23 @@ struct Turns {
     turns: Vec<PriorTurn>,
     /// `(message id, position in turns)`, sorted by id, once the messages are read.
     index: Vec<(i64, usize)>,
+    /// The current message's row id, and its stripped body once read.
+    current: (i64, Option<StoredStrip>),
 }
 
 impl Turns {
-    fn new() -> Self {
+    fn new(current: i64) -> Self {
         Self {
             turns: Vec::new(),
             index: Vec::new(),
+            current: (current, None),
+        }
+    }
+
+    fn done(self) -> History {
+        History {
+            turns: self.turns,
+            current_strip: self.current.1,
         }
     }
 
@@ -216,6 +271,7 @@ impl Turns {
         self.turns.push(PriorTurn {
             message: rows::message(row)?,
             tool_uses: Vec::new(),
+            strip: None,
         });
         Ok(())
     }
@@ -250,6 +306,17 @@ impl Turns {
         Ok(())
     }
 
+    /// One row of the stripped bodies statement.
+    fn strip(&mut self, row: &impl Row) -> Result<()> {
+        let (message_id, strip) = rows::strip(row)?;
+        if message_id == self.current.0 {
+            self.current.1 = Some(strip);
+        } else if let Some(turn) = self.turn(message_id) {
+            turn.strip = Some(strip);
+        }
+        Ok(())
+    }
+
     /// One row of the tool uses statement.
     fn tool_use(&mut self, row: &impl Row) -> Result<()> {
         let (message_id, tool_use) = rows::tool_use(row)?;
@@ -261,7 +328,8 @@ impl Turns {
 }
 
 /// Reads the prior messages of `current` (oldest first) with their attachments and, when
-/// `with_tools`, their tool uses; `step` selects a cache-stable window (see `prior_ids`) and
+/// `with_tools`, their tool uses, and when `with_strips` the stored stripped bodies of them
+/// and of `current`; `step` selects a cache-stable window (see `prior_ids`) and
 /// `after_summary` keeps only messages after the applicable summary's through-message: on a
 /// SQLite file through the SQLite C library
 /// ([`embedded`]), elsewhere through SeaORM; the same statements either way.
@@ -272,24 +340,27 @@ pub(crate) async fn read(
     step: Option<u64>,
     after_summary: bool,
     with_tools: bool,
-) -> Result<Vec<PriorTurn>> {
-    if limit == Some(0) {
-        return Ok(Vec::new());
+    with_strips: bool,
+) -> Result<History> {
+    if limit == Some(0) && !with_strips {
+        return Ok(History::default());
     }
-    let statements = Statements::new(current, limit, step, after_summary, with_tools);
-    let mut turns = Turns::new();
+    let statements = Statements::new(current, limit, step, after_summary, with_tools, with_strips);
+    let mut turns = Turns::new(current.id);
     if let Some(reader) = embedded::reader(db) {
         return reader.run_snapshot(|conn| {
             conn.query(&statements.messages, |row| turns.message(row))?;
-            if turns.turns.is_empty() {
-                return Ok(Vec::new());
-            }
             turns.messages_done();
-            conn.query(&statements.attachments, |row| turns.attachment(row))?;
-            if let Some(tool_uses) = &statements.tool_uses {
-                conn.query(tool_uses, |row| turns.tool_use(row))?;
+            if !turns.turns.is_empty() {
+                conn.query(&statements.attachments, |row| turns.attachment(row))?;
+                if let Some(tool_uses) = &statements.tool_uses {
+                    conn.query(tool_uses, |row| turns.tool_use(row))?;
+                }
             }
-            Ok(turns.turns)
+            if let Some(strips) = &statements.strips {
+                conn.query(strips, |row| turns.strip(row))?;
+            }
+            Ok(turns.done())
         });
     }
     #[cfg(feature = "postgres")]
@@ -297,26 +368,30 @@ pub(crate) async fn read(
         return one_round_trip(db, &statements, turns).await;
     }
     // The statements compare dates: bound as `DATETIME` on MySQL/MariaDB (see `db::dates`).
-    // One snapshot for the three, so an erasure never leaves messages without their rounds.
+    // One snapshot for them all, so an erasure never leaves messages without their rounds.
     let txn = super::snapshot(db).await?;
     let run = |stmt: &SelectStatement| txn.query_all_raw(dates::statement(db, stmt));
     for row in run(&statements.messages).await? {
         turns.message(&row)?;
     }
-    if turns.turns.is_empty() {
-        return Ok(Vec::new());
-    }
     turns.messages_done();
-    for row in run(&statements.attachments).await? {
-        turns.attachment(&row)?;
+    if !turns.turns.is_empty() {
+        for row in run(&statements.attachments).await? {
+            turns.attachment(&row)?;
+        }
+        if let Some(tool_uses) = &statements.tool_uses {
+            for row in run(tool_uses).await? {
+                turns.tool_use(&row)?;
+            }
+        }
     }
-    if let Some(tool_uses) = &statements.tool_uses {
-        for row in run(tool_uses).await? {
-            turns.tool_use(&row)?;
+    if let Some(strips) = &statements.strips {
+        for row in run(strips).await? {
+            turns.strip(&row)?;
         }
     }
     txn.commit().await?;
-    Ok(turns.turns)
+    Ok(turns.done())
 }
 
 /// The history read on PostgreSQL in one round trip and one prepared statement (see
@@ -326,7 +401,7 @@ async fn one_round_trip(
     db: &DatabaseConnection,
     statements: &Statements,
     mut turns: Turns,
-) -> Result<Vec<PriorTurn>> {
+) -> Result<History> {
     use super::one_trip::Part;
     use sea_orm::Iterable as _;
     let mut parts = vec![
@@ -336,8 +411,12 @@ async fn one_round_trip(
             attachment::Column::iter().take(attachment::Column::Data.position()),
         ),
     ];
+    let tools = statements.tool_uses.is_some();
     if let Some(tool_uses) = &statements.tool_uses {
         parts.push(Part::new(tool_uses, tool_use::Column::iter()));
+    }
+    if let Some(strips) = &statements.strips {
+        parts.push(Part::new(strips, message_strip::Column::iter()));
     }
     let mut messages_done = false;
     super::one_trip::read(db, &parts, |part, row| {
@@ -345,15 +424,16 @@ async fn one_round_trip(
             turns.messages_done();
             messages_done = true;
         }
-        match part {
-            0 => turns.message(row),
-            1 => turns.attachment(row),
-            _ => turns.tool_use(row),
+        match (part, tools) {
+            (0, _) => turns.message(row),
+            (1, _) => turns.attachment(row),
+            (2, true) => turns.tool_use(row),
+            _ => turns.strip(row),
         }
     })
     .await?;
     if !messages_done {
         turns.messages_done();
     }
-    Ok(turns.turns)
+    Ok(turns.done())
 }

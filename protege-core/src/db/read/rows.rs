@@ -24,8 +24,9 @@ use rusqlite::types::ValueRef;
 use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
 use crate::db::entities::{
-    attachment, email_thread, message, run, run_round, thread_summary, tool_use,
+    attachment, email_thread, message, message_strip, run, run_round, thread_summary, tool_use,
 };
+use crate::db::strips::StoredStrip;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
 
@@ -54,7 +55,8 @@ table_columns!(
     tool_use,
     thread_summary,
     run,
-    run_round
+    run_round,
+    message_strip
 );
 
 /// Every column of `entity`'s table, qualified by the table, in declaration order: the
@@ -227,6 +229,20 @@ pub(crate) fn message(row: &impl Row) -> Result<MailMessage> {
             attachments: Vec::new(),
         },
     })
+}
+
+/// A row of `message_strips`: its message's row id and the stripped body.
+pub(crate) fn strip(row: &impl Row) -> Result<(i64, StoredStrip)> {
+    use message_strip::Column as S;
+    let removed: i64 = row.get(S::Removed)?;
+    Ok((
+        row.get(S::MessageId)?,
+        StoredStrip {
+            text: row.get(S::Text)?,
+            removed: usize::try_from(removed).unwrap_or(0),
+            body_hash: row.get(S::BodyHash)?,
+        },
+    ))
 }
 
 /// Parses a stored JSON array of addresses.

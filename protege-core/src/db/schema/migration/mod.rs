@@ -13,12 +13,14 @@ mod html;
 mod mail;
 mod runs;
 mod settings;
+mod strips;
 mod summaries;
 
 use html::{ConvertHtmlAgain, StoreHtmlText};
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
 use runs::CreateRuns;
 use settings::CreateSettings;
+use strips::CreateMessageStrips;
 use summaries::CreateThreadSummaries;
 
 /// The migrator of the protege schema: every migration, in order.
@@ -36,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(CreateSettings),
             Box::new(ConvertHtmlAgain),
             Box::new(CreateMessageAddresses),
+            Box::new(CreateMessageStrips),
         ]
     }
 

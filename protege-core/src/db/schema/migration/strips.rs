@@ -1,0 +1,71 @@
+//! Each message's body as `quoted = "strip"` shows it, stored once (`message_strips`).
+
+use sea_orm_migration::prelude::*;
+
+use super::Types;
+use crate::db::entities::{message, message_strip};
+
+/// The migration that creates `message_strips` and strips every stored message (see
+/// [`crate::db::strips`]). Down drops the table; reads then strip again.
+#[derive(Debug)]
+pub(super) struct CreateMessageStrips;
+
+impl MigrationName for CreateMessageStrips {
+    fn name(&self) -> &str {
+        "m20261206_000001_create_message_strips"
+    }
+}
+
+/// The name of the unique index by message.
+const STRIP_MESSAGE_INDEX: &str = "idx_message_strips_message";
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for CreateMessageStrips {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        use message_strip::Column as S;
+        let t = Types(manager.get_database_backend());
+        manager
+            .create_table(
+                t.table(message_strip::Entity)
+                    .col(t.pk(S::Id))
+                    .col(ColumnDef::new(S::MessageId).big_integer().not_null())
+                    .col(ColumnDef::new(S::Rules).integer().not_null())
+                    .col(t.long_text(S::Text).null())
+                    .col(ColumnDef::new(S::Removed).big_integer().not_null())
+                    .col(ColumnDef::new(S::BodyHash).big_integer().not_null())
+                    .foreign_key(
+                        // A message deleted by hand takes its row with it.
+                        ForeignKey::create()
+                            .from(message_strip::Entity, S::MessageId)
+                            .to(message::Entity, message::Column::Id)
+                            .on_delete(ForeignKeyAction::Cascade),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name(STRIP_MESSAGE_INDEX)
+                    .table(message_strip::Entity)
+                    .col(S::MessageId)
+                    .unique()
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        // A MySQL/MariaDB run stopped half-way left some rows: they are made again.
+        crate::db::strips::restrip_all(manager.get_connection()).await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(
+                Table::drop()
+                    .table(message_strip::Entity)
+                    .if_exists()
+                    .to_owned(),
+            )
+            .await
+    }
+}
