@@ -727,3 +727,71 @@ async fn html_bodies_are_stored_as_text_once_and_migrated() {
     let url = format!("sqlite://{}", dir.path().join("h.db").display());
     html_is_converted_once(db::open(&url).await.unwrap()).await;
 }
+
+/// The stripped bodies' migration strips the mail stored before it as an import would have:
+/// the same rows, each message against every earlier message of its thread (an HTML-only
+/// body by its stored text); its down drops the table.
+#[tokio::test]
+async fn the_strips_migration_strips_the_stored_messages() {
+    on_each_backend("strips_migration", |db, _| async move {
+        let first = "Can you resend the invoice for March?\nThe PDF was empty, and the link in \
+                     your mail has expired.";
+        let fixture = json!({"threads": [{"subject": "Invoice", "messages": [
+            {"message_id": "<a@x>", "direction": "inbound", "from": "ann@x.test",
+             "to": ["billing@acme.test"], "subject": "Invoice", "sent_at": "2026-03-01T09:00:00Z", "text_body": first},
+            {"message_id": "<b@x>", "direction": "outbound", "from": "billing@acme.test",
+             "to": ["ann@x.test"], "subject": "Invoice", "sent_at": "2026-03-01T10:00:00Z",
+             "html_body": format!("<p>Sent again.</p><p>{}</p>", first.replace('\n', "<br>"))},
+            {"message_id": "<c@x>", "direction": "inbound", "from": "ann@x.test",
+             "to": ["billing@acme.test"], "subject": "Invoice", "sent_at": "2026-03-01T11:00:00Z",
+             "text_body": "Thanks!\n\nSent from my iPhone"}
+        ]}]});
+        db::import_fixture_str(&db, &fixture.to_string()).await.unwrap();
+        let select = |sql: &str| {
+            db.query_all_raw(sea_orm::Statement::from_string(
+                db.get_database_backend(),
+                sql.to_owned(),
+            ))
+        };
+        let rows = || async {
+            select(
+                "SELECT m.message_id, s.text, s.removed, s.rules FROM message_strips s \
+                 JOIN messages m ON m.id = s.message_id ORDER BY m.id",
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r.try_get_by_index::<String>(0).unwrap(),
+                    r.try_get_by_index::<Option<String>>(1).unwrap(),
+                    r.try_get_by_index::<i64>(2).unwrap(),
+                    r.try_get_by_index::<i32>(3).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+        };
+        let rules = protege_mail::STRIP_RULES;
+        let want = vec![
+            ("<a@x>".to_owned(), None, 0, rules),
+            (
+                "<b@x>".to_owned(),
+                Some("Sent again.".to_owned()),
+                i64::try_from(first.chars().count() + 2).unwrap(),
+                rules,
+            ),
+            (
+                "<c@x>".to_owned(),
+                Some("Thanks!".to_owned()),
+                i64::try_from("\n\nSent from my iPhone".len()).unwrap(),
+                rules,
+            ),
+        ];
+        assert_eq!(rows().await, want);
+        Migrator::down(&db, Some(1)).await.unwrap();
+        assert!(select("SELECT id FROM message_strips").await.is_err());
+        db::migrate(&db).await.unwrap();
+        assert_eq!(rows().await, want);
+    })
+    .await;
+}
