@@ -1,9 +1,12 @@
-//! The reads behind `ThreadHistory`: three statements whatever the thread length.
+//! The reads behind `ThreadHistory`: three statements whatever the thread length, four
+//! with `quoted = "strip"`.
 //!
 //! 1. the prior messages: `ORDER BY sent_at DESC, id DESC LIMIT N` on the
 //!    `(email_thread_id, sent_at, id)` index;
 //! 2. their attachments (without the bytes), joined to the same bounded sub-select;
-//! 3. their tool uses, joined the same way.
+//! 3. their tool uses, joined the same way;
+//! 4. with `quoted = "strip"`, their stored stripped bodies (`message_strips`), joined the
+//!    same way, and the current message's.
 //!
 //! The sub-select is a derived table rather than `IN (SELECT ... LIMIT N)`, which
 //! MySQL/MariaDB reject, and rather than a list of ids, whose length would be bounded by
@@ -240,7 +243,7 @@ impl Statements {
     }
 }
 
-/// The turns being built from the rows of the three statements, whichever driver reads
+/// The turns being built from the rows of the statements, whichever driver reads
 /// them.
 struct Turns {
     turns: Vec<PriorTurn>,
@@ -395,7 +398,7 @@ pub(crate) async fn read(
 }
 
 /// The history read on PostgreSQL in one round trip and one prepared statement (see
-/// [`super::one_trip`]): the three statements as one, so one snapshot.
+/// [`super::one_trip`]): the statements as one, so one snapshot.
 #[cfg(feature = "postgres")]
 async fn one_round_trip(
     db: &DatabaseConnection,
