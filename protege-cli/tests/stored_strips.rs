@@ -1,9 +1,9 @@
 //! The stripped bodies stored with the mail (`message_strips`, DESIGN §14 `quoted =
-//! "strip"`), on every backend: each message stripped once, when it is stored, against
-//! every earlier message of its thread (not only the history's window); stripped again when
-//! an earlier message arrives late or one is erased; and a read that finds no row of the
-//! current rules, or a row made from another body, strips the body itself with the same
-//! result.
+//! "strip"`), on every backend: each message stripped once, when it is stored, against the
+//! earlier messages of its thread (not only the history's window; block by block in a long
+//! thread); stripped again when an earlier message arrives late or one is erased; and a read
+//! that finds no row of the current rules, or a row made from another body, strips the body
+//! itself with the same result.
 
 use protege::db::sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use protege::{Direction, Engine, Format, PriorBodies, ResolveInput};
@@ -359,5 +359,104 @@ async fn erasing_a_correspondent_strips_the_messages_left_again() {
         let want = [row("kim-2", None, 0)];
         assert_eq!(stored(db).await, want, "{url}");
         assert_eq!(walked(db).await, want, "{url}");
+    }
+}
+
+/// A long thread is compared block by block (`STRIP_BLOCK` messages): a message with its
+/// own block and the one before, whichever way it was stored or read.
+#[tokio::test]
+async fn a_long_thread_is_compared_block_by_block() {
+    const B: usize = protege::db::strips::STRIP_BLOCK;
+    let dir = tempfile::tempdir().unwrap();
+    let root = root("limit = 3");
+    let text = |i: usize| {
+        format!(
+            "Message {i} of the thread says something of its own about parcel {i}, nothing \
+             that another message says."
+        )
+    };
+    let body = |i: usize| match i {
+        // A paste of message 0, one block back: removed.
+        _ if i == B + 3 => format!("Reply.\n\n{}", text(0)),
+        // A paste of message 1, two blocks back: not compared, stays.
+        _ if i == 2 * B + 3 => format!("Reply.\n\n{}", text(1)),
+        _ => text(i),
+    };
+    let messages: Vec<Value> = (0..2 * B + 5)
+        .map(|i| {
+            serde_json::json!({
+                "message_id": format!("<m{i}@example.com>"),
+                "direction": "inbound",
+                "from": KIM,
+                "to": ["support@acme.test"],
+                "subject": "Order A-1042",
+                "sent_at": format!("2026-03-10T{:02}:{:02}:00Z", i / 60, i % 60),
+                "text_body": body(i),
+            })
+        })
+        .collect();
+    let fixture =
+        serde_json::json!({"threads": [{"subject": "Order A-1042", "messages": messages}]});
+    for (url, _) in every_backend(dir.path(), "stored_strips_blocks").await {
+        let engine = Engine::builder()
+            .root(root.path())
+            .database(&url)
+            .build()
+            .await
+            .unwrap();
+        let db = engine.db().await.unwrap();
+        protege::db::import_fixture_str(db, &fixture.to_string())
+            .await
+            .unwrap();
+        // One more, stored alone: a paste of a message of the block before its own.
+        let parent = format!("m{}", 2 * B + 4);
+        let (last, _) = raw(
+            "kim-9",
+            Some(&parent),
+            0,
+            &format!("Reply.\n\n{}", text(B + 10)),
+        );
+        let last = last.replace("09:00:00 +0000", "23:00:00 +0000");
+        engine
+            .ingest_mail(last.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let rows = stored(db).await;
+        assert_eq!(rows.len(), 2 * B + 6, "{url}");
+        let text_of = |id: String| {
+            rows.iter()
+                .find(|r| r[0].as_str() == Some(id.as_str()))
+                .map(|r| r[1].clone())
+                .unwrap()
+        };
+        assert_eq!(
+            text_of(format!("<m{}@example.com>", B + 3)),
+            "Reply.",
+            "{url}"
+        );
+        assert_eq!(
+            text_of(format!("<m{}@example.com>", 2 * B + 3)),
+            Value::Null,
+            "{url}"
+        );
+        assert_eq!(text_of("<kim-9@example.com>".to_owned()), "Reply.", "{url}");
+        // Read without rows: the same blocks.
+        let input = ResolveInput::reply("support", format!("<m{}@example.com>", 2 * B + 4))
+            .format(Format::Messages)
+            .now("2026-03-11T00:00:00Z".parse().unwrap());
+        let with_rows = engine.resolve(&input).await.unwrap().body;
+        db.execute_unprepared("DELETE FROM message_strips")
+            .await
+            .unwrap();
+        assert_eq!(
+            engine.resolve(&input).await.unwrap().body,
+            with_rows,
+            "{url}"
+        );
+        let shown = with_rows["messages"].to_string();
+        assert!(
+            shown.contains(&format!("Reply.\\n\\n{}", text(1))),
+            "{url}: {shown}"
+        );
     }
 }

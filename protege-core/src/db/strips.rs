@@ -1,10 +1,11 @@
 //! Each message's body as `quoted = "strip"` shows it, stored in `message_strips` when the
 //! message is stored, so that a read strips nothing.
 //!
-//! A message is stripped against every message before it in its thread, in the thread's
-//! order (`sent_at`, ties by `id`): their readable bodies as stored, quotes included. So its
-//! stripped text does not depend on a history's window, and it changes only when a message
-//! is stored before it (mail that arrives late) or one before it is erased. Every writer of
+//! A message is stripped against the messages before it in its thread, in the thread's
+//! order (`sent_at`, ties by `id`): their readable bodies as stored, quotes included; in a
+//! thread longer than two [`STRIP_BLOCK`]s, those of its own block and of the block before.
+//! So its stripped text does not depend on a history's window, and it changes only when a
+//! message is stored before it (mail that arrives late) or one before it is erased. Every writer of
 //! messages strips again, in the transaction of its write, the messages of each thread it
 //! touched from the first one it wrote or removed ([`restrip`]); the migration that created
 //! the table stripped the mail stored before it.
@@ -67,16 +68,22 @@ pub fn body_hash(readable: &str) -> i64 {
     state.hash_one(readable.as_bytes()) as i64
 }
 
-/// One message of a thread as the walk reads it.
+/// A thread's messages are compared in blocks of this many, in the thread's order: a message
+/// is compared with the messages before it in its own block and with the whole block before
+/// that (every earlier message in a thread of up to twice as many). So storing a message reads
+/// and strips at most two blocks, whatever the thread's length.
+pub const STRIP_BLOCK: usize = 50;
+
+/// One message of a thread in the thread's order, with its readable body once read.
 struct Walked {
     thread: i64,
     id: i64,
     body: String,
 }
 
-/// The readable bodies of the messages of `threads`, each thread in its order (`sent_at`,
-/// then `id`); with `through`, only the messages sent at or before it.
-async fn thread_bodies<C: ConnectionTrait>(
+/// The messages of `threads`, each thread in its order (`sent_at`, then `id`), bodies not
+/// read; with `through`, only the messages sent at or before it.
+async fn thread_order<C: ConnectionTrait>(
     db: &C,
     threads: &[i64],
     through: Option<DateTime<Utc>>,
@@ -86,12 +93,7 @@ async fn thread_bodies<C: ConnectionTrait>(
     for chunk in threads.chunks(IN_CHUNK) {
         let mut select = Query::select();
         select
-            .columns([M::EmailThreadId, M::Id, M::TextBody, M::HtmlText])
-            // The HTML itself only for a row stored without its text.
-            .expr_as(
-                Expr::case(Expr::col(M::HtmlText).is_null(), Expr::col(M::HtmlBody)),
-                M::HtmlBody,
-            )
+            .columns([M::EmailThreadId, M::Id])
             .from(message::Entity)
             .and_where(Expr::col(M::EmailThreadId).is_in(chunk.iter().copied()))
             .order_by(M::EmailThreadId, Order::Asc)
@@ -101,79 +103,158 @@ async fn thread_bodies<C: ConnectionTrait>(
             select.and_where(Expr::col(M::SentAt).lte(through));
         }
         for row in db.query_all_raw(dates::statement(db, &select)).await? {
-            let text: Option<String> = row.try_get("", "text_body")?;
-            let html_text: Option<String> = row.try_get("", "html_text")?;
-            let html: Option<String> = row.try_get("", "html_body")?;
-            let body =
-                protege_mail::readable_of(text.as_deref(), html_text.as_deref(), html.as_deref())
-                    .into_owned();
             out.push(Walked {
                 thread: row.try_get("", "email_thread_id")?,
                 id: row.try_get("", "id")?,
-                body,
+                body: String::new(),
             });
         }
     }
     Ok(out)
 }
 
-/// Walks `bodies` thread by thread, each message stripped against those before it in its
-/// thread; `wanted[i]` says whether the result of `bodies[i]` is kept (the others are only
-/// added to the walk's index). The results in walk order.
-fn walk(bodies: &[Walked], wanted: &[bool]) -> Vec<(i64, StoredStrip)> {
+/// Reads the readable body of each `order[i]` where `need[i]`.
+async fn read_bodies<C: ConnectionTrait>(
+    db: &C,
+    order: &mut [Walked],
+    need: &[bool],
+) -> Result<(), DbErr> {
+    use message::Column as M;
+    let ids: Vec<i64> = order
+        .iter()
+        .zip(need)
+        .filter(|(_, need)| **need)
+        .map(|(w, _)| w.id)
+        .collect();
+    let mut bodies = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(IN_CHUNK) {
+        let select = Query::select()
+            .columns([M::Id, M::TextBody, M::HtmlText])
+            // The HTML itself only for a row stored without its text.
+            .expr_as(
+                Expr::case(Expr::col(M::HtmlText).is_null(), Expr::col(M::HtmlBody)),
+                M::HtmlBody,
+            )
+            .from(message::Entity)
+            .and_where(Expr::col(M::Id).is_in(chunk.iter().copied()))
+            .to_owned();
+        for row in db.query_all(&select).await? {
+            let text: Option<String> = row.try_get("", "text_body")?;
+            let html_text: Option<String> = row.try_get("", "html_text")?;
+            let html: Option<String> = row.try_get("", "html_body")?;
+            let body =
+                protege_mail::readable_of(text.as_deref(), html_text.as_deref(), html.as_deref())
+                    .into_owned();
+            bodies.insert(row.try_get::<i64>("", "id")?, body);
+        }
+    }
+    for w in order.iter_mut() {
+        if let Some(body) = bodies.remove(&w.id) {
+            w.body = body;
+        }
+    }
+    Ok(())
+}
+
+/// The threads of `order` (runs of one thread each): `(start, end)` ranges.
+fn threads_of(order: &[Walked]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
-    while start < bodies.len() {
-        let thread = bodies[start].thread;
-        let end = bodies[start..]
+    while start < order.len() {
+        let thread = order[start].thread;
+        let end = order[start..]
             .iter()
             .position(|b| b.thread != thread)
-            .map_or(bodies.len(), |n| start + n);
-        // The walk ends with the last message wanted: what follows it changes nothing.
-        if let Some(last) = wanted[start..end].iter().rposition(|w| *w) {
-            let part = &bodies[start..=start + last];
-            let mut prior =
-                PriorBodies::with_capacity(part.iter().map(|b| b.body.len()).sum::<usize>());
-            for (b, wanted) in part.iter().zip(&wanted[start..]) {
-                if *wanted {
-                    let stripped = prior.strip_next(&b.body);
-                    let text = match stripped.text {
-                        std::borrow::Cow::Owned(text) => Some(text),
-                        // Borrowed: the body itself, trimmed at most.
-                        std::borrow::Cow::Borrowed(text) => {
-                            (stripped.removed > 0 || text != b.body).then(|| text.to_owned())
-                        }
-                    };
-                    out.push((
-                        b.id,
-                        StoredStrip {
-                            text,
-                            removed: stripped.removed,
-                            body_hash: body_hash(&b.body),
-                        },
-                    ));
-                } else {
-                    prior.add(&b.body);
-                }
-            }
-        }
+            .map_or(order.len(), |n| start + n);
+        out.push((start, end));
         start = end;
     }
     out
 }
 
+/// For each block of a thread (`STRIP_BLOCK` positions) that holds a wanted message: the
+/// positions its walk reads, from the start of the block before it to its last wanted
+/// message, and where the block itself starts. Positions are of `order`.
+fn walks(order: &[Walked], wanted: &[bool]) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for (start, end) in threads_of(order) {
+        let mut block = start;
+        while block < end {
+            let block_end = Ord::min(block + STRIP_BLOCK, end);
+            if let Some(last) = wanted[block..block_end].iter().rposition(|w| *w) {
+                let from = if block - start >= STRIP_BLOCK {
+                    block - STRIP_BLOCK
+                } else {
+                    start
+                };
+                out.push((from, block, block + last));
+            }
+            block = block_end;
+        }
+    }
+    out
+}
+
+/// The positions of `order` whose bodies the walks of `wanted` read.
+fn needed(order: &[Walked], wanted: &[bool]) -> Vec<bool> {
+    let mut need = vec![false; order.len()];
+    for (from, _, last) in walks(order, wanted) {
+        need[from..=last].fill(true);
+    }
+    need
+}
+
+/// Strips the wanted messages of `order` (bodies read where [`needed`]), each against the
+/// messages before it in its block and the block before that; the results in walk order.
+fn walk(order: &[Walked], wanted: &[bool]) -> Vec<(i64, StoredStrip)> {
+    let mut out = Vec::new();
+    for (from, block, last) in walks(order, wanted) {
+        let part = &order[from..=last];
+        let mut prior =
+            PriorBodies::with_capacity(part.iter().map(|b| b.body.len()).sum::<usize>());
+        for b in &order[from..block] {
+            prior.add(&b.body);
+        }
+        for (b, wanted) in order[block..=last].iter().zip(&wanted[block..]) {
+            if !*wanted {
+                prior.add(&b.body);
+                continue;
+            }
+            let stripped = prior.strip_next(&b.body);
+            let text = match stripped.text {
+                std::borrow::Cow::Owned(text) => Some(text),
+                // Borrowed: the body itself, trimmed at most.
+                std::borrow::Cow::Borrowed(text) => {
+                    (stripped.removed > 0 || text != b.body).then(|| text.to_owned())
+                }
+            };
+            out.push((
+                b.id,
+                StoredStrip {
+                    text,
+                    removed: stripped.removed,
+                    body_hash: body_hash(&b.body),
+                },
+            ));
+        }
+    }
+    out
+}
+
 /// The stripped bodies of the messages `ids` of `threads` that a read found no row for,
-/// made as a writer makes them: each thread's messages sent at or before `through` read and
-/// walked in one statement per 500 threads.
+/// made as a writer makes them: the order of each thread's messages sent at or before
+/// `through` in one statement per 500 threads, then the bodies the walks need.
 pub(crate) async fn derive<C: ConnectionTrait>(
     db: &C,
     threads: &[i64],
     through: Option<DateTime<Utc>>,
     ids: &HashSet<i64>,
 ) -> Result<HashMap<i64, StoredStrip>, DbErr> {
-    let bodies = thread_bodies(db, threads, through).await?;
-    let wanted: Vec<bool> = bodies.iter().map(|b| ids.contains(&b.id)).collect();
-    Ok(walk(&bodies, &wanted).into_iter().collect())
+    let mut order = thread_order(db, threads, through).await?;
+    let wanted: Vec<bool> = order.iter().map(|b| ids.contains(&b.id)).collect();
+    let need = needed(&order, &wanted);
+    read_bodies(db, &mut order, &need).await?;
+    Ok(walk(&order, &wanted).into_iter().collect())
 }
 
 /// The stripped bodies of `messages` (stored ones of other threads, such as
@@ -236,15 +317,15 @@ pub async fn restrip<C: ConnectionTrait>(
     threads.sort_unstable();
     threads.dedup();
     for chunk in threads.chunks(THREAD_PAGE as usize) {
-        let bodies = thread_bodies(db, chunk, None).await?;
+        let mut order = thread_order(db, chunk, None).await?;
         // From the first message in `from` of each thread on; all of a thread without one.
-        let named: HashSet<i64> = bodies
+        let named: HashSet<i64> = order
             .iter()
             .filter(|b| from.contains(&b.id))
             .map(|b| b.thread)
             .collect();
         let mut started: HashSet<i64> = HashSet::new();
-        let wanted: Vec<bool> = bodies
+        let wanted: Vec<bool> = order
             .iter()
             .map(|b| {
                 if from.contains(&b.id) {
@@ -253,7 +334,9 @@ pub async fn restrip<C: ConnectionTrait>(
                 !named.contains(&b.thread) || started.contains(&b.thread)
             })
             .collect();
-        store(db, &walk(&bodies, &wanted)).await?;
+        let need = needed(&order, &wanted);
+        read_bodies(db, &mut order, &need).await?;
+        store(db, &walk(&order, &wanted)).await?;
     }
     Ok(())
 }
@@ -391,5 +474,40 @@ mod tests {
         let rows = walk(&bodies, &[false, true, false]);
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].0, rows[0].1.text.as_deref()), (2, None));
+    }
+
+    #[test]
+    fn a_message_is_compared_with_its_block_and_the_block_before() {
+        const B: usize = STRIP_BLOCK;
+        let text = |i: usize| {
+            format!(
+                "Message {i} of the thread says something of its own about parcel {i}, \
+                 nothing that another message says."
+            )
+        };
+        let mut bodies: Vec<Walked> = (0..2 * B + 5)
+            .map(|i| walked(1, i as i64, &text(i)))
+            .collect();
+        // In block 1, a paste of message 0 (block 0): found. In block 2, a paste of
+        // message 1 (block 0, two blocks back): not compared, stays.
+        bodies[B + 3].body = format!("Reply.\n\n{}", text(0));
+        bodies[2 * B + 3].body = format!("Reply.\n\n{}", text(1));
+        let all = vec![true; bodies.len()];
+        let rows: HashMap<i64, StoredStrip> = walk(&bodies, &all).into_iter().collect();
+        assert_eq!(rows.len(), 2 * B + 5);
+        assert_eq!(rows[&((B + 3) as i64)].text.as_deref(), Some("Reply."));
+        assert_eq!(rows[&((2 * B + 3) as i64)].text, None);
+        // Storing the last message reads its block and the one before, not the first.
+        let mut last = vec![false; bodies.len()];
+        last[2 * B + 4] = true;
+        let need = needed(&bodies, &last);
+        assert_eq!(need.iter().position(|n| *n), Some(B));
+        assert_eq!(need.iter().filter(|n| **n).count(), B + 5);
+        // Two threads side by side: each has its own blocks.
+        bodies.truncate(3);
+        bodies.push(walked(2, 99, &text(0)));
+        let rows = walk(&bodies, &[true; 4]);
+        assert_eq!(rows.len(), 4);
+        assert_eq!((rows[3].0, rows[3].1.text.as_deref()), (99, None));
     }
 }

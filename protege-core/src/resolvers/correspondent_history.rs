@@ -215,7 +215,7 @@ impl CorrespondentHistory {
         if let Some(quoted) = self.quoted {
             render.quoted = quoted;
         }
-        // Each body as stored stripped: against every earlier message of its thread.
+        // Each body as stored stripped: against the earlier messages of its thread.
         let strips = if render.quoted == Quoted::Strip {
             let messages: Vec<&MailMessage> =
                 threads.iter().flat_map(|t| t.messages.iter()).collect();
