@@ -91,6 +91,15 @@ fn last() -> (String, Direction) {
     raw("kim-3", Some("kim-2"), 50, LAST)
 }
 
+async fn engine(root: &std::path::Path, url: &str) -> Engine {
+    Engine::builder()
+        .root(root)
+        .database(url)
+        .build()
+        .await
+        .unwrap()
+}
+
 async fn ingest(engine: &Engine, mail: (String, Direction)) {
     engine
         .ingest_mail(mail.0.as_bytes(), Some(mail.1))
@@ -192,12 +201,7 @@ async fn a_message_is_stripped_against_every_earlier_message_of_its_thread() {
     // although the first is outside the window.
     let root = root("limit = 1");
     for (url, _) in every_backend(dir.path(), "stored_strips_window").await {
-        let engine = Engine::builder()
-            .root(root.path())
-            .database(&url)
-            .build()
-            .await
-            .unwrap();
+        let engine = engine(root.path(), &url).await;
         for mail in [first(), reply(), again(), last()] {
             ingest(&engine, mail).await;
         }
@@ -227,12 +231,7 @@ async fn mail_that_arrives_late_strips_the_later_messages_again() {
     let dir = tempfile::tempdir().unwrap();
     let root = root("");
     for (url, _) in every_backend(dir.path(), "stored_strips_late").await {
-        let engine = Engine::builder()
-            .root(root.path())
-            .database(&url)
-            .build()
-            .await
-            .unwrap();
+        let engine = engine(root.path(), &url).await;
         // Kim's second mail first: nothing before it to compare with.
         ingest(&engine, again()).await;
         let db = engine.db().await.unwrap();
@@ -266,12 +265,7 @@ async fn a_read_without_rows_or_with_a_changed_body_strips_the_body_itself() {
     let dir = tempfile::tempdir().unwrap();
     let root = root("limit = 1");
     for (url, _) in every_backend(dir.path(), "stored_strips_missing").await {
-        let engine = Engine::builder()
-            .root(root.path())
-            .database(&url)
-            .build()
-            .await
-            .unwrap();
+        let engine = engine(root.path(), &url).await;
         for mail in [first(), reply(), again(), last()] {
             ingest(&engine, mail).await;
         }
@@ -322,12 +316,7 @@ async fn erasing_a_correspondent_strips_the_messages_left_again() {
     let root = root("");
     const ANN: &str = "Ann Roe <ann@example.com>";
     for (url, _) in every_backend(dir.path(), "stored_strips_forget").await {
-        let engine = Engine::builder()
-            .root(root.path())
-            .database(&url)
-            .build()
-            .await
-            .unwrap();
+        let engine = engine(root.path(), &url).await;
         // Ann writes; support answers her with Kim in copy; Kim pastes Ann's mail below
         // her own. Once Ann is erased, with every message that names her, the paste is
         // Kim's own text: nothing stored is left to compare it with.
@@ -398,12 +387,7 @@ async fn a_long_thread_is_compared_block_by_block() {
     let fixture =
         serde_json::json!({"threads": [{"subject": "Order A-1042", "messages": messages}]});
     for (url, _) in every_backend(dir.path(), "stored_strips_blocks").await {
-        let engine = Engine::builder()
-            .root(root.path())
-            .database(&url)
-            .build()
-            .await
-            .unwrap();
+        let engine = engine(root.path(), &url).await;
         let db = engine.db().await.unwrap();
         protege::db::import_fixture_str(db, &fixture.to_string())
             .await

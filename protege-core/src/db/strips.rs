@@ -371,13 +371,7 @@ pub(crate) async fn restrip_all<C: ConnectionTrait>(db: &C) -> Result<(), DbErr>
 /// Replaces the rows of the messages of `rows` with these.
 async fn store<C: ConnectionTrait>(db: &C, rows: &[(i64, StoredStrip)]) -> Result<(), DbErr> {
     use message_strip::Column as S;
-    for chunk in rows.chunks(IN_CHUNK) {
-        let delete = Query::delete()
-            .from_table(message_strip::Entity)
-            .and_where(Expr::col(S::MessageId).is_in(chunk.iter().map(|(id, _)| *id)))
-            .to_owned();
-        db.execute(&delete).await?;
-    }
+    forget(db, &rows.iter().map(|(id, _)| *id).collect::<Vec<_>>()).await?;
     let mut at = 0;
     while at < rows.len() {
         let mut insert = Query::insert();
@@ -409,7 +403,7 @@ async fn store<C: ConnectionTrait>(db: &C, rows: &[(i64, StoredStrip)]) -> Resul
     Ok(())
 }
 
-/// Removes the rows of the messages `ids` (about to be deleted).
+/// Removes the rows of the messages `ids` (about to be deleted, or stripped again).
 pub async fn forget<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<(), DbErr> {
     use message_strip::Column as S;
     for chunk in ids.chunks(IN_CHUNK) {
