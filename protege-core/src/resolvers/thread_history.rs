@@ -17,9 +17,10 @@ use crate::tokens::Tokenizer;
 /// rounds.
 ///
 /// In a reply run with a database, it reads (in three statements whatever the thread
-/// length, four with `quoted = "strip"`) the `limit` most recent messages of the inbound message's thread sent at or
-/// before it (or, with [`Window::Stable`], a window that moves in jumps of `step`), and renders each as a `user` (inbound) or `assistant` (outbound) turn
-/// followed by its tool rounds. A scheduled run or a context without a database gives
+/// length, four with `quoted = "strip"`) the `limit` most recent messages of the inbound
+/// message's thread sent at or before it (or, with [`Window::Stable`], a window that moves
+/// in jumps of `step`), and renders each as a `user` (inbound) or `assistant` (outbound)
+/// turn followed by its tool rounds. A scheduled run or a context without a database gives
 /// nothing. A message with neither body nor attachments is skipped (its tool rounds stay);
 /// a tool result longer than `result_limit` characters is cut and marked
 /// `[truncated: N more characters]`; a call without a recorded result gets
