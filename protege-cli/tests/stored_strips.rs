@@ -190,6 +190,21 @@ fn row(id: &str, text: Option<&str>, removed: usize) -> Vec<Value> {
     ]
 }
 
+/// The rows of the thread once its four messages are stored: Kim's paste of her first
+/// mail removed from her second.
+fn stored_thread() -> [Vec<Value>; 4] {
+    [
+        row("kim-1", None, 0),
+        row("reply-1", None, 0),
+        row(
+            "kim-2",
+            Some("Still nothing today."),
+            removed(AGAIN, "Still nothing today."),
+        ),
+        row("kim-3", None, 0),
+    ]
+}
+
 fn removed(body: &str, kept: &str) -> usize {
     body.chars().count() - kept.chars().count()
 }
@@ -211,16 +226,7 @@ async fn a_message_is_stripped_against_every_earlier_message_of_its_thread() {
             "{url}"
         );
         let db = engine.db().await.unwrap();
-        let want = [
-            row("kim-1", None, 0),
-            row("reply-1", None, 0),
-            row(
-                "kim-2",
-                Some("Still nothing today."),
-                removed(AGAIN, "Still nothing today."),
-            ),
-            row("kim-3", None, 0),
-        ];
+        let want = stored_thread();
         assert_eq!(stored(db).await, want, "{url}");
         assert_eq!(walked(db).await, want, "{url}");
     }
@@ -240,16 +246,7 @@ async fn mail_that_arrives_late_strips_the_later_messages_again() {
         for mail in [first(), last(), reply()] {
             ingest(&engine, mail).await;
         }
-        let want = [
-            row("kim-1", None, 0),
-            row("reply-1", None, 0),
-            row(
-                "kim-2",
-                Some("Still nothing today."),
-                removed(AGAIN, "Still nothing today."),
-            ),
-            row("kim-3", None, 0),
-        ];
+        let want = stored_thread();
         assert_eq!(stored(db).await, want, "{url}");
         assert_eq!(walked(db).await, want, "{url}");
         assert_eq!(

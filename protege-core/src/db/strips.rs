@@ -22,6 +22,7 @@ use sea_orm::{ConnectionTrait, DbErr};
 
 use crate::db::dates;
 use crate::db::entities::{message, message_strip};
+use crate::db::read::rows::{self, columns};
 use crate::mail::{MailMessage, PriorBodies};
 
 pub use protege_mail::STRIP_RULES;
@@ -264,27 +265,20 @@ pub(crate) async fn derive<C: ConnectionTrait>(
 pub(crate) async fn of_messages<C: ConnectionTrait>(
     db: &C,
     messages: &[&MailMessage],
-) -> Result<HashMap<i64, StoredStrip>, DbErr> {
+) -> crate::error::Result<HashMap<i64, StoredStrip>> {
     use message_strip::Column as S;
     let mut found = HashMap::with_capacity(messages.len());
     let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
     for chunk in ids.chunks(IN_CHUNK) {
         let select = Query::select()
-            .columns([S::MessageId, S::Text, S::Removed, S::BodyHash])
+            .columns(columns(message_strip::Entity))
             .from(message_strip::Entity)
             .and_where(Expr::col(S::MessageId).is_in(chunk.iter().copied()))
             .and_where(Expr::col(S::Rules).eq(STRIP_RULES))
             .to_owned();
         for row in db.query_all(&select).await? {
-            let removed: i64 = row.try_get("", "removed")?;
-            found.insert(
-                row.try_get::<i64>("", "message_id")?,
-                StoredStrip {
-                    text: row.try_get("", "text")?,
-                    removed: usize::try_from(removed).unwrap_or(0),
-                    body_hash: row.try_get("", "body_hash")?,
-                },
-            );
+            let (id, strip) = rows::strip(&row)?;
+            found.insert(id, strip);
         }
     }
     let mut missing = HashSet::new();
@@ -371,7 +365,7 @@ pub(crate) async fn restrip_all<C: ConnectionTrait>(db: &C) -> Result<(), DbErr>
 /// Replaces the rows of the messages of `rows` with these.
 async fn store<C: ConnectionTrait>(db: &C, rows: &[(i64, StoredStrip)]) -> Result<(), DbErr> {
     use message_strip::Column as S;
-    forget(db, &rows.iter().map(|(id, _)| *id).collect::<Vec<_>>()).await?;
+    delete_rows(db, &rows.iter().map(|(id, _)| *id).collect::<Vec<_>>()).await?;
     let mut at = 0;
     while at < rows.len() {
         let mut insert = Query::insert();
@@ -403,8 +397,8 @@ async fn store<C: ConnectionTrait>(db: &C, rows: &[(i64, StoredStrip)]) -> Resul
     Ok(())
 }
 
-/// Removes the rows of the messages `ids` (about to be deleted, or stripped again).
-pub async fn forget<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<(), DbErr> {
+/// Removes the rows of the messages `ids`, about to be stripped again.
+async fn delete_rows<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<(), DbErr> {
     use message_strip::Column as S;
     for chunk in ids.chunks(IN_CHUNK) {
         let delete = Query::delete()

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use crate::context::{Context, MailStats, Quoted};
 use crate::db::read::correspondents::{self, Correspondent, EarlierThread};
 use crate::db::strips::{self, StoredStrip};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mail::{Direction, MailMessage, PriorBodies, address_key};
 use crate::message::{Message, Role, message};
 use crate::render::{MailRender, Strip};
@@ -219,9 +219,7 @@ impl CorrespondentHistory {
         let strips = if render.quoted == Quoted::Strip {
             let messages: Vec<&MailMessage> =
                 threads.iter().flat_map(|t| t.messages.iter()).collect();
-            strips::of_messages(db, &messages)
-                .await
-                .map_err(Error::from)?
+            strips::of_messages(db, &messages).await?
         } else {
             HashMap::new()
         };

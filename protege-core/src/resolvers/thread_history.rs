@@ -401,9 +401,8 @@ async fn fill_strips(
     if missing.is_empty() {
         return Ok(());
     }
-    let mut made = strips::derive(db, &[current.thread_id], Some(current.sent_at), &missing)
-        .await
-        .map_err(Error::from)?;
+    let mut made =
+        strips::derive(db, &[current.thread_id], Some(current.sent_at), &missing).await?;
     for turn in &mut read.turns {
         if let Some(strip) = made.remove(&turn.message.id) {
             turn.strip = Some(strip);

@@ -21,7 +21,7 @@ mod lookup;
 #[cfg(feature = "postgres")]
 mod one_trip;
 pub(crate) mod records;
-mod rows;
+pub(crate) mod rows;
 mod runs;
 pub(crate) mod summary;
 
