@@ -1157,3 +1157,94 @@ async fn a_run_survives_its_service_killed_between_rounds() {
         }
     }
 }
+
+/// Round 0 whose first call has the id `id` and the name `name`, answered.
+fn round_with_call(id: &str, name: &str) -> RoundInput {
+    let mut input = round(0, "good-loop-round-0.json", both_results());
+    input.response["content"][1]["id"] = json!(id);
+    input.response["content"][1]["name"] = json!(name);
+    input.results[0].tool_call_id = id.to_owned();
+    input
+}
+
+/// What a provider's foreign ids, a model's odd names and absurd usage would make of every
+/// later request of the thread: refused when recorded, with nothing stored, on every
+/// backend.
+#[tokio::test]
+async fn rounds_refuse_ids_names_and_usage_no_provider_takes_back() {
+    let root = agent_root();
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "runs_foreign_ids").await {
+        let engine = engine_on(root.path(), &url).await;
+        let run = engine.start_run(&start_input()).await.unwrap();
+        let id = &run.id;
+        let refused = |input: RoundInput| {
+            let engine = &engine;
+            async move {
+                let e = engine.record_round(id, input).await.unwrap_err();
+                (e.kind(), e.to_string())
+            }
+        };
+        let rule = "is not 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-`, which the providers require when it is replayed";
+        for bad in ["functions.lookup_order:0", "call 1:x", &"x".repeat(65)] {
+            assert_eq!(
+                refused(round_with_call(bad, "lookup_order")).await,
+                (
+                    EngineErrorKind::InvalidInput,
+                    format!("tool call id `{bad}` of round 0's response in run `{id}` {rule}")
+                ),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            refused(round_with_call(LOOKUP, "functions.lookup_order")).await,
+            (
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "tool call name `functions.lookup_order` of round 0's response in run `{id}` {rule}"
+                )
+            ),
+            "{url}"
+        );
+        let mut huge = round(0, "good-loop-round-0.json", both_results());
+        huge.response["usage"]["input_tokens"] = json!(i64::MAX);
+        assert_eq!(
+            refused(huge).await,
+            (
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "round 0's response in run `{id}` reports 9223372036854775807 input tokens, over the 1000000000 a round may record"
+                )
+            ),
+            "{url}"
+        );
+        let shown = engine.run(id).await.unwrap();
+        assert_eq!((shown.run.rounds, shown.rounds.len()), (0, 0), "{url}");
+        // The run records its round; a second run of the thread (an application's retry)
+        // may not replay the same call ids next to it.
+        engine
+            .record_round(id, round(0, "good-loop-round-0.json", both_results()))
+            .await
+            .unwrap();
+        let retry = engine.start_run(&start_input()).await.unwrap();
+        let e = engine
+            .record_round(
+                &retry.id,
+                round(0, "good-loop-round-0.json", both_results()),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.kind(), e.to_string()),
+            (
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "tool call id `{LOOKUP}` of round 0's response in run `{}` was recorded by run `{id}` of the same thread; the tool call ids a thread replays are unique",
+                    retry.id
+                )
+            ),
+            "{url}"
+        );
+        close(&engine).await;
+    }
+}

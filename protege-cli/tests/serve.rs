@@ -2741,3 +2741,40 @@ async fn explain_counts_the_tokens_of_each_message_and_marks_the_cache_breakpoin
         ])
     );
 }
+
+/// A candidate persona is a request's text: every file it reads, a literal path too, stays
+/// inside the app root, so a token holder cannot read the process's environment (the
+/// token, the database password, the fence key) or the system's files through a diff.
+#[tokio::test]
+async fn diff_candidates_read_no_file_outside_the_app_root() {
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &[]);
+    let live = std::fs::read_to_string(project().join("personas/support.toml")).unwrap();
+    for path in ["/proc/self/environ", "../../../../../../etc/passwd"] {
+        let candidate = live.replace("prompts/support.md", path);
+        let body = json!({"personas": {"support.toml": candidate}, "persona": "support", "now": NOW, "messages": 1});
+        let (status, text) = server
+            .post("/v1/diff", "application/json", body.to_string())
+            .await;
+        assert_eq!(status, 200, "{text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        let diff = answer["personas"][0]["first_change"]["diff"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            diff.lines().filter(|l| l.starts_with('+')).nth(1),
+            Some(
+                format!(
+                    "+error: persona `support` (`support.toml`): resolver 2 `LoadFile` failed: path outside root: `{path}` leaves the app root `{}`",
+                    project().display()
+                )
+                .as_str()
+            ),
+            "{diff}"
+        );
+        assert!(
+            !text.contains("PROTEGE_") && !text.contains("root:x:0"),
+            "{text}"
+        );
+    }
+}

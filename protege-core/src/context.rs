@@ -193,6 +193,10 @@ pub struct AppConfig {
     pub attachment_parts: usize,
     /// Free settings for custom resolvers.
     pub settings: serde_json::Map<String, serde_json::Value>,
+    /// Whether every file path, a literal one too, must lead inside the app root once its
+    /// symlinks are followed (default `false`: a literal path an operator wrote is trusted).
+    /// Set for personas that come from a request, such as the candidates of `POST /v1/diff`.
+    pub confine_paths: bool,
 }
 
 impl Default for AppConfig {
@@ -211,7 +215,15 @@ impl AppConfig {
             message_text_bytes: DEFAULT_MESSAGE_TEXT_BYTES,
             attachment_parts: DEFAULT_ATTACHMENT_PARTS,
             settings: serde_json::Map::new(),
+            confine_paths: false,
         }
+    }
+
+    /// Sets whether literal file paths are confined to the app root as templated ones are.
+    #[must_use = "returns the changed settings"]
+    pub fn confine_paths(mut self, confine: bool) -> Self {
+        self.confine_paths = confine;
+        self
     }
 
     /// Sets the fuel of each template render.

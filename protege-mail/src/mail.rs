@@ -251,6 +251,9 @@ impl Email {
     /// truncation marker, and lines of those that look like a fence line are neutralised
     /// too. The body is cut exactly where [`render_within`](Self::render_within) cuts it;
     /// the fence lines do not count against `limit`. An empty body gets no fence.
+    ///
+    /// The parts are laid out here, never found again in the rendering: the header
+    /// block's length is that of the header lines alone, whatever follows them.
     #[doc(hidden)]
     pub fn render_fenced_within(
         &self,
@@ -258,44 +261,66 @@ impl Email {
         limit: usize,
         fence: &crate::Fence,
     ) -> (String, usize) {
-        let plain = self.render_within(body, limit);
-        let head = self.render_with_body("").len();
-        // The rendering is the header block, then (with a body) a blank line and the body
-        // kept, then the attachments block and the truncation marker, if any. The body
-        // kept is its longest prefix the rendering holds there, within the room `limit`
-        // leaves it (the truncation marker may begin with what the body would go on with).
-        let kept = if body.is_empty() || plain.len() < head + 2 {
+        let kept_full = &body[..floor_char_boundary(body, limit)];
+        let plain = self.render_with_body(kept_full);
+        let mut head = String::with_capacity(256);
+        self.push_head(&mut head);
+        let total = plain.len() + (body.len() - kept_full.len());
+        // Where the plain rendering is cut: nowhere when it fits.
+        let cut = if total <= limit {
+            plain.len()
+        } else {
+            floor_char_boundary(&plain, limit)
+        };
+        let marker = |out: &mut String| {
+            if total > limit {
+                let _ = write!(out, "\n[truncated: {} more bytes]", total - cut);
+            }
+        };
+        // The body starts after the header block and a blank line; the part of it the cut
+        // leaves (a character boundary of the body, since the body starts at one).
+        let start = head.len() + 2;
+        let kept = if kept_full.is_empty() || cut <= start {
             0
         } else {
-            let common = plain[head + 2..]
-                .bytes()
-                .zip(body.bytes())
-                .take_while(|(a, b)| a == b)
-                .count();
-            floor_char_boundary(body, common.min(limit.saturating_sub(head + 2)))
+            (cut - start).min(kept_full.len())
         };
         if kept == 0 {
-            let (all, neutralised) = crate::Fence::neutralise(&plain);
-            return (all.into_owned(), neutralised);
+            let (all, neutralised) = crate::Fence::neutralise(&plain[..cut]);
+            let mut out = all.into_owned();
+            marker(&mut out);
+            return (out, neutralised);
         }
-        let (head_part, neutralised_head) = crate::Fence::neutralise(&plain[..head]);
-        let (wrapped, neutralised_body) = fence.wrap(&body[..kept]);
-        let (rest, neutralised_rest) = crate::Fence::neutralise(&plain[head + 2 + kept..]);
-        let mut out = String::with_capacity(plain.len() + 2 * fence.open_line().len() + 8);
+        let (head_part, neutralised_head) = crate::Fence::neutralise(&head);
+        let (wrapped, neutralised_body) = fence.wrap(&kept_full[..kept]);
+        let (rest, neutralised_rest) = crate::Fence::neutralise(&plain[start + kept..cut]);
+        let mut out = String::with_capacity(plain.len() + 2 * fence.open_line().len() + 48);
         out.push_str(&head_part);
         out.push_str("\n\n");
         out.push_str(&wrapped);
         out.push_str(&rest);
+        marker(&mut out);
         (out, neutralised_head + neutralised_body + neutralised_rest)
     }
 
     /// [`to_llm_text`](Self::to_llm_text) with an already computed readable body.
     pub fn render_with_body(&self, body: &str) -> String {
         let mut out = String::with_capacity(256 + body.len());
+        self.push_head(&mut out);
+        if !body.is_empty() {
+            out.push_str("\n\n");
+            out.push_str(body);
+        }
+        self.push_attachments(&mut out);
+        out
+    }
+
+    /// The five header lines, each value on one line.
+    fn push_head(&self, out: &mut String) {
         out.push_str("From: ");
         out.push_str(&one_line(&self.from));
-        push_list(&mut out, "\nTo:", &self.to);
-        push_list(&mut out, "\nCc:", &self.cc);
+        push_list(out, "\nTo:", &self.to);
+        push_list(out, "\nCc:", &self.cc);
         // RFC 2822 in UTC, day not zero-padded.
         let _ = write!(
             out,
@@ -303,24 +328,24 @@ impl Email {
             self.sent_at.format_with_items(rfc2822_utc().iter()),
             one_line(&self.subject)
         );
-        if !body.is_empty() {
-            out.push_str("\n\n");
-            out.push_str(body);
+    }
+
+    /// The attachments block after a blank line, when there are attachments.
+    fn push_attachments(&self, out: &mut String) {
+        if self.attachments.is_empty() {
+            return;
         }
-        if !self.attachments.is_empty() {
-            out.push_str("\n\nAttachments:");
-            for a in &self.attachments {
-                let _ = write!(
-                    out,
-                    "\n- {} ({}, {} bytes, id: {})",
-                    one_line(&a.filename),
-                    one_line(&a.content_type),
-                    a.byte_size,
-                    one_line(&a.attachment_id)
-                );
-            }
+        out.push_str("\n\nAttachments:");
+        for a in &self.attachments {
+            let _ = write!(
+                out,
+                "\n- {} ({}, {} bytes, id: {})",
+                one_line(&a.filename),
+                one_line(&a.content_type),
+                a.byte_size,
+                one_line(&a.attachment_id)
+            );
         }
-        out
     }
 }
 

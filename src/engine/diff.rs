@@ -11,6 +11,7 @@ use similar::{ChangeTag, TextDiff};
 
 use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput};
 use crate::db;
+use protege_core::AppConfig;
 
 /// The messages [`Engine::diff`] resolves for each persona.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,12 +206,22 @@ impl Engine {
     /// the same root, resolvers, settings, database (its connection shared once made) and
     /// fence key; for [`Engine::diff`].
     pub async fn with_personas(&self, dir: impl Into<PathBuf>) -> Result<Engine, EngineError> {
+        self.with_personas_config(dir, self.inner.config.clone())
+            .await
+    }
+
+    /// [`Engine::with_personas`] with the settings `config`.
+    async fn with_personas_config(
+        &self,
+        dir: impl Into<PathBuf>,
+        config: AppConfig,
+    ) -> Result<Engine, EngineError> {
         let inner = &self.inner;
         let mut builder = Engine::builder()
             .root(self.root())
             .personas(dir)
             .registry(inner.set.registry().clone())
-            .config(inner.config.clone())
+            .config(config)
             .database(inner.database.clone())
             .connect_timeout(inner.connect_timeout)
             .trusted_authserv_ids(inner.trusted_authserv_ids.iter().cloned());
@@ -228,7 +239,9 @@ impl Engine {
     /// [`Engine::diff`] against the persona files `files` (file name → TOML text), as
     /// `POST /v1/diff` takes them: the candidate folder holds exactly these files. A name
     /// is `NAME.toml`, NAME of ASCII letters, digits, `-` and `_` (at most 64); at most
-    /// [`MAX_DIFF_FILES`] files. The diagnostics name the files without a folder.
+    /// [`MAX_DIFF_FILES`] files. The diagnostics name the files without a folder. The files
+    /// come from a request, so every path they read, a literal one too, is confined to the
+    /// app root ([`AppConfig::confine_paths`]).
     pub async fn diff_files(
         &self,
         files: &BTreeMap<String, String>,
@@ -264,11 +277,18 @@ impl Engine {
         for (name, text) in files {
             std::fs::write(dir.path().join(name), text).map_err(unavailable)?;
         }
-        let candidate = self.with_personas(dir.path()).await?;
+        let candidate = self
+            .with_personas_config(dir.path(), self.inner.config.clone().confine_paths(true))
+            .await?;
         let mut diffs = self.diff(&candidate, options).await?;
         let prefix = format!("{}/", dir.path().display());
-        for line in diffs.iter_mut().flat_map(|d| d.diagnostics.iter_mut()) {
-            *line = line.replace(&prefix, "");
+        for diff in &mut diffs {
+            for line in &mut diff.diagnostics {
+                *line = line.replace(&prefix, "");
+            }
+            if let Some(first) = &mut diff.first_change {
+                first.diff = first.diff.replace(&prefix, "");
+            }
         }
         Ok(diffs)
     }

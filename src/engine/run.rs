@@ -367,6 +367,26 @@ impl Engine {
         }
         let (max_rounds, max_bytes) = self.run_limits(&run.persona);
         check_results(&run, input.round, &response, results, max_bytes)?;
+        check_response(&run, input.round, &response)?;
+        if let Some(message) = run.message_id {
+            let ids: Vec<&str> = response
+                .message
+                .tool_calls
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect();
+            if let Some((id, other)) =
+                db::call_id_taken_in_thread(conn, message, &run.id, &ids).await?
+            {
+                return Err(EngineError::new(
+                    EngineErrorKind::InvalidInput,
+                    format!(
+                        "tool call id `{id}` of round {}'s response in run `{}` was recorded by run `{other}` of the same thread; the tool call ids a thread replays are unique",
+                        input.round, run.id
+                    ),
+                ));
+            }
+        }
         // The rounds before this one, read and parsed once: their call ids are checked
         // against this round's, and they make the next body.
         let mut rounds = if input.round > 0 {
@@ -712,6 +732,65 @@ fn check_results(
             "tool call `{}` ({}) of round {round}'s response in run `{}` has no result",
             missing.id, missing.name, run.id
         )));
+    }
+    Ok(())
+}
+
+/// Whether `text` is 1 to 64 characters from `a-zA-Z0-9_-`: what both providers accept as
+/// a tool name and as a tool call id in the requests that replay it.
+fn provider_id(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The most tokens one usage count of a recorded round may hold: far above what any model
+/// reports for one call, and far enough below `i64::MAX` that the sums the database makes
+/// over every run of a model cannot overflow.
+pub const MAX_ROUND_TOKENS: u64 = 1_000_000_000;
+
+/// Refuses a response whose usage no model reports (a count over [`MAX_ROUND_TOKENS`]),
+/// or whose tool call ids or names no provider would take back: every later request of the
+/// thread replays them, and an export of it could not be imported.
+fn check_response(
+    run: &run_row::Model,
+    round: u32,
+    response: &ModelResponse,
+) -> Result<(), EngineError> {
+    let u = &response.usage;
+    for (name, count) in [
+        ("input", u.input),
+        ("output", u.output),
+        ("cache read", u.cache_read),
+        ("cache write", u.cache_write),
+    ] {
+        if count > MAX_ROUND_TOKENS {
+            return Err(EngineError::new(
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "round {round}'s response in run `{}` reports {count} {name} tokens, over the {MAX_ROUND_TOKENS} a round may record",
+                    run.id
+                ),
+            ));
+        }
+    }
+    for call in &response.message.tool_calls {
+        let (what, value) = if !provider_id(&call.id) {
+            ("id", &call.id)
+        } else if !provider_id(&call.name) {
+            ("name", &call.name)
+        } else {
+            continue;
+        };
+        return Err(EngineError::new(
+            EngineErrorKind::InvalidInput,
+            format!(
+                "tool call {what} `{}` of round {round}'s response in run `{}` is not 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-`, which the providers require when it is replayed",
+                value.escape_debug(),
+                run.id
+            ),
+        ));
     }
     Ok(())
 }

@@ -42,8 +42,8 @@ pub use read::{
 // them, out of the documented surface (an application reads through `Engine`).
 #[doc(hidden)]
 pub use read::{
-    direct_round_trips, embedded_statements, embedded_write, load_rounds, load_run,
-    recent_inbound_to, thread_inbound_messages,
+    call_id_taken_in_thread, direct_round_trips, embedded_statements, embedded_write, load_rounds,
+    load_run, recent_inbound_to, thread_inbound_messages,
 };
 pub use schema::{Migrator, entities, migrate};
 

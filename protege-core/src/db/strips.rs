@@ -2,13 +2,16 @@
 //! message is stored, so that a read strips nothing.
 //!
 //! A message is stripped against the messages before it in its thread, in the thread's
-//! order (`sent_at`, ties by `id`): their readable bodies as stored, quotes included; in a
-//! thread longer than two [`STRIP_BLOCK`]s, those of its own block and of the block before.
-//! So its stripped text does not depend on a history's window, and it changes only when a
-//! message is stored before it (mail that arrives late) or one before it is erased. Every writer of
-//! messages strips again, in the transaction of its write, the messages of each thread it
-//! touched from the first one it wrote or removed ([`restrip`]); the migration that created
-//! the table stripped the mail stored before it.
+//! order (`sent_at`, ties by `id`), that were stored before it (a smaller `id`): their
+//! readable bodies as stored, quotes included; an outbound message (the persona's own
+//! words) only against the earlier outbound ones. In a thread longer than two
+//! [`STRIP_BLOCK`]s, only those of its own block and of the block before, blocks counted in
+//! the order the messages were stored. So no text is ever removed from a message because of
+//! a message stored after it, whatever its `Date` claims, a correspondent's text never
+//! removes the persona's, and a message's stripped text does not depend on a history's
+//! window. Storing a message strips that message alone; erasing one strips its threads
+//! again ([`restrip`]), in the transaction of the write; the migration that created the
+//! table stripped the mail stored before it.
 //!
 //! A read takes the rows of the current [`STRIP_RULES`] and strips the messages without
 //! one itself, in the same walk over their threads ([`derive`]): rows written by another
@@ -69,16 +72,21 @@ pub fn body_hash(readable: &str) -> i64 {
     state.hash_one(readable.as_bytes()) as i64
 }
 
-/// A thread's messages are compared in blocks of this many, in the thread's order: a message
-/// is compared with the messages before it in its own block and with the whole block before
-/// that (every earlier message in a thread of up to twice as many). So storing a message reads
-/// and strips at most two blocks, whatever the thread's length.
+/// A thread's messages are compared in blocks of this many, counted in the order they were
+/// stored: a message is compared with the earlier messages of its own block and of the
+/// whole block before that (every earlier message in a thread of up to twice as many). So
+/// storing a message reads at most two blocks and strips one message, whatever the
+/// thread's length.
 pub const STRIP_BLOCK: usize = 50;
 
 /// One message of a thread in the thread's order, with its readable body once read.
 struct Walked {
     thread: i64,
     id: i64,
+    /// Whether the persona sent it.
+    outbound: bool,
+    /// Its place among its thread's messages in the order they were stored (by `id`).
+    rank: usize,
     body: String,
 }
 
@@ -94,7 +102,7 @@ async fn thread_order<C: ConnectionTrait>(
     for chunk in threads.chunks(IN_CHUNK) {
         let mut select = Query::select();
         select
-            .columns([M::EmailThreadId, M::Id])
+            .columns([M::EmailThreadId, M::Id, M::Direction])
             .from(message::Entity)
             .and_where(Expr::col(M::EmailThreadId).is_in(chunk.iter().copied()))
             .order_by(M::EmailThreadId, Order::Asc)
@@ -104,14 +112,33 @@ async fn thread_order<C: ConnectionTrait>(
             select.and_where(Expr::col(M::SentAt).lte(through));
         }
         for row in db.query_all_raw(dates::statement(db, &select)).await? {
+            let direction: String = row.try_get("", "direction")?;
             out.push(Walked {
                 thread: row.try_get("", "email_thread_id")?,
                 id: row.try_get("", "id")?,
+                outbound: direction == "outbound",
+                rank: 0,
                 body: String::new(),
             });
         }
     }
+    rank(&mut out);
     Ok(out)
+}
+
+/// Sets each message's [`Walked::rank`]: its place in its thread by `id`.
+fn rank(order: &mut [Walked]) {
+    for (start, end) in threads_of(order) {
+        let mut ids: Vec<(i64, usize)> = order[start..end]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.id, start + i))
+            .collect();
+        ids.sort_unstable();
+        for (rank, (_, at)) in ids.into_iter().enumerate() {
+            order[at].rank = rank;
+        }
+    }
 }
 
 /// Reads the readable body of each `order[i]` where `need[i]`.
@@ -173,24 +200,38 @@ fn threads_of(order: &[Walked]) -> Vec<(usize, usize)> {
     out
 }
 
-/// For each block of a thread (`STRIP_BLOCK` positions) that holds a wanted message: the
-/// positions its walk reads, from the start of the block before it to its last wanted
-/// message, and where the block itself starts. Positions are of `order`.
-fn walks(order: &[Walked], wanted: &[bool]) -> Vec<(usize, usize, usize)> {
+/// One walk: the positions of `order` it reads, in the thread's order, and the first rank
+/// of the block whose wanted messages it strips.
+struct Walk {
+    members: Vec<usize>,
+    block_start: usize,
+}
+
+/// For each block of a thread (`STRIP_BLOCK` ranks) that holds a wanted message: the
+/// messages of that block and of the block before, in the thread's order up to the block's
+/// last wanted message.
+fn walks(order: &[Walked], wanted: &[bool]) -> Vec<Walk> {
     let mut out = Vec::new();
     for (start, end) in threads_of(order) {
-        let mut block = start;
-        while block < end {
-            let block_end = Ord::min(block + STRIP_BLOCK, end);
-            if let Some(last) = wanted[block..block_end].iter().rposition(|w| *w) {
-                let from = if block - start >= STRIP_BLOCK {
-                    block - STRIP_BLOCK
-                } else {
-                    start
-                };
-                out.push((from, block, block + last));
+        let blocks = (end - start).div_ceil(STRIP_BLOCK);
+        let mut last_wanted = vec![None; blocks];
+        for p in start..end {
+            if wanted[p] {
+                last_wanted[order[p].rank / STRIP_BLOCK] = Some(p);
             }
-            block = block_end;
+        }
+        for (block, last) in last_wanted.into_iter().enumerate() {
+            let Some(last) = last else { continue };
+            let block_start = block * STRIP_BLOCK;
+            let from = block_start.saturating_sub(STRIP_BLOCK);
+            let to = block_start + STRIP_BLOCK;
+            let members = (start..=last)
+                .filter(|&p| (from..to).contains(&order[p].rank))
+                .collect();
+            out.push(Walk {
+                members,
+                block_start,
+            });
         }
     }
     out
@@ -199,29 +240,67 @@ fn walks(order: &[Walked], wanted: &[bool]) -> Vec<(usize, usize, usize)> {
 /// The positions of `order` whose bodies the walks of `wanted` read.
 fn needed(order: &[Walked], wanted: &[bool]) -> Vec<bool> {
     let mut need = vec![false; order.len()];
-    for (from, _, last) in walks(order, wanted) {
-        need[from..=last].fill(true);
+    for walk in walks(order, wanted) {
+        for p in walk.members {
+            need[p] = true;
+        }
     }
     need
 }
 
 /// Strips the wanted messages of `order` (bodies read where [`needed`]), each against the
-/// messages before it in its block and the block before that; the results in walk order.
+/// messages before it in its thread's order that were stored before it, of its block and
+/// the block before (an outbound one against the outbound ones alone); the results in walk
+/// order.
 fn walk(order: &[Walked], wanted: &[bool]) -> Vec<(i64, StoredStrip)> {
     let mut out = Vec::new();
-    for (from, block, last) in walks(order, wanted) {
-        let part = &order[from..=last];
-        let mut prior =
-            PriorBodies::with_capacity(part.iter().map(|b| b.body.len()).sum::<usize>());
-        for b in &order[from..block] {
-            prior.add(&b.body);
-        }
-        for (b, wanted) in order[block..=last].iter().zip(&wanted[block..]) {
-            if !*wanted {
-                prior.add(&b.body);
+    for Walk {
+        members,
+        block_start,
+    } in walks(order, wanted)
+    {
+        let bytes = members.iter().map(|&p| order[p].body.len()).sum::<usize>();
+        // Every message walked so far, and the outbound ones of them.
+        let mut all = PriorBodies::with_capacity(bytes);
+        let mut own = PriorBodies::new();
+        let mut highest: Option<usize> = None;
+        for (i, &p) in members.iter().enumerate() {
+            let b = &order[p];
+            let target = wanted[p] && b.rank >= block_start;
+            if !target {
+                all.add(&b.body);
+                if b.outbound {
+                    own.add(&b.body);
+                }
+                highest = highest.max(Some(b.rank));
                 continue;
             }
-            let stripped = prior.strip_next(&b.body);
+            let stripped = if highest.is_none_or(|h| h < b.rank) {
+                // Everything walked so far was stored before it: the running indexes.
+                if b.outbound {
+                    let stripped = own.strip_next(&b.body);
+                    all.add(&b.body);
+                    stripped
+                } else {
+                    all.strip_next(&b.body)
+                }
+            } else {
+                // A message stored after it was placed before it (its `Date` is earlier):
+                // an index of the ones stored before it alone.
+                let mut prior = PriorBodies::new();
+                for &q in &members[..i] {
+                    let c = &order[q];
+                    if c.rank < b.rank && (c.outbound || !b.outbound) {
+                        prior.add(&c.body);
+                    }
+                }
+                all.add(&b.body);
+                if b.outbound {
+                    own.add(&b.body);
+                }
+                protege_mail::strip_quoted(&b.body, &prior)
+            };
+            highest = highest.max(Some(b.rank));
             let text = match stripped.text {
                 std::borrow::Cow::Owned(text) => Some(text),
                 // Borrowed: the body itself, trimmed at most.
@@ -298,35 +377,30 @@ pub(crate) async fn of_messages<C: ConnectionTrait>(
     Ok(found)
 }
 
-/// Strips again, and stores, the messages of each of `threads` from its first message in
-/// `from` on (every message of a thread without one): run by every write that stores or
-/// removes messages, in its transaction, with the messages it wrote (or the first message
-/// after those it removed).
+/// Strips, and stores, the messages `written` of each of `threads` (every message of a
+/// thread none of them is in): run by every write that stores or removes messages, in its
+/// transaction, with the messages it wrote (nothing for a removal). A message stored now
+/// changes no other message's stripped text, since each is stripped against the messages
+/// stored before it; a removal changes those stored after it, so their threads are
+/// stripped again whole.
 pub async fn restrip<C: ConnectionTrait>(
     db: &C,
     threads: &[i64],
-    from: &HashSet<i64>,
+    written: &HashSet<i64>,
 ) -> Result<(), DbErr> {
     let mut threads = threads.to_vec();
     threads.sort_unstable();
     threads.dedup();
     for chunk in threads.chunks(THREAD_PAGE as usize) {
         let mut order = thread_order(db, chunk, None).await?;
-        // From the first message in `from` of each thread on; all of a thread without one.
         let named: HashSet<i64> = order
             .iter()
-            .filter(|b| from.contains(&b.id))
+            .filter(|b| written.contains(&b.id))
             .map(|b| b.thread)
             .collect();
-        let mut started: HashSet<i64> = HashSet::new();
         let wanted: Vec<bool> = order
             .iter()
-            .map(|b| {
-                if from.contains(&b.id) {
-                    started.insert(b.thread);
-                }
-                !named.contains(&b.thread) || started.contains(&b.thread)
-            })
+            .map(|b| written.contains(&b.id) || !named.contains(&b.thread))
             .collect();
         let need = needed(&order, &wanted);
         read_bodies(db, &mut order, &need).await?;
@@ -418,8 +492,15 @@ mod tests {
         Walked {
             thread,
             id,
+            outbound: false,
+            rank: 0,
             body: body.to_owned(),
         }
+    }
+
+    fn ranked(mut order: Vec<Walked>) -> Vec<Walked> {
+        rank(&mut order);
+        order
     }
 
     #[test]
@@ -428,12 +509,12 @@ mod tests {
         // The earlier message below the answer, without `>` or attribution: step 1 alone
         // finds it.
         let reply = format!("Sent again.\n\n{first}");
-        let bodies = [
+        let bodies = ranked(vec![
             walked(1, 1, first),
             walked(1, 3, &reply),
             // The same reply in another thread: nothing before it there.
             walked(2, 2, &reply),
-        ];
+        ]);
         let rows = walk(&bodies, &[true; 3]);
         assert_eq!(rows.len(), 3);
         assert_eq!((rows[0].0, rows[0].1.text.as_deref()), (1, None));
@@ -454,11 +535,11 @@ mod tests {
 
     #[test]
     fn only_the_wanted_messages_are_returned_and_the_walk_stops_after_the_last() {
-        let bodies = [
+        let bodies = ranked(vec![
             walked(1, 1, "one two three four five six seven"),
             walked(1, 2, "two"),
             walked(1, 3, "three"),
-        ];
+        ]);
         let rows = walk(&bodies, &[false, true, false]);
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].0, rows[0].1.text.as_deref()), (2, None));
@@ -473,9 +554,11 @@ mod tests {
                  nothing that another message says."
             )
         };
-        let mut bodies: Vec<Walked> = (0..2 * B + 5)
-            .map(|i| walked(1, i as i64, &text(i)))
-            .collect();
+        let mut bodies: Vec<Walked> = ranked(
+            (0..2 * B + 5)
+                .map(|i| walked(1, i as i64, &text(i)))
+                .collect(),
+        );
         // In block 1, a paste of message 0 (block 0): found. In block 2, a paste of
         // message 1 (block 0, two blocks back): not compared, stays.
         bodies[B + 3].body = format!("Reply.\n\n{}", text(0));
@@ -494,8 +577,51 @@ mod tests {
         // Two threads side by side: each has its own blocks.
         bodies.truncate(3);
         bodies.push(walked(2, 99, &text(0)));
+        let bodies = ranked(bodies);
         let rows = walk(&bodies, &[true; 4]);
         assert_eq!(rows.len(), 4);
         assert_eq!((rows[3].0, rows[3].1.text.as_deref()), (99, None));
+    }
+
+    /// The agent's refusal, pasted by a customer into a mail dated before it.
+    const REFUSAL: &str = "We cannot refund an order after 30 days.\nThis is our policy for every customer.\nWe can offer a voucher instead.";
+
+    #[test]
+    fn a_message_stored_later_removes_nothing_whatever_its_date() {
+        let question = "Can I get a refund for order A-1042?\nIt arrived broken.\nKim";
+        let mut reply = walked(1, 2, REFUSAL);
+        reply.outbound = true;
+        // Stored third, dated before the reply: placed before it in the thread's order.
+        let backdated = walked(1, 3, &format!("Please note:\n\n{REFUSAL}"));
+        let bodies = ranked(vec![walked(1, 1, question), backdated, reply]);
+        let rows: HashMap<i64, StoredStrip> = walk(&bodies, &[true; 3]).into_iter().collect();
+        assert_eq!(rows[&2].text, None);
+        assert_eq!(rows[&2].removed, 0);
+        // The backdated mail is not stripped against the reply placed after it either.
+        assert_eq!(rows[&3].text, None);
+        // Storing it strips it alone, against the messages before it.
+        let need = needed(&bodies, &[false, true, false]);
+        assert_eq!(need, [true, true, false]);
+    }
+
+    #[test]
+    fn the_personas_words_are_never_stripped_against_a_correspondents() {
+        // The customer writes the refusal first (a quote of an older letter, say); the
+        // agent's reply repeating it keeps it, while a customer's paste of it goes.
+        let mut reply = walked(1, 2, REFUSAL);
+        reply.outbound = true;
+        let mut again = walked(1, 4, &format!("As I said:\n\n{REFUSAL}"));
+        again.outbound = true;
+        let bodies = ranked(vec![
+            walked(1, 1, &format!("Your letter said:\n\n{REFUSAL}")),
+            reply,
+            walked(1, 3, &format!("Really?\n\n{REFUSAL}")),
+            again,
+        ]);
+        let rows: HashMap<i64, StoredStrip> = walk(&bodies, &[true; 4]).into_iter().collect();
+        assert_eq!(rows[&2].text, None);
+        assert_eq!(rows[&3].text.as_deref(), Some("Really?"));
+        // Against its own earlier words, the agent's message is stripped.
+        assert_eq!(rows[&4].text.as_deref(), Some("As I said:"));
     }
 }

@@ -20,7 +20,8 @@ enum PathSource {
 ///
 /// A path containing `{{` or `{%` is a template and must stay inside the app root once
 /// rendered, symlinks followed; a literal path is trusted (relative to the root, or
-/// absolute as is). Only regular files of at most 8 MiB are read.
+/// absolute as is) unless [`AppConfig::confine_paths`](crate::AppConfig::confine_paths)
+/// is set, as it is for personas that come from a request. Only regular files of at most 8 MiB are read.
 #[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct LoadFile {
     path: PathSource,
@@ -90,51 +91,56 @@ impl LoadFile {
     pub fn resolve_path(&self, ctx: &Context) -> Result<(String, PathBuf)> {
         let root = &ctx.config().root;
         match &self.path {
-            PathSource::Literal(p) => Ok((p.clone(), root.join(p))),
+            PathSource::Literal(p) if !ctx.config().confine_paths => Ok((p.clone(), root.join(p))),
+            PathSource::Literal(p) => confined(root, p.clone(), None),
             PathSource::Template(t) => {
                 let rendered = t.render_in(ctx, ctx.template_vars())?;
-                let inside = inside_root(&rendered).ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::PathOutsideRoot,
-                        format!(
-                            "path outside root: `{rendered}` (rendered from `{}`) leaves the app root `{}`",
-                            t.source(),
-                            root.display()
-                        ),
-                    )
-                })?;
-                let full = root.join(inside);
-                let cannot_resolve = |what: &Path, e: std::io::Error| {
-                    Error::new(
-                        ErrorKind::Io,
-                        format!("cannot resolve `{}`: {}", what.display(), io_reason(&e)),
-                    )
-                };
-                let real = match full.canonicalize() {
-                    Ok(real) => real,
-                    // Reading it reports `file not found` with the path tried.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        return Ok((rendered, full));
-                    }
-                    Err(e) => return Err(cannot_resolve(&full, e)),
-                };
-                let real_root = root.canonicalize().map_err(|e| cannot_resolve(root, e))?;
-                if !real.starts_with(&real_root) {
-                    return Err(Error::new(
-                        ErrorKind::PathOutsideRoot,
-                        format!(
-                            "path outside root: `{rendered}` (rendered from `{}`) leads to `{}`, outside the app root `{}`",
-                            t.source(),
-                            real.display(),
-                            root.display()
-                        ),
-                    ));
-                }
-                Ok((rendered, real))
+                confined(root, rendered, Some(t.source()))
             }
             PathSource::Broken(e) => Err(e.clone()),
         }
     }
+}
+
+/// `path` (rendered from the template `source`, when it is one) as a path inside `root`:
+/// it must stay inside lexically and, when the file exists, once its symlinks are followed
+/// (the returned path is then the canonical one).
+fn confined(root: &Path, path: String, source: Option<&str>) -> Result<(String, PathBuf)> {
+    let from = source.map_or_else(String::new, |s| format!(" (rendered from `{s}`)"));
+    let inside = inside_root(&path).ok_or_else(|| {
+        Error::new(
+            ErrorKind::PathOutsideRoot,
+            format!(
+                "path outside root: `{path}`{from} leaves the app root `{}`",
+                root.display()
+            ),
+        )
+    })?;
+    let full = root.join(inside);
+    let cannot_resolve = |what: &Path, e: std::io::Error| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot resolve `{}`: {}", what.display(), io_reason(&e)),
+        )
+    };
+    let real = match full.canonicalize() {
+        Ok(real) => real,
+        // Reading it reports `file not found` with the path tried.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((path, full)),
+        Err(e) => return Err(cannot_resolve(&full, e)),
+    };
+    let real_root = root.canonicalize().map_err(|e| cannot_resolve(root, e))?;
+    if !real.starts_with(&real_root) {
+        return Err(Error::new(
+            ErrorKind::PathOutsideRoot,
+            format!(
+                "path outside root: `{path}`{from} leads to `{}`, outside the app root `{}`",
+                real.display(),
+                root.display()
+            ),
+        ));
+    }
+    Ok((path, real))
 }
 
 /// Normalises a relative path lexically; `None` when it is absolute or climbs out.

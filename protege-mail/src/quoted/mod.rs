@@ -82,7 +82,7 @@ pub use prior::PriorBodies;
 /// that made it (`message_strips.rules`); a read ignores a row of another version and
 /// strips again. Raise it with every change to what [`strip_quoted`] or the HTML converter
 /// returns, together with a migration that strips the stored mail again.
-pub const STRIP_RULES: i32 = 1;
+pub const STRIP_RULES: i32 = 2;
 
 /// What stripping left of one body, and how much it removed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -53,3 +53,41 @@ pub async fn load_rounds(db: &DatabaseConnection, id: &str) -> Result<Vec<run_ro
         .order_by((run_round::Entity, run_round::Column::Round), Order::Asc);
     Ok(all!(db, &of_run, rows::run_round))
 }
+
+/// The first of the tool call ids `ids` that another run than `run_id` recorded in the
+/// thread of message `message` (a `messages.id`), with that run's id: the ids one replay of
+/// a thread holds must differ. One query.
+pub async fn call_id_taken_in_thread(
+    db: &DatabaseConnection,
+    message: i64,
+    run_id: &str,
+    ids: &[&str],
+) -> Result<Option<(String, String)>> {
+    use crate::db::entities::{message as m, tool_use as t};
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let thread = Query::select()
+        .column(m::Column::EmailThreadId)
+        .from(m::Entity)
+        .and_where(Expr::col(m::Column::Id).eq(message))
+        .to_owned();
+    let in_thread = Query::select()
+        .column(m::Column::Id)
+        .from(m::Entity)
+        .and_where(Expr::col(m::Column::EmailThreadId).in_subquery(thread))
+        .to_owned();
+    let select = Query::select()
+        .columns([t::Column::ToolCallId, t::Column::RunId])
+        .from(t::Entity)
+        .and_where(Expr::col(t::Column::MessageId).in_subquery(in_thread))
+        .and_where(Expr::col(t::Column::RunId).ne(run_id))
+        .and_where(Expr::col(t::Column::ToolCallId).is_in(ids.iter().copied()))
+        .order_by(t::Column::Id, Order::Asc)
+        .limit(1)
+        .to_owned();
+    Ok(match db.query_one(&select).await? {
+        Some(row) => Some((row.try_get("", "tool_call_id")?, row.try_get("", "run_id")?)),
+        None => None,
+    })
+}

@@ -125,6 +125,19 @@ async fn convert_group<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<(), Db
     Ok(())
 }
 
+/// Forgets the texts of the earlier converter, then converts as `StoreHtmlText` does (a
+/// MySQL/MariaDB run stopped half-way goes on with the rows left without text).
+pub(super) async fn convert_again<C: ConnectionTrait>(db: &C) -> Result<(), DbErr> {
+    use message::Column as M;
+    let forget = Query::update()
+        .table(message::Entity)
+        .value(M::HtmlText, Option::<String>::None)
+        .and_where(Expr::col(M::HtmlBody).is_not_null())
+        .to_owned();
+    db.execute(&forget).await?;
+    convert_html_bodies(db).await
+}
+
 /// The HTML bodies converted again (§14): the converter now drops the text a reader does
 /// not see (hidden elements, text coloured as its background, zero-width characters), and
 /// every stored `html_text` is made by it. Down keeps the texts: they are what the
@@ -141,17 +154,7 @@ impl MigrationName for ConvertHtmlAgain {
 #[sea_orm_migration::async_trait::async_trait]
 impl MigrationTrait for ConvertHtmlAgain {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        use message::Column as M;
-        let db = manager.get_connection();
-        // Forget the texts of the earlier converter, then convert as `StoreHtmlText` does (a
-        // MySQL/MariaDB run stopped half-way goes on with the rows left without text).
-        let forget = Query::update()
-            .table(message::Entity)
-            .value(M::HtmlText, Option::<String>::None)
-            .and_where(Expr::col(M::HtmlBody).is_not_null())
-            .to_owned();
-        db.execute(&forget).await?;
-        convert_html_bodies(db).await
+        convert_again(manager.get_connection()).await
     }
 
     async fn down(&self, _manager: &SchemaManager) -> Result<(), DbErr> {

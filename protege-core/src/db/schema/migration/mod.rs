@@ -20,7 +20,7 @@ use html::{ConvertHtmlAgain, StoreHtmlText};
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
 use runs::CreateRuns;
 use settings::CreateSettings;
-use strips::CreateMessageStrips;
+use strips::{CreateMessageStrips, MailRulesAgain};
 use summaries::CreateThreadSummaries;
 
 /// The migrator of the protege schema: every migration, in order.
@@ -39,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(ConvertHtmlAgain),
             Box::new(CreateMessageAddresses),
             Box::new(CreateMessageStrips),
+            Box::new(MailRulesAgain),
         ]
     }
 

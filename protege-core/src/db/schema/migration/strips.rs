@@ -69,3 +69,30 @@ impl MigrationTrait for CreateMessageStrips {
             .await
     }
 }
+
+/// The stored mail made again by the rules of [`STRIP_RULES`](protege_mail::STRIP_RULES) 2:
+/// the HTML bodies converted again (the converter drops more text a reader does not see)
+/// and every message stripped again (a message is stripped against the messages stored
+/// before it alone, the persona's own against its own). Down keeps the rows: a read ignores
+/// rows of other rules.
+#[derive(Debug)]
+pub(super) struct MailRulesAgain;
+
+impl MigrationName for MailRulesAgain {
+    fn name(&self) -> &str {
+        "m20261207_000001_mail_rules_again"
+    }
+}
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for MailRulesAgain {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        let db = manager.get_connection();
+        super::html::convert_again(db).await?;
+        crate::db::strips::restrip_all(db).await
+    }
+
+    async fn down(&self, _manager: &SchemaManager) -> Result<(), DbErr> {
+        Ok(())
+    }
+}
