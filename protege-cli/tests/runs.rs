@@ -820,10 +820,26 @@ async fn close(engine: &Engine) {
     engine.db().await.unwrap().clone().close().await.unwrap();
 }
 
+/// `input` with its call ids (and its results') ending in `suffix`: the runs of one thread
+/// make calls of their own.
+fn suffixed(mut input: RoundInput, suffix: &str) -> RoundInput {
+    for block in input.response["content"].as_array_mut().unwrap() {
+        if let Some(id) = block.get("id").and_then(Value::as_str) {
+            block["id"] = json!(format!("{id}{suffix}"));
+        }
+    }
+    for r in &mut input.results {
+        r.tool_call_id = format!("{}{suffix}", r.tool_call_id);
+    }
+    input
+}
+
 async fn two_writers(root: &Path, url: &str) {
     let engine = engine_on(root, url).await;
-    for _ in 0..5 {
+    for i in 0..5 {
         let run = engine.start_run(&start_input()).await.unwrap();
+        let suffix = format!("_run{i}");
+        let round = |n, file, results| suffixed(round(n, file, results), &suffix);
         let (a, b) = tokio::join!(
             engine.record_round(&run.id, round(0, "good-loop-round-0.json", both_results())),
             engine.record_round(&run.id, round(0, "good-loop-round-0.json", both_results())),

@@ -84,12 +84,16 @@ pub(crate) enum Strip<'a> {
     Stored(&'a StoredStrip),
 }
 
-/// The characters of `m`'s HTML body that the HTML converter drops as hidden, when its
-/// readable body is its HTML body (0 when it has a text body).
+/// The characters of `m`'s readable body that a reader does not see: the invisible
+/// characters of its text body, or when that is blank, what the HTML converter drops.
 fn hidden_chars(m: &MailMessage) -> usize {
-    let has_text = m.text_body.as_deref().is_some_and(|t| !t.trim().is_empty());
-    match (&m.html_body, has_text) {
-        (Some(html), false) => html_to_text_counted(html).1,
-        _ => 0,
+    if let Some(text) = m.text_body.as_deref() {
+        let (visible, dropped) = protege_mail::drop_invisible(text);
+        if !visible.trim().is_empty() {
+            return dropped;
+        }
     }
+    m.html_body
+        .as_deref()
+        .map_or(0, |html| html_to_text_counted(html).1)
 }

@@ -93,9 +93,6 @@ pub fn html_to_text_counted(html: &str) -> (String, usize) {
     (out.trim().to_owned(), converter.hidden)
 }
 
-/// The zero-width characters dropped from the text.
-const ZERO_WIDTH: [char; 3] = ['\u{200B}', '\u{2060}', '\u{FEFF}'];
-
 #[derive(Debug, Default)]
 struct Sink(RefCell<Converter>);
 
@@ -143,12 +140,10 @@ impl Converter {
         self.open.text(text);
         if self.open.hides_text() {
             self.hidden += text.chars().filter(|c| !is_html_space(*c)).count();
-        } else if text.contains(ZERO_WIDTH) {
-            let visible = text.replace(ZERO_WIDTH, "");
-            self.hidden += (text.len() - visible.len()) / 3;
-            self.writer.text(&visible);
         } else {
-            self.writer.text(text);
+            let (visible, dropped) = crate::invisible::drop_invisible(text);
+            self.hidden += dropped;
+            self.writer.text(&visible);
         }
     }
 }

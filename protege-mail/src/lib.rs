@@ -15,6 +15,7 @@ mod dates;
 pub mod eml;
 mod fence;
 mod html_text;
+mod invisible;
 mod lookalike;
 mod mail;
 mod quoted;
@@ -30,5 +31,7 @@ pub use quoted::{PriorBodies, STRIP_RULES, Stripped, strip_quoted};
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]
 pub use dates::{FIRST_YEAR, LAST_YEAR, in_range};
+#[doc(hidden)]
+pub use invisible::drop_invisible;
 #[doc(hidden)]
 pub use mail::{one_line, readable_of, without_nul};

@@ -166,10 +166,14 @@ pub fn readable_of<'a>(
     html_text: Option<&'a str>,
     html_body: Option<&'a str>,
 ) -> Cow<'a, str> {
-    if let Some(text) = text_body
-        && !text.trim().is_empty()
-    {
-        return Cow::Borrowed(text.trim());
+    if let Some(text) = text_body {
+        match crate::invisible::drop_invisible(text.trim()) {
+            (Cow::Borrowed(text), _) if !text.is_empty() => return Cow::Borrowed(text),
+            (Cow::Owned(text), _) if !text.trim().is_empty() => {
+                return Cow::Owned(text.trim().to_owned());
+            }
+            _ => {}
+        }
     }
     match (html_text, html_body) {
         (Some(text), _) => Cow::Borrowed(text.trim()),
@@ -179,8 +183,10 @@ pub fn readable_of<'a>(
 }
 
 impl Email {
-    /// The readable body: the text body when not blank, else the HTML body as text (the
-    /// stored [`html_text`](Self::html_text) when there is one), else empty; trimmed.
+    /// The readable body: the text body without the characters a reader never sees (the
+    /// Unicode tag characters, zero-width and invisible format characters) when that is
+    /// not blank, else the HTML body as text (the stored [`html_text`](Self::html_text)
+    /// when there is one), else empty; trimmed.
     pub fn readable_body(&self) -> String {
         self.readable().into_owned()
     }

@@ -230,10 +230,16 @@ fn colour_equal_to_an_ancestor_background() {
         ),
         seen("on black", 4)
     );
-    // Inherited colour, set two levels up.
+    // Inherited colour, set two levels up; under no background, the page's white.
     assert_eq!(
         hidden(
             "<div style=\"color:#eee\"><p><b style=\"background:#eeeeee\">gone</b> here</p></div>"
+        ),
+        seen("", 8)
+    );
+    assert_eq!(
+        hidden(
+            "<div style=\"color:#777\"><p><b style=\"background:#777777\">gone</b> here</p></div>"
         ),
         seen("here", 4)
     );
@@ -244,11 +250,80 @@ fn different_colours_stay() {
     assert_eq!(
         hidden(
             "<p style=\"color:#333;background:#fff\">dark on white</p>\
-             <p style=\"color:#fefefe;background:#fff\">almost white</p>\
-             <p style=\"color:var(--x);background:#fff\">unknown</p>"
+             <p style=\"color:#bbb;background:#fff\">light grey</p>\
+             <p style=\"color:var(--x);background:#fff\">unknown</p>\
+             <p style=\"color:#fff;background:url(dark.png)\">on an image</p>"
         ),
-        seen("dark on white\n\nalmost white\n\nunknown", 0)
+        seen("dark on white\n\nlight grey\n\nunknown\n\non an image", 0)
     );
+}
+
+/// The third red team's ways of hiding text, each beside a visible word.
+#[test]
+fn text_hidden_the_ways_a_red_team_found() {
+    for (html, dropped) in [
+        // White or near-white on the page's white, which no mail declared.
+        ("<p style=\"color:#ffffff\">white text</p>", 9),
+        ("<p style=\"color:#fdfdfd\">near white</p>", 9),
+        ("<font color=white>legacy white</font>", 11),
+        ("<font color=\"#FEFEFE\">legacy near white</font>", 15),
+        // Tiny or zero fonts, through the shorthand too.
+        ("<span style=\"font:0/0 a\">shorthand zero</span>", 13),
+        (
+            "<span style=\"font: bold 1px serif\">shorthand tiny</span>",
+            13,
+        ),
+        ("<span style=\"font-size:1px\">one pixel</span>", 8),
+        ("<span style=\"font-size:0.1em\">a tenth</span>", 6),
+        // Almost transparent, clipped, scaled to nothing, hidden from Outlook.
+        ("<span style=\"opacity:0.01\">faint</span>", 5),
+        ("<span style=\"opacity:3%\">faint</span>", 5),
+        (
+            "<span style=\"position:absolute;clip:rect(0 0 0 0)\">clipped rect</span>",
+            11,
+        ),
+        (
+            "<span style=\"position:absolute;clip:rect(1px, 1px, 1px, 1px)\">one pixel box</span>",
+            11,
+        ),
+        ("<span style=\"clip-path:inset(50%)\">clip path</span>", 8),
+        ("<span style=\"clip-path:circle(0)\">circle</span>", 6),
+        ("<span style=\"transform:scale(0)\">scaled</span>", 6),
+        (
+            "<span style=\"transform:translateX(2px) scaleY(0)\">flat</span>",
+            4,
+        ),
+        ("<div style=\"mso-hide:all\">outlook only</div>", 11),
+        (
+            "<div style=\"width:1px;height:1px;overflow:hidden\">visually hidden</div>",
+            14,
+        ),
+        // SVG text, which mail clients do not draw.
+        ("<svg><text x=\"0\" y=\"10\">svg words</text></svg>", 8),
+        // Tag characters as numeric entities, and zero-width characters inside a word.
+        ("&#xE0049;&#xE0047;&#xE004E;", 3),
+        ("re&#x200B;fu&#x2060;nd", 2),
+    ] {
+        let html = format!("<p>Shown.</p>{html}");
+        let expected = if html.contains("re&#x200B;") {
+            "Shown.\nrefund"
+        } else {
+            "Shown."
+        };
+        assert_eq!(hidden(&html), seen(expected, dropped), "{html}");
+    }
+    // What stays: sizes and opacities people read, clips that leave room, scales above 0.
+    for html in [
+        "<span style=\"font:12px/1.4 sans-serif\">kept</span>",
+        "<span style=\"font: 700 14px serif\">kept</span>",
+        "<span style=\"opacity:0.6\">kept</span>",
+        "<span style=\"clip-path:inset(10%)\">kept</span>",
+        "<span style=\"transform:scale(0.9)\">kept</span>",
+        "<span style=\"mso-hide:none\">kept</span>",
+        "<span style=\"color:#999\">kept</span>",
+    ] {
+        assert_eq!(hidden(html), seen("kept", 0), "{html}");
+    }
 }
 
 #[test]

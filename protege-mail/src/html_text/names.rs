@@ -59,6 +59,8 @@ impl Kind {
             }
             "dialog" => Self::CLOSES_P,
             "head" => Self::HEAD_CONTENT | Self::SPECIAL | Self::UNSEEN,
+            // Mail clients drop inline SVG: its `<text>` reaches no reader.
+            "svg" => Self::UNSEEN,
             "hr" => Self::VOID | SPECIAL_CLOSES_P,
             "html" => {
                 Self::HEAD_CONTENT | Self::SPECIAL | Self::BOUNDS_DEFAULT | Self::BOUNDS_TABLE

@@ -7,7 +7,7 @@ use super::colour::{self, Paint, Rgba};
 use super::style::{FontSize, Style};
 
 /// What a reader sees of the text inside an element.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Seen {
     /// Not rendered at all, and nothing inside can undo it: the `hidden` attribute,
     /// `display: none`, `opacity: 0`, content clipped to a zero box, `<template>`,
@@ -26,17 +26,61 @@ pub(super) struct Seen {
     ink_is_background: bool,
 }
 
+impl Default for Seen {
+    /// The page before any element: a white background, as a mail client draws it when
+    /// the mail declares none.
+    fn default() -> Self {
+        Seen {
+            gone: false,
+            invisible: false,
+            zero_font: false,
+            color: None,
+            background: Some(WHITE),
+            ink_is_background: false,
+        }
+    }
+}
+
+/// The background a mail client draws behind a mail that declares none.
+const WHITE: Rgba = [255, 255, 255, 255];
+
+/// The least contrast (WCAG 2 ratio) between a text colour and its background at which a
+/// reader still makes the text out: 1.2 is lighter than any grey a mail uses for small
+/// print (`#ccc` on white is 1.6).
+const MIN_CONTRAST: f64 = 1.2;
+
+/// The WCAG 2 contrast ratio of two opaque colours, from 1 (the same) to 21.
+fn contrast(a: Rgba, b: Rgba) -> f64 {
+    let luminance = |c: Rgba| {
+        let channel = |v: u8| {
+            let v = f64::from(v) / 255.0;
+            if v <= 0.04045 {
+                v / 12.92
+            } else {
+                ((v + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * channel(c[0]) + 0.7152 * channel(c[1]) + 0.0722 * channel(c[2])
+    };
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
 impl Seen {
-    /// Whether text here is invisible: gone, `visibility: hidden`, zero font size, a
-    /// fully transparent colour, or a colour equal to the background behind it.
+    /// Whether text here is invisible: gone, `visibility: hidden`, zero (or tiny) font
+    /// size, a colour at most 5% opaque, or a colour too close to the background behind
+    /// it (white when none is declared) to be made out.
     pub(super) fn hides_text(&self) -> bool {
         self.gone
             || self.invisible
             || self.zero_font
             || self.ink_is_background
-            || self
-                .color
-                .is_some_and(|c| c[3] == 0 || self.background.is_some_and(|b| b[..3] == c[..3]))
+            || self.color.is_some_and(|c| {
+                c[3] <= 13
+                    || self
+                        .background
+                        .is_some_and(|b| contrast(c, b) < MIN_CONTRAST)
+            })
     }
 
     /// The state inside an element `name` with `attrs` whose parent's state is `self`.
@@ -48,7 +92,8 @@ impl Seen {
             || style.display_none
             || style.transparent
             || style.clipped
-            || matches!(&**name, "template" | "head");
+            || style.erased
+            || matches!(&**name, "template" | "head" | "svg");
         if let Some(invisible) = style.invisible {
             seen.invisible = invisible;
         }

@@ -17,8 +17,11 @@ pub(super) struct Style {
     /// `visibility`: `Some(true)` for `hidden`/`collapse`, `Some(false)` for `visible`,
     /// `None` when not declared or inherited.
     pub(super) invisible: Option<bool>,
-    /// `opacity` zero or less.
+    /// `opacity` at most 0.05: nothing a reader can make out.
     pub(super) transparent: bool,
+    /// Drawn as nothing: `mso-hide: all`, a `clip` rectangle or a `clip-path` with no
+    /// room for a letter, a `transform` that scales to zero.
+    pub(super) erased: bool,
     /// `font-size`, when declared.
     pub(super) font_size: Option<FontSize>,
     /// A zero (max-)height with hidden vertical overflow, or a zero (max-)width with
@@ -76,6 +79,8 @@ struct Declarations {
     display_none: Declared<bool>,
     invisible: Declared<Option<bool>>,
     transparent: Declared<bool>,
+    /// `mso-hide`, `clip`, `clip-path` and `transform`, each erasing or not.
+    erased: [Declared<bool>; 4],
     font_size: Declared<FontSize>,
     /// Zero `height`, `max-height`, `width` and `max-width`.
     zero: [Declared<bool>; 4],
@@ -104,6 +109,7 @@ impl Style {
             display_none: d.display_none.value == Some(true),
             invisible: d.invisible.value.flatten(),
             transparent: d.transparent.value == Some(true),
+            erased: d.erased.iter().any(|e| e.value == Some(true)),
             font_size: d.font_size.value,
             clipped: ((zero[0] || zero[1]) && overflow[1]) || ((zero[2] || zero[3]) && overflow[0]),
             color: d.color.value,
@@ -121,12 +127,22 @@ impl Declarations {
         if value.is_empty() {
             return;
         }
-        let zero = |i: usize| (i, Some(length(value).is_some_and(|(n, _)| n == 0.0)));
+        // A box of at most one pixel shows no letter (the "visually hidden" pattern).
+        let zero = |i: usize| {
+            let tiny = length(value)
+                .is_some_and(|(n, unit)| n == 0.0 || (matches!(unit, "px" | "") && n <= 1.0));
+            (i, Some(tiny))
+        };
         let (i, z) = match name {
             "display" => return self.display_none.set(Some(value == "none"), important),
             "visibility" => return self.invisible.set(visibility(value), important),
             "opacity" => return self.transparent.set(opacity(value), important),
             "font-size" => return self.font_size.set(font_size(value), important),
+            "font" => return self.font_size.set(font_shorthand(value), important),
+            "mso-hide" => return self.erased[0].set(Some(value == "all"), important),
+            "clip" => return self.erased[1].set(Some(clip_rect(value)), important),
+            "clip-path" => return self.erased[2].set(Some(clip_path(value)), important),
+            "transform" => return self.erased[3].set(Some(scales_to_zero(value)), important),
             "color" => return self.color.set(Some(colour::css(value)), important),
             "background-color" => {
                 let paint = background_colour(value).unwrap_or_else(|| colour::css(value));
@@ -283,7 +299,7 @@ fn opacity(value: &str) -> Option<bool> {
         Some(percent) => colour::number(percent)?,
         None => colour::number(value)?,
     };
-    Some(n <= 0.0)
+    Some(n <= if value.ends_with('%') { 5.0 } else { 0.05 })
 }
 
 /// A number and its unit (`""` for none); `None` when `value` is not a dimension.
@@ -316,9 +332,17 @@ fn font_size(value: &str) -> Option<FontSize> {
         _ => {}
     }
     let (n, unit) = length(value)?;
+    // Sizes no one reads: under 2px (1.5pt), a fifth of the parent's.
+    let tiny = match unit {
+        "%" => n < 20.0,
+        "em" | "ex" | "ch" | "cap" | "ic" | "lh" | "rem" => n < 0.2,
+        "pt" => n < 1.5,
+        "" | "px" => n < 2.0,
+        _ => false,
+    };
     if n < 0.0 {
         None
-    } else if n == 0.0 {
+    } else if n == 0.0 || tiny {
         Some(FontSize::Zero)
     } else if matches!(unit, "em" | "ex" | "ch" | "cap" | "ic" | "lh" | "%") {
         Some(FontSize::Relative)
@@ -326,6 +350,87 @@ fn font_size(value: &str) -> Option<FontSize> {
         // A number without a unit is read as pixels, as browsers do in quirks mode.
         Some(FontSize::Absolute)
     }
+}
+
+/// The size a `font` shorthand sets: the first token that is a size, before an optional
+/// `/line-height` (`font: 0/0 a`, `bold 1px serif`); a keyword-only value names none.
+fn font_shorthand(value: &str) -> Option<FontSize> {
+    split_top_level(value, |b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+        .find_map(|token| {
+            let size = token.split('/').next().unwrap_or(token);
+            // A weight such as `700` is a number without a unit, not a size.
+            if size.bytes().all(|b| b.is_ascii_digit()) && size.len() == 3 {
+                return None;
+            }
+            font_size(size)
+        })
+}
+
+/// The numbers of a function's arguments (`rect(0 0 0 0)`, `rect(1px, 1px, 1px, 1px)`), in
+/// pixels or percent; `None` for any other argument.
+fn arguments<'a>(value: &'a str, name: &str) -> Option<Vec<(f64, &'a str)>> {
+    let inner = value
+        .strip_prefix(name)?
+        .trim_ascii_start()
+        .strip_prefix('(')?;
+    let inner = inner.strip_suffix(')')?;
+    split_top_level(inner, |b| b.is_ascii_whitespace() || b == b',')
+        .filter(|t| !t.is_empty())
+        .map(length)
+        .collect()
+}
+
+/// Whether a `clip` rectangle leaves a box of at most one pixel either way.
+fn clip_rect(value: &str) -> bool {
+    match arguments(value, "rect").as_deref() {
+        Some([(top, _), (right, _), (bottom, _), (left, _)]) => {
+            bottom - top <= 1.0 || right - left <= 1.0
+        }
+        _ => false,
+    }
+}
+
+/// Whether a `clip-path` leaves nothing: an inset of half the box or more from one side
+/// pair, or a circle or ellipse of radius zero.
+fn clip_path(value: &str) -> bool {
+    if let Some(insets) = arguments(value, "inset") {
+        let at = |i: usize| insets.get(i).or(insets.first()).map_or(0.0, |(n, _)| *n);
+        let percent = insets.iter().all(|(_, unit)| *unit == "%");
+        let (top, right) = (at(0), at(1));
+        let (bottom, left) = (
+            insets.get(2).map_or(top, |x| x.0),
+            insets.get(3).map_or(right, |x| x.0),
+        );
+        return percent && (top + bottom >= 100.0 || left + right >= 100.0);
+    }
+    ["circle", "ellipse"].iter().any(|shape| {
+        value
+            .strip_prefix(shape)
+            .and_then(|rest| rest.trim_ascii_start().strip_prefix('('))
+            .and_then(|rest| {
+                rest.split(|c: char| c.is_ascii_whitespace() || c == ')')
+                    .next()
+            })
+            .and_then(length)
+            .is_some_and(|(n, _)| n == 0.0)
+    })
+}
+
+/// Whether a `transform` holds a scale of zero (`scale(0)`, `scaleY(0)`, `scale(1, 0)`,
+/// `matrix(0, 0, 0, 0, 0, 0)`): text drawn that way has no size.
+fn scales_to_zero(value: &str) -> bool {
+    split_top_level(value, |b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+        .any(|f| {
+            let zero = |name: &str| {
+                arguments(f, name).is_some_and(|args| args.iter().any(|(n, _)| *n == 0.0))
+            };
+            zero("scale") || zero("scalex") || zero("scaley") || zero("scale3d") || {
+                arguments(f, "matrix")
+                    .is_some_and(|m| m.len() == 6 && (m[0].0 * m[3].0 - m[1].0 * m[2].0) == 0.0)
+            }
+        })
 }
 
 /// Whether an overflow value clips the content.
