@@ -63,7 +63,7 @@ billing: removed, 0 of 0 requests change, tokens 0 -> 0 (+0)
 digest: invalid, 0 of 0 requests change, tokens 0 -> 0 (+0)
   new/digest.toml:2:10: error: invalid TOML: string values must be quoted, expected literal string
 sales: added, 3 of 3 requests change, tokens 0 -> 323 (+323)
-support: changed, 3 of 3 requests change, tokens 1479 -> 1491 (+12)
+support: changed, 3 of 3 requests change, tokens 1495 -> 1507 (+12)
 ";
 
 #[tokio::test]
@@ -84,7 +84,7 @@ async fn a_persona_edit_shows_its_changes_before_it_goes_live() {
                 0,
                 "billing: unchanged, 0 of 0 requests change, tokens 0 -> 0 (+0)\n\
                  digest: unchanged, 0 of 0 requests change, tokens 0 -> 0 (+0)\n\
-                 support: unchanged, 0 of 8 requests change, tokens 4733 -> 4733 (+0)\n"
+                 support: unchanged, 0 of 8 requests change, tokens 4781 -> 4781 (+0)\n"
                     .to_owned(),
                 String::new()
             ),
@@ -157,7 +157,7 @@ async fn a_persona_edit_shows_its_changes_before_it_goes_live() {
         );
         assert_eq!(code, 1, "{url}");
         assert!(
-            stdout.starts_with("support: changed, 1 of 1 request change, tokens 639 -> 643 (+4)\n"),
+            stdout.starts_with("support: changed, 1 of 1 request change, tokens 655 -> 659 (+4)\n"),
             "{url}: {stdout}"
         );
         let (code, stdout, _) = protege(

@@ -236,7 +236,7 @@ async fn the_page_shows_a_resolved_request_and_the_screenshots_are_saved() {
     let summary = text_of(&dom, "request-summary");
     let sha = summary
         .strip_prefix(
-            "support · message <refund-3@example.com> · 12 messages · 639 tokens · sha256 ",
+            "support · message <refund-3@example.com> · 12 messages · 655 tokens · sha256 ",
         )
         .and_then(|rest| rest.strip_suffix('…'))
         .unwrap_or_else(|| panic!("{summary}"));

@@ -2719,7 +2719,7 @@ async fn explain_counts_the_tokens_of_each_message_and_marks_the_cache_breakpoin
         .iter()
         .map(|t| t.as_u64().unwrap())
         .collect();
-    assert_eq!(tokens, [112, 97, 32, 37, 90, 12, 26, 17, 14, 99, 29, 74]);
+    assert_eq!(tokens, [112, 97, 32, 37, 106, 12, 26, 17, 14, 99, 29, 74]);
     // Each row's tokens are the sum of its messages'.
     let mut start = 0;
     for row in answer["explain"].as_array().unwrap() {

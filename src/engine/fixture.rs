@@ -8,9 +8,11 @@ use super::{Engine, EngineError};
 
 impl Engine {
     /// Connects to the database and brings its schema up to date, as `protege db migrate`
-    /// does (every other call does it on first use).
-    pub async fn migrate(&self) -> Result<(), EngineError> {
-        self.db().await.map(|_| ())
+    /// does (every other call does it on first use); the names of the migrations the
+    /// engine's connection applied (none when the schema was up to date).
+    pub async fn migrate(&self) -> Result<Vec<String>, EngineError> {
+        self.db().await?;
+        Ok(self.migrations_applied().to_vec())
     }
 
     /// Imports the JSON fixture at `path`, all or nothing, as `protege db import` does: the

@@ -386,6 +386,7 @@ impl EngineBuilder {
                     Some(conn) => OnceCell::new_with(Some(conn)),
                     None => OnceCell::new(),
                 },
+                applied: std::sync::OnceLock::new(),
                 events,
                 fits: calibrate::Fits::default(),
                 fence_key: match self.fence_key {
@@ -437,6 +438,8 @@ struct Inner {
     /// The read replica, when one is set.
     replica: Option<Arc<replica::Replica>>,
     db: OnceCell<DatabaseConnection>,
+    /// The migrations the engine's first connection applied.
+    applied: std::sync::OnceLock<Vec<String>>,
     /// The reload events, and the receiver made with the channel, kept for the first
     /// caller of [`Engine::events`] so it misses nothing since the engine was built.
     events: Option<(broadcast::Sender<Event>, FirstReceiver)>,
@@ -637,6 +640,12 @@ impl Engine {
         Some(kept.unwrap_or_else(|| tx.subscribe()))
     }
 
+    /// The names of the migrations this engine applied when it connected (none when the
+    /// schema was up to date, or before it connected).
+    pub fn migrations_applied(&self) -> &[String] {
+        self.inner.applied.get().map_or(&[], Vec::as_slice)
+    }
+
     /// The database, connected (and migrated) on first use.
     pub async fn db(&self) -> Result<&DatabaseConnection, EngineError> {
         self.inner
@@ -644,7 +653,8 @@ impl Engine {
             .get_or_try_init(|| async {
                 let conn =
                     db::connect_within(&self.inner.database, self.inner.connect_timeout).await?;
-                db::migrate(&conn).await?;
+                let applied = db::migrate(&conn).await?;
+                let _ = self.inner.applied.set(applied);
                 Ok::<_, EngineError>(conn)
             })
             .await

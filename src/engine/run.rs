@@ -748,7 +748,7 @@ fn provider_id(text: &str) -> bool {
 /// The most tokens one usage count of a recorded round may hold: far above what any model
 /// reports for one call, and far enough below `i64::MAX` that the sums the database makes
 /// over every run of a model cannot overflow.
-pub const MAX_ROUND_TOKENS: u64 = 1_000_000_000;
+pub(super) const MAX_ROUND_TOKENS: u64 = 1_000_000_000;
 
 /// Refuses a response whose usage no model reports (a count over [`MAX_ROUND_TOKENS`]),
 /// or whose tool call ids or names no provider would take back: every later request of the

@@ -12,8 +12,20 @@ use super::args::{DirectionArg, ImportEmlArgs, ListFormat, ThreadByArg};
 use super::{CliResult, Env, Failure, output, personas};
 
 pub(crate) async fn migrate(env: &Env) -> CliResult {
-    env.engine().await?.migrate().await?;
-    output::out("database schema is up to date\n")
+    let applied = env.engine().await?.migrate().await?;
+    if applied.is_empty() {
+        return output::out("database schema is up to date\n");
+    }
+    let mut text = format!(
+        "applied {} migration{}:\n",
+        applied.len(),
+        if applied.len() == 1 { "" } else { "s" }
+    );
+    for name in &applied {
+        text.push_str(&format!("  {name}\n"));
+    }
+    text.push_str("database schema is up to date\n");
+    output::out(&text)
 }
 
 pub(crate) async fn import(env: &Env, file: &Path) -> CliResult {

@@ -27,9 +27,9 @@ const MIGRATE_LOCK_NAME: &str = "protege_migrate";
 const MYSQL_LOCK_WAIT_SECS: i64 = 300;
 
 /// Runs the pending migrations under the migration lock.
-pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<(), DbErr> {
+pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<Vec<String>, DbErr> {
     if up_to_date(db).await {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let backend = db.get_database_backend();
     let txn = begin_exclusive(db).await?;
@@ -54,7 +54,14 @@ pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<(), DbErr>
         }
         _ => {}
     }
-    let outcome = Migrator::up(&txn, None).await;
+    // What this call applies: another process may have applied some of them meanwhile.
+    let outcome = match Migrator::get_pending_migrations(&txn).await {
+        Ok(pending) => {
+            let names = pending.iter().map(|m| m.name().to_owned()).collect();
+            Migrator::up(&txn, None).await.map(|()| names)
+        }
+        Err(e) => Err(e),
+    };
     if backend == DbBackend::MySql {
         // Released on every path: the connection goes back to the pool afterwards.
         let released = txn
@@ -64,12 +71,12 @@ pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<(), DbErr>
                 [MIGRATE_LOCK_NAME.into()],
             ))
             .await;
-        if let (Ok(()), Err(e)) = (&outcome, released) {
+        if let (Ok(_), Err(e)) = (&outcome, released) {
             return Err(e);
         }
     }
     match outcome {
-        Ok(()) => txn.commit().await,
+        Ok(names) => txn.commit().await.map(|()| names),
         Err(e) => {
             txn.rollback().await.ok();
             Err(e)

@@ -17,7 +17,9 @@ pub use migration::Migrator;
 /// Runs under a lock held for the whole run, so any number of processes may migrate the
 /// same database at once and all succeed: a transaction-scoped advisory lock on
 /// PostgreSQL, `GET_LOCK` on MySQL/MariaDB, and a `BEGIN IMMEDIATE` transaction on SQLite.
-pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
+/// Returns the names of the migrations this call applied (none when the schema was up to
+/// date).
+pub async fn migrate(db: &DatabaseConnection) -> Result<Vec<String>> {
     lock::migrate_locked(db).await.map_err(|e| {
         Error::new(
             ErrorKind::Database,
