@@ -137,7 +137,7 @@ fn contents(body: &Value) -> Vec<(String, String)> {
 }
 
 fn input(n: u32) -> ResolveInput {
-    ResolveInput::reply("support", &format!("<shape-{n}@example.com>"))
+    ResolveInput::reply("support", format!("<shape-{n}@example.com>"))
         .format(Format::Messages)
         .now("2026-03-10T10:00:00Z".parse().unwrap())
 }

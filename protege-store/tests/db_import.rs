@@ -427,9 +427,9 @@ async fn an_up_to_date_database_is_migrated_in_one_statement() {
 #[tokio::test]
 async fn the_runs_migration_keeps_the_tool_uses() {
     on_each_backend("runs_migration", |db, _| async move {
-        // Down five: the settings' migration, the second HTML conversion, the addresses and
-        // the stripped bodies came after it.
-        Migrator::down(&db, Some(5)).await.unwrap();
+        // Down six: the settings' migration, the second HTML conversion, the addresses, the
+        // stripped bodies and the second rules came after it.
+        Migrator::down(&db, Some(6)).await.unwrap();
         let select = |sql: &str| {
             db.query_all_raw(sea_orm::Statement::from_string(
                 db.get_database_backend(),
@@ -495,8 +495,8 @@ async fn the_addresses_migration_indexes_the_stored_messages() {
             })
             .collect::<Vec<_>>()
         };
-        // Down two: the stripped bodies came after it.
-        Migrator::down(&db, Some(2)).await.unwrap();
+        // Down three: the stripped bodies and the second rules came after it.
+        Migrator::down(&db, Some(3)).await.unwrap();
         assert!(select("SELECT id FROM message_addresses").await.is_err());
         db.execute_unprepared(
             "INSERT INTO email_threads (id, subject, created_at) VALUES (1, 'S', '2026-01-01 00:00:00')",
@@ -695,9 +695,9 @@ async fn html_is_converted_once(db: DatabaseConnection) {
     );
 
     // Rows stored before the column existed: the migration converts each of them (down
-    // six: the runs', the settings', the second conversion's, the addresses' and the
-    // stripped bodies' migrations came after it).
-    Migrator::down(&db, Some(6)).await.unwrap();
+    // seven: the runs', the settings', the second conversion's, the addresses', the
+    // stripped bodies' and the second rules' migrations came after it).
+    Migrator::down(&db, Some(7)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),
@@ -730,7 +730,8 @@ async fn html_bodies_are_stored_as_text_once_and_migrated() {
 
 /// The stripped bodies' migration strips the mail stored before it as an import would have:
 /// the same rows, each message against every earlier message of its thread (an HTML-only
-/// body by its stored text); its down drops the table.
+/// body by its stored text: Ann sends her first mail again below a line); its down drops
+/// the table.
 #[tokio::test]
 async fn the_strips_migration_strips_the_stored_messages() {
     on_each_backend("strips_migration", |db, _| async move {
@@ -739,8 +740,8 @@ async fn the_strips_migration_strips_the_stored_messages() {
         let fixture = json!({"threads": [{"subject": "Invoice", "messages": [
             {"message_id": "<a@x>", "direction": "inbound", "from": "ann@x.test",
              "to": ["billing@acme.test"], "subject": "Invoice", "sent_at": "2026-03-01T09:00:00Z", "text_body": first},
-            {"message_id": "<b@x>", "direction": "outbound", "from": "billing@acme.test",
-             "to": ["ann@x.test"], "subject": "Invoice", "sent_at": "2026-03-01T10:00:00Z",
+            {"message_id": "<b@x>", "direction": "inbound", "from": "ann@x.test",
+             "to": ["billing@acme.test"], "subject": "Invoice", "sent_at": "2026-03-01T10:00:00Z",
              "html_body": format!("<p>Sent again.</p><p>{}</p>", first.replace('\n', "<br>"))},
             {"message_id": "<c@x>", "direction": "inbound", "from": "ann@x.test",
              "to": ["billing@acme.test"], "subject": "Invoice", "sent_at": "2026-03-01T11:00:00Z",
@@ -788,7 +789,8 @@ async fn the_strips_migration_strips_the_stored_messages() {
             ),
         ];
         assert_eq!(rows().await, want);
-        Migrator::down(&db, Some(1)).await.unwrap();
+        // Down two: the second rules' migration (which keeps the rows) and this one.
+        Migrator::down(&db, Some(2)).await.unwrap();
         assert!(select("SELECT id FROM message_strips").await.is_err());
         db::migrate(&db).await.unwrap();
         assert_eq!(rows().await, want);
