@@ -1264,3 +1264,63 @@ async fn rounds_refuse_ids_names_and_usage_no_provider_takes_back() {
         close(&engine).await;
     }
 }
+
+/// A run answers mail sent to its persona: a message addressed elsewhere is refused (its
+/// tool rounds would be replayed in a thread the persona has no part in), while a preview
+/// of it stays possible; a message of a thread the persona wrote in is its to answer even
+/// when the customer dropped its address. On every backend.
+#[tokio::test]
+async fn a_run_answers_only_mail_sent_to_its_persona() {
+    let root = agent_root();
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "runs_addressed").await {
+        let engine = engine_on(root.path(), &url).await;
+        let elsewhere = mail(
+            "<hr-1@example.com>",
+            ZOE,
+            "hr@acme.test",
+            None,
+            "Tue, 10 Mar 2026 09:10:00 +0000",
+            "My contract",
+            "Please send me my contract.",
+        );
+        engine
+            .ingest_mail(elsewhere.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let input = ResolveInput::reply("agent", "<hr-1@example.com>").format(Format::Anthropic);
+        let e = engine.start_run(&input).await.unwrap_err();
+        assert_eq!(
+            (e.kind(), e.to_string()),
+            (
+                EngineErrorKind::InvalidInput,
+                "message `<hr-1@example.com>` was not sent to persona `agent`: none of its addresses is in the message's To or Cc or sent mail in its thread".to_owned()
+            ),
+            "{url}"
+        );
+        assert!(engine.resolve(&input).await.is_ok(), "{url}");
+        // The persona answered the first mail; Zoe's next one goes to a colleague alone.
+        engine
+            .ingest_mail(sent_mail().as_bytes(), Some(Direction::Outbound))
+            .await
+            .unwrap();
+        let next = mail(
+            NEXT,
+            ZOE,
+            "colleague@example.com",
+            Some(SENT),
+            "Tue, 10 Mar 2026 09:30:00 +0000",
+            "Re: Where is my order?",
+            "Forwarding you the answer.",
+        );
+        engine
+            .ingest_mail(next.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let run = engine
+            .start_run(&ResolveInput::reply("agent", NEXT).format(Format::Anthropic))
+            .await;
+        assert!(run.is_ok(), "{url}: {run:?}");
+        close(&engine).await;
+    }
+}

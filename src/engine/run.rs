@@ -265,6 +265,9 @@ impl Engine {
             ));
         }
         let (out, parts) = self.resolve_with_parts(input).await?;
+        if let (Some(id), Some(row)) = (&input.message_id, parts.message_row) {
+            self.check_addressed(&input.persona, id, row).await?;
+        }
         let spec = parts
             .model
             .ok_or_else(|| EngineError::new(EngineErrorKind::BadRequest, "a run needs a model"))?;
@@ -302,6 +305,37 @@ impl Engine {
             round: 0,
             body: out.body,
         })
+    }
+
+    /// Refuses a reply run of `persona` on message `id` (row `row`) that was not sent to
+    /// it: one of the persona's addresses must be in the message's To or Cc, or have sent
+    /// mail in its thread. Else any persona could answer any stored mail, and its tool
+    /// rounds would be replayed in a thread it has no part in. A persona that declares no
+    /// address has no mailbox to check, and answers what it is given.
+    async fn check_addressed(&self, persona: &str, id: &str, row: i64) -> Result<(), EngineError> {
+        let Some(persona) = self.persona(persona) else {
+            return Ok(());
+        };
+        let own: Vec<String> = persona
+            .info()
+            .addresses
+            .iter()
+            .map(|a| a.trim().to_lowercase())
+            .collect();
+        if own.is_empty() {
+            return Ok(());
+        }
+        let conn = self.db().await?;
+        if db::persona_addressed(conn, row, &own).await? {
+            return Ok(());
+        }
+        Err(EngineError::new(
+            EngineErrorKind::InvalidInput,
+            format!(
+                "message `{id}` was not sent to persona `{}`: none of its addresses is in the message's To or Cc or sent mail in its thread",
+                persona.name()
+            ),
+        ))
     }
 
     /// Records round `input.round` of run `run_id` and says what comes next.

@@ -43,7 +43,7 @@ pub use read::{
 #[doc(hidden)]
 pub use read::{
     call_id_taken_in_thread, direct_round_trips, embedded_statements, embedded_write, load_rounds,
-    load_run, recent_inbound_to, thread_inbound_messages,
+    load_run, persona_addressed, recent_inbound_to, thread_inbound_messages,
 };
 pub use schema::{Migrator, entities, migrate};
 

@@ -52,7 +52,7 @@ pub use lookup::{
     AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
     load_message, recent_inbound_to, thread_inbound_messages, thread_messages,
 };
-pub use runs::{call_id_taken_in_thread, load_rounds, load_run};
+pub use runs::{call_id_taken_in_thread, load_rounds, load_run, persona_addressed};
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,
 /// whose metric callback does not see them: the statements run through the SQLite C

@@ -91,3 +91,33 @@ pub async fn call_id_taken_in_thread(
         None => None,
     })
 }
+
+/// Whether message `message` (a `messages.id`) was sent to one of `addresses` (bare and
+/// lowercased): one of them is in its To or Cc, or sent a message of its thread (a
+/// participant's row of `message_addresses`). One query.
+pub async fn persona_addressed(
+    db: &DatabaseConnection,
+    message: i64,
+    addresses: &[String],
+) -> Result<bool> {
+    use crate::db::entities::{message as m, message_address as a};
+    let thread = Query::select()
+        .column(m::Column::EmailThreadId)
+        .from(m::Entity)
+        .and_where(Expr::col(m::Column::Id).eq(message))
+        .to_owned();
+    let select = Query::select()
+        .column(a::Column::Id)
+        .from(a::Entity)
+        .and_where(Expr::col(a::Column::Address).is_in(addresses.iter().cloned()))
+        .and_where(
+            Expr::col(a::Column::MessageId)
+                .eq(message)
+                .or(Expr::col(a::Column::EmailThreadId)
+                    .in_subquery(thread)
+                    .and(Expr::col(a::Column::Participant).eq(true))),
+        )
+        .limit(1)
+        .to_owned();
+    Ok(db.query_one(&select).await?.is_some())
+}
