@@ -139,7 +139,11 @@ async fn run(command: Command, env: &Env) -> CliResult {
             DbCommand::Threads { limit, format } => db::threads(env, limit, format).await,
             DbCommand::Messages { thread, format } => db::messages(env, thread, format).await,
         },
-        Command::Forget { address, dry_run } => db::forget(env, &address, dry_run).await,
+        Command::Forget {
+            address,
+            dry_run,
+            force,
+        } => db::forget(env, &address, dry_run, force).await,
         Command::Resolve(args) => resolve::run(env, &args).await,
         Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Run { command } => commands::run::run(env, &command).await,

@@ -383,3 +383,65 @@ async fn an_erasure_during_resolves_never_gives_half_a_thread() {
     }
     drop_server_dbs(&urls, "provenance_race").await;
 }
+
+/// What a forget left behind or did too much, as the third red team found it: the thread
+/// kept the erased person's subject, a quoted local part escaped, a persona's own address
+/// erased every thread, and a malformed address was taken. On every backend.
+#[tokio::test]
+async fn forget_takes_the_subject_the_quoted_address_and_refuses_a_personas_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = root();
+    let fixture = json!({"threads": [
+        {"subject": "Kim's divorce papers", "messages": [
+            {"message_id": "<p1@example.com>", "direction": "inbound",
+             "from": "Kim Lee <\"kim\"@example.com>", "to": ["support@acme.test"],
+             "subject": "Kim's divorce papers", "sent_at": "2026-03-02T09:00:00Z",
+             "text_body": "Private."},
+            {"message_id": "<p2@example.com>", "direction": "inbound",
+             "from": "bob@example.com", "to": ["support@acme.test"],
+             "subject": "Re: Invoice question", "sent_at": "2026-03-02T10:00:00Z",
+             "text_body": "Where is my invoice?"}
+        ]}
+    ]});
+    std::fs::write(root.path().join("private.json"), fixture.to_string()).unwrap();
+    let urls = every_backend(dir.path(), "provenance_forget_rules").await;
+    for (url, _) in &urls {
+        let engine = Engine::builder()
+            .root(root.path())
+            .database(url)
+            .build()
+            .await
+            .unwrap();
+        engine
+            .import_fixture(&root.path().join("private.json"))
+            .await
+            .unwrap();
+        let refused = |e: protege::EngineError| (e.kind(), e.to_string());
+        assert_eq!(
+            refused(engine.forget("Support <SUPPORT@acme.test>", true).await.unwrap_err()),
+            (
+                EngineErrorKind::InvalidInput,
+                "`support@acme.test` is an address of persona `support`: forgetting it erases every thread of that persona; force it (`--force`, `\"force\": true`) if that is meant".to_owned()
+            ),
+            "{url}"
+        );
+        assert_eq!(
+            refused(engine.forget("alice@", false).await.unwrap_err()),
+            (
+                EngineErrorKind::InvalidInput,
+                "`alice@` is not an email address: it has nothing after its `@`".to_owned()
+            ),
+            "{url}"
+        );
+        // Forced, a dry run counts the persona's every message.
+        let all = engine.forget_any("support@acme.test", true).await.unwrap();
+        assert_eq!(all.messages, 2, "{url}");
+        let removed = engine.forget("kim@example.com", false).await.unwrap();
+        assert_eq!(removed.messages, 1, "{url}");
+        let threads = engine.threads(10).await.unwrap();
+        let subjects: Vec<&str> = threads.iter().map(|t| t.subject.as_str()).collect();
+        assert_eq!(subjects, ["Invoice question"], "{url}");
+        engine.db().await.unwrap().clone().close().await.unwrap();
+    }
+    drop_server_dbs(&urls, "provenance_forget_rules").await;
+}

@@ -890,13 +890,27 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
             )
         )
     );
+    // The persona's own address would erase every thread: refused unless forced.
+    assert_eq!(
+        forget(json!({"address": "support@acme.test", "dry_run": true})).await,
+        (
+            422,
+            error(
+                "invalid_input",
+                "`support@acme.test` is an address of persona `support`: forgetting it erases every thread of that persona; force it (`--force`, `\"force\": true`) if that is meant"
+            )
+        )
+    );
+    let (status, text) =
+        forget(json!({"address": "support@acme.test", "dry_run": true, "force": true})).await;
+    assert_eq!(status, 200, "{text}");
     assert_eq!(
         forget(json!({"address": "bob@example.com", "dryrun": true})).await,
         (
             400,
             error(
                 "bad_request",
-                "invalid forget body: unknown field `dryrun`, expected `address` or `dry_run` at line 1 column 37"
+                "invalid forget body: unknown field `dryrun`, expected one of `address`, `dry_run`, `force` at line 1 column 37"
             )
         )
     );

@@ -22,11 +22,18 @@ use crate::erase::{Removed, finish, remove_messages};
 /// What [`forget`] removed (or, for a dry run, would remove): rows per table.
 pub type Forgotten = Removed;
 
+/// The key of an address to forget, as [`forget`] reads it (`None` when it is no address).
+pub fn forget_key(address: &str) -> Option<String> {
+    key_of(address).ok()
+}
+
 /// The key of the address to forget: [`address_key`] of `address` (so any case and a
-/// display name match), or an [`ErrorKind::InvalidInput`] error when it is no address.
+/// display name match), a quoted local part that needs no quotes unquoted
+/// (`"kim"@example.com` is `kim@example.com`), or an [`ErrorKind::InvalidInput`] error when
+/// it is no address.
 fn key_of(address: &str) -> Result<String> {
     let invalid = |why: String| Err(Error::new(ErrorKind::InvalidInput, why));
-    let key = address_key(address);
+    let key = unquoted(&address_key(address));
     let chars = key.chars().count();
     if key.is_empty() {
         return invalid("the address to forget is empty".to_owned());
@@ -37,8 +44,14 @@ fn key_of(address: &str) -> Result<String> {
             message_address::MAX_ADDRESS_CHARS
         ));
     }
-    if !key.contains('@') {
+    let Some((local, domain)) = key.rsplit_once('@') else {
         return invalid(format!("`{key}` is not an email address: it has no `@`"));
+    };
+    if local.is_empty() || domain.is_empty() {
+        return invalid(format!(
+            "`{key}` is not an email address: it has nothing {} its `@`",
+            if local.is_empty() { "before" } else { "after" }
+        ));
     }
     if key.chars().any(char::is_whitespace) {
         return invalid(format!(
@@ -46,6 +59,39 @@ fn key_of(address: &str) -> Result<String> {
         ));
     }
     Ok(key)
+}
+
+/// `key` with a quoted local part unquoted when its text needs no quotes (letters, digits
+/// and the dot-atom signs of RFC 5322).
+fn unquoted(key: &str) -> String {
+    let Some((local, domain)) = key.rsplit_once('@') else {
+        return key.to_owned();
+    };
+    match local.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
+        Some(inner)
+            if !inner.is_empty()
+                && !inner.starts_with('.')
+                && !inner.ends_with('.')
+                && !inner.contains("..")
+                && inner
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c)) =>
+        {
+            format!("{inner}@{domain}")
+        }
+        _ => key.to_owned(),
+    }
+}
+
+/// The forms an address key may be stored in: as it is, and with its local part quoted.
+fn stored_forms(key: &str) -> Vec<String> {
+    let mut forms = vec![key.to_owned()];
+    if let Some((local, domain)) = key.rsplit_once('@')
+        && !local.starts_with('"')
+    {
+        forms.push(format!("\"{local}\"@{domain}"));
+    }
+    forms
 }
 
 /// Erases the correspondent `address`: every message whose From, To or Cc holds it, with
@@ -70,7 +116,7 @@ async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Resu
     let found = Query::select()
         .columns([A::MessageId, A::EmailThreadId])
         .from(message_address::Entity)
-        .and_where(Expr::col(A::Address).eq(key))
+        .and_where(Expr::col(A::Address).is_in(stored_forms(key)))
         .to_owned();
     let mut messages = BTreeSet::new();
     let mut threads = BTreeSet::new();
@@ -80,7 +126,42 @@ async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Resu
     }
     let messages: Vec<i64> = messages.into_iter().collect();
     let threads: Vec<i64> = threads.into_iter().collect();
-    remove_messages(db, &messages, &threads).await
+    let removed = remove_messages(db, &messages, &threads).await?;
+    resubject(db, &threads).await?;
+    Ok(removed)
+}
+
+/// Gives each of `threads` that is left the subject of its first message left (without
+/// `Re:`/`Fwd:`, as a stored thread's is): the subject it had came from a message now
+/// erased, and may name what the person wrote.
+async fn resubject<C: ConnectionTrait>(db: &C, threads: &[i64]) -> Result<()> {
+    use protege_core::db::entities::{email_thread as t, message as m};
+    for chunk in threads.chunks(crate::store::IN_CHUNK) {
+        let first = Query::select()
+            .columns([m::Column::EmailThreadId, m::Column::Subject])
+            .from(m::Entity)
+            .and_where(Expr::col(m::Column::EmailThreadId).is_in(chunk.iter().copied()))
+            .order_by(m::Column::EmailThreadId, sea_orm::Order::Asc)
+            .order_by(m::Column::SentAt, sea_orm::Order::Asc)
+            .order_by(m::Column::Id, sea_orm::Order::Asc)
+            .to_owned();
+        let mut seen = BTreeSet::new();
+        for row in db.query_all(&first).await? {
+            let thread: i64 = row.try_get("", "email_thread_id")?;
+            if !seen.insert(thread) {
+                continue;
+            }
+            let subject: String = row.try_get("", "subject")?;
+            let subject = protege_mail::eml::parse::thread_subject(&subject);
+            let update = Query::update()
+                .table(t::Entity)
+                .value(t::Column::Subject, subject)
+                .and_where(Expr::col(t::Column::Id).eq(thread))
+                .to_owned();
+            db.execute(&update).await?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -94,6 +175,15 @@ mod tests {
             "ann@example.com"
         );
         assert_eq!(key_of("  ann@example.com ").unwrap(), "ann@example.com");
+        assert_eq!(key_of("\"Kim\"@Example.com").unwrap(), "kim@example.com");
+        assert_eq!(
+            key_of("\"kim lee\"@example.com").unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            stored_forms("kim@example.com"),
+            ["kim@example.com", "\"kim\"@example.com"]
+        );
     }
 
     #[test]
@@ -104,6 +194,14 @@ mod tests {
             ("   ", "the address to forget is empty"),
             ("<>", "the address to forget is empty"),
             ("ann", "`ann` is not an email address: it has no `@`"),
+            (
+                "alice@",
+                "`alice@` is not an email address: it has nothing after its `@`",
+            ),
+            (
+                "@example.com",
+                "`@example.com` is not an email address: it has nothing before its `@`",
+            ),
             (
                 "ann smith@example.com",
                 "`ann smith@example.com` is not an email address: it has a space inside",

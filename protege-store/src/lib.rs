@@ -47,7 +47,7 @@ pub use fixture::{
     ImportSummary, export_fixture, import_fixture, import_fixture_file, import_fixture_str,
     parse_fixture,
 };
-pub use forget::{Forgotten, forget};
+pub use forget::{Forgotten, forget, forget_key};
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 // The writes of runs: the engine of the `protege` crate (`Engine::start_run`,
 // `Engine::record_round`) and the tests use them; an application goes through `Engine`.

@@ -332,6 +332,9 @@ pub(super) struct ForgetBody {
     address: String,
     #[serde(default)]
     dry_run: bool,
+    /// Also a persona's own address (every thread of that persona).
+    #[serde(default)]
+    force: bool,
 }
 
 impl JsonBody for ForgetBody {
@@ -344,7 +347,11 @@ pub(super) async fn forget(
     State(app): State<App>,
     Json(input): Json<ForgetBody>,
 ) -> Result<Response, ApiError> {
-    let counts = app.engine.forget(&input.address, input.dry_run).await?;
+    let counts = if input.force {
+        app.engine.forget_any(&input.address, input.dry_run).await?
+    } else {
+        app.engine.forget(&input.address, input.dry_run).await?
+    };
     erasure_answer(&counts, input.dry_run)
 }
 

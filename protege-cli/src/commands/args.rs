@@ -109,6 +109,9 @@ pub(crate) enum Command {
         /// Print what would be removed and change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Also when the address is a persona's own (every thread of that persona goes).
+        #[arg(long)]
+        force: bool,
     },
     /// Start a run, record its rounds, show it: the loop of an agent, one round at a time.
     Run {

@@ -50,8 +50,13 @@ pub(crate) async fn summary(env: &Env, message: &str, file: &Path) -> CliResult 
 
 /// `forget`: erase a correspondent (or, with `--dry-run`, count what would go); one
 /// `table: count` line per table.
-pub(crate) async fn forget(env: &Env, address: &str, dry_run: bool) -> CliResult {
-    let removed = env.engine().await?.forget(address, dry_run).await?;
+pub(crate) async fn forget(env: &Env, address: &str, dry_run: bool, force: bool) -> CliResult {
+    let engine = env.engine().await?;
+    let removed = if force {
+        engine.forget_any(address, dry_run).await?
+    } else {
+        engine.forget(address, dry_run).await?
+    };
     output::out(&format!("{removed}\n"))
 }
 
