@@ -385,3 +385,30 @@ async fn each_column_type_renders_as_expected() {
         assert_eq!(got, want.trim_end(), "{backend}: {url}");
     }
 }
+
+/// An address matches whatever its case (a customer writes from `Alice@Example.COM`, the
+/// table holds `alice@example.com`); other text keeps an exact match. On every backend.
+#[tokio::test]
+async fn an_address_matches_its_row_whatever_its_case() {
+    on_each_backend("where_address_case", |db, _| async move {
+        setup(&db).await;
+        let ctx = reply_ctx(&db, "<acct-1@example.com>").await;
+        let by = |column: &str, value: &str| {
+            LoadRecord::table("accounts")
+                .filter(column, WhereValue::Value(json!(value)))
+                .template_str("{{ record.name }}")
+        };
+        let found = text(&by("email", "Alice@Example.COM"), &ctx).await;
+        let exact = text(&by("email", "alice@example.com"), &ctx).await;
+        assert!(found.is_some());
+        assert_eq!(found, exact);
+        let name = exact.unwrap();
+        assert_eq!(text(&by("name", &name), &ctx).await, Some(name.clone()));
+        assert_eq!(
+            text(&by("name", &name.to_uppercase()), &ctx).await,
+            None,
+            "{name}"
+        );
+    })
+    .await;
+}

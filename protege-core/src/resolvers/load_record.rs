@@ -309,6 +309,22 @@ impl LoadRecord {
             .map(|o| (o.column.clone(), o.desc))
             .collect();
         let rows = records::select(db, &self.table, &filters, &order, self.limit).await?;
+        if rows.is_empty()
+            && filters
+                .iter()
+                .any(|(_, b)| matches!(b, Bound::Text(t) if !t.is_empty()))
+        {
+            // A key was there and found nothing: a silent miss is how a wrong `where` hides.
+            tracing::warn!(
+                table = %self.table,
+                filters = %filters
+                    .iter()
+                    .map(|(c, b)| format!("{c} = {}", b.to_json()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                "LoadRecord found no row"
+            );
+        }
         let rendered = rows
             .iter()
             .map(|row| self.template.render(ctx, row))

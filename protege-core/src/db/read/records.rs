@@ -49,7 +49,7 @@ use base64::Engine as _;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rusqlite::types::ValueRef;
 use sea_orm::prelude::Decimal;
-use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Order, Query};
+use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Func, Order, Query};
 #[cfg(feature = "mysql")]
 use sea_orm::sqlx::mysql::{MySql, MySqlRow};
 #[cfg(feature = "postgres")]
@@ -86,7 +86,20 @@ impl Bound {
     }
 }
 
-/// Runs `SELECT * FROM table WHERE ... ORDER BY ... LIMIT n` and returns the rows.
+/// Whether a `where` text is an email address (one `@` with text on both sides, no white
+/// space, at most 320 characters): addresses compare without regard to case.
+fn is_address(text: &str) -> bool {
+    text.len() <= 320
+        && text.matches('@').count() == 1
+        && !text.starts_with('@')
+        && !text.ends_with('@')
+        && !text.contains(char::is_whitespace)
+}
+
+/// Runs `SELECT * FROM table WHERE ... ORDER BY ... LIMIT n` and returns the rows. A text
+/// value that is an email address matches its column without regard to ASCII case
+/// (`LOWER(column) = lower-cased value`): `Kim@Example.com` in a mail finds the row of
+/// `kim@example.com`.
 ///
 /// On a SQLite file the statement runs through the SQLite C library (like the history
 /// reads).
@@ -102,6 +115,9 @@ pub(crate) async fn select(
     for (column, value) in filters {
         let col = Expr::col(Alias::new(column.as_str()));
         q.and_where(match value {
+            Bound::Text(s) if is_address(s) => {
+                Expr::expr(Func::lower(col)).eq(s.to_ascii_lowercase())
+            }
             Bound::Text(s) => col.eq(s.as_str()),
             Bound::Int(n) => col.eq(*n),
             Bound::Float(f) => col.eq(*f),
