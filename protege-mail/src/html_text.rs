@@ -180,6 +180,10 @@ struct Writer {
     lists_beyond: usize,
     /// A list item's marker waits for its first text.
     marker: Option<String>,
+    /// A cell of the current table row has started.
+    cells: bool,
+    /// Another cell of the row started: its first text follows ` | `.
+    cell_sep: bool,
 }
 
 impl Writer {
@@ -248,8 +252,13 @@ impl Writer {
             if lines > 0 {
                 self.line_start = true;
                 self.space = false;
+                self.cell_sep = false;
+            } else if self.cell_sep && !self.line_start {
+                self.out.push_str(" | ");
+                self.space = false;
             }
         }
+        self.cell_sep = false;
         self.pending = Break::None;
         if let Some(marker) = self.marker.take() {
             self.out.push_str(&marker);
@@ -321,7 +330,20 @@ impl Writer {
                 };
                 self.marker = Some(marker);
             }
-            _ if is_paragraph(name) => self.request(Break::Blank),
+            // A row is a line, its cells separated by ` | `.
+            "tr" => {
+                self.request(Break::Line);
+                self.cells = false;
+                self.cell_sep = false;
+            }
+            "td" | "th" => {
+                self.cell_sep = self.cells;
+                self.cells = true;
+            }
+            _ if is_paragraph(name) => {
+                self.request(Break::Blank);
+                self.cells = false;
+            }
             _ if is_line_block(name) => self.request(Break::Line),
             _ => {}
         }
@@ -395,8 +417,6 @@ fn is_line_block(name: &str) -> bool {
             | "center"
             | "caption"
             | "tr"
-            | "td"
-            | "th"
             | "thead"
             | "tbody"
             | "tfoot"
@@ -438,7 +458,13 @@ mod tests {
             html_to_text(
                 "<table><tr><td>Item</td><td>Qty</td></tr><tr><td>A-1</td><td>2</td></tr></table><p> </p>"
             ),
-            "Item\nQty\nA-1\n2"
+            "Item | Qty\nA-1 | 2"
+        );
+        assert_eq!(
+            html_to_text(
+                "<table><tr><th>Order</th><th> Total </th></tr><tr><td>A-1042</td><td></td><td>129.90 EUR</td></tr></table>after"
+            ),
+            "Order | Total\nA-1042 | 129.90 EUR\nafter"
         );
         assert_eq!(html_to_text("a <!-- c --> b &lt;x&gt;"), "a b <x>");
         assert_eq!(html_to_text("<p> </p>"), "");

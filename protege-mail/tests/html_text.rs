@@ -69,7 +69,7 @@ fn readable_body_rules() {
              <table><tr><th>Item</th><th>Qty</th></tr><tr><td>A-1</td><td>2</td></tr></table>\
              <ol><li>first<li>second</ol><script>alert(1)</script><style>p{}</style>after"
         ),
-        "Title\n\nOne\u{a0}two <3>\n\nquoted\n\nItem\nQty\nA-1\n2\n1. first\n2. second\nafter"
+        "Title\n\nOne\u{a0}two <3>\n\nquoted\n\nItem | Qty\nA-1 | 2\n1. first\n2. second\nafter"
     );
 }
 
