@@ -225,6 +225,26 @@ fn man_writes_a_page_per_command_into_a_folder() {
     // The top page stays what `protege man` prints.
     let top = std::fs::read_to_string(dir.path().join("protege.1")).unwrap();
     assert_eq!(top, protege(&["man"]).1);
+    // A page's name taken by a symlink to a file elsewhere, or by a FIFO: each is replaced
+    // by the page, the symlink's target is untouched and nothing blocks.
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.path().join("protege-forget.1");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let fifo = dir.path().join("protege-man.1");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let (code, _, stderr) = protege(&["man", "--dir", &folder]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    for page in [&link, &fifo] {
+        let meta = std::fs::symlink_metadata(page).unwrap();
+        assert!(meta.file_type().is_file(), "{}", page.display());
+    }
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), forget);
     // A folder that does not exist: one sentence, exit 1, nothing written.
     let missing = dir.path().join("missing");
     let (code, stdout, stderr) = protege(&["man", "--dir", &missing.display().to_string()]);

@@ -44,19 +44,40 @@ fn page(command: clap::Command) -> String {
 }
 
 /// Writes the page of `protege` and of every command under it (`protege-db-migrate.1`) into
-/// `dir`, which must exist, and lists the files written.
+/// `dir`, which must exist, and lists the files written. Each page is written to a new file
+/// in `dir` and renamed over its name: a symlink of that name is replaced, never followed to
+/// overwrite its target, and a FIFO is replaced rather than opened (which would block).
 fn write_pages(dir: &Path) -> CliResult<String> {
     let mut pages = Vec::new();
     collect(manual_root(), &mut pages);
     let mut listing = String::new();
+    if let Err(e) = std::fs::metadata(dir) {
+        return Err(Failure::invalid(format!(
+            "cannot write the manual page {}: {e}",
+            dir.join("protege.1").display()
+        )));
+    }
     for (name, text) in pages {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| {
+        let cannot = |e: &dyn std::fmt::Display| {
             Failure::invalid(format!(
                 "cannot write the manual page {}: {e}",
                 path.display()
             ))
-        })?;
+        };
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            return Err(cannot(&"a directory has its name"));
+        }
+        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| cannot(&e))?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| cannot(&e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            // A page anyone may read, as a page written by `fs::write` would be.
+            let readable = std::fs::Permissions::from_mode(0o644);
+            file.as_file().set_permissions(readable).map_err(|e| cannot(&e))?;
+        }
+        file.persist(&path).map_err(|e| cannot(&e.error))?;
         listing.push_str(&format!("wrote {}\n", path.display()));
     }
     Ok(listing)
