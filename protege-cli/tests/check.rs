@@ -222,3 +222,28 @@ fn files_alone_need_no_database_connection() {
         )
     );
 }
+
+/// A check reads a database and makes none: a SQLite file that is not there is an error,
+/// and is still not there afterwards.
+#[test]
+fn check_creates_no_missing_sqlite_file() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("personas")).unwrap();
+    std::fs::write(
+        root.join("personas/a.toml"),
+        "addresses = [\"a@acme.test\"]\n",
+    )
+    .unwrap();
+    let missing = root.join("typo.db");
+    let (code, stdout, stderr) = check(root, Some(&format!("sqlite://{}", missing.display())));
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            1,
+            "",
+            "error: database file `ROOT/typo.db` does not exist: `check --database` reads a database and creates none\n"
+        )
+    );
+    assert!(!missing.exists());
+}

@@ -235,7 +235,10 @@ fn man_writes_a_page_per_command_into_a_folder() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let fifo = dir.path().join("protege-man.1");
     std::fs::remove_file(&fifo).unwrap();
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let (code, _, stderr) = protege(&["man", "--dir", &folder]);
     assert_eq!((code, stderr.as_str()), (0, ""));

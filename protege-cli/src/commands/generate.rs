@@ -75,7 +75,9 @@ fn write_pages(dir: &Path) -> CliResult<String> {
             use std::os::unix::fs::PermissionsExt as _;
             // A page anyone may read, as a page written by `fs::write` would be.
             let readable = std::fs::Permissions::from_mode(0o644);
-            file.as_file().set_permissions(readable).map_err(|e| cannot(&e))?;
+            file.as_file()
+                .set_permissions(readable)
+                .map_err(|e| cannot(&e))?;
         }
         file.persist(&path).map_err(|e| cannot(&e.error))?;
         listing.push_str(&format!("wrote {}\n", path.display()));

@@ -12,8 +12,15 @@ pub(crate) async fn check(env: &Env) -> CliResult {
         Ok(names) => names,
         Err(diagnostics) => return Err(failed(&diagnostics)),
     };
-    // With a database named, what the personas read outside themselves is checked too.
+    // With a database named, what the personas read outside themselves is checked too; a
+    // check reads a database and makes none, so a SQLite file that is not there is an error.
     if env.database_given {
+        if let Some(path) = missing_sqlite_file(&env.database) {
+            return Err(Failure::invalid(format!(
+                "database file `{}` does not exist: `check --database` reads a database and creates none",
+                path.display()
+            )));
+        }
         let problems = engine.check_resources().await?;
         if !problems.is_empty() {
             return Err(failed(&problems));
@@ -29,6 +36,20 @@ pub(crate) async fn check(env: &Env) -> CliResult {
         },
         names.join(", ")
     ))
+}
+
+/// The file of a SQLite URL that would be created on connect (no `mode=` of its own, not in
+/// memory) and does not exist.
+fn missing_sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    if path.is_empty() || path.contains(":memory:") || url.contains("mode=") {
+        return None;
+    }
+    let path = std::path::PathBuf::from(path);
+    (!path.exists()).then_some(path)
 }
 
 /// Prints `diagnostics` on stderr; the failure that sums them up.
