@@ -102,6 +102,14 @@ impl PersonaSet {
         let sender = tx.clone();
         let rearm = control.clone();
         let names = [folder.clone(), canonical.clone()];
+        // Persona files that are symlinks to files elsewhere (a dotfile setup): an edit of
+        // the target changes nothing in the folder, so the target's folder is watched too.
+        let targets = linked_targets(self, &names);
+        let target_dirs: BTreeSet<PathBuf> = targets
+            .keys()
+            .filter_map(|t| t.parent().map(Path::to_owned))
+            .filter(|d| !names.contains(d))
+            .collect();
         let handler = move |result: DebounceEventResult| {
             let mut paths: Vec<PathBuf> = Vec::new();
             let mut rescan = false;
@@ -117,6 +125,12 @@ impl PersonaSet {
                             continue;
                         }
                         for p in &event.paths {
+                            if let Some(key) = targets.get(p) {
+                                if !paths.contains(key) {
+                                    paths.push(key.clone());
+                                }
+                                continue;
+                            }
                             match classify(&names, &set.shared.dir, p) {
                                 Seen::Folder => moved = true,
                                 Seen::Persona(key) if !paths.contains(&key) => paths.push(key),
@@ -148,6 +162,9 @@ impl PersonaSet {
         if let Some(parent) = folder.parent() {
             // Without it the folder's return goes unseen; the folder itself is still watched.
             let _ = debouncer.watch(parent, RecursiveMode::NonRecursive);
+        }
+        for dir in &target_dirs {
+            let _ = debouncer.watch(dir, RecursiveMode::NonRecursive);
         }
         let set = self.clone();
         let sender = tx.clone();
@@ -243,6 +260,28 @@ fn classify(names: &[PathBuf; 2], dir: &Path, reported: &Path) -> Seen {
         Some(name) if is_persona_file(name) => Seen::Persona(dir.join(name)),
         _ => Seen::OtherEntry,
     }
+}
+
+/// The files that the persona files of `set` which are symlinks lead to, outside the folder
+/// (`names`, as written and canonical), each with the persona file's key: edits there
+/// reload the persona. Links made after the watch started are followed once the folder
+/// changes (their own change reloads them).
+fn linked_targets(
+    set: &PersonaSet,
+    names: &[PathBuf; 2],
+) -> std::collections::HashMap<PathBuf, PathBuf> {
+    set.files()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|key| std::fs::symlink_metadata(key).is_ok_and(|m| m.file_type().is_symlink()))
+        .filter_map(|key| {
+            let target = std::fs::canonicalize(&key).ok()?;
+            let outside = !target
+                .parent()
+                .is_some_and(|p| names.iter().any(|n| n == p));
+            outside.then_some((target, key))
+        })
+        .collect()
 }
 
 /// `paths`, then every other persona file on disk or loaded, each once.

@@ -327,3 +327,27 @@ async fn an_invalid_edit_after_a_burst_keeps_the_last_live_version() {
     assert!(matches!(events[0], Event::Rejected { .. }), "{events:?}");
     assert_eq!(resolve(&set, "support", &f.dir).await, ["v20 a", "v20 b"]);
 }
+
+/// A persona file that is a symlink to a file elsewhere (a dotfile setup): an edit of the
+/// target reloads the persona.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_through_a_symlinked_persona_file_reloads() {
+    let f = folder(&[]);
+    let elsewhere = f.dir.parent().unwrap().join("dotfiles");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let target = elsewhere.join("support.toml");
+    std::fs::write(&target, persona("support", 1)).unwrap();
+    std::os::unix::fs::symlink(&target, f.dir.join("support.toml")).unwrap();
+    let (set, mut watch, _) = start(&f).await;
+    std::fs::write(&target, persona("support", 2)).unwrap();
+    let events = until(&mut watch, |_| true).await;
+    assert_eq!(
+        lines(&events),
+        [line("reloaded", &f.dir, "support", "support.toml")]
+    );
+    assert_eq!(resolve(&set, "support", &f.dir).await, ["v2 a", "v2 b"]);
+    // An editor's save of the target through a temporary file reloads too.
+    write_atomic(&target, &persona("support", 3));
+    until(&mut watch, |_| true).await;
+    assert_eq!(resolve(&set, "support", &f.dir).await, ["v3 a", "v3 b"]);
+}
