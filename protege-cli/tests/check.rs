@@ -247,3 +247,81 @@ fn check_creates_no_missing_sqlite_file() {
     );
     assert!(!missing.exists());
 }
+
+/// protege's tables in a PostgreSQL schema of their own, the application's in `public`:
+/// the URL's `search_path` puts protege's tables first, and `check --database` and
+/// `LoadRecord` find the application's table through it.
+#[tokio::test]
+async fn protege_keeps_its_tables_in_a_postgresql_schema_of_its_own() {
+    let Some(server) = std::env::var("PROTEGE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        return;
+    };
+    let base = common::server::fresh_server_db(&server, "own_schema").await;
+    for sql in [
+        "CREATE SCHEMA protege",
+        "CREATE TABLE public.customers (email TEXT PRIMARY KEY, name TEXT NOT NULL)",
+        "INSERT INTO public.customers VALUES ('kim@example.com', 'Kim Lee')",
+    ] {
+        execute(&base, sql).await;
+    }
+    let url = format!("{base}?options=-c%20search_path%3Dprotege%2Cpublic");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/support.toml"),
+        "addresses = [\"support@acme.test\"]\n\n[[message_resolvers]]\nuse = \"LoadRecord\"\ntable = \"customers\"\nwhere = { email = \"{{ message.from }}\" }\ntemplate = \"Customer: {{ record.name }}\"\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = check(root.path(), Some(&url));
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (0, "ok: 1 persona (support)\n", "")
+    );
+    let engine = protege::Engine::builder()
+        .root(root.path())
+        .database(&url)
+        .build()
+        .await
+        .unwrap();
+    let mail = "Message-ID: <s1@example.com>\r\nFrom: Kim <kim@example.com>\r\nTo: support@acme.test\r\nSubject: Hi\r\nDate: Tue, 10 Mar 2026 09:00:00 +0000\r\n\r\nHello\r\n";
+    engine
+        .ingest_mail(mail.as_bytes(), Some(protege::Direction::Inbound))
+        .await
+        .unwrap();
+    let out = engine
+        .resolve(
+            &protege::ResolveInput::reply("support", "<s1@example.com>")
+                .format(protege::Format::Messages),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.body["messages"][0]["content"], "Customer: Kim Lee");
+    let conn = engine.db().await.unwrap();
+    use protege::db::sea_orm::ConnectionTrait as _;
+    let rows = conn
+        .query_all_raw(protege::db::sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT table_schema::text, count(*) FROM information_schema.tables \
+             WHERE table_schema IN ('protege', 'public') GROUP BY 1 ORDER BY 1",
+        ))
+        .await
+        .unwrap();
+    let counts: Vec<(String, i64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.try_get_by_index(0).unwrap(),
+                r.try_get_by_index(1).unwrap(),
+            )
+        })
+        .collect();
+    // protege's eleven tables (its migrations' among them) in `protege`, the customers in `public`.
+    assert_eq!(
+        counts,
+        [("protege".to_owned(), 11), ("public".to_owned(), 1)]
+    );
+    conn.clone().close().await.unwrap();
+}

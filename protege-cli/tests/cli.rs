@@ -67,8 +67,10 @@ fn check_accepts_the_example_personas() {
     let run = protege(&url, &project(), &["check"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "ok: 3 personas (billing, digest, support)\n");
+    // An empty database (`mode=rwc` asks for the file to be made: `check` makes none
+    // unasked).
     let empty = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", empty.path().join("x.db").display());
+    let url = format!("sqlite://{}?mode=rwc", empty.path().join("x.db").display());
     let run = protege(&url, &project(), &["check"]);
     assert_eq!(run.code, 1);
     assert!(

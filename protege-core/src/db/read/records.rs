@@ -168,12 +168,11 @@ pub(crate) async fn primary_key(db: &DatabaseConnection, table: &str) -> Result<
             "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk"
         }
         sea_orm::DbBackend::Postgres => {
-            "SELECT kcu.column_name::text FROM information_schema.table_constraints tc \
-             JOIN information_schema.key_column_usage kcu \
-             ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema \
-             AND kcu.table_name = tc.table_name \
-             WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = current_schema() \
-             AND tc.table_name = $1 ORDER BY kcu.ordinal_position"
+            // The table the name resolves to through `search_path`, as a query finds it.
+            "SELECT a.attname::text FROM pg_index i \
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) \
+             WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisprimary \
+             ORDER BY array_position(i.indkey::int2[], a.attnum)"
         }
         _ => {
             "SELECT CAST(COLUMN_NAME AS CHAR) FROM information_schema.KEY_COLUMN_USAGE \
@@ -188,13 +187,15 @@ pub(crate) async fn primary_key(db: &DatabaseConnection, table: &str) -> Result<
 }
 
 /// The columns of `table`, in table order (empty when it does not exist), read from the
-/// backend's catalogue in one statement.
+/// backend's catalogue in one statement; on PostgreSQL of the table the name resolves to
+/// through `search_path`.
 pub async fn table_columns(db: &DatabaseConnection, table: &str) -> Result<Vec<String>> {
     let sql = match db.get_database_backend() {
         sea_orm::DbBackend::Sqlite => "SELECT name FROM pragma_table_info(?) ORDER BY cid",
         sea_orm::DbBackend::Postgres => {
-            "SELECT column_name::text FROM information_schema.columns \
-             WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position"
+            "SELECT attname::text FROM pg_attribute \
+             WHERE attrelid = to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped \
+             ORDER BY attnum"
         }
         _ => {
             "SELECT CAST(COLUMN_NAME AS CHAR) FROM information_schema.COLUMNS \
@@ -207,8 +208,8 @@ pub async fn table_columns(db: &DatabaseConnection, table: &str) -> Result<Vec<S
     .await
 }
 
-/// The tables and views of the database (of its current schema on PostgreSQL), sorted, in
-/// one statement.
+/// The tables and views of the database (on PostgreSQL, those its `search_path` reaches,
+/// as an unqualified name in a query does), sorted, in one statement.
 pub async fn table_names(db: &DatabaseConnection) -> Result<Vec<String>> {
     let sql = match db.get_database_backend() {
         sea_orm::DbBackend::Sqlite => {
@@ -216,8 +217,10 @@ pub async fn table_names(db: &DatabaseConnection) -> Result<Vec<String>> {
              AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
         }
         sea_orm::DbBackend::Postgres => {
-            "SELECT table_name::text FROM information_schema.tables \
-             WHERE table_schema = current_schema() ORDER BY table_name"
+            "SELECT c.relname::text FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') AND pg_table_is_visible(c.oid) \
+             AND n.nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1"
         }
         _ => {
             "SELECT CAST(TABLE_NAME AS CHAR) FROM information_schema.TABLES \
