@@ -218,9 +218,11 @@ async fn column_types_render_as_json_values() {
         let ctx = reply_ctx(&db, "<acct-1@example.com>").await;
         let got = text(&LoadRecord::table("kinds"), &ctx).await.unwrap();
         let flag = if backend == "sqlite" { "1" } else { "true" };
+        // An exact decimal is its text with its scale; SQLite stores a float.
+        let price = if backend == "sqlite" { "12.5" } else { "\"12.500\"" };
         assert_eq!(
             got,
-            format!("{{\n  \"id\": 1,\n  \"ratio\": 0.5,\n  \"flag\": {flag},\n  \"data\": \"YWJj\",\n  \"price\": 12.5,\n  \"note\": null\n}}")
+            format!("{{\n  \"id\": 1,\n  \"ratio\": 0.5,\n  \"flag\": {flag},\n  \"data\": \"YWJj\",\n  \"price\": {price},\n  \"note\": null\n}}")
         );
     })
     .await;
@@ -408,6 +410,32 @@ async fn an_address_matches_its_row_whatever_its_case() {
             text(&by("name", &name.to_uppercase()), &ctx).await,
             None,
             "{name}"
+        );
+    })
+    .await;
+}
+
+/// Money stays money: a `numeric(12,2)` of 129.90 prints `129.90` through a template, on the
+/// backends with exact decimals.
+#[tokio::test]
+async fn an_exact_decimal_prints_as_written() {
+    on_each_backend("money", |db, backend| async move {
+        if backend == "sqlite" {
+            return;
+        }
+        db.execute_unprepared("CREATE TABLE invoices (id INTEGER, total NUMERIC(12,2))")
+            .await
+            .unwrap();
+        db.execute_unprepared("INSERT INTO invoices VALUES (1, 129.90)")
+            .await
+            .unwrap();
+        import(&db, "records.json").await;
+        let ctx = reply_ctx(&db, "<acct-1@example.com>").await;
+        let total = LoadRecord::table("invoices").template_str("Total: {{ record.total }} EUR");
+        assert_eq!(
+            text(&total, &ctx).await.as_deref(),
+            Some("Total: 129.90 EUR"),
+            "{backend}"
         );
     })
     .await;

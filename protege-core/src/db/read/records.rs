@@ -6,7 +6,10 @@
 //! `null`), booleans as booleans, NULL as `null`, text as strings, blobs as Base64 strings,
 //! timestamps, dates and times as the text the backend prints for them (PostgreSQL
 //! `2026-01-05 10:00:00+00`, MySQL `2026-01-05 10:00:00`, SQLite: the stored text), JSON
-//! columns as JSON, and decimals as numbers.
+//! columns as JSON, and exact decimals (`NUMERIC`, `DECIMAL`) as strings of their exact text
+//! with their scale (`"129.90"`: money printed as a float would read `129.9`, and a float
+//! holds 17 digits). SQLite has no exact decimal: its `NUMERIC` columns store integers and
+//! floats, rendered as numbers.
 //!
 //! # Decoding
 //!
@@ -496,9 +499,9 @@ fn mysql_value(row: &MySqlRow, i: usize, ty: &TypeOf<MySqlRow>) -> Rendered {
     } else if is::<f64, M>(ty) {
         float(row.try_get::<f64, _>(i)?)
     } else if is::<Decimal, M>(ty) {
-        // As text rather than as a `Decimal`, which holds 28 digits.
-        let text = row.try_get_unchecked::<&str, _>(i)?;
-        number_from_text(text).ok_or(Unreadable::Unsupported)?
+        // Its exact text (`129.90`), rather than a `Decimal`, which holds 28 digits, or a
+        // float, which would print money as `129.9`.
+        Value::String(row.try_get_unchecked::<&str, _>(i)?.to_owned())
     } else if is::<DateTime<Utc>, M>(ty) {
         // A `DATETIME` or `TIMESTAMP`, read in the connection's UTC.
         date_time(row.try_get::<DateTime<Utc>, _>(i)?.naive_utc())
@@ -529,7 +532,8 @@ fn time(t: NaiveTime) -> Value {
     Value::String(t.format("%H:%M:%S%.f").to_string())
 }
 #[cfg(feature = "postgres")]
-/// Decodes PostgreSQL's binary `NUMERIC` (base-10000 digits) into a JSON number.
+/// Decodes PostgreSQL's binary `NUMERIC` (base-10000 digits) into its exact text with its
+/// scale (`129.90`), as a JSON string; `NaN` is `null`.
 fn pg_numeric(bytes: &[u8]) -> Option<Value> {
     let word = |i: usize| -> Option<i16> {
         Some(i16::from_be_bytes([
@@ -588,13 +592,5 @@ fn pg_numeric(bytes: &[u8]) -> Option<Value> {
         text.push('.');
         text.push_str(&frac_part);
     }
-    number_from_text(&text)
-}
-
-/// A JSON number from decimal text: an integer when it is one, else a float.
-fn number_from_text(text: &str) -> Option<Value> {
-    if let Ok(n) = text.parse::<i64>() {
-        return Some(Value::from(n));
-    }
-    text.parse::<f64>().ok().map(float)
+    Some(Value::String(text))
 }
