@@ -2076,11 +2076,72 @@ async fn slow_and_idle_connections_are_closed() {
     );
 }
 
+/// One client's idle connections lock no one else out: over its own cap it is answered 503,
+/// while a client from another address is served.
+#[tokio::test]
+async fn one_clients_connections_are_capped_on_their_own() {
+    use tokio::io::AsyncWriteExt as _;
+    let (_dir, url) = demo_db();
+    let server = Server::start(
+        &project(),
+        &url,
+        None,
+        &[
+            "--max-connections",
+            "8",
+            "--max-connections-per-client",
+            "2",
+        ],
+    );
+    let from = |ip: &str| {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{ip}:0").parse().unwrap()).unwrap();
+        socket.connect(address(&server).parse().unwrap())
+    };
+    let _idle = [
+        from("127.0.0.1").await.unwrap(),
+        from("127.0.0.1").await.unwrap(),
+    ];
+    let mut third = from("127.0.0.1").await.unwrap();
+    let answer = closed_by_server(&mut third, "a third connection of one client").await;
+    assert_eq!(
+        status_and_body(&answer),
+        (
+            "HTTP/1.1 503 Service Unavailable",
+            error(
+                "unavailable",
+                "this client has 2 connections open, its limit; close one or retry later"
+            )
+            .as_str()
+        )
+    );
+    let mut other = from("127.0.0.2").await.unwrap();
+    other
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = closed_by_server(&mut other, "another client").await;
+    assert_eq!(
+        status_and_body(&answer),
+        ("HTTP/1.1 200 OK", r#"{"status":"ok"}"#)
+    );
+}
+
 #[tokio::test]
 async fn connections_over_the_cap_are_answered_503() {
     use tokio::io::AsyncWriteExt as _;
     let (_dir, url) = demo_db();
-    let server = Server::start(&project(), &url, None, &["--max-connections", "2"]);
+    let server = Server::start(
+        &project(),
+        &url,
+        None,
+        &[
+            "--max-connections",
+            "2",
+            "--max-connections-per-client",
+            "3",
+        ],
+    );
     let connect = || tokio::net::TcpStream::connect(address(&server));
     let first = connect().await.unwrap();
     let second = connect().await.unwrap();

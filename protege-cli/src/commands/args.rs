@@ -504,9 +504,17 @@ pub(crate) struct ServeArgs {
     /// How long a connection may stay open with no request in flight and no byte sent.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_seconds)]
     pub(crate) idle_timeout: f64,
-    /// The most connections open at once; one more is answered 503 and closed.
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) max_connections: u32,
+    /// The most connections open at once; one more is answered 503 and closed [default:
+    /// what the file-descriptor limit leaves after 128 for the database and files, at most
+    /// 1024, at least 16].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections: Option<u32>,
+    /// The most connections one client address may hold open at once; one more is answered
+    /// 503 and closed, so one client's idle connections cannot lock the others out (behind
+    /// a proxy every client shares its address: raise it) [default: a quarter of
+    /// `--max-connections`, at least 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections_per_client: Option<u32>,
     /// An authserv-id whose `Authentication-Results` headers `POST /v1/mail?direction=auto`
     /// trusts (repeatable; added to the personas' `[mail] trusted_authserv_ids`).
     #[arg(long = "trusted-authserv-id", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]

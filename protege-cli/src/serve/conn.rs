@@ -40,6 +40,68 @@ pub(super) struct Limits {
     pub(super) idle_timeout: Duration,
     /// The most connections open at once; over it a new one is answered 503 and closed.
     pub(super) max_connections: usize,
+    /// The most connections open at once from one client address.
+    pub(super) max_per_client: usize,
+}
+
+/// File descriptors kept for everything but client connections: the database pool, the
+/// persona folder's watch, files read, the listener.
+const RESERVED_FDS: u64 = 128;
+
+/// The default of `--max-connections`: what the soft file-descriptor limit leaves after
+/// [`RESERVED_FDS`], at most 1024 and at least 16. Over the limit `accept` fails, and a cap
+/// above it would refuse no one while the database and the files run out of descriptors.
+pub(super) fn default_max_connections() -> usize {
+    #[cfg(unix)]
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    #[cfg(not(unix))]
+    let soft = u64::MAX;
+    derived_cap(soft)
+}
+
+/// [`default_max_connections`] for a soft limit of `soft` descriptors.
+fn derived_cap(soft: u64) -> usize {
+    soft.saturating_sub(RESERVED_FDS).clamp(16, 1024) as usize
+}
+
+/// The connections open per client address.
+#[derive(Debug, Default)]
+struct PerClient(Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+impl PerClient {
+    /// Counts one more connection of `ip`, unless it holds `cap` already.
+    fn enter(self: &Arc<Self>, ip: std::net::IpAddr, cap: usize) -> Option<ClientSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_default();
+        if *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            clients: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// One counted connection of a client; uncounted when dropped.
+struct ClientSlot {
+    clients: Arc<PerClient>,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.clients.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Accepts connections on `listener` and serves `router` on each until `stopping` turns
@@ -52,6 +114,7 @@ pub(super) async fn serve(
     mut stopping: watch::Receiver<bool>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let clients = Arc::new(PerClient::default());
     let lingering = Arc::new(Semaphore::new(MAX_LINGERING));
     let mut tasks = tokio::task::JoinSet::new();
     loop {
@@ -59,8 +122,8 @@ pub(super) async fn serve(
             accepted = listener.accept() => accepted,
             _ = stopping.wait_for(|s| *s) => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot accept a connection");
                 tokio::time::sleep(ACCEPT_PAUSE).await;
@@ -69,33 +132,43 @@ pub(super) async fn serve(
         };
         // Finished connections are reaped as we go, so the set stays small.
         while tasks.try_join_next().is_some() {}
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            let refusal = Refusal::new(
-                503,
-                "unavailable",
-                format!(
+        let admitted = match clients.enter(peer.ip(), limits.max_per_client) {
+            None => Err(format!(
+                "this client has {} connections open, its limit; close one or retry later",
+                limits.max_per_client
+            )),
+            Some(client) => match slots.clone().try_acquire_owned() {
+                Ok(slot) => Ok((client, slot)),
+                Err(_) => Err(format!(
                     "the service has {} connections open, its limit; retry later",
                     limits.max_connections
-                ),
-            );
-            refusal.record(Instant::now());
-            match lingering.clone().try_acquire_owned() {
-                Ok(linger) => {
-                    tasks.spawn(async move {
-                        refuse(stream, refusal).await;
-                        drop(linger);
-                    });
+                )),
+            },
+        };
+        let (client, slot) = match admitted {
+            Ok(admitted) => admitted,
+            Err(message) => {
+                let refusal = Refusal::new(503, "unavailable", message);
+                refusal.record(Instant::now());
+                match lingering.clone().try_acquire_owned() {
+                    Ok(linger) => {
+                        tasks.spawn(async move {
+                            refuse(stream, refusal).await;
+                            drop(linger);
+                        });
+                    }
+                    // Too many refusals under way: answer what the socket takes at once.
+                    Err(_) => drop(stream.try_write(refusal.bytes.as_bytes())),
                 }
-                // Too many refusals under way: answer what the socket takes at once.
-                Err(_) => drop(stream.try_write(refusal.bytes.as_bytes())),
+                continue;
             }
-            continue;
         };
         let router = router.clone();
         let stopping = stopping.clone();
         tasks.spawn(async move {
             connection(stream, router, limits, stopping).await;
             drop(slot);
+            drop(client);
         });
     }
     drop(listener);
@@ -411,5 +484,32 @@ impl Refusal {
             "status" => self.status.to_string()
         )
         .increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_cap_leaves_descriptors_for_the_rest() {
+        assert_eq!(derived_cap(1024), 896);
+        assert_eq!(derived_cap(256), 128);
+        assert_eq!(derived_cap(100), 16);
+        assert_eq!(derived_cap(1 << 20), 1024);
+    }
+
+    #[test]
+    fn a_client_is_counted_until_its_connections_close() {
+        let clients = Arc::new(PerClient::default());
+        let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let first = clients.enter(ip, 2).unwrap();
+        let second = clients.enter(ip, 2).unwrap();
+        assert!(clients.enter(ip, 2).is_none());
+        assert!(clients.enter("127.0.0.2".parse().unwrap(), 2).is_some());
+        drop(first);
+        assert!(clients.enter(ip, 2).is_some());
+        drop(second);
+        assert!(clients.0.lock().unwrap().is_empty());
     }
 }

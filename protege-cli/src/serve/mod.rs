@@ -65,11 +65,22 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         .deadline(Duration::from_secs_f64(args.deadline))
         .metrics(move || metrics.render())
         .router();
+    let max_connections = args
+        .max_connections
+        .map_or_else(conn::default_max_connections, |n| n as usize);
     let limits = conn::Limits {
         header_timeout: Duration::from_secs_f64(args.header_timeout),
         idle_timeout: Duration::from_secs_f64(args.idle_timeout),
-        max_connections: args.max_connections as usize,
+        max_connections,
+        max_per_client: args
+            .max_connections_per_client
+            .map_or((max_connections / 4).max(1), |n| n as usize),
     };
+    tracing::info!(
+        max_connections = limits.max_connections,
+        max_connections_per_client = limits.max_per_client,
+        "connection caps"
+    );
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let drain_limit = async move {
         shutdown_signal().await;
