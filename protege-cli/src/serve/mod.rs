@@ -59,6 +59,9 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
             "authentication is off: `/v1/*` and `/metrics` are open to anyone who reaches {address}"
         );
     }
+    // The signals are caught from here on: a SIGTERM sent once the address is announced
+    // drains the service, never kills it.
+    let shutdown = shutdown_signal();
     tracing::info!("listening on http://{address}");
     let router = Service::new(engine)
         .token(token)
@@ -83,7 +86,7 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     );
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let drain_limit = async move {
-        shutdown_signal().await;
+        shutdown.await;
         tracing::info!("shutting down: finishing the requests in flight");
         let _ = stopping_tx.send(true);
         tokio::time::sleep(DRAIN).await;
@@ -157,24 +160,27 @@ async fn log_reloads(mut events: broadcast::Receiver<Event>) {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that resolves on SIGTERM or SIGINT; SIGTERM is caught from the call on.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    // Registered now, awaited later: a signal that comes in between is kept.
+    let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        #[cfg(unix)]
+        let terminate = async {
+            match terminate {
+                Some(mut signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            _ = interrupt => {}
+            () = terminate => {}
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
     }
 }
