@@ -1107,3 +1107,31 @@ fn an_index_made_with_room_strips_as_one_that_grew() {
         }
     }
 }
+
+/// What the third red team found removed from a customer's own request: lines that read
+/// like markers in prose, which no mail client writes.
+#[test]
+fn ordinary_lines_that_look_like_markers_stay() {
+    for body in [
+        // An attribution needs a client's date: a digit, or a weekday and a comma.
+        "Hi,\nOn Monday my manager wrote:\nplease refund the order, it was never used.\nKim",
+        // A `--` divider with the request below it, longer than any signature.
+        "Hi,\n--\nI need a refund for A-1043.\nThe box was open.\nThe charger was missing.\nThe screen was cracked.\nThe manual was wet.\nThe cable was cut.\nThe receipt is attached.\nI paid by card.\nPlease refund the card.\nI can send photos.\nThanks,\nKim",
+        // `From:` and `Subject:` lines in prose, undated.
+        "Hi,\nFrom: my side, the order is late.\nSubject: to your reply, I will wait a week.\nKim",
+    ] {
+        assert_eq!(strip(body), body, "{body}");
+    }
+    // What clients write still goes.
+    assert_eq!(
+        strip("Thanks!\n\nOn Monday, 9 March 2026, Ann wrote:\n> Is it late?"),
+        "Thanks!"
+    );
+    assert_eq!(strip("Thanks!\n--\nKim Lee\nAcme Corp"), "Thanks!");
+    assert_eq!(
+        strip(
+            "Thanks!\n\nFrom: Ann\nSent: Monday, March 9, 2026 10:00 AM\nTo: Kim\nSubject: Late\n\nIs it late?"
+        ),
+        "Thanks!"
+    );
+}

@@ -277,12 +277,23 @@ pub(super) fn trailing_quote_run(body: &str, lines: &[Line], prompts: bool) -> O
     Some(start)
 }
 
-/// Step 3: the first line that is exactly `--` or `-- ` (a signature follows), or a
-/// mobile tagline.
+/// The most lines of text a signature holds below its `--` line: a `--` line with more
+/// below it is the author's own (a divider in the text), not a signature.
+const MAX_SIGNATURE_LINES: usize = 10;
+
+/// Step 3: the first line that is exactly `--` or `-- ` with a signature's few lines below it
+/// (at most [`MAX_SIGNATURE_LINES`] unquoted lines with text), or a mobile tagline.
 pub(super) fn signature_start(body: &str, lines: &[Line]) -> Option<usize> {
-    lines.iter().position(|l| {
+    lines.iter().enumerate().position(|(k, l)| {
         let text = l.text(body);
-        text == "--" || text == "-- " || (!is_quoted(text) && is_tagline(text.trim()))
+        let dashes = (text == "--" || text == "-- ")
+            && lines[k + 1..]
+                .iter()
+                .map(|l| l.text(body))
+                .filter(|t| !is_blank(t) && !is_quoted(t))
+                .count()
+                <= MAX_SIGNATURE_LINES;
+        dashes || (!is_quoted(text) && is_tagline(text.trim()))
     })
 }
 
@@ -571,10 +582,13 @@ fn has_shape(text: &str, rule: &Attribution) -> bool {
         || has_bracketed_address(text)
 }
 
-/// The language's opener and a date (a digit, or a weekday or month name).
+/// The language's opener and a date: a digit, or a weekday or month name followed by a
+/// comma further on, as a client writes the date ("On Monday, 9 March…", "On Monday, Kim
+/// wrote:"), so that a sentence such as "On Monday my manager wrote:" is the author's.
 fn has_opener_and_date(text: &str, rule: &Attribution) -> bool {
     rule.openers.iter().any(|o| starts_with_word(text, o))
-        && (text.bytes().any(|b| b.is_ascii_digit()) || has_date_word(text, rule.date_words))
+        && (text.bytes().any(|b| b.is_ascii_digit())
+            || (has_date_word(text, rule.date_words) && text.contains(',')))
 }
 
 /// An English attribution that starts inside a line after the author's words: " On "
@@ -643,6 +657,8 @@ fn header_block_at(body: &str, lines: &[Line], i: usize) -> bool {
         return false;
     };
     let mut roles = vec![role];
+    let digit = |text: &str| text.bytes().any(|b| b.is_ascii_digit());
+    let mut dated = role == Role::Date && digit(lines[i].text(body));
     let mut continuation = 0;
     for line in lines.iter().skip(i + 1).take(16) {
         let text = line.text(body);
@@ -652,6 +668,7 @@ fn header_block_at(body: &str, lines: &[Line], i: usize) -> bool {
         match header_key(text) {
             Some(role) => {
                 continuation = 0;
+                dated |= role == Role::Date && digit(text);
                 if !roles.contains(&role) {
                     roles.push(role);
                 }
@@ -660,10 +677,13 @@ fn header_block_at(body: &str, lines: &[Line], i: usize) -> bool {
             None => break,
         }
     }
+    // Clients write three header lines or more, or a dated one: two lines of prose that
+    // open with `From:` and `Subject:` are the author's.
     roles.len() >= 2
         && roles
             .iter()
             .any(|r| matches!(r, Role::Date | Role::Subject))
+        && (roles.len() >= 3 || dated)
 }
 
 /// What a header line names, if it is one: a known name before a colon, with optional
