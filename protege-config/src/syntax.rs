@@ -32,6 +32,15 @@ pub(crate) fn parse<'s>(sink: &mut Sink<'s>) -> Option<Spanned<DeTable<'s>>> {
 /// Records the syntax `errors` of `sink`'s file: the first [`MAX_SYNTAX_ERRORS`], then how
 /// many more there are.
 fn report(sink: &mut Sink<'_>, errors: &[toml::de::Error]) {
+    if !looks_like_toml(sink.source) {
+        // A file reached through a link to something else (`/etc/passwd`, a key): none of
+        // its lines is quoted.
+        sink.diagnostics.push(crate::Diagnostic::whole_file(
+            sink.path,
+            "not a persona file: no line of it is TOML (`key = value`, `[table]` or a `#` comment), so none is quoted",
+        ));
+        return;
+    }
     for e in errors.iter().take(MAX_SYNTAX_ERRORS) {
         let (span, message) = located(sink.source, e);
         sink.error(span, message);
@@ -47,6 +56,25 @@ fn report(sink: &mut Sink<'_>, errors: &[toml::de::Error]) {
             ),
         );
     }
+}
+
+/// Whether any line of `source` has the shape of TOML: a `key =` (bare or quoted key), a
+/// `[table]` or `[[array]]` header, or a `#` comment.
+fn looks_like_toml(source: &str) -> bool {
+    source.lines().any(|line| {
+        let line = line.trim_start();
+        if line.starts_with('#') || line.starts_with('[') {
+            return true;
+        }
+        let Some((key, _)) = line.split_once('=') else {
+            return false;
+        };
+        let key = key.trim_end();
+        !key.is_empty()
+            && key.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"' | '\'' | ' ')
+            })
+    })
 }
 
 /// Where `error` lies and what it says. The parser gives no position for a dotted key of
