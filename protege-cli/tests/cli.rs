@@ -1617,3 +1617,42 @@ fn database_commands_work_without_a_persona_folder() {
         );
     }
 }
+
+/// A `LoadRecord` whose key finds no row says so under the `--explain` table and in the
+/// JSON form, instead of passing in silence.
+#[tokio::test]
+async fn explain_names_a_record_key_that_found_no_row() {
+    let (_dir, url) = common::server::demo_db();
+    common::server::execute(
+        &url,
+        "DELETE FROM customers WHERE email = 'kim@example.com'",
+    )
+    .await;
+    let args = [
+        "resolve",
+        "--persona",
+        "support",
+        "--message",
+        "<html-1@example.com>",
+        "--now",
+        "2026-03-10T08:00:00Z",
+    ];
+    let mut table = args.to_vec();
+    table.push("--explain");
+    let run = protege(&url, &project(), &table);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let note = "note, LoadRecord: no row of `customers` where email = \"kim@example.com\"";
+    assert!(run.stderr.lines().any(|l| l == note), "{}", run.stderr);
+    let mut json = args.to_vec();
+    json.push("--explain=json");
+    let run = protege(&url, &project(), &json);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The request on stdout, the explanation on stderr.
+    let explained: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
+    let rows = explained["explain"].as_array().unwrap();
+    let record = rows.iter().find(|r| r["resolver"] == "LoadRecord").unwrap();
+    assert_eq!(
+        record["notes"],
+        serde_json::json!(["no row of `customers` where email = \"kim@example.com\""])
+    );
+}

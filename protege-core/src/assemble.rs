@@ -51,6 +51,9 @@ pub struct StepReport {
     pub mail: MailStats,
     /// Where each of its messages came from (§15), one per message.
     pub sources: Vec<Source>,
+    /// What `--explain` says of it besides its counts (a `LoadRecord` whose key found no
+    /// row), one sentence each.
+    pub notes: Vec<String>,
 }
 
 impl StepReport {
@@ -70,6 +73,7 @@ impl StepReport {
             elapsed,
             mail: MailStats::default(),
             sources,
+            notes: Vec::new(),
         }
     }
 }
@@ -163,6 +167,7 @@ pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Re
             step.elapsed,
         );
         report.mail = ctx.mail_stats(step.name);
+        report.notes = ctx.take_notes(step.name);
         steps.push(report);
         messages.extend(step.messages);
     }

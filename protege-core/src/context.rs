@@ -288,6 +288,8 @@ struct Inner {
 struct MailNotes {
     current_strip: Option<StoredStrip>,
     stats: Vec<(String, MailStats)>,
+    /// Per resolver, what `--explain` should say of it (a `LoadRecord` that found no row).
+    notes: Vec<(String, String)>,
 }
 
 /// What rendering the mail of one resolver (or of the trailing user turn) removed and
@@ -560,6 +562,31 @@ impl Context {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .current_strip
             .take()
+    }
+
+    /// Records a sentence `--explain` shows under its table for `resolver`.
+    pub(crate) fn note(&self, resolver: &str, text: String) {
+        self.0
+            .mail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .notes
+            .push((resolver.to_owned(), text));
+    }
+
+    /// The sentences recorded for `resolver`, in order, taken: the first step of that name
+    /// reports them (each names what it is about, such as the table).
+    pub(crate) fn take_notes(&self, resolver: &str) -> Vec<String> {
+        let mut mail = self
+            .0
+            .mail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut mail.notes)
+            .into_iter()
+            .partition(|(name, _)| name == resolver);
+        mail.notes = others;
+        mine.into_iter().map(|(_, text)| text).collect()
     }
 
     /// What rendering mail removed and changed, per resolver name.

@@ -113,7 +113,8 @@ impl Resolution {
 
     /// The JSON form of `--explain` (what `POST /v1/resolve` adds to the request with
     /// `"explain": true`): `explain`, one row per resolver (`resolver`, `messages`,
-    /// `chars`, `tokens`, `ms`, and `mail` when `[mail]` changed something), `sources`, one
+    /// `chars`, `tokens`, `ms`, `mail` when `[mail]` changed something, and `notes` when
+    /// the resolver has something to say, such as a key that found no row), `sources`, one
     /// per message of the request, `message_tokens`, one per message of the request
     /// ([`message_tokens`](Self::message_tokens)), and `request_sha256`.
     pub fn explain_json(&self) -> serde_json::Map<String, serde_json::Value> {
@@ -136,6 +137,10 @@ impl Resolution {
                         "hidden_chars_dropped": s.mail.hidden_chars,
                         "lines_neutralised": s.mail.neutralised_lines,
                     });
+                }
+                // What else it has to say, only when it has.
+                if !s.notes.is_empty() {
+                    row["notes"] = json!(s.notes);
                 }
                 row
             })

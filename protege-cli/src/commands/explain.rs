@@ -75,6 +75,9 @@ pub(crate) fn table(resolution: &Resolution) -> String {
     out.push_str(&footer);
     out.push('\n');
     for step in &resolution.steps {
+        for note in &step.notes {
+            let _ = writeln!(out, "note, {}: {note}", step.name);
+        }
         if let Some(line) = mail_line(&step.name, &step.mail) {
             out.push_str(&line);
             out.push('\n');

@@ -315,14 +315,15 @@ impl LoadRecord {
                 .any(|(_, b)| matches!(b, Bound::Text(t) if !t.is_empty()))
         {
             // A key was there and found nothing: a silent miss is how a wrong `where` hides.
-            tracing::warn!(
-                table = %self.table,
-                filters = %filters
-                    .iter()
-                    .map(|(c, b)| format!("{c} = {}", b.to_json()))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                "LoadRecord found no row"
+            let wanted = filters
+                .iter()
+                .map(|(c, b)| format!("{c} = {}", b.to_json()))
+                .collect::<Vec<_>>()
+                .join(" and ");
+            tracing::warn!(table = %self.table, filters = %wanted, "LoadRecord found no row");
+            ctx.note(
+                "LoadRecord",
+                format!("no row of `{}` where {wanted}", self.table),
             );
         }
         let rendered = rows
