@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use protege::db::entities::{attachment, email_thread, message};
+use protege::db::entities::{attachment, email_thread, message, message_address};
 use protege::db::{self, EmlOptions, import_eml_paths, ingest_eml};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
@@ -310,7 +310,7 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
         .await
         .unwrap()
         .last_insert_id;
-        message::Entity::insert(message::ActiveModel {
+        let m2 = message::Entity::insert(message::ActiveModel {
             id: NotSet,
             email_thread_id: Set(thread),
             message_id: Set("<m2@example.com>".into()),
@@ -327,7 +327,22 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
         })
         .exec(&txn)
         .await
-        .unwrap();
+        .unwrap()
+        .last_insert_id;
+        // Its address rows, as every writer of the one write path stores them: the From,
+        // and the To of an outbound message, are participants.
+        for address in ["support@acme.test", "alice@example.com"] {
+            message_address::Entity::insert(message_address::ActiveModel {
+                id: NotSet,
+                message_id: Set(m2),
+                email_thread_id: Set(thread),
+                address: Set(address.into()),
+                participant: Set(true),
+            })
+            .exec(&txn)
+            .await
+            .unwrap();
+        }
         let (paths, options) = ([mbox.clone()], options());
         let (summary, ()) = tokio::join!(import_eml_paths(&db, &paths, &options), async {
             tokio::time::sleep(Duration::from_millis(500)).await;

@@ -209,7 +209,8 @@ impl Threader {
         direction == Direction::Inbound && senders.iter().any(|s| self.own.contains(s))
     }
 
-    /// Whether `sender` (a key) is a participant of `thread`, reading its addresses once.
+    /// Whether `sender` (a key) is a participant of `thread`: from the participants a batch
+    /// read, else one indexed look-up.
     async fn is_participant<C: ConnectionTrait>(
         &mut self,
         db: &C,
@@ -222,22 +223,20 @@ impl Threader {
         if let Some(set) = self.participants.get(&thread) {
             return Ok(set.contains(sender));
         }
-        let rows: Vec<(String, String, String, String)> = message::Entity::find()
+        // One indexed look-up (`message_addresses` by address and thread), whatever the
+        // thread's length: its participant rows are the From of each message and the To
+        // and Cc of the outbound ones, as `add_stored_participants` reads them.
+        use protege_core::db::entities::message_address as a;
+        let found = a::Entity::find()
             .select_only()
-            .column(message::Column::Direction)
-            .column(message::Column::FromAddress)
-            .column(message::Column::ToAddresses)
-            .column(message::Column::CcAddresses)
-            .filter(message::Column::EmailThreadId.eq(thread))
-            .into_tuple()
-            .all(db)
-            .await?;
-        let mut set = HashSet::new();
-        for (direction, from, to, cc) in rows {
-            add_stored_participants(&mut set, &direction, &from, &to, &cc);
-        }
-        let found = set.contains(sender);
-        self.participants.insert(thread, set);
+            .column(a::Column::Id)
+            .filter(a::Column::Address.eq(sender))
+            .filter(a::Column::EmailThreadId.eq(thread))
+            .filter(a::Column::Participant.eq(true))
+            .into_tuple::<i64>()
+            .one(db)
+            .await?
+            .is_some();
         Ok(found)
     }
 
