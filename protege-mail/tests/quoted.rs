@@ -1115,8 +1115,8 @@ fn ordinary_lines_that_look_like_markers_stay() {
     for body in [
         // An attribution needs a client's date: a digit, or a weekday and a comma.
         "Hi,\nOn Monday my manager wrote:\nplease refund the order, it was never used.\nKim",
-        // A `--` divider with the request below it, longer than any signature.
-        "Hi,\n--\nI need a refund for A-1043.\nThe box was open.\nThe charger was missing.\nThe screen was cracked.\nThe manual was wet.\nThe cable was cut.\nThe receipt is attached.\nI paid by card.\nPlease refund the card.\nI can send photos.\nThanks,\nKim",
+        // Dashes inside a line of text are no signature line.
+        "Hi,\nI need it -- urgently -- for Monday.\n--- see below ---\nKim",
         // `From:` and `Subject:` lines in prose, undated.
         "Hi,\nFrom: my side, the order is late.\nSubject: to your reply, I will wait a week.\nKim",
     ] {

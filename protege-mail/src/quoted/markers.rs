@@ -277,23 +277,12 @@ pub(super) fn trailing_quote_run(body: &str, lines: &[Line], prompts: bool) -> O
     Some(start)
 }
 
-/// The most lines of text a signature holds below its `--` line: a `--` line with more
-/// below it is the author's own (a divider in the text), not a signature.
-const MAX_SIGNATURE_LINES: usize = 10;
-
-/// Step 3: the first line that is exactly `--` or `-- ` with a signature's few lines below it
-/// (at most [`MAX_SIGNATURE_LINES`] unquoted lines with text), or a mobile tagline.
+/// Step 3: the first line that is exactly `--` or `-- ` (a signature follows, §14: to the
+/// end, however long a company's disclaimer runs), or a mobile tagline.
 pub(super) fn signature_start(body: &str, lines: &[Line]) -> Option<usize> {
-    lines.iter().enumerate().position(|(k, l)| {
+    lines.iter().position(|l| {
         let text = l.text(body);
-        let dashes = (text == "--" || text == "-- ")
-            && lines[k + 1..]
-                .iter()
-                .map(|l| l.text(body))
-                .filter(|t| !is_blank(t) && !is_quoted(t))
-                .count()
-                <= MAX_SIGNATURE_LINES;
-        dashes || (!is_quoted(text) && is_tagline(text.trim()))
+        text == "--" || text == "-- " || (!is_quoted(text) && is_tagline(text.trim()))
     })
 }
 
