@@ -193,3 +193,36 @@ fn talon_extract_from_plain() {
         ]
     );
 }
+
+/// crisp-oss/email-reply-parser (MIT), `test/test.js`: its multi-language cases whose
+/// expectation is the first fragment, the author's text (`COMMON_FIRST_FRAGMENT`), above
+/// a reply header in English, French, German, Italian, Dutch, Polish, Portuguese, Russian,
+/// Norwegian, Finnish, Danish and from Gmail, Outlook, iOS, MSN and Hotmail, vendored under
+/// `tests/fixtures/crisp/` with its licence and `cases.txt` (the test names and fixtures).
+#[test]
+fn crisp_email_reply_parser_first_fragment() {
+    let dir = fixtures("crisp");
+    let expected = read(dir.join("expected_first_fragment.txt"));
+    let cases: Vec<(String, String, String)> = read(dir.join("cases.txt"))
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|line| {
+            let fixture = line
+                .split_whitespace()
+                .nth(1)
+                .expect("a test and its fixture");
+            let body = read(dir.join(format!("{fixture}.txt")));
+            (fixture.to_owned(), body, expected.clone())
+        })
+        .collect();
+    let differ = disagreements("crisp-oss/email-reply-parser", &cases);
+    assert_eq!(
+        differ,
+        [
+            // Below the Italian attribution and its quote, an unquoted line ("rhoncus
+            // tortor in.") that follows a quoted line ending a sentence: an answer below
+            // the quote to strip, a stray wrapped tail to the parser.
+            "email_7",
+        ]
+    );
+}

@@ -82,8 +82,7 @@ fn opens_no_marker(text: &str) -> bool {
         || (!trimmed.ends_with(['.', '!', '?', ':'])
             && (trimmed.starts_with('-')
                 || opens_with_opener(trimmed)
-                || (trimmed.starts_with(|c: char| c.is_ascii_digit())
-                    && has_numeric_date_or_time(trimmed))
+                || has_numeric_date_or_time(trimmed)
                 || trimmed.contains('@')));
     !is_separator(trimmed)
         && !is_rule(trimmed)
@@ -389,9 +388,10 @@ pub(super) fn attribution_at(body: &str, lines: &[Line], i: usize, quoted: bool)
     if first.ends_with(['.', '!', '?', ':']) {
         return None;
     }
-    let dated = first.starts_with('-')
-        || opens_with_opener(first)
-        || (first.starts_with(|c: char| c.is_ascii_digit()) && has_numeric_date_or_time(first));
+    // A numeric date or time anywhere: a weekday may open the line ("pe 20. lokakuuta 2017
+    // klo 17.50 John Coe").
+    let dated =
+        first.starts_with('-') || opens_with_opener(first) || has_numeric_date_or_time(first);
     if !dated && !first.contains('@') {
         return None;
     }
@@ -504,6 +504,17 @@ fn opens_with_opener(text: &str) -> bool {
 fn is_attribution(text: &str) -> bool {
     if text.len() > MAX_ATTRIBUTION_BYTES || text.len() < 6 {
         return false;
+    }
+    // A client that drops the colon ("On Wed, 14 Nov 2018 08:14:43 -0200 John Doe
+    // <john@doe.com> wrote"): the opener, a date and an address in brackets before the verb.
+    if ATTRIBUTIONS.iter().any(|rule| {
+        rule.end_verbs
+            .iter()
+            .any(|v| ends_with_word(text.trim_end(), v))
+            && has_opener_and_date(text, rule)
+            && has_bracketed_address(text)
+    }) {
+        return true;
     }
     // Each shape below ends with a colon, a `>` (an address) or dashes.
     if !text.trim_end().ends_with([':', '：', '>', '-']) {
@@ -623,10 +634,11 @@ fn is_separator(text: &str) -> bool {
         .any(|s| phrase.eq_ignore_ascii_case(s))
 }
 
-/// A line made only of `-`, `_`, `=` or `*`, at least five of them (Outlook's
-/// `________________________________`).
+/// A line made only of `-`, `_`, `=` or `*`, at least four of them (Outlook's
+/// `________________________________`, a webmail's `====`); it counts only above a header
+/// block.
 fn is_rule(text: &str) -> bool {
-    text.len() >= 5 && text.bytes().all(|b| matches!(b, b'-' | b'_' | b'=' | b'*'))
+    text.len() >= 4 && text.bytes().all(|b| matches!(b, b'-' | b'_' | b'=' | b'*'))
 }
 
 /// Whether a header block starts within the three lines after the rule line at `i`
