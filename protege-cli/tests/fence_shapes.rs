@@ -154,12 +154,17 @@ fn template_body(fence: &Fence, n: usize) -> String {
     }
 }
 
-#[tokio::test]
-async fn every_shape_of_mail_is_fenced_on_every_backend() {
-    let dir = tempfile::tempdir().unwrap();
+/// An app root holding the persona.
+fn root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("personas")).unwrap();
     std::fs::write(root.path().join("personas/support.toml"), PERSONA).unwrap();
+    root
+}
+
+#[tokio::test]
+async fn every_shape_of_mail_is_fenced_on_every_backend() {
+    let (dir, root) = (tempfile::tempdir().unwrap(), root());
     for (url, _) in every_backend(dir.path(), "fence_shapes").await {
         let engine = Engine::builder()
             .root(root.path())
@@ -200,10 +205,7 @@ async fn every_shape_of_mail_is_fenced_on_every_backend() {
 /// The inspector resolves over HTTP: the same fence, the same bytes.
 #[tokio::test]
 async fn the_inspectors_resolve_fences_every_shape() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("personas")).unwrap();
-    std::fs::write(root.path().join("personas/support.toml"), PERSONA).unwrap();
+    let (dir, root) = (tempfile::tempdir().unwrap(), root());
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
     let server = Server::start(root.path(), &url, Some(TOKEN), &[]);
     for raw in shapes() {

@@ -213,7 +213,12 @@ struct Walk {
 fn walks(order: &[Walked], wanted: &[bool]) -> Vec<Walk> {
     let mut out = Vec::new();
     for (start, end) in threads_of(order) {
-        let blocks = (end - start).div_ceil(STRIP_BLOCK);
+        // Ranks may start past 0 (a walk of the end of a thread, see `restrip_written`).
+        let blocks = order[start..end]
+            .iter()
+            .map(|w| w.rank / STRIP_BLOCK + 1)
+            .max()
+            .unwrap_or(0);
         let mut last_wanted = vec![None; blocks];
         for p in start..end {
             if wanted[p] {
@@ -388,6 +393,9 @@ pub async fn restrip<C: ConnectionTrait>(
     threads: &[i64],
     written: &HashSet<i64>,
 ) -> Result<(), DbErr> {
+    if let ([thread], false) = (threads, written.is_empty()) {
+        return restrip_written(db, *thread, written).await;
+    }
     let mut threads = threads.to_vec();
     threads.sort_unstable();
     threads.dedup();
@@ -407,6 +415,74 @@ pub async fn restrip<C: ConnectionTrait>(
         store(db, &walk(&order, &wanted)).await?;
     }
     Ok(())
+}
+
+/// [`restrip`] of the messages `written` into `thread` (one message stored, or a few): only
+/// the end of the thread they need is read, from the block before the one of the first of
+/// them on (ranks counted in the order messages were stored), so the cost is the same
+/// whatever the thread's length: two counting statements over the thread's index, and the
+/// rows of at most the two blocks the walk reads (and the written ones).
+async fn restrip_written<C: ConnectionTrait>(
+    db: &C,
+    thread: i64,
+    written: &HashSet<i64>,
+) -> Result<(), DbErr> {
+    use message::Column as M;
+    let Some(&first) = written.iter().min() else {
+        return Ok(());
+    };
+    let before = Query::select()
+        .expr(Expr::col(M::Id).count())
+        .from(message::Entity)
+        .and_where(Expr::col(M::EmailThreadId).eq(thread))
+        .and_where(Expr::col(M::Id).lt(first))
+        .to_owned();
+    let stored_before: i64 = match db.query_one(&before).await? {
+        Some(row) => row.try_get_by_index(0)?,
+        None => 0,
+    };
+    let lo =
+        (usize::try_from(stored_before).unwrap_or(0) / STRIP_BLOCK).saturating_sub(1) * STRIP_BLOCK;
+    // The id of rank `lo`: the first message the walk may read.
+    let from = Query::select()
+        .column(M::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(M::EmailThreadId).eq(thread))
+        .order_by(M::Id, Order::Asc)
+        .limit(1)
+        .offset(lo as u64)
+        .to_owned();
+    let Some(row) = db.query_one(&from).await? else {
+        return Ok(());
+    };
+    let from_id: i64 = row.try_get_by_index(0)?;
+    let select = Query::select()
+        .columns([M::EmailThreadId, M::Id, M::Direction])
+        .from(message::Entity)
+        .and_where(Expr::col(M::EmailThreadId).eq(thread))
+        .and_where(Expr::col(M::Id).gte(from_id))
+        .order_by(M::SentAt, Order::Asc)
+        .order_by(M::Id, Order::Asc)
+        .to_owned();
+    let mut order = Vec::new();
+    for row in db.query_all_raw(dates::statement(db, &select)).await? {
+        let direction: String = row.try_get("", "direction")?;
+        order.push(Walked {
+            thread: row.try_get("", "email_thread_id")?,
+            id: row.try_get("", "id")?,
+            outbound: direction == "outbound",
+            rank: 0,
+            body: String::new(),
+        });
+    }
+    rank(&mut order);
+    for w in &mut order {
+        w.rank += lo;
+    }
+    let wanted: Vec<bool> = order.iter().map(|b| written.contains(&b.id)).collect();
+    let need = needed(&order, &wanted);
+    read_bodies(db, &mut order, &need).await?;
+    store(db, &walk(&order, &wanted)).await
 }
 
 /// Strips every stored message again (the migration that creates the table, and one that
