@@ -263,7 +263,7 @@ async fn the_page_shows_a_resolved_request_and_the_screenshots_are_saved() {
             "1 message · 97 tokens",
             "1 message · 32 tokens",
             "1 message · 37 tokens",
-            "6 messages · 258 tokens",
+            "6 messages · 274 tokens",
             "1 message · 29 tokens",
             "1 message · 74 tokens"
         ]
@@ -287,7 +287,7 @@ async fn the_page_shows_a_resolved_request_and_the_screenshots_are_saved() {
     );
     assert_eq!(
         texts(&dom, "tokens"),
-        [112, 97, 32, 37, 90, 12, 26, 17, 14, 99, 29, 74].map(|n| format!("{n} tokens"))
+        [112, 97, 32, 37, 106, 12, 26, 17, 14, 99, 29, 74].map(|n| format!("{n} tokens"))
     );
     assert_eq!(
         texts(&dom, "breakpoint"),
@@ -685,7 +685,7 @@ async fn the_token_typed_once_unlocks_the_page_and_a_pasted_persona_is_diffed() 
         tools.eval(
             "[...document.querySelectorAll('.block .tokens')].map(e => e.textContent).join(',')"
         ),
-        "112 tokens,97 tokens,32 tokens,37 tokens,90 tokens,12 tokens,26 tokens,17 tokens,14 tokens,99 tokens,29 tokens,74 tokens"
+        "112 tokens,97 tokens,32 tokens,37 tokens,106 tokens,12 tokens,26 tokens,17 tokens,14 tokens,99 tokens,29 tokens,74 tokens"
     );
     // 360 px wide: nothing wider than the window.
     assert_eq!(
