@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use notify::RecommendedWatcher;
@@ -29,6 +30,9 @@ pub struct Watch {
 enum Control {
     /// The folder itself changed: watch it again where it now is, then rescan.
     Rearm,
+    /// A file of the folder changed: follow the symlinks among the persona files again
+    /// (a link made, removed or pointed elsewhere).
+    Links,
     /// The [`Watch`] was dropped.
     Stop,
 }
@@ -104,12 +108,9 @@ impl PersonaSet {
         let names = [folder.clone(), canonical.clone()];
         // Persona files that are symlinks to files elsewhere (a dotfile setup): an edit of
         // the target changes nothing in the folder, so the target's folder is watched too.
-        let targets = linked_targets(self, &names);
-        let target_dirs: BTreeSet<PathBuf> = targets
-            .keys()
-            .filter_map(|t| t.parent().map(Path::to_owned))
-            .filter(|d| !names.contains(d))
-            .collect();
+        let targets = Arc::new(std::sync::Mutex::new(linked_targets(self, &names)));
+        let links = targets.clone();
+        let link_names = names.clone();
         let handler = move |result: DebounceEventResult| {
             let mut paths: Vec<PathBuf> = Vec::new();
             let mut rescan = false;
@@ -125,9 +126,14 @@ impl PersonaSet {
                             continue;
                         }
                         for p in &event.paths {
-                            if let Some(key) = targets.get(p) {
-                                if !paths.contains(key) {
-                                    paths.push(key.clone());
+                            let linked = links
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .get(p)
+                                .cloned();
+                            if let Some(key) = linked {
+                                if !paths.contains(&key) {
+                                    paths.push(key);
                                 }
                                 continue;
                             }
@@ -147,11 +153,15 @@ impl PersonaSet {
                 let _ = rearm.send(Control::Rearm);
                 return;
             }
+            let folder_changed = rescan || !paths.is_empty();
             if rescan {
                 paths = with_every_file(&set, paths);
             }
             for event in set.reconcile(&paths) {
                 let _ = sender.send(event);
+            }
+            if folder_changed {
+                let _ = rearm.send(Control::Links);
             }
         };
         let mut debouncer = new_debouncer(debounce, None, handler)
@@ -163,14 +173,26 @@ impl PersonaSet {
             // Without it the folder's return goes unseen; the folder itself is still watched.
             let _ = debouncer.watch(parent, RecursiveMode::NonRecursive);
         }
-        for dir in &target_dirs {
-            let _ = debouncer.watch(dir, RecursiveMode::NonRecursive);
-        }
+        let mut linked_dirs = BTreeSet::new();
+        follow_links(
+            &mut debouncer,
+            &targets,
+            &mut linked_dirs,
+            self,
+            &link_names,
+        );
         let set = self.clone();
         let sender = tx.clone();
         std::thread::Builder::new()
             .name("protege-watch".into())
-            .spawn(move || supervise(debouncer, orders, &folder, &set, &sender))
+            .spawn(move || {
+                let links = Links {
+                    targets,
+                    dirs: linked_dirs,
+                    names: link_names,
+                };
+                supervise(debouncer, orders, &folder, &set, &sender, links)
+            })
             .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         // Changes made between loading and watching: catch up now that events are recorded.
         for event in self.reconcile(&with_every_file(self, Vec::new())) {
@@ -190,9 +212,24 @@ fn supervise(
     folder: &Path,
     set: &PersonaSet,
     sender: &mpsc::UnboundedSender<Event>,
+    mut links: Links,
 ) {
     let mut ancestor = folder.parent().map(Path::to_owned);
-    while let Ok(Control::Rearm) = orders.recv() {
+    loop {
+        match orders.recv() {
+            Ok(Control::Rearm) => {}
+            Ok(Control::Links) => {
+                follow_links(
+                    &mut debouncer,
+                    &links.targets,
+                    &mut links.dirs,
+                    set,
+                    &links.names,
+                );
+                continue;
+            }
+            Ok(Control::Stop) | Err(_) => return,
+        }
         // Watched again even under an unchanged path: the old watches follow the inodes
         // wherever they went, or are gone with them. A folder or ancestor created while
         // arming is armed in the next round.
@@ -262,10 +299,38 @@ fn classify(names: &[PathBuf; 2], dir: &Path, reported: &Path) -> Seen {
     }
 }
 
+/// What the watch knows of the persona files that are symlinks: their targets (path →
+/// the persona file's key), the folders watched for them, the folder's two names.
+struct Links {
+    targets: Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>>,
+    dirs: BTreeSet<PathBuf>,
+    names: [PathBuf; 2],
+}
+
+/// Reads the symlinks among `set`'s files again and watches the folders of their targets
+/// not watched yet (a folder no link leads to any more is left watched: its events match
+/// no target and are ignored).
+fn follow_links(
+    debouncer: &mut Debouncer<RecommendedWatcher, RecommendedCache>,
+    targets: &std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>,
+    dirs: &mut BTreeSet<PathBuf>,
+    set: &PersonaSet,
+    names: &[PathBuf; 2],
+) {
+    let now = linked_targets(set, names);
+    for dir in now.keys().filter_map(|t| t.parent()) {
+        if !names.iter().any(|n| n == dir) && dirs.insert(dir.to_owned()) {
+            let _ = debouncer.watch(dir, RecursiveMode::NonRecursive);
+        }
+    }
+    *targets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = now;
+}
+
 /// The files that the persona files of `set` which are symlinks lead to, outside the folder
 /// (`names`, as written and canonical), each with the persona file's key: edits there
-/// reload the persona. Links made after the watch started are followed once the folder
-/// changes (their own change reloads them).
+/// reload the persona. Read again whenever a file of the folder changes.
 fn linked_targets(
     set: &PersonaSet,
     names: &[PathBuf; 2],

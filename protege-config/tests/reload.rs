@@ -351,3 +351,41 @@ async fn an_edit_through_a_symlinked_persona_file_reloads() {
     until(&mut watch, |_| true).await;
     assert_eq!(resolve(&set, "support", &f.dir).await, ["v3 a", "v3 b"]);
 }
+
+/// A symlink made while the folder is watched is followed too: an edit of its target
+/// reloads the persona it added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_made_while_watching_is_followed() {
+    let f = folder(&[("a.toml", persona("alpha", 1))]);
+    let elsewhere = f.dir.parent().unwrap().join("dotfiles");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let target = elsewhere.join("support.toml");
+    std::fs::write(&target, persona("support", 1)).unwrap();
+    let (set, mut watch, _) = start(&f).await;
+    std::os::unix::fs::symlink(&target, f.dir.join("support.toml")).unwrap();
+    let events = until(&mut watch, |_| true).await;
+    assert_eq!(
+        lines(&events),
+        [line("added", &f.dir, "support", "support.toml")]
+    );
+    // The link is followed once the watch has read the folder again, just after the event:
+    // an edit made before that is not seen, so edit until one is (each waited for 2 s).
+    let mut version = 2;
+    loop {
+        std::fs::write(&target, persona("support", version)).unwrap();
+        let seen = tokio::time::timeout(Duration::from_secs(2), watch.next()).await;
+        if let Ok(Some(event)) = seen {
+            assert_eq!(
+                lines(&[event]),
+                [line("reloaded", &f.dir, "support", "support.toml")]
+            );
+            break;
+        }
+        version += 1;
+        assert!(version < 10, "the target's edits are never seen");
+    }
+    assert_eq!(
+        resolve(&set, "support", &f.dir).await,
+        [format!("v{version} a"), format!("v{version} b")]
+    );
+}
