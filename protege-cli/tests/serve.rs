@@ -2256,7 +2256,8 @@ async fn shutdown_does_not_wait_for_connections_without_a_request() {
 #[tokio::test]
 async fn a_failed_accept_is_logged_and_the_service_goes_on() {
     let (_dir, url) = demo_db();
-    // Few file descriptors: connections beyond them cannot be accepted.
+    // Few file descriptors and caps set above them (the default cap would stay below the
+    // limit): connections beyond them cannot be accepted.
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg("ulimit -n 64 && exec \"$@\"")
@@ -2267,6 +2268,12 @@ async fn a_failed_accept_is_logged_and_the_service_goes_on() {
         .arg("--database")
         .arg(&url)
         .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
+        .args([
+            "--max-connections",
+            "1000",
+            "--max-connections-per-client",
+            "1000",
+        ])
         .env_remove("PROTEGE_DATABASE_URL")
         .env_remove("PROTEGE_SERVE_TOKEN");
     let server = Server::spawn(cmd);
@@ -2852,4 +2859,103 @@ async fn diff_candidates_read_no_file_outside_the_app_root() {
             "{text}"
         );
     }
+}
+
+/// A chunked body that declares a chunk larger than any route takes is answered 413 at
+/// once, not held until the request's deadline (60 s here, past the 30 s watchdog of the
+/// read), though the client sends nothing after the chunk-size line.
+#[tokio::test]
+async fn a_declared_chunk_over_every_limit_is_answered_413_at_once() {
+    use tokio::io::AsyncWriteExt as _;
+    let (_dir, url) = demo_db();
+    let server = Server::start(&project(), &url, Some(TOKEN), &["--deadline", "60"]);
+    let mut stream = tokio::net::TcpStream::connect(address(&server))
+        .await
+        .unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /v1/mail HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Type: message/rfc822\r\nTransfer-Encoding: chunked\r\n\r\n\
+                 ffffffffffffffff\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = closed_by_server(&mut stream, "a chunk of 2^64-1 bytes").await;
+    assert_eq!(
+        status_and_body(&answer),
+        (
+            "HTTP/1.1 413 Payload Too Large",
+            error(
+                "payload_too_large",
+                "the request declares a chunk of 18446744073709551615 bytes, over the 67108864 bytes a body may have"
+            )
+            .as_str()
+        )
+    );
+    // A chunked body within the limits is served as before.
+    let mut stream = tokio::net::TcpStream::connect(address(&server))
+        .await
+        .unwrap();
+    let mail = "From: kim@example.com\r\nTo: support@acme.test\r\nSubject: Hi\r\nMessage-ID: <chunked@example.com>\r\nDate: Tue, 10 Mar 2026 09:00:00 +0000\r\n\r\nHello\r\n";
+    stream
+        .write_all(
+            format!(
+                "POST /v1/mail HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Type: message/rfc822\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+                 {:x}\r\n{mail}\r\n0\r\n\r\n",
+                mail.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = closed_by_server(&mut stream, "a chunked mail").await;
+    assert!(answer.starts_with("HTTP/1.1 201 Created"), "{answer}");
+}
+
+/// Under a low file-descriptor limit the default caps follow it: 64 descriptors leave a cap
+/// of 16 connections, 4 per client, and the fifth of one client is answered 503 instead of
+/// running the process out of descriptors.
+#[tokio::test]
+async fn the_default_caps_follow_the_file_descriptor_limit() {
+    let (_dir, url) = demo_db();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 64 && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_protege"))
+        .arg("--root")
+        .arg(project())
+        .arg("--database")
+        .arg(&url)
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
+        .env_remove("PROTEGE_DATABASE_URL")
+        .env_remove("PROTEGE_SERVE_TOKEN");
+    let server = Server::spawn(cmd);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(
+            tokio::net::TcpStream::connect(address(&server))
+                .await
+                .unwrap(),
+        );
+    }
+    let mut fifth = tokio::net::TcpStream::connect(address(&server))
+        .await
+        .unwrap();
+    let answer = closed_by_server(&mut fifth, "a fifth connection").await;
+    assert_eq!(
+        status_and_body(&answer),
+        (
+            "HTTP/1.1 503 Service Unavailable",
+            error(
+                "unavailable",
+                "this client has 4 connections open, its limit; close one or retry later"
+            )
+            .as_str()
+        )
+    );
 }

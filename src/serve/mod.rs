@@ -62,6 +62,11 @@ const DIFF_LIMIT: usize = 4 * 1024 * 1024;
 /// result up to its persona's `[limits] tool_result_bytes` (1 MiB by default) in any JSON
 /// encoding.
 const ROUND_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The largest body any route takes, in bytes (a round's): a connection that declares more
+/// (a chunk of a chunked body larger than this) can be answered 413 at once, before any byte
+/// of the body arrives.
+pub const MAX_BODY_BYTES: u64 = ROUND_LIMIT as u64;
 /// The per-request deadline of [`router`].
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 

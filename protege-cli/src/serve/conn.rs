@@ -301,6 +301,7 @@ async fn connection(
         inner: stream,
         state: state.clone(),
         pending: Vec::new(),
+        chunks: super::chunks::Chunks::new(protege::serve::MAX_BODY_BYTES),
     });
     let tower = TowerToHyperService::new(router);
     let in_service = state.clone();
@@ -349,6 +350,8 @@ struct Watched {
     state: Arc<State>,
     /// Bytes of a replacement answer not yet written.
     pending: Vec<u8>,
+    /// The chunk sizes the client declares.
+    chunks: super::chunks::Chunks,
 }
 
 impl Watched {
@@ -374,6 +377,23 @@ impl AsyncRead for Watched {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
             self.state.read();
+            if let Some(size) = self.chunks.read(&buf.filled()[before..]) {
+                // Answered at once, before the body: the client may be sending nothing more.
+                let refusal = Refusal::new(
+                    413,
+                    "payload_too_large",
+                    format!(
+                        "the request declares a chunk of {size} bytes, over the {} bytes a body may have",
+                        protege::serve::MAX_BODY_BYTES
+                    ),
+                );
+                refusal.record(self.state.opened);
+                let _ = self.inner.try_write(refusal.bytes.as_bytes());
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "a declared chunk over the body limit",
+                )));
+            }
         }
         polled
     }

@@ -1,6 +1,7 @@
 //! `serve`: the engine's HTTP routes (`protege::serve`) behind a connection loop with
 //! timeouts and a cap, the Prometheus exporter, structured logs and a graceful shutdown.
 
+mod chunks;
 mod conn;
 
 use std::time::Duration;
