@@ -2253,11 +2253,9 @@ async fn shutdown_does_not_wait_for_connections_without_a_request() {
     assert_eq!(exit.code(), Some(0));
 }
 
-#[tokio::test]
-async fn a_failed_accept_is_logged_and_the_service_goes_on() {
-    let (_dir, url) = demo_db();
-    // Few file descriptors and caps set above them (the default cap would stay below the
-    // limit): connections beyond them cannot be accepted.
+/// `protege serve` on `url` with `extra` flags, in a process limited to 64 file
+/// descriptors.
+fn serve_with_64_descriptors(url: &str, extra: &[&str]) -> Server {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg("ulimit -n 64 && exec \"$@\"")
@@ -2266,17 +2264,28 @@ async fn a_failed_accept_is_logged_and_the_service_goes_on() {
         .arg("--root")
         .arg(project())
         .arg("--database")
-        .arg(&url)
+        .arg(url)
         .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
-        .args([
+        .args(extra)
+        .env_remove("PROTEGE_DATABASE_URL")
+        .env_remove("PROTEGE_SERVE_TOKEN");
+    Server::spawn(cmd)
+}
+
+#[tokio::test]
+async fn a_failed_accept_is_logged_and_the_service_goes_on() {
+    let (_dir, url) = demo_db();
+    // Few file descriptors and caps set above them (the default cap would stay below the
+    // limit): connections beyond them cannot be accepted.
+    let server = serve_with_64_descriptors(
+        &url,
+        &[
             "--max-connections",
             "1000",
             "--max-connections-per-client",
             "1000",
-        ])
-        .env_remove("PROTEGE_DATABASE_URL")
-        .env_remove("PROTEGE_SERVE_TOKEN");
-    let server = Server::spawn(cmd);
+        ],
+    );
     let mut held = Vec::new();
     for _ in 0..100 {
         if let Ok(stream) = tokio::net::TcpStream::connect(address(&server)).await {
@@ -2922,19 +2931,7 @@ async fn a_declared_chunk_over_every_limit_is_answered_413_at_once() {
 #[tokio::test]
 async fn the_default_caps_follow_the_file_descriptor_limit() {
     let (_dir, url) = demo_db();
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg("ulimit -n 64 && exec \"$@\"")
-        .arg("sh")
-        .arg(env!("CARGO_BIN_EXE_protege"))
-        .arg("--root")
-        .arg(project())
-        .arg("--database")
-        .arg(&url)
-        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
-        .env_remove("PROTEGE_DATABASE_URL")
-        .env_remove("PROTEGE_SERVE_TOKEN");
-    let server = Server::spawn(cmd);
+    let server = serve_with_64_descriptors(&url, &[]);
     let mut held = Vec::new();
     for _ in 0..4 {
         held.push(

@@ -111,18 +111,29 @@ async fn thread_order<C: ConnectionTrait>(
         if let Some(through) = through {
             select.and_where(Expr::col(M::SentAt).lte(through));
         }
-        for row in db.query_all_raw(dates::statement(db, &select)).await? {
-            let direction: String = row.try_get("", "direction")?;
-            out.push(Walked {
-                thread: row.try_get("", "email_thread_id")?,
-                id: row.try_get("", "id")?,
-                outbound: direction == "outbound",
-                rank: 0,
-                body: String::new(),
-            });
-        }
+        out.extend(walked_rows(db, &select).await?);
     }
     rank(&mut out);
+    Ok(out)
+}
+
+/// The messages `select` reads (its thread, id and direction columns), bodies not read and
+/// not ranked yet.
+async fn walked_rows<C: ConnectionTrait>(
+    db: &C,
+    select: &sea_orm::sea_query::SelectStatement,
+) -> Result<Vec<Walked>, DbErr> {
+    let mut out = Vec::new();
+    for row in db.query_all_raw(dates::statement(db, select)).await? {
+        let direction: String = row.try_get("", "direction")?;
+        out.push(Walked {
+            thread: row.try_get("", "email_thread_id")?,
+            id: row.try_get("", "id")?,
+            outbound: direction == "outbound",
+            rank: 0,
+            body: String::new(),
+        });
+    }
     Ok(out)
 }
 
@@ -464,17 +475,7 @@ async fn restrip_written<C: ConnectionTrait>(
         .order_by(M::SentAt, Order::Asc)
         .order_by(M::Id, Order::Asc)
         .to_owned();
-    let mut order = Vec::new();
-    for row in db.query_all_raw(dates::statement(db, &select)).await? {
-        let direction: String = row.try_get("", "direction")?;
-        order.push(Walked {
-            thread: row.try_get("", "email_thread_id")?,
-            id: row.try_get("", "id")?,
-            outbound: direction == "outbound",
-            rank: 0,
-            body: String::new(),
-        });
-    }
+    let mut order = walked_rows(db, &select).await?;
     rank(&mut order);
     for w in &mut order {
         w.rank += lo;
