@@ -16,12 +16,13 @@ impl Engine {
     /// erases them all: [`Engine::forget_any`] does, when that is what is meant); a
     /// database failure [`EngineErrorKind::Unavailable`].
     pub async fn forget(&self, address: &str, dry_run: bool) -> Result<Forgotten, EngineError> {
-        let key = protege_mail_key(address);
+        // Compared as `forget` reads an address; a malformed one is refused by `forget_any`.
+        let key = db::forget_key(address).unwrap_or_default();
         if let Some(persona) = self.personas().into_iter().find(|p| {
             p.info()
                 .addresses
                 .iter()
-                .any(|a| a.trim().to_lowercase() == key)
+                .any(|a| db::forget_key(a).as_deref() == Some(key.as_str()))
         }) {
             return Err(EngineError::new(
                 EngineErrorKind::InvalidInput,
@@ -39,9 +40,4 @@ impl Engine {
         let conn = self.db().await?;
         Ok(db::forget(conn, address, dry_run).await?)
     }
-}
-
-/// The address `address` names, bare and lowercased, as personas declare theirs.
-fn protege_mail_key(address: &str) -> String {
-    db::forget_key(address).unwrap_or_default()
 }

@@ -322,7 +322,7 @@ impl LoadRecord {
                 .join(" and ");
             tracing::warn!(table = %self.table, filters = %wanted, "LoadRecord found no row");
             ctx.note(
-                "LoadRecord",
+                self.name(),
                 format!("no row of `{}` where {wanted}", self.table),
             );
         }
