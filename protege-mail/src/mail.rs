@@ -268,9 +268,16 @@ impl Email {
         fence: &crate::Fence,
     ) -> (String, usize) {
         let kept_full = &body[..floor_char_boundary(body, limit)];
-        let plain = self.render_with_body(kept_full);
         let mut head = String::with_capacity(256);
         self.push_head(&mut head);
+        // The plain rendering, as `render_with_body` makes it, from the head made once.
+        let mut plain = String::with_capacity(head.len() + kept_full.len() + 128);
+        plain.push_str(&head);
+        if !kept_full.is_empty() {
+            plain.push_str("\n\n");
+            plain.push_str(kept_full);
+        }
+        self.push_attachments(&mut plain);
         let total = plain.len() + (body.len() - kept_full.len());
         // Where the plain rendering is cut: nowhere when it fits.
         let cut = if total <= limit {
