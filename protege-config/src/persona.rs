@@ -178,6 +178,9 @@ fn read(
         responsibilities,
         limits,
         mail,
+        // `[agent]` and `[outbox]` are read by `agent.rs`.
+        agent: None,
+        outbox: Default::default(),
     };
     Some(Persona {
         info: Arc::new(info),

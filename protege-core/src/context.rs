@@ -75,6 +75,11 @@ pub struct PersonaInfo {
     pub limits: PersonaLimits,
     /// How the persona's mail is imported (`[mail]`).
     pub mail: PersonaMail,
+    /// The `[agent]` table, when the file has one (its replies follow the defaults
+    /// otherwise).
+    pub agent: Option<crate::PersonaAgent>,
+    /// The `[outbox]` table: the SMTP server its replies leave through.
+    pub outbox: crate::PersonaOutbox,
 }
 
 /// The `[mail]` table of a persona: how its mail is imported and how mail bodies are

@@ -48,6 +48,7 @@ compile_error!(
     "protege needs a database driver: enable at least one of the features `sqlite`, `postgres` and `mysql`"
 );
 
+mod agent_config;
 mod assemble;
 mod cache;
 mod calibration;
@@ -76,6 +77,10 @@ pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, mess
 pub use request::{build_request, user_turn};
 
 // A run's input.
+pub use agent_config::{
+    Approval, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER, DEFAULT_MAX_CC, PersonaAgent,
+    PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
+};
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,
     MailStats, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted,
