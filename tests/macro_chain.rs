@@ -125,6 +125,7 @@ fn inbound() -> MailMessage {
             html_text: None,
             in_reply_to: None,
             attachments: vec![],
+            reply_headers: Default::default(),
         },
     }
 }

@@ -168,6 +168,18 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
         Shape::OneOf(values) => json!({ "enum": values }),
         Shape::Positive { max } => json!({ "type": "integer", "minimum": 1, "maximum": max }),
         Shape::Flag => json!({ "type": "boolean" }),
+        Shape::Duration => json!({ "type": "string", "pattern": "^0*[1-9][0-9]*[smhd]$" }),
+        Shape::SmtpUrl => json!({
+            "type": "string",
+            "pattern": "^smtps?://([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$",
+        }),
+        Shape::EnvVar => json!({ "type": "string", "pattern": IDENTIFIER }),
+        Shape::OneLine { max } => json!({
+            "type": "string",
+            "maxLength": max,
+            "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$",
+            "allOf": [{ "pattern": "\\S" }],
+        }),
         Shape::Addresses => json!({
             "type": "array",
             "items": { "type": "string", "pattern": "^\\s*\\S*@\\S*\\s*$" },

@@ -25,10 +25,12 @@
 //! - one error type: [`Error`] with its [`ErrorKind`].
 //!
 //! Loading a persona runs in stages, one module each, read top to bottom: `source` (the
-//! file's text), `syntax` (TOML), `persona` (the schema), `chains` (the resolver entries,
+//! file's text), `syntax` (TOML), `persona` (the schema, with `agent` for the `[agent]`
+//! and `[outbox]` tables), `chains` (the resolver entries,
 //! with `registry` and `builtins` for each resolver's options); `set` loads a folder of
 //! them and `watch` reloads it.
 
+mod agent;
 mod builtins;
 mod chains;
 mod custom;

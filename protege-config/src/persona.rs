@@ -1,7 +1,8 @@
 //! Loading a persona, stage 3 of 4: the persona schema. [`Persona::parse`] runs the
 //! stages in order: the TOML syntax ([`syntax`](crate::syntax)), then the top-level keys
 //! and tables read here (`name`, `addresses`, `[model]`, `[limits]`, `[mail]`,
-//! `[[tools]]`, `[[responsibilities]]`), then the resolver chains
+//! `[[tools]]`, `[[responsibilities]]`; `[agent]` and `[outbox]` in
+//! [`agent`](crate::agent)), then the resolver chains
 //! ([`chains`](crate::chains)). Stage 1, the file's text, is [`source`](crate::source);
 //! a folder of personas is [`PersonaSet`](crate::PersonaSet).
 
@@ -17,6 +18,7 @@ use protege_schema::{
 };
 use toml::de::{DeTable, DeValue};
 
+use crate::agent;
 use crate::chains::chain;
 use crate::diagnostic::{Diagnostics, lowercase_first, suggestion};
 use crate::reader::{self, Sink, Value, entries, get, required, unknown_keys};
@@ -145,6 +147,10 @@ fn read(
         .map(|v| limits(sink, v))
         .unwrap_or_default();
     let mail = get(doc, "mail").map(|v| mail(sink, v)).unwrap_or_default();
+    let agent = get(doc, "agent").and_then(|v| agent::agent(sink, v));
+    let outbox = get(doc, "outbox")
+        .map(|v| agent::outbox(sink, v))
+        .unwrap_or_default();
     let tools = get(doc, "tools")
         .map(|v| tools(sink, v))
         .unwrap_or_default();
@@ -178,9 +184,8 @@ fn read(
         responsibilities,
         limits,
         mail,
-        // `[agent]` and `[outbox]` are read by `agent.rs`.
-        agent: None,
-        outbox: Default::default(),
+        agent,
+        outbox,
     };
     Some(Persona {
         info: Arc::new(info),

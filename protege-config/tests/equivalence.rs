@@ -57,6 +57,7 @@ fn inbound() -> MailMessage {
             html_text: None,
             in_reply_to: None,
             attachments: vec![],
+            reply_headers: Default::default(),
         },
     }
 }

@@ -45,6 +45,7 @@ fn inbound() -> MailMessage {
                 byte_size: 48213,
                 data: None,
             }],
+            reply_headers: Default::default(),
         },
     }
 }

@@ -19,6 +19,7 @@ mod invisible;
 mod lookalike;
 mod mail;
 mod quoted;
+mod reply_headers;
 
 pub use fence::Fence;
 pub use html_text::{html_to_text, html_to_text_counted};
@@ -27,6 +28,7 @@ pub use mail::{
     MailMessage, address_key, bare_address, cap_text, rfc3339_z,
 };
 pub use quoted::{PriorBodies, STRIP_RULES, Stripped, strip_quoted};
+pub use reply_headers::{MAX_KEPT_AUTH_RESULTS, MAX_KEPT_REFERENCES, ReplyHeaders};
 
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]

@@ -112,6 +112,9 @@ pub struct Email {
     pub in_reply_to: Option<String>,
     /// The attachments, in order.
     pub attachments: Vec<Attachment>,
+    /// What a reply to it needs of its headers besides its addresses (empty when it had
+    /// none of them, or was not read from RFC 5322).
+    pub reply_headers: crate::ReplyHeaders,
 }
 
 /// An email as stored: the trigger of a reply run and the unit of thread history. It

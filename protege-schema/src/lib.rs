@@ -42,8 +42,9 @@ pub use builtins::{
 
 // The keys of a persona file outside its chains.
 pub use persona::{
-    CACHE_MODES, Key, LIMITS, MAIL, MODEL, PERSONA, PROVIDERS, RESPONSIBILITY, Shape, TOOL,
-    key_names,
+    AGENT, APPROVALS, CACHE_MODES, DURATION_MAX_DAYS, FROM_NAME_MAX_CHARS, Key, LIMITS, MAIL,
+    MODEL, OUTBOX, PERSONA, PROVIDERS, REPLY_MODES, RESPONSIBILITY, Shape, TLS_MODES, TOOL,
+    UNAUTHENTICATED, key_names,
 };
 
 // The README's options table, rendered from the table.

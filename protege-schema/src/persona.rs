@@ -1,6 +1,6 @@
 //! The keys of a persona file outside its resolver chains: the top level, `[model]`,
-//! `[limits]`, `[mail]`, `[[tools]]` and `[[responsibilities]]`, each with the shape of its
-//! value, its default and what it does.
+//! `[limits]`, `[mail]`, `[agent]`, `[outbox]`, `[[tools]]` and `[[responsibilities]]`, each
+//! with the shape of its value, its default and what it does.
 //!
 //! The TOML reader of `protege-config` takes the keys a table may have from here, and the
 //! JSON Schema of a persona file (`protege schema`) is generated from these tables and the
@@ -24,6 +24,20 @@ pub enum Shape {
     },
     /// A boolean.
     Flag,
+    /// A duration: a positive integer and a unit, `s`, `m`, `h` or `d` (`"90s"`, `"2d"`),
+    /// at most [`DURATION_MAX_DAYS`] days.
+    Duration,
+    /// The URL of an SMTP server: `smtp://host[:port]` or `smtps://host[:port]`, an IPv6
+    /// host in brackets, nothing after the port.
+    SmtpUrl,
+    /// The name of an environment variable: ASCII letters, digits and `_`, not starting
+    /// with a digit.
+    EnvVar,
+    /// One line of text, not blank: no control characters, at most `max` characters.
+    OneLine {
+        /// The most characters accepted.
+        max: usize,
+    },
     /// An array of email addresses (a string with `@` and no whitespace inside).
     Addresses,
     /// An array of authserv-ids (host names: not blank, no whitespace, no `;`).
@@ -72,6 +86,25 @@ pub const PROVIDERS: [&str; 2] = ["openai", "anthropic"];
 /// The modes of `[model] cache`.
 pub const CACHE_MODES: [&str; 2] = ["auto", "off"];
 
+/// The values of `[agent] reply`.
+pub const REPLY_MODES: [&str; 3] = ["send", "draft", "off"];
+
+/// The values of `[agent] approval`.
+pub const APPROVALS: [&str; 3] = ["never", "always", "first_contact"];
+
+/// The values of `[agent] unauthenticated`.
+pub const UNAUTHENTICATED: [&str; 3] = ["draft", "send", "skip"];
+
+/// The values of `[outbox] tls`: only `none`, for a loopback server.
+pub const TLS_MODES: [&str; 1] = ["none"];
+
+/// The longest duration a persona file may give (`[outbox] give_up_after`,
+/// `attempt_timeout`), in days.
+pub const DURATION_MAX_DAYS: u64 = 365;
+
+/// The most characters of `[outbox] from_name`.
+pub const FROM_NAME_MAX_CHARS: usize = 200;
+
 /// The top level of a persona file.
 pub const PERSONA: &[Key] = &[
     key(
@@ -115,6 +148,18 @@ pub const PERSONA: &[Key] = &[
         Shape::Table(MAIL),
         Default::Unset("the defaults of each setting"),
         "how the persona's mail is imported and how bodies reach the model",
+    ),
+    key(
+        "agent",
+        Shape::Table(AGENT),
+        Default::Unset("the defaults of each setting"),
+        "whether and how replies are sent, and when they wait for a person",
+    ),
+    key(
+        "outbox",
+        Shape::Table(OUTBOX),
+        Default::Unset("no SMTP server: the application delivers the replies itself"),
+        "the SMTP server replies leave through",
     ),
     key(
         "tools",
@@ -231,6 +276,100 @@ pub const MAIL: &[Key] = &[
         Shape::Flag,
         Default::Flag(false),
         "each email body sits between two lines carrying a per-thread secret; `mail.fence_note` says so to the model",
+    ),
+];
+
+/// `[agent]`.
+pub const AGENT: &[Key] = &[
+    key(
+        "reply",
+        Shape::OneOf(&REPLY_MODES),
+        Default::Word("send"),
+        "`send` queues each reply for delivery, `draft` makes every reply wait for approval, `off` composes none",
+    ),
+    key(
+        "approval",
+        Shape::OneOf(&APPROVALS),
+        Default::Word("never"),
+        "when a reply waits for a person: `never`, `always` (the same as `reply = \"draft\"`) or `first_contact` (a recipient never sent to before)",
+    ),
+    key(
+        "unauthenticated",
+        Shape::OneOf(&UNAUTHENTICATED),
+        Default::Word("draft"),
+        "a reply to a sender who is not authenticated: `draft` waits for approval, `send` is sent like any other, `skip` composes none",
+    ),
+    key(
+        "reply_all",
+        Shape::Flag,
+        Default::Flag(false),
+        "the trigger's To and Cc, minus the persona's addresses, are copied when its sender is authenticated",
+    ),
+    key(
+        "max_cc",
+        Shape::Positive { max: u64::MAX },
+        Default::Count(10),
+        "with more Cc recipients a reply has none and waits for approval",
+    ),
+    key(
+        "html",
+        Shape::Flag,
+        Default::Flag(false),
+        "a reply is `multipart/alternative`, its Markdown also rendered to HTML",
+    ),
+];
+
+/// `[outbox]`.
+pub const OUTBOX: &[Key] = &[
+    key(
+        "smtp",
+        Shape::SmtpUrl,
+        Default::Unset("none: the application delivers the replies itself"),
+        "the SMTP server: `smtp://host[:port]`, STARTTLS required, port 587 by default, or `smtps://host[:port]`, TLS from the first byte, port 465 by default; an IPv6 host in brackets",
+    ),
+    key(
+        "tls",
+        Shape::OneOf(&TLS_MODES),
+        Default::Unset("STARTTLS for `smtp://`, TLS for `smtps://`"),
+        "`none`: plain text, accepted only with `smtp://` and a loopback host, `localhost`, `127.0.0.0/8` or `[::1]`",
+    ),
+    key(
+        "user",
+        Shape::NonBlank,
+        Default::Unset("none: no login"),
+        "the SMTP login, given with `password_env`",
+    ),
+    key(
+        "password_env",
+        Shape::EnvVar,
+        Default::Unset("none"),
+        "the name of the environment variable holding the SMTP password, given with `user`",
+    ),
+    key(
+        "give_up_after",
+        Shape::Duration,
+        Default::Word("2d"),
+        "how long a reply the server answers with 4xx is retried, such as `\"48h\"`",
+    ),
+    key(
+        "attempt_timeout",
+        Shape::Duration,
+        Default::Word("11m"),
+        "the most one SMTP exchange may take, such as `\"90s\"`",
+    ),
+    key(
+        "ca_file",
+        Shape::NonBlank,
+        Default::Unset("none: the system's roots only"),
+        "a PEM bundle of certificates added to the system's roots, relative to the app root",
+    ),
+    key(
+        "from_name",
+        Shape::OneLine {
+            max: FROM_NAME_MAX_CHARS,
+        },
+        Default::Unset("none"),
+        "the display name of the From header: one line of at most 200 characters",
     ),
 ];
 

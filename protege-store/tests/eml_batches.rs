@@ -324,6 +324,7 @@ async fn a_message_another_writer_stores_meanwhile_is_counted_once() {
             html_text: Set(None),
             in_reply_to: Set(None),
             sent_at: Set(sent_at),
+            reply_headers: Set(None),
         })
         .exec(&txn)
         .await

@@ -542,6 +542,7 @@ async fn old_rows_with_line_breaks_render_five_header_lines() {
             html_text: Set(None),
             in_reply_to: Set(None),
             sent_at: Set("2026-01-05T09:00:00Z".parse::<DateTime<Utc>>().unwrap()),
+            reply_headers: Set(None),
         })
         .exec(&db)
         .await

@@ -154,6 +154,7 @@ proptest! {
                 byte_size: 1,
                 data: None,
             }],
+            reply_headers: Default::default(),
         };
         let text = m.to_llm_text();
         let lines: Vec<&str> = text.split('\n').collect();

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+#[cfg(unix)]
+pub(crate) mod postfix;
 pub(crate) mod server;
 #[path = "../../../tests/support/snapshot.rs"]
 pub(crate) mod snapshot;

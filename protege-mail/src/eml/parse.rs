@@ -10,6 +10,7 @@ use mail_parser::{
 use sha2::{Digest, Sha256};
 
 use crate::mail::{Attachment, Direction, Email, one_line, without_nul};
+use crate::{MAX_KEPT_AUTH_RESULTS, MAX_KEPT_REFERENCES, ReplyHeaders};
 
 /// The longest Message-ID stored, in characters: the width of the indexed column.
 const MAX_ID_CHARS: usize = 512;
@@ -192,6 +193,7 @@ pub fn parse_eml(
     let in_reply_to = ids(message.in_reply_to()).into_iter().next();
     let mut parents: Vec<String> = Vec::new();
     let references = ids(message.references());
+    let reply_headers = reply_headers(&message, &references, &origin);
     for id in references.into_iter().rev().chain(in_reply_to.clone()) {
         if id != message_id && !parents.contains(&id) {
             parents.push(id);
@@ -226,6 +228,7 @@ pub fn parse_eml(
             html_text: None,
             in_reply_to,
             attachments,
+            reply_headers,
         },
         synthetic_id,
         date_source,
@@ -234,6 +237,32 @@ pub fn parse_eml(
         origin,
         unsplit,
     })
+}
+
+/// What a reply to `message` needs of its headers: its `References` ids (`references`, in
+/// header order, capped), its `Reply-To` and the `Authentication-Results` of `origin`.
+fn reply_headers(
+    message: &mail_parser::Message<'_>,
+    references: &[String],
+    origin: &Origin,
+) -> ReplyHeaders {
+    let references = references
+        .iter()
+        .filter(|id| id.chars().count() <= MAX_ID_CHARS)
+        .cloned()
+        .collect();
+    let reply_to = message.reply_to();
+    ReplyHeaders {
+        references: ReplyHeaders::capped(references, MAX_KEPT_REFERENCES),
+        reply_to: reply_to.map(addresses).unwrap_or_default(),
+        reply_to_group: matches!(reply_to, Some(Address::Group(_))),
+        authentication_results: origin
+            .auth_results
+            .iter()
+            .take(MAX_KEPT_AUTH_RESULTS)
+            .cloned()
+            .collect(),
+    }
 }
 
 /// The attachments of `message` (without the unsplit multipart body that became the text

@@ -195,6 +195,7 @@ fn message_row(thread_id: i64, email: &Email) -> message::ActiveModel {
         in_reply_to: Set(email.in_reply_to.as_deref().map(text)),
         sent_at: Set(email.sent_at),
         html_text: Set(html_text(email)),
+        reply_headers: Set(email.reply_headers.to_stored().map(|json| text(&json))),
     }
 }
 

@@ -177,19 +177,7 @@ impl Statements {
             );
         let mut numbered_messages = Query::select();
         for (table, column) in columns(message::Entity) {
-            if matches!(column, M::HtmlBody) {
-                // The stored text of the HTML is what is rendered; the HTML itself only
-                // for a row stored without it (as the history reads it).
-                numbered_messages.expr_as(
-                    Expr::case(
-                        Expr::col((table, M::HtmlText)).is_null(),
-                        Expr::col((table, M::HtmlBody)),
-                    ),
-                    M::HtmlBody,
-                );
-            } else {
-                numbered_messages.column((table, column));
-            }
+            rows::history_column(&mut numbered_messages, table, column);
         }
         numbered_messages.from(message::Entity);
         join_chosen(

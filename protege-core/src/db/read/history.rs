@@ -191,19 +191,7 @@ impl Statements {
         let mut messages = prior_ids(current, limit, step, after_summary);
         messages.clear_selects();
         for (table, column) in columns(message::Entity) {
-            if matches!(column, M::HtmlBody) {
-                // The history renders the HTML's stored text: the HTML itself (up to the
-                // size of a whole mail) is read only for a row stored without that text.
-                messages.expr_as(
-                    Expr::case(
-                        Expr::col((table, M::HtmlText)).is_null(),
-                        Expr::col((table, M::HtmlBody)),
-                    ),
-                    M::HtmlBody,
-                );
-            } else {
-                messages.column((table, column));
-            }
+            rows::history_column(&mut messages, table, column);
         }
 
         use attachment::Column as A;

@@ -29,6 +29,7 @@ use crate::db::entities::{
 use crate::db::strips::StoredStrip;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
+use protege_mail::ReplyHeaders;
 
 /// A column of a table decoded here.
 pub(crate) trait TableColumn: ColumnTrait + Copy {
@@ -67,6 +68,42 @@ where
     E::Column: TableColumn,
 {
     E::Column::iter().map(move |c| (entity, c))
+}
+
+/// Adds `column` of `table` (a `messages` table or alias) to `select` as the history reads
+/// it: the HTML itself (up to the size of a whole mail) only for a row stored without its
+/// readable text, which is what is rendered; the reply headers never (`NULL` of the
+/// column's type: a history renders no header a reply needs).
+pub(crate) fn history_column<T: sea_orm::sea_query::IntoIden + Copy + 'static>(
+    select: &mut sea_orm::sea_query::SelectStatement,
+    table: T,
+    column: message::Column,
+) {
+    use message::Column as M;
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    match column {
+        M::HtmlBody => {
+            select.expr_as(
+                Expr::case(
+                    Expr::col((table, M::HtmlText)).is_null(),
+                    Expr::col((table, M::HtmlBody)),
+                ),
+                M::HtmlBody,
+            );
+        }
+        M::ReplyHeaders => {
+            select.expr_as(
+                Expr::case(
+                    Expr::col((table, M::Id)).is_null(),
+                    Expr::col((table, M::ReplyHeaders)),
+                ),
+                M::ReplyHeaders,
+            );
+        }
+        _ => {
+            select.column((table, column));
+        }
+    }
 }
 
 /// One result row, whichever driver produced it.
@@ -225,6 +262,9 @@ pub(crate) fn message(row: &impl Row) -> Result<MailMessage> {
             html_body: row.get(M::HtmlBody)?,
             html_text: row.get(M::HtmlText)?,
             in_reply_to: row.get(M::InReplyTo)?,
+            reply_headers: ReplyHeaders::from_stored(
+                row.get::<Option<String>>(M::ReplyHeaders)?.as_deref(),
+            ),
             message_id,
             attachments: Vec::new(),
         },

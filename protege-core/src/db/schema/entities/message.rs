@@ -43,6 +43,10 @@ pub struct Model {
     /// when there is no HTML body).
     #[sea_orm(column_type = "Text", nullable)]
     pub html_text: Option<String>,
+    /// What a reply to it needs of its headers besides its addresses, as JSON
+    /// ([`ReplyHeaders`](protege_mail::ReplyHeaders)); `NULL` when it has none of them.
+    #[sea_orm(column_type = "Text", nullable)]
+    pub reply_headers: Option<String>,
 }
 
 /// The relations of `messages`.

@@ -11,6 +11,7 @@ use sea_orm_migration::prelude::*;
 
 mod html;
 mod mail;
+mod outbox;
 mod runs;
 mod settings;
 mod strips;
@@ -18,6 +19,7 @@ mod summaries;
 
 use html::{ConvertHtmlAgain, StoreHtmlText};
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
+use outbox::CreateOutbox;
 use runs::CreateRuns;
 use settings::CreateSettings;
 use strips::{CreateMessageStrips, MailRulesAgain};
@@ -40,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(CreateMessageAddresses),
             Box::new(CreateMessageStrips),
             Box::new(MailRulesAgain),
+            Box::new(CreateOutbox),
         ]
     }
 

@@ -1,0 +1,464 @@
+//! The `[agent]` and `[outbox]` tables of a persona, read for
+//! [`persona`](crate::persona): whether and how its replies are sent, and the SMTP server
+//! they leave through.
+//!
+//! Nothing is read outside the file: `password_env` names an environment variable that is
+//! not looked up, `ca_file` is a path that is not opened.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use protege_core::{
+    Approval, PersonaAgent, PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
+};
+use protege_schema::{
+    AGENT, APPROVALS, DURATION_MAX_DAYS, FROM_NAME_MAX_CHARS, OUTBOX, REPLY_MODES, TLS_MODES,
+    UNAUTHENTICATED, is_identifier, key_names,
+};
+use toml::de::DeValue;
+
+use crate::diagnostic::suggestion;
+use crate::reader::{self, Quoted, Sink, Value, get, misspelt, type_name, unknown_keys};
+
+/// The `[agent]` table; `None` when it is not a table.
+pub(crate) fn agent(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<PersonaAgent> {
+    let t = reader::table(sink, value, "`agent`")?;
+    unknown_keys(sink, t, &key_names(AGENT), " in `[agent]`");
+    let mut agent = PersonaAgent::default();
+    if let Some(v) = get(t, "reply")
+        && let Some(reply) = one_of(sink, v, "reply", &REPLY_MODES, ReplyMode::parse)
+    {
+        agent.reply = reply;
+    }
+    if let Some(v) = get(t, "approval")
+        && let Some(approval) = one_of(sink, v, "approval", &APPROVALS, Approval::parse)
+    {
+        agent.approval = approval;
+    }
+    if let Some(v) = get(t, "unauthenticated")
+        && let Some(unauthenticated) = one_of(
+            sink,
+            v,
+            "unauthenticated",
+            &UNAUTHENTICATED,
+            Unauthenticated::parse,
+        )
+    {
+        agent.unauthenticated = unauthenticated;
+    }
+    if let Some(v) = get(t, "reply_all")
+        && let Some(reply_all) = reader::boolean(sink, v, "`reply_all`")
+    {
+        agent.reply_all = reply_all;
+    }
+    if let Some(v) = get(t, "max_cc")
+        && let Some(max_cc) = reader::positive(sink, v, "`max_cc`")
+    {
+        agent.max_cc = usize::try_from(max_cc).unwrap_or(usize::MAX);
+    }
+    if let Some(v) = get(t, "html")
+        && let Some(html) = reader::boolean(sink, v, "`html`")
+    {
+        agent.html = html;
+    }
+    Some(agent)
+}
+
+/// The `[outbox]` table; the defaults when it is not a table.
+pub(crate) fn outbox(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaOutbox {
+    let mut outbox = PersonaOutbox::default();
+    let Some(t) = reader::table(sink, value, "`outbox`") else {
+        return outbox;
+    };
+    unknown_keys(sink, t, &key_names(OUTBOX), " in `[outbox]`");
+    let smtp = get(t, "smtp");
+    outbox.smtp = smtp.and_then(|v| smtp_server(sink, v));
+    if let Some(v) = get(t, "tls")
+        && one_of(sink, v, "tls", &TLS_MODES, |s| (s == "none").then_some(())).is_some()
+    {
+        match (smtp, &mut outbox.smtp) {
+            // An invalid URL is reported already.
+            (Some(_), None) => {}
+            (None, _) => sink.error(
+                v.span(),
+                "`tls = \"none\"` applies to the server of `smtp`, and `[outbox]` names none",
+            ),
+            (Some(_), Some(server)) if server.security == SmtpSecurity::Implicit => sink.error(
+                v.span(),
+                "`tls = \"none\"` contradicts `smtps://`, which is TLS from the first byte: use `smtp://` for a plain-text loopback server",
+            ),
+            (Some(_), Some(server)) if !is_loopback(&server.host) => sink.error(
+                v.span(),
+                format!(
+                    "`tls = \"none\"` is accepted only for a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and `{}` is not one: the login and the mail would cross the network in plain text",
+                    server.host
+                ),
+            ),
+            (Some(_), Some(server)) => server.security = SmtpSecurity::None,
+        }
+    }
+    if let Some(v) = get(t, "user") {
+        outbox.user = non_blank(sink, v, "user");
+    }
+    if let Some(v) = get(t, "password_env") {
+        outbox.password_env = reader::text(sink, v, "`password_env`").and_then(|name| {
+            if is_identifier(name) {
+                Some(name.to_owned())
+            } else {
+                // The value is not repeated: it may be the password itself.
+                sink.error(
+                    v.span(),
+                    "`password_env` must be the name of an environment variable (ASCII letters, digits and `_`, not starting with a digit), not its value",
+                );
+                None
+            }
+        });
+    }
+    // A login needs its password and the reverse; a near miss of the other key is
+    // reported as unknown already.
+    for (key, value, other) in [
+        ("user", outbox.user.is_some(), "password_env"),
+        ("password_env", outbox.password_env.is_some(), "user"),
+    ] {
+        if value
+            && get(t, other).is_none()
+            && !misspelt(t, other)
+            && let Some(v) = get(t, key)
+        {
+            let what = if other == "user" {
+                "the SMTP login"
+            } else {
+                "the environment variable holding the SMTP password"
+            };
+            sink.error(v.span(), format!("`{key}` needs `{other}`, {what}"));
+        }
+    }
+    if let Some(v) = get(t, "give_up_after")
+        && let Some(d) = duration(sink, v, "give_up_after")
+    {
+        outbox.give_up_after = d;
+    }
+    if let Some(v) = get(t, "attempt_timeout")
+        && let Some(d) = duration(sink, v, "attempt_timeout")
+    {
+        outbox.attempt_timeout = d;
+    }
+    if let Some(v) = get(t, "ca_file") {
+        outbox.ca_file = non_blank(sink, v, "ca_file").map(PathBuf::from);
+    }
+    if let Some(v) = get(t, "from_name") {
+        outbox.from_name = from_name(sink, v);
+    }
+    outbox
+}
+
+/// One of `names` (what `parse` reads), or an error naming them or the near miss.
+fn one_of<T>(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    key: &str,
+    names: &[&str],
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
+    let text = reader::text(sink, value, Quoted(key))?;
+    let parsed = parse(text);
+    if parsed.is_none() {
+        let hint = suggestion(text, names.iter().copied());
+        let message = if hint.is_empty() {
+            format!(
+                "unknown `{key}` value `{text}`, expected {}",
+                alternatives(names)
+            )
+        } else {
+            format!("unknown `{key}` value `{text}`{hint}")
+        };
+        sink.error(value.span(), message);
+    }
+    parsed
+}
+
+/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
+fn alternatives(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A string that is not blank, or an error.
+fn non_blank(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<String> {
+    let text = reader::text(sink, value, Quoted(key))?;
+    if text.trim().is_empty() {
+        sink.error(value.span(), format!("`{key}` must not be empty"));
+        return None;
+    }
+    Some(text.to_owned())
+}
+
+/// `from_name`: one line of at most [`FROM_NAME_MAX_CHARS`] characters, not blank.
+fn from_name(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<String> {
+    let name = non_blank(sink, value, "from_name")?;
+    if name.contains(char::is_control) {
+        sink.error(
+            value.span(),
+            "`from_name` must be one line: no control characters (line breaks, tabs, NUL …)",
+        );
+        return None;
+    }
+    let chars = name.chars().count();
+    if chars > FROM_NAME_MAX_CHARS {
+        sink.error(
+            value.span(),
+            format!("`from_name` must be at most {FROM_NAME_MAX_CHARS} characters, found {chars}"),
+        );
+        return None;
+    }
+    Some(name)
+}
+
+/// A duration such as `"90s"`, `"11m"`, `"48h"` or `"2d"`, at most [`DURATION_MAX_DAYS`]
+/// days, or an error naming the accepted form.
+fn duration(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<Duration> {
+    let found = match value.get_ref() {
+        DeValue::String(text) => match parse_duration(text) {
+            Ok(d) => return Some(d),
+            Err(DurationError::TooLong) => {
+                sink.error(
+                    value.span(),
+                    format!("`{key}` must be at most {DURATION_MAX_DAYS} days, found `{text}`"),
+                );
+                return None;
+            }
+            Err(DurationError::Malformed) => format!("`{text}`"),
+        },
+        other => type_name(other).to_owned(),
+    };
+    sink.error(
+        value.span(),
+        format!(
+            "`{key}` must be a duration: a positive integer and a unit `s`, `m`, `h` or `d`, such as `\"90s\"` or `\"2d\"`; found {found}"
+        ),
+    );
+    None
+}
+
+/// Why a text is not a duration.
+#[derive(Debug, PartialEq, Eq)]
+enum DurationError {
+    /// It is not a positive integer and a unit.
+    Malformed,
+    /// It is longer than [`DURATION_MAX_DAYS`] days.
+    TooLong,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let Some(unit) = text.chars().last() else {
+        return Err(DurationError::Malformed);
+    };
+    let digits = &text[..text.len() - unit.len_utf8()];
+    let seconds_per_unit: u64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return Err(DurationError::Malformed),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(DurationError::Malformed);
+    }
+    if digits.bytes().all(|b| b == b'0') {
+        return Err(DurationError::Malformed);
+    }
+    let seconds = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(seconds_per_unit))
+        .ok_or(DurationError::TooLong)?;
+    if seconds > DURATION_MAX_DAYS * 86_400 {
+        return Err(DurationError::TooLong);
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
+/// `smtp`: the scheme says how the connection is secured, the port defaults by it.
+fn smtp_server(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<SmtpServer> {
+    let url = reader::text(sink, value, "`smtp`")?;
+    match parse_smtp_url(url) {
+        Ok(server) => Some(server),
+        Err(reason) => {
+            // The URL is not repeated: it may hold a password.
+            sink.error(value.span(), format!("invalid `smtp` URL: {reason}"));
+            None
+        }
+    }
+}
+
+fn parse_smtp_url(url: &str) -> Result<SmtpServer, String> {
+    let (security, default_port, rest) = if let Some(rest) = url.strip_prefix("smtp://") {
+        (SmtpSecurity::StartTls, 587, rest)
+    } else if let Some(rest) = url.strip_prefix("smtps://") {
+        (SmtpSecurity::Implicit, 465, rest)
+    } else {
+        return Err("expected `smtp://host[:port]` (STARTTLS) or `smtps://host[:port]` (TLS from the first byte)".to_owned());
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err("the login goes in `user` and `password_env`, not in the URL".to_owned());
+    }
+    if !after.is_empty() {
+        return Err("nothing may follow the host and port (no path, query or fragment)".to_owned());
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let Some((address, tail)) = bracketed.split_once(']') else {
+            return Err("`[` opens an IPv6 address that no `]` closes".to_owned());
+        };
+        if address.parse::<Ipv6Addr>().is_err() {
+            return Err(format!("`{address}` is not an IPv6 address"));
+        }
+        let port = match tail {
+            "" => None,
+            _ => match tail.strip_prefix(':') {
+                Some(port) => Some(port),
+                None => return Err("only `:port` may follow the `]` of an IPv6 address".to_owned()),
+            },
+        };
+        (address, port)
+    } else {
+        let (host, port) = match authority.split_once(':') {
+            Some((_, port)) if port.contains(':') => {
+                return Err("an IPv6 address goes in brackets, as in `smtp://[::1]:25`".to_owned());
+            }
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        };
+        if host.is_empty() {
+            return Err("the host is missing".to_owned());
+        }
+        if !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        {
+            return Err(format!(
+                "`{host}` is not a host name (ASCII letters, digits, `-` and `.`) or an IP address"
+            ));
+        }
+        (host, port)
+    };
+    let port = match port {
+        None => default_port,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => {
+                return Err(format!(
+                    "the port must be a number from 1 to 65535, found `{p}`"
+                ));
+            }
+        },
+    };
+    Ok(SmtpServer {
+        host: host.to_owned(),
+        port,
+        security,
+    })
+}
+
+/// Whether `host` (as [`SmtpServer::host`] holds it, an IPv6 address without brackets) is
+/// this machine: `localhost`, an address of `127.0.0.0/8` or `::1`.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+        || host.parse::<Ipv6Addr>().is_ok_and(|a| a.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("11m"), Ok(Duration::from_secs(660)));
+        assert_eq!(parse_duration("48h"), Ok(Duration::from_secs(48 * 3600)));
+        assert_eq!(
+            parse_duration("365d"),
+            Ok(Duration::from_secs(365 * 86_400))
+        );
+        assert_eq!(parse_duration("366d"), Err(DurationError::TooLong));
+        assert_eq!(
+            parse_duration("99999999999999999999s"),
+            Err(DurationError::TooLong)
+        );
+        for bad in [
+            "", "s", "0s", "00m", "2", "2 d", "2D", "+2d", "-2d", "2.5h", "1w", "2dd", "²d",
+        ] {
+            assert_eq!(
+                parse_duration(bad),
+                Err(DurationError::Malformed),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn smtp_urls() {
+        let server = |host: &str, port, security| SmtpServer {
+            host: host.to_owned(),
+            port,
+            security,
+        };
+        assert_eq!(
+            parse_smtp_url("smtp://mail.acme.test"),
+            Ok(server("mail.acme.test", 587, SmtpSecurity::StartTls))
+        );
+        assert_eq!(
+            parse_smtp_url("smtps://mail.acme.test:2465"),
+            Ok(server("mail.acme.test", 2465, SmtpSecurity::Implicit))
+        );
+        assert_eq!(
+            parse_smtp_url("smtps://[2001:db8::1]"),
+            Ok(server("2001:db8::1", 465, SmtpSecurity::Implicit))
+        );
+        assert_eq!(
+            parse_smtp_url("smtp://[::1]:2525"),
+            Ok(server("::1", 2525, SmtpSecurity::StartTls))
+        );
+        for bad in [
+            "mail.acme.test",
+            "SMTP://mail.acme.test",
+            "smtp://",
+            "smtp://:25",
+            "smtp://mail.acme.test/",
+            "smtp://a@mail.acme.test",
+            "smtp://mail.acme.test:0",
+            "smtp://mail.acme.test:+25",
+            "smtp://mail.acme.test:65536",
+            "smtp://mail acme",
+            "smtp://::1",
+            "smtp://[::1",
+            "smtp://[::1]x",
+            "smtp://[mail]",
+        ] {
+            assert!(parse_smtp_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in ["localhost", "LocalHost", "127.0.0.1", "127.8.9.10", "::1"] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in [
+            "mail.acme.test",
+            "128.0.0.1",
+            "::2",
+            "localhost.acme.test",
+            "0.0.0.0",
+        ] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
+}
