@@ -10,6 +10,7 @@
 //! reads it from the database; `protege-store` parses and imports it with the `eml`
 //! module here.
 
+mod compose;
 mod dates;
 #[doc(hidden)]
 pub mod eml;
@@ -21,6 +22,10 @@ mod mail;
 mod quoted;
 mod reply_headers;
 
+pub use compose::{
+    AutoSubmitted, MAX_REFERENCES, Recipients, Reply, body_text, markdown_to_html,
+    reply_recipients, reply_references, reply_subject,
+};
 pub use fence::Fence;
 pub use html_text::{html_to_text, html_to_text_counted};
 pub use mail::{

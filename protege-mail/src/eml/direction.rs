@@ -89,11 +89,7 @@ impl Directions {
             return None;
         }
         let domain = persona.rsplit_once('@').map_or("", |(_, d)| d);
-        let trusted = origin
-            .auth_results
-            .iter()
-            .filter_map(|value| AuthResults::parse(value))
-            .find(|results| self.trusted.contains(&results.authserv_id));
+        let trusted = topmost_trusted(&origin.auth_results, &self.trusted);
         match trusted {
             None if self.trusted.is_empty() => Some(
                 "the message has a `Received` header and no authserv-id is trusted (`--trusted-authserv-id`, `[mail] trusted_authserv_ids`)"
@@ -110,6 +106,30 @@ impl Directions {
             )),
         }
     }
+}
+
+/// Of the `Authentication-Results` values `auth_results` (top first), the topmost whose
+/// authserv-id is one of `trusted` (lowercased).
+fn topmost_trusted(auth_results: &[String], trusted: &[String]) -> Option<AuthResults> {
+    auth_results
+        .iter()
+        .filter_map(|value| AuthResults::parse(value))
+        .find(|results| trusted.contains(&results.authserv_id))
+}
+
+/// Whether the sender of a message is authenticated (§18): of its `Authentication-Results`
+/// values `auth_results` (top first), the topmost of an authserv-id in `trusted` reports
+/// `dmarc=pass` with `header.from=` the domain of its From address `from` (bare). Nothing
+/// else counts: not the From itself, not a `Received` header, not a DKIM signature of
+/// another domain.
+pub fn sender_authenticated(auth_results: &[String], trusted: &[String], from: &str) -> bool {
+    let trusted: Vec<String> = trusted
+        .iter()
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let domain = from.rsplit_once('@').map_or("", |(_, d)| d.trim());
+    topmost_trusted(auth_results, &trusted).is_some_and(|results| results.dmarc_pass(domain))
 }
 
 /// One result of an `Authentication-Results` header: method and result lowercased,
