@@ -209,3 +209,12 @@ pub mod runs {
     pub use crate::engine::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
     pub use protege_core::wire::{ModelResponse, Outcome, Usage};
 }
+
+/// The outbox (§18 of the design): a run's reply composed once ([`Engine::compose_reply`]),
+/// stored before it leaves, approved when it must be, claimed for delivery.
+pub mod outbox {
+    pub use crate::engine::{Claimed, Composed, DEFAULT_LEASE, OutboxEntry, retry_after};
+    pub use protege_core::db::OutboxFilter;
+    pub use protege_mail::{AutoSubmitted, Recipients, Reply, ReplyHeaders};
+    pub use protege_store::outbox_state as state;
+}

@@ -32,6 +32,7 @@ mod eml;
 mod erase;
 mod fixture;
 mod forget;
+mod outbox;
 mod packet;
 mod prune;
 mod runs;
@@ -48,6 +49,10 @@ pub use fixture::{
     parse_fixture,
 };
 pub use forget::{Forgotten, forget, forget_key};
+pub use outbox::{
+    Change, NewReply, StoredReply, claim, drop_recipients, edit_reply, hold, leased_by,
+    mark_failed, mark_sent, renew_lease, state as outbox_state, store_reply, unclaim,
+};
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 // The writes of runs: the engine of the `protege` crate (`Engine::start_run`,
 // `Engine::record_round`) and the tests use them; an application goes through `Engine`.

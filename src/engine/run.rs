@@ -499,7 +499,7 @@ impl Engine {
     }
 
     /// The row of run `run_id`, or [`EngineErrorKind::NotFound`].
-    async fn load_run_row(&self, run_id: &str) -> Result<run_row::Model, EngineError> {
+    pub(super) async fn load_run_row(&self, run_id: &str) -> Result<run_row::Model, EngineError> {
         db::load_run(self.db().await?, run_id)
             .await?
             .ok_or_else(|| {
@@ -560,7 +560,11 @@ impl Engine {
     }
 
     /// What comes after round `round` of `run`, from what is stored.
-    async fn step_after(&self, run: &run_row::Model, round: u32) -> Result<Step, EngineError> {
+    pub(super) async fn step_after(
+        &self,
+        run: &run_row::Model,
+        round: u32,
+    ) -> Result<Step, EngineError> {
         let stored = db::load_rounds(self.db().await?, &run.id).await?;
         let upto: Vec<&run_round::Model> =
             stored.iter().filter(|r| r.round <= round as i32).collect();

@@ -25,6 +25,7 @@ mod error;
 mod extract;
 mod handlers;
 mod layers;
+mod outbox;
 mod runs;
 mod ui;
 
@@ -53,6 +54,9 @@ const SUMMARY_LIMIT: usize = 6 * crate::SUMMARY_MAX_BYTES + 64 * 1024;
 /// characters, 4 bytes each) in its longest JSON encoding (12-byte surrogate-pair escapes),
 /// and framing; a longer address inside this limit is refused after parsing (422).
 const FORGET_LIMIT: usize = 16 * 1024;
+/// The body of an outbox decision, a claim or a delivery report (an edited reply's text
+/// goes through `approve`, whose limit is that of a resolve).
+const DECISION_LIMIT: usize = 16 * 1024;
 /// The body limit of `POST /v1/prune`: a duration, a time and a flag.
 const PRUNE_LIMIT: usize = 4 * 1024;
 /// The body limit of `POST /v1/diff`: candidate persona files (each at most 1 MiB when
@@ -171,6 +175,44 @@ impl Service {
             .route(
                 "/v1/runs/{id}/rounds",
                 limited(post(runs::record), ROUND_LIMIT),
+            )
+            .route(
+                "/v1/runs/{id}/reply",
+                limited(post(outbox::compose), DECISION_LIMIT),
+            )
+            .route("/v1/outbox", get(outbox::list))
+            .route(
+                "/v1/outbox/claim",
+                limited(post(outbox::claim), DECISION_LIMIT),
+            )
+            .route(
+                "/v1/outbox/hold",
+                limited(post(outbox::hold), DECISION_LIMIT),
+            )
+            .route(
+                "/v1/outbox/release",
+                limited(post(outbox::release), DECISION_LIMIT),
+            )
+            .route("/v1/outbox/{id}", get(outbox::show))
+            .route(
+                "/v1/outbox/{id}/approve",
+                limited(post(outbox::approve), RESOLVE_LIMIT),
+            )
+            .route(
+                "/v1/outbox/{id}/reject",
+                limited(post(outbox::reject), DECISION_LIMIT),
+            )
+            .route(
+                "/v1/outbox/{id}/retry",
+                limited(post(outbox::retry), DECISION_LIMIT),
+            )
+            .route(
+                "/v1/outbox/{id}/sent",
+                limited(post(outbox::sent), DECISION_LIMIT),
+            )
+            .route(
+                "/v1/outbox/{id}/failed",
+                limited(post(outbox::failed), DECISION_LIMIT),
             )
             .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
             .method_not_allowed_fallback(async || ApiError::method_not_allowed())

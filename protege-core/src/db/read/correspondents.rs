@@ -186,7 +186,9 @@ impl Statements {
             threads,
             (message::Entity, M::EmailThreadId),
         );
-        numbered_messages.and_where(Expr::exists(no_summary).not());
+        numbered_messages
+            .and_where(Expr::exists(no_summary).not())
+            .and_where(rows::not_unsent_reply(message::Entity));
         let mut last_first = WindowStatement::partition_by((message::Entity, M::EmailThreadId));
         last_first
             .order_by((message::Entity, M::SentAt), Order::Desc)

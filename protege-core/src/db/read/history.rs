@@ -87,13 +87,14 @@ fn prior_ids(
 }
 
 /// The conditions of a prior message of `current`: same thread, sent at or before it, not
-/// itself; with `after_summary`, sent after the through-message of the summary that
+/// itself, not a reply the customer never received; with `after_summary`, sent after the through-message of the summary that
 /// applies to `current`.
 fn prior_of(q: &mut SelectStatement, current: &MailMessage, after_summary: bool) {
     use message::Column as M;
     q.and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
         .and_where(Expr::col((message::Entity, M::SentAt)).lte(current.sent_at))
-        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id));
+        .and_where(Expr::col((message::Entity, M::Id)).ne(current.id))
+        .and_where(rows::not_unsent_reply(message::Entity));
     if after_summary {
         q.cond_where(summary::after_applicable(current));
     }

@@ -20,6 +20,7 @@ pub(crate) mod history;
 mod lookup;
 #[cfg(feature = "postgres")]
 mod one_trip;
+mod outbox;
 pub(crate) mod records;
 pub(crate) mod rows;
 mod runs;
@@ -52,6 +53,7 @@ pub use lookup::{
     AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
     load_message, recent_inbound_to, thread_inbound_messages, thread_messages,
 };
+pub use outbox::{OutboxFilter, first_contacts, list_outbox, load_outbox, outbox_of_run};
 pub use runs::{call_id_taken_in_thread, load_rounds, load_run, persona_addressed};
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,

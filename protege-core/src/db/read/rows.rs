@@ -24,7 +24,8 @@ use rusqlite::types::ValueRef;
 use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
 use crate::db::entities::{
-    attachment, email_thread, message, message_strip, run, run_round, thread_summary, tool_use,
+    attachment, email_thread, message, message_strip, outbox, run, run_round, thread_summary,
+    tool_use,
 };
 use crate::db::strips::StoredStrip;
 use crate::error::{Error, ErrorKind, Result};
@@ -57,7 +58,8 @@ table_columns!(
     thread_summary,
     run,
     run_round,
-    message_strip
+    message_strip,
+    outbox
 );
 
 /// Every column of `entity`'s table, qualified by the table, in declaration order: the
@@ -104,6 +106,30 @@ pub(crate) fn history_column<T: sea_orm::sea_query::IntoIden + Copy + 'static>(
             select.column((table, column));
         }
     }
+}
+
+/// The states of an outbox row whose reply the customer never received: a history never
+/// shows it as sent (§18).
+pub(crate) const UNSENT_STATES: [&str; 3] = ["waiting", "failed", "rejected"];
+
+/// The condition that the `messages` row of `table` (a table or alias) is not a reply that
+/// waits, failed or was rejected: mail without an outbox row (received, imported,
+/// recorded) and replies `queued`, `sending` or `sent` are history.
+pub(crate) fn not_unsent_reply<T: sea_orm::sea_query::IntoIden + Copy + 'static>(
+    table: T,
+) -> sea_orm::sea_query::SimpleExpr {
+    use crate::db::entities::outbox;
+    use sea_orm::sea_query::{Expr, ExprTrait, Query};
+    let mut unsent = Query::select();
+    unsent
+        .expr(Expr::val(1))
+        .from(outbox::Entity)
+        .and_where(
+            Expr::col((outbox::Entity, outbox::Column::MessageId))
+                .equals((table, message::Column::Id)),
+        )
+        .and_where(Expr::col((outbox::Entity, outbox::Column::State)).is_in(UNSENT_STATES));
+    Expr::exists(unsent).not()
 }
 
 /// One result row, whichever driver produced it.
@@ -376,6 +402,35 @@ pub(crate) fn run(row: &impl Row) -> Result<run::Model> {
         request: row.get(R::Request)?,
         started_at: row.get(R::StartedAt)?,
         finished_at: row.get(R::FinishedAt)?,
+    })
+}
+
+/// An `outbox` row.
+pub(crate) fn outbox(row: &impl Row) -> Result<outbox::Model> {
+    use outbox::Column as O;
+    Ok(outbox::Model {
+        id: row.get(O::Id)?,
+        message_id: row.get(O::MessageId)?,
+        run_id: row.get(O::RunId)?,
+        persona: row.get(O::Persona)?,
+        state: row.get(O::State)?,
+        reason: row.get(O::Reason)?,
+        held_reason: row.get(O::HeldReason)?,
+        envelope_from: row.get(O::EnvelopeFrom)?,
+        recipients: row.get(O::Recipients)?,
+        refused_recipients: row.get(O::RefusedRecipients)?,
+        attempts: row.get(O::Attempts)?,
+        next_attempt_at: row.get(O::NextAttemptAt)?,
+        lease_owner: row.get(O::LeaseOwner)?,
+        lease_until: row.get(O::LeaseUntil)?,
+        smtp_reply: row.get(O::SmtpReply)?,
+        approved_by: row.get(O::ApprovedBy)?,
+        approved_at: row.get(O::ApprovedAt)?,
+        queued_at: row.get(O::QueuedAt)?,
+        sent_at: row.get(O::SentAt)?,
+        raw: row.get(O::Raw)?,
+        created_at: row.get(O::CreatedAt)?,
+        updated_at: row.get(O::UpdatedAt)?,
     })
 }
 

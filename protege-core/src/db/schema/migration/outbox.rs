@@ -98,8 +98,16 @@ async fn create_outbox(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbE
     for (name, cols, unique) in [
         ("idx_outbox_message", vec![O::MessageId], true),
         ("idx_outbox_run", vec![O::RunId], true),
-        ("idx_outbox_state_due", vec![O::State, O::NextAttemptAt], false),
-        ("idx_outbox_persona_state", vec![O::Persona, O::State], false),
+        (
+            "idx_outbox_state_due",
+            vec![O::State, O::NextAttemptAt],
+            false,
+        ),
+        (
+            "idx_outbox_persona_state",
+            vec![O::Persona, O::State],
+            false,
+        ),
     ] {
         let mut index = Index::create();
         index.name(name).table(outbox::Entity).if_not_exists();

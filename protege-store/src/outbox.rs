@@ -1,0 +1,507 @@
+//! The outbox's writes (§18): a reply stored with its message in one transaction, and each
+//! change of its state as one conditional update, so two processes never both win.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, Query, SimpleExpr, UpdateStatement};
+use sea_orm::{
+    ActiveValue::{NotSet, Set},
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter,
+};
+
+use protege_core::db::dates;
+use protege_core::db::entities::{message, outbox};
+use protege_core::{Email, Error, ErrorKind, Result};
+
+use crate::store;
+
+/// The states of an outbox row.
+pub mod state {
+    /// Waiting for a person's approval.
+    pub const WAITING: &str = "waiting";
+    /// Waiting to be delivered.
+    pub const QUEUED: &str = "queued";
+    /// Claimed by a worker or an application under a lease.
+    pub const SENDING: &str = "sending";
+    /// Accepted by the SMTP server.
+    pub const SENT: &str = "sent";
+    /// Refused for good (a 5xx, or 4xx until `give_up_after`).
+    pub const FAILED: &str = "failed";
+    /// Rejected by a person.
+    pub const REJECTED: &str = "rejected";
+}
+
+/// A reply to store: its message, its bytes and where it starts.
+#[derive(Debug, Clone)]
+pub struct NewReply {
+    /// The message it answers (`messages.id`); the reply is stored only while it exists.
+    pub trigger: Option<i64>,
+    /// The thread it joins.
+    pub thread: i64,
+    /// The run whose answer it is.
+    pub run_id: Option<String>,
+    /// The persona that sends it.
+    pub persona: String,
+    /// The reply as a stored message (outbound).
+    pub email: Email,
+    /// The bytes to send.
+    pub raw: String,
+    /// The envelope sender.
+    pub envelope_from: String,
+    /// The envelope recipients, bare.
+    pub recipients: Vec<String>,
+    /// Whether it waits for approval (`waiting`) or may leave (`queued`).
+    pub waiting: bool,
+    /// Why it waits, if it does.
+    pub reason: Option<String>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// What [`store_reply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredReply {
+    /// The reply was stored as outbox row `id`.
+    Stored(i64),
+    /// The run had a reply already: outbox row `id`, unchanged.
+    Existing(i64),
+    /// The trigger is gone (erased meanwhile): nothing was stored.
+    TriggerGone,
+}
+
+/// Stores `reply`: its message in its thread and its outbox row, in one transaction under
+/// the import lock; the message's Message-ID is claimed before any byte leaves. A run that
+/// has a reply already keeps it (composing twice answers the same row).
+pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<StoredReply> {
+    if let Some(run) = &reply.run_id
+        && let Some(row) = protege_core::db::outbox_of_run(db, run).await?
+    {
+        return Ok(StoredReply::Existing(row.id));
+    }
+    let txn = protege_core::db::lock::begin_import(db).await?;
+    if let Some(trigger) = reply.trigger {
+        let found = message::Entity::find_by_id(trigger).one(&txn).await?;
+        if found.is_none() {
+            txn.rollback().await?;
+            return Ok(StoredReply::TriggerGone);
+        }
+    }
+    if let Some(run) = &reply.run_id {
+        // Another process composed it while this one waited for the lock.
+        let stored = outbox::Entity::find()
+            .filter(outbox::Column::RunId.eq(run.as_str()))
+            .one(&txn)
+            .await?;
+        if let Some(row) = stored {
+            txn.rollback().await?;
+            return Ok(StoredReply::Existing(row.id));
+        }
+    }
+    let subject = reply.email.subject.clone();
+    let Some(_) = store::insert_email(&txn, Some(reply.thread), &subject, &reply.email).await?
+    else {
+        txn.rollback().await?;
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!(
+                "Message-ID `{}` is stored already: the reply is not stored",
+                reply.email.message_id
+            ),
+        ));
+    };
+    let message_row = message::Entity::find()
+        .filter(message::Column::MessageId.eq(reply.email.message_id.as_str()))
+        .one(&txn)
+        .await?
+        .map(|m| m.id)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Database,
+                "the reply's message cannot be read back",
+            )
+        })?;
+    let json = |list: &[String]| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
+    let row = outbox::ActiveModel {
+        id: NotSet,
+        message_id: Set(message_row),
+        run_id: Set(reply.run_id.clone()),
+        persona: Set(reply.persona.clone()),
+        state: Set(if reply.waiting {
+            state::WAITING
+        } else {
+            state::QUEUED
+        }
+        .to_owned()),
+        reason: Set(reply.reason.clone()),
+        held_reason: Set(None),
+        envelope_from: Set(reply.envelope_from.clone()),
+        recipients: Set(json(&reply.recipients)),
+        refused_recipients: Set("[]".to_owned()),
+        attempts: Set(0),
+        next_attempt_at: Set(None),
+        lease_owner: Set(None),
+        lease_until: Set(None),
+        smtp_reply: Set(None),
+        approved_by: Set(None),
+        approved_at: Set(None),
+        queued_at: Set((!reply.waiting).then_some(reply.email.sent_at)),
+        sent_at: Set(None),
+        raw: Set(reply.raw.clone()),
+        created_at: Set(reply.now),
+        updated_at: Set(reply.now),
+    };
+    let insert = outbox::Entity::insert(row);
+    let id = if txn.get_database_backend() == DbBackend::MySql {
+        store::mysql_insert(&txn, &sea_orm::QueryTrait::into_query(insert)).await
+    } else {
+        insert.exec(&txn).await.map(|r| r.last_insert_id)
+    };
+    match id {
+        Ok(id) => {
+            txn.commit().await?;
+            Ok(StoredReply::Stored(id))
+        }
+        Err(e) => {
+            txn.rollback().await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// A change of one outbox row, made only when the row is as [`Change::when`] says.
+#[derive(Debug, Clone)]
+pub struct Change {
+    update: UpdateStatement,
+}
+
+impl Change {
+    /// A change of row `id` at `now`.
+    pub fn of(id: i64, now: DateTime<Utc>) -> Self {
+        let mut update = Query::update();
+        update
+            .table(outbox::Entity)
+            .value(outbox::Column::UpdatedAt, now)
+            .and_where(Expr::col(outbox::Column::Id).eq(id));
+        Self { update }
+    }
+
+    /// Sets `column` to `value`.
+    pub fn set(mut self, column: outbox::Column, value: impl Into<sea_orm::Value>) -> Self {
+        self.update.value(column, value.into());
+        self
+    }
+
+    /// Sets `column` to the expression `value`.
+    pub fn set_expr(mut self, column: outbox::Column, value: SimpleExpr) -> Self {
+        self.update.value(column, value);
+        self
+    }
+
+    /// Only when `condition` holds of the row.
+    pub fn when(mut self, condition: SimpleExpr) -> Self {
+        self.update.and_where(condition);
+        self
+    }
+
+    /// Only when the row is in `state`.
+    pub fn in_state(self, state: &str) -> Self {
+        self.when(Expr::col(outbox::Column::State).eq(state))
+    }
+
+    /// Makes the change; whether the row was as required (and so changed).
+    pub async fn apply<C: ConnectionTrait>(self, db: &C) -> Result<bool> {
+        let done = db
+            .execute_raw(dates::statement(db, &self.update))
+            .await?
+            .rows_affected();
+        Ok(done == 1)
+    }
+}
+
+/// Approves the reply whose message is `message_row` in thread `thread`: `change` (which
+/// must find the draft still waiting, or nothing is written), the message's `sent_at` (its
+/// `Date`, the time it is queued) and, with `text` (an edited draft), its text body and
+/// stripped body, in one transaction.
+pub async fn edit_reply(
+    db: &DatabaseConnection,
+    message_row: i64,
+    thread: i64,
+    text: Option<&str>,
+    sent_at: DateTime<Utc>,
+    change: Change,
+) -> Result<bool> {
+    let txn = protege_core::db::lock::begin_import(db).await?;
+    if !change.apply(&txn).await? {
+        txn.rollback().await?;
+        return Ok(false);
+    }
+    let mut update = Query::update();
+    update
+        .table(message::Entity)
+        .value(message::Column::SentAt, sent_at)
+        .and_where(Expr::col(message::Column::Id).eq(message_row));
+    if let Some(text) = text {
+        update.value(
+            message::Column::TextBody,
+            protege_mail::without_nul(text).into_owned(),
+        );
+    }
+    txn.execute_raw(dates::statement(&txn, &update)).await?;
+    if text.is_some() {
+        protege_core::db::strips::restrip(
+            &txn,
+            &[thread],
+            &std::collections::HashSet::from([message_row]),
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    Ok(true)
+}
+
+/// Claims up to `limit` rows that may leave now for `owner` until `until`: queued, due,
+/// not held, with no earlier reply of their thread queued or sending; or sending under a
+/// lease that ran out. Each claim is a conditional update, so two claimers never hold one
+/// row. `persona`: only that persona's rows. Returns the claimed rows' ids.
+pub async fn claim(
+    db: &DatabaseConnection,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    limit: u64,
+    persona: Option<&str>,
+) -> Result<Vec<i64>> {
+    use outbox::Column as O;
+    let candidates = claimable(db, now, Ord::max(limit.saturating_mul(4), limit), persona).await?;
+    let mut claimed = Vec::new();
+    for id in candidates {
+        if claimed.len() as u64 >= limit {
+            break;
+        }
+        let change = Change::of(id, now)
+            .set(O::State, state::SENDING)
+            .set(O::LeaseOwner, owner)
+            .set(O::LeaseUntil, until)
+            .when(may_claim(now));
+        if change.apply(db).await? {
+            claimed.push(id);
+        }
+    }
+    Ok(claimed)
+}
+
+/// The ids of rows that may be claimed at `now`, oldest first: see [`claim`].
+async fn claimable(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    limit: u64,
+    persona: Option<&str>,
+) -> Result<Vec<i64>> {
+    use message::Column as M;
+    use outbox::Column as O;
+    let (earlier, earlier_message, mine) = (
+        sea_orm::sea_query::Alias::new("earlier"),
+        sea_orm::sea_query::Alias::new("earlier_message"),
+        sea_orm::sea_query::Alias::new("mine"),
+    );
+    // An earlier reply of the same thread still queued or sending holds this one back.
+    let mut before = Query::select();
+    before
+        .expr(Expr::val(1))
+        .from_as(outbox::Entity, earlier.clone())
+        .join_as(
+            sea_orm::sea_query::JoinType::InnerJoin,
+            message::Entity,
+            earlier_message.clone(),
+            Expr::col((earlier_message.clone(), M::Id)).equals((earlier.clone(), O::MessageId)),
+        )
+        .and_where(
+            Expr::col((earlier_message, M::EmailThreadId)).equals((mine.clone(), M::EmailThreadId)),
+        )
+        .and_where(Expr::col((earlier.clone(), O::Id)).lt(Expr::col((outbox::Entity, O::Id))))
+        .and_where(Expr::col((earlier, O::State)).is_in([state::QUEUED, state::SENDING]));
+    let mut select = Query::select();
+    select
+        .column((outbox::Entity, O::Id))
+        .from(outbox::Entity)
+        .join_as(
+            sea_orm::sea_query::JoinType::InnerJoin,
+            message::Entity,
+            mine.clone(),
+            Expr::col((mine, M::Id)).equals((outbox::Entity, O::MessageId)),
+        )
+        .and_where(may_claim(now))
+        .and_where(Expr::exists(before).not())
+        .order_by((outbox::Entity, O::Id), sea_orm::sea_query::Order::Asc)
+        .limit(limit);
+    if let Some(persona) = persona {
+        select.and_where(Expr::col((outbox::Entity, O::Persona)).eq(persona));
+    }
+    let rows = db.query_all_raw(dates::statement(db, &select)).await?;
+    rows.iter()
+        .map(|row| Ok(row.try_get::<i64>("", "id")?))
+        .collect()
+}
+
+/// The condition that a row may be claimed at `now`, its columns named by table (for the
+/// select that joins and for the update).
+fn may_claim(now: DateTime<Utc>) -> SimpleExpr {
+    use outbox::Column as O;
+    let col = |c: O| Expr::col((outbox::Entity, c));
+    let due = col(O::NextAttemptAt)
+        .is_null()
+        .or(col(O::NextAttemptAt).lte(now));
+    let queued = col(O::State)
+        .eq(state::QUEUED)
+        .and(col(O::HeldReason).is_null())
+        .and(due);
+    let lapsed = col(O::State)
+        .eq(state::SENDING)
+        .and(col(O::LeaseUntil).lt(now));
+    queued.or(lapsed)
+}
+
+/// The condition that `owner` holds the lease of the row at `now`.
+pub fn leased_by(owner: &str, now: DateTime<Utc>) -> SimpleExpr {
+    use outbox::Column as O;
+    Expr::col(O::State)
+        .eq(state::SENDING)
+        .and(Expr::col(O::LeaseOwner).eq(owner))
+        .and(Expr::col(O::LeaseUntil).gte(now))
+}
+
+/// Holds (`reason` set) or releases (`None`) the queued rows no person approved, of
+/// `persona` or of every persona; returns how many changed.
+pub async fn hold(
+    db: &DatabaseConnection,
+    persona: Option<&str>,
+    reason: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    use outbox::Column as O;
+    let mut update = Query::update();
+    update
+        .table(outbox::Entity)
+        .value(O::HeldReason, reason.map(str::to_owned))
+        .value(O::UpdatedAt, now)
+        .and_where(Expr::col(O::State).eq(state::QUEUED))
+        .and_where(Expr::col(O::ApprovedBy).is_null());
+    match reason {
+        Some(_) => update.and_where(Expr::col(O::HeldReason).is_null()),
+        None => update.and_where(Expr::col(O::HeldReason).is_not_null()),
+    };
+    if let Some(persona) = persona {
+        update.and_where(Expr::col(O::Persona).eq(persona));
+    }
+    Ok(db
+        .execute_raw(dates::statement(db, &update))
+        .await?
+        .rows_affected())
+}
+
+/// Marks row `id` `sent` with the server's `reply`, when `owner` holds its lease at `now`;
+/// whether it did.
+pub async fn mark_sent<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    reply: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    use outbox::Column as O;
+    Change::of(id, now)
+        .set(O::State, state::SENT)
+        .set(O::SentAt, now)
+        .set(O::SmtpReply, protege_mail::one_line(reply).into_owned())
+        .set(O::LeaseOwner, Option::<String>::None)
+        .set(O::LeaseUntil, Option::<DateTime<Utc>>::None)
+        .set_expr(O::Attempts, Expr::col(O::Attempts).add(1))
+        .when(leased_by(owner, now))
+        .apply(db)
+        .await
+}
+
+/// Records a failed attempt of row `id` with the server's `reply` (or the error), when
+/// `owner` holds its lease at `now`: queued again for `retry_at`, or `failed` without it.
+/// `refused`: recipients a server refused for good, with its reply, recorded and removed
+/// from the envelope (`recipients`: those left). Whether it did.
+pub async fn mark_failed<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    reply: &str,
+    retry_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    use outbox::Column as O;
+    let reply = protege_mail::one_line(reply).into_owned();
+    let change = Change::of(id, now)
+        .set(O::SmtpReply, reply.clone())
+        .set(O::LeaseOwner, Option::<String>::None)
+        .set(O::LeaseUntil, Option::<DateTime<Utc>>::None)
+        .set_expr(O::Attempts, Expr::col(O::Attempts).add(1))
+        .when(leased_by(owner, now));
+    let change = match retry_at {
+        Some(at) => change
+            .set(O::State, state::QUEUED)
+            .set(O::NextAttemptAt, at),
+        None => change.set(O::State, state::FAILED).set(O::Reason, reply),
+    };
+    change.apply(db).await
+}
+
+/// Records that the recipients `refused` (with the server's replies) were refused for good,
+/// leaving `left` in the envelope, when `owner` holds the lease of row `id` at `now`.
+pub async fn drop_recipients<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    left: &[String],
+    refused: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    use outbox::Column as O;
+    Change::of(id, now)
+        .set(
+            O::Recipients,
+            serde_json::to_string(left).unwrap_or_else(|_| "[]".into()),
+        )
+        .set(O::RefusedRecipients, refused.to_string())
+        .when(leased_by(owner, now))
+        .apply(db)
+        .await
+}
+
+/// Renews `owner`'s lease of row `id` until `until`; whether it still held it at `now`.
+pub async fn renew_lease<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    Change::of(id, now)
+        .set(outbox::Column::LeaseUntil, until)
+        .when(leased_by(owner, now))
+        .apply(db)
+        .await
+}
+
+/// Returns row `id`, claimed by `owner`, to `queued` with `reason` as the held reason
+/// (`None`: not held), without counting an attempt: the persona forbids sending now.
+pub async fn unclaim<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    held: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    use outbox::Column as O;
+    Change::of(id, now)
+        .set(O::State, state::QUEUED)
+        .set(O::HeldReason, held.map(str::to_owned))
+        .set(O::LeaseOwner, Option::<String>::None)
+        .set(O::LeaseUntil, Option::<DateTime<Utc>>::None)
+        .when(leased_by(owner, now))
+        .apply(db)
+        .await
+}
