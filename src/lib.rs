@@ -210,6 +210,10 @@ pub mod runs {
     pub use protege_core::wire::{ModelResponse, Outcome, Usage};
 }
 
+/// The runtime of the agent (§17–§19 of the design): the outbox's delivery over SMTP.
+#[cfg(feature = "agent")]
+pub use protege_agent as agent;
+
 /// The outbox (§18 of the design): a run's reply composed once ([`Engine::compose_reply`]),
 /// stored before it leaves, approved when it must be, claimed for delivery.
 pub mod outbox {

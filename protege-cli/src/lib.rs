@@ -147,6 +147,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Resolve(args) => resolve::run(env, &args).await,
         Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Run { command } => commands::run::run(env, &command).await,
+        Command::Outbox { command } => commands::outbox::run(env, &command).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,

@@ -505,3 +505,10 @@ pub async fn unclaim<C: ConnectionTrait>(
         .apply(db)
         .await
 }
+
+/// How long after a failed attempt (the row's `attempts` before it) the next one is due:
+/// one minute, doubling with each attempt, at most an hour.
+pub fn retry_after(attempts: i32) -> chrono::Duration {
+    let doublings = u32::try_from(attempts.clamp(0, 6)).unwrap_or(0);
+    chrono::Duration::seconds(Ord::min(60 * (1i64 << doublings), 3600))
+}

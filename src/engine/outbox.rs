@@ -19,12 +19,7 @@ use crate::db;
 /// How long a lease of [`Engine::claim_outbox`] lasts when the caller names none.
 pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// How long after a failed attempt (the row's `attempts` before it) the next one is due:
-/// one minute, doubling with each attempt, at most an hour.
-pub fn retry_after(attempts: i32) -> chrono::Duration {
-    let doublings = u32::try_from(attempts.clamp(0, 6)).unwrap_or(0);
-    chrono::Duration::seconds(Ord::min(60 * (1i64 << doublings), 3600))
-}
+pub use protege_store::retry_after;
 
 /// An outbox row as the routes and the command line show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -688,4 +683,21 @@ fn check_owner(owner: &str) -> Result<&str, EngineError> {
         ));
     }
     Ok(owner)
+}
+
+#[cfg(feature = "agent")]
+impl Engine {
+    /// A delivery worker over this engine's database and personas, its leases named
+    /// `owner` (§18): [`deliver_once`](protege_agent::Delivery::deliver_once) for one pass,
+    /// [`run`](protege_agent::Delivery::run) inside a service.
+    pub async fn delivery(
+        &self,
+        owner: impl Into<String>,
+    ) -> Result<protege_agent::Delivery, EngineError> {
+        Ok(protege_agent::Delivery::new(
+            self.db().await?.clone(),
+            std::sync::Arc::new(self.inner.set.clone()),
+            owner.into(),
+        ))
+    }
 }

@@ -118,6 +118,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: RunCommand,
     },
+    /// The replies waiting, queued, sent or failed: list, show, approve, reject, retry,
+    /// hold, release, and deliver what may leave (§18).
+    Outbox {
+        #[command(subcommand)]
+        command: OutboxCommand,
+    },
     /// Resolve each persona's recent messages with the live persona folder and with
     /// another one, and print what changes; exit 1 when anything does.
     #[command(
@@ -315,6 +321,88 @@ pub(crate) enum RunCommand {
     Show {
         /// The run's id.
         run_id: String,
+    },
+    /// Compose the reply of a finished run and store it in the outbox (once: a second call
+    /// prints the same row); print `{"status":"reply","outbox":{...}}` or
+    /// `{"status":"skipped","reason"}`.
+    #[command(after_help = "Example:\n  protege run reply run_01JG...")]
+    Reply {
+        /// The run's id.
+        run_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum OutboxCommand {
+    /// List the rows, newest first, as JSON.
+    #[command(after_help = "Example:\n  protege outbox list --state waiting")]
+    List {
+        /// Only rows in this state (waiting, queued, sending, sent, failed, rejected).
+        #[arg(long)]
+        state: Option<String>,
+        /// Only rows of this persona.
+        #[arg(long)]
+        persona: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+    },
+    /// Print a row with its bytes (`raw`).
+    Show {
+        /// The row's id.
+        id: i64,
+    },
+    /// Approve a waiting reply: it is queued with a new Date and `Auto-Submitted: no`.
+    #[command(
+        after_help = "Examples:\n  protege outbox approve 7 --by ann\n  protege outbox approve 7 --by ann --text-file edited.txt"
+    )]
+    Approve {
+        /// The row's id.
+        id: i64,
+        /// Who approves.
+        #[arg(long)]
+        by: String,
+        /// A file holding the edited text that replaces the model's.
+        #[arg(long, value_name = "FILE")]
+        text_file: Option<PathBuf>,
+    },
+    /// Reject a waiting reply: it is never sent.
+    Reject {
+        /// The row's id.
+        id: i64,
+        /// Who rejects.
+        #[arg(long)]
+        by: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Queue a failed reply again, with the same bytes.
+    Retry {
+        /// The row's id.
+        id: i64,
+        /// Who asks.
+        #[arg(long)]
+        by: String,
+    },
+    /// Hold the queued replies no person approved (of one persona, or of all).
+    Hold {
+        /// Only this persona's.
+        #[arg(long)]
+        persona: Option<String>,
+    },
+    /// Release what `hold` held.
+    Release {
+        /// Only this persona's.
+        #[arg(long)]
+        persona: Option<String>,
+    },
+    /// One delivery pass: send what may leave now over each persona's `[outbox] smtp`.
+    #[command(after_help = "Example (from cron):\n  protege outbox deliver")]
+    Deliver {
+        /// Only this persona's.
+        #[arg(long)]
+        persona: Option<String>,
     },
 }
 

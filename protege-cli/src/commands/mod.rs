@@ -7,6 +7,7 @@ pub(crate) mod demo;
 pub(crate) mod diff;
 pub(crate) mod explain;
 mod generate;
+pub(crate) mod outbox;
 pub(crate) mod output;
 pub(crate) mod personas;
 pub(crate) mod resolve;

@@ -1,4 +1,4 @@
-//! `run start|record|show`: a run's rounds from the command line (§13), printing the JSON
+//! `run start|record|show|reply`: a run's rounds from the command line (§13), printing the JSON
 //! the HTTP routes answer.
 
 use std::path::Path;
@@ -21,6 +21,10 @@ pub(crate) async fn run(env: &Env, command: &RunCommand) -> CliResult {
             results,
         } => record(env, run_id, *round, response, results.as_deref()).await,
         RunCommand::Show { run_id } => show(env, run_id).await,
+        RunCommand::Reply { run_id } => {
+            let engine = env.engine().await?;
+            print(&engine.compose_reply(run_id).await?)
+        }
     }
 }
 
@@ -62,7 +66,7 @@ async fn show(env: &Env, run_id: &str) -> CliResult {
 }
 
 /// The JSON of `file` as `T`; `what` names it in errors.
-fn read_json<T: serde::de::DeserializeOwned>(file: &Path, what: &str) -> CliResult<T> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(file: &Path, what: &str) -> CliResult<T> {
     let shown = format!("`{}`", file.display());
     let bytes = protege::read_regular_file(file, &shown, FILE_MAX_BYTES)?
         .ok_or_else(|| Failure::invalid(format!("file not found: {shown}")))?;
@@ -70,7 +74,7 @@ fn read_json<T: serde::de::DeserializeOwned>(file: &Path, what: &str) -> CliResu
         .map_err(|e| Failure::invalid(format!("{shown} is not a valid {what} file: {e}")))
 }
 
-fn print(value: &impl serde::Serialize) -> CliResult {
+pub(crate) fn print(value: &impl serde::Serialize) -> CliResult {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::invalid(format!("cannot serialise the answer: {e}")))?;
     output::out(&format!("{text}\n"))

@@ -64,6 +64,14 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     // drains the service, never kills it.
     let shutdown = shutdown_signal();
     tracing::info!("listening on http://{address}");
+    // The outbox's delivery worker: it sends the replies of the personas with an
+    // `[outbox] smtp` server, and stops claiming when the service stops.
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+    let delivery = engine.delivery(worker_name()).await?;
+    let deliver_stop = stopping_rx.clone();
+    let worker = tokio::spawn(async move {
+        delivery.run(DELIVERY_INTERVAL, deliver_stop).await;
+    });
     let router = Service::new(engine)
         .token(token)
         .deadline(Duration::from_secs_f64(args.deadline))
@@ -85,7 +93,6 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         max_connections_per_client = limits.max_per_client,
         "connection caps"
     );
-    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let drain_limit = async move {
         shutdown.await;
         tracing::info!("shutting down: finishing the requests in flight");
@@ -96,8 +103,28 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         () = conn::serve(listener, router, limits, stopping_rx) => {}
         () = drain_limit => tracing::warn!("requests still in flight after 30 s; exiting"),
     }
+    // An SMTP exchange in flight finishes (its outcome is recorded) unless it outlasts the
+    // drain: its row then stays `sending` until its lease runs out.
+    if tokio::time::timeout(DRAIN, worker).await.is_err() {
+        tracing::warn!("a delivery still in flight after 30 s; exiting");
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How often the delivery worker looks for replies that may leave.
+const DELIVERY_INTERVAL: Duration = Duration::from_secs(2);
+
+/// The name of this process's delivery leases: the host's process id and 32 random bits,
+/// so two processes (on one host or several) never share one.
+fn worker_name() -> String {
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    format!(
+        "serve-{}-{:08x}",
+        std::process::id(),
+        u32::from_le_bytes(bytes)
+    )
 }
 
 /// The bearer token of `PROTEGE_SERVE_TOKEN`: none when unset; set but empty is a usage
