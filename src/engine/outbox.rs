@@ -130,6 +130,12 @@ impl Engine {
             });
         }
         let run = self.load_run_row(run_id).await?;
+        if run.status != "done" && run.status != "stopped" {
+            return Err(invalid(format!(
+                "run `{run_id}` is `{}`: only a finished run has a reply",
+                run.status
+            )));
+        }
         let text = match (run.status.as_str(), self.answer(&run).await?) {
             ("done", Step::Done { text, .. }) => text,
             ("stopped", Step::Stopped { stop_reason, .. }) => {
