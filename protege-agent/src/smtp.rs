@@ -199,7 +199,10 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
         conn.abort().await;
         return classify(&e, refused, Stage::Message);
     }
-    match conn.message(attempt.raw).await {
+    // The client ends the data with CRLF `.` CRLF: the message's own last line end is
+    // that CRLF, so the server stores exactly the bytes given.
+    let data = attempt.raw.strip_suffix(b"\r\n").unwrap_or(attempt.raw);
+    match conn.message(data).await {
         Ok(response) => {
             let _ = conn.quit().await;
             Outcome::Sent {
