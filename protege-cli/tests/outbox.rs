@@ -437,3 +437,24 @@ async fn only_a_finished_reply_run_composes() {
         "unknown outbox row 999: no row with this id in the database"
     );
 }
+
+#[tokio::test]
+async fn forgetting_the_customer_removes_her_replies_and_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "protege_outbox_forget").await {
+        // Not authenticated: the reply waits, addressed to her From.
+        let root = root_with("");
+        let (engine, run) = finished_run(root.path(), &url, false).await;
+        let draft = outbox_of(engine.compose_reply(&run).await.unwrap());
+        let removed = engine.forget("zoe@example.com", false).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(removed).unwrap(),
+            serde_json::json!({"messages": 2, "attachments": 0, "tool_uses": 0, "runs": 1,
+                "run_rounds": 1, "thread_summaries": 0, "message_addresses": 5,
+                "email_threads": 1, "outbox": 1}),
+            "{url}"
+        );
+        let gone = engine.outbox_entry(draft.id, true).await.unwrap_err();
+        assert_eq!(gone.kind(), EngineErrorKind::NotFound, "{url}");
+    }
+}

@@ -270,7 +270,7 @@ async fn a_forgotten_correspondent_leaves_the_request_and_every_table() {
         assert_eq!(
             table_counts(&engine).await,
             json!({"messages": 6, "attachments": 1, "tool_uses": 2, "thread_summaries": 1,
-                   "message_addresses": 12, "email_threads": 3}),
+                   "message_addresses": 12, "email_threads": 3, "outbox": 0}),
             "{url}"
         );
         let removed = engine
@@ -280,13 +280,13 @@ async fn a_forgotten_correspondent_leaves_the_request_and_every_table() {
         assert_eq!(
             serde_json::to_value(removed).unwrap(),
             json!({"messages": 5, "attachments": 1, "tool_uses": 2, "runs": 0, "run_rounds": 0,
-                   "thread_summaries": 1, "message_addresses": 10, "email_threads": 2}),
+                   "thread_summaries": 1, "message_addresses": 10, "email_threads": 2, "outbox": 0}),
             "{url}"
         );
         assert_eq!(
             table_counts(&engine).await,
             json!({"messages": 1, "attachments": 0, "tool_uses": 0, "thread_summaries": 0,
-                   "message_addresses": 2, "email_threads": 1}),
+                   "message_addresses": 2, "email_threads": 1, "outbox": 0}),
             "{url}"
         );
         let err = engine.resolve(&input()).await.unwrap_err();

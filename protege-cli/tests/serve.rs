@@ -850,7 +850,7 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
     let counts = |messages: u64, tool_uses: u64, addresses: u64, threads: u64| {
         json!({"messages": messages, "attachments": 0, "tool_uses": tool_uses, "runs": 0,
                "run_rounds": 0, "thread_summaries": 0, "message_addresses": addresses,
-               "email_threads": threads})
+               "email_threads": threads, "outbox": 0})
     };
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
     // Before: Bob's mail is in his request.
@@ -950,7 +950,7 @@ async fn prune_drops_old_threads_with_auth_and_json_errors() {
     let counts = |messages: u64, attachments: u64, tool_uses: u64, addresses: u64, threads: u64| {
         json!({"messages": messages, "attachments": attachments, "tool_uses": tool_uses,
                "runs": 0, "run_rounds": 0, "thread_summaries": 0,
-               "message_addresses": addresses, "email_threads": threads})
+               "message_addresses": addresses, "email_threads": threads, "outbox": 0})
     };
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
     // NOW - 5d is 2026-03-05T08:00:00Z: the parcel thread (newest 03-04) goes.

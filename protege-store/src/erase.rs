@@ -17,7 +17,7 @@ use sea_orm::{
 
 use protege_core::Result;
 use protege_core::db::entities::{
-    attachment, email_thread, message, message_address, message_strip, run, run_round,
+    attachment, email_thread, message, message_address, message_strip, outbox, run, run_round,
     thread_summary, tool_use,
 };
 
@@ -47,13 +47,16 @@ pub struct Removed {
     pub message_addresses: u64,
     /// Rows of `email_threads`.
     pub email_threads: u64,
+    /// Rows of `outbox`: the replies removed with their messages, their bytes included (a
+    /// reply still queued or waiting is never sent).
+    pub outbox: u64,
 }
 
 impl Removed {
     /// Each table with its count, in a fixed order: `messages`, `attachments`,
     /// `tool_uses`, `runs`, `run_rounds`, `thread_summaries`, `message_addresses`,
-    /// `email_threads`.
-    pub fn rows(&self) -> [(&'static str, u64); 8] {
+    /// `email_threads`, `outbox`.
+    pub fn rows(&self) -> [(&'static str, u64); 9] {
         [
             ("messages", self.messages),
             ("attachments", self.attachments),
@@ -63,6 +66,7 @@ impl Removed {
             ("thread_summaries", self.thread_summaries),
             ("message_addresses", self.message_addresses),
             ("email_threads", self.email_threads),
+            ("outbox", self.outbox),
         ]
     }
 }
@@ -123,6 +127,7 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
         .await?;
     }
     for chunk in messages.chunks(IN_CHUNK) {
+        out.outbox += delete_in(db, outbox::Entity, outbox::Column::MessageId, chunk).await?;
         let runs_of_chunk: SelectStatement = Query::select()
             .column(run::Column::Id)
             .from(run::Entity)
@@ -207,15 +212,16 @@ mod tests {
             thread_summaries: 1,
             message_addresses: 9,
             email_threads: 0,
+            outbox: 1,
         };
         assert_eq!(
             f.to_string(),
             "messages: 3\nattachments: 1\ntool_uses: 2\nruns: 1\nrun_rounds: 2\n\
-             thread_summaries: 1\nmessage_addresses: 9\nemail_threads: 0"
+             thread_summaries: 1\nmessage_addresses: 9\nemail_threads: 0\noutbox: 1"
         );
         assert_eq!(
             serde_json::to_string(&f).unwrap(),
-            r#"{"messages":3,"attachments":1,"tool_uses":2,"runs":1,"run_rounds":2,"thread_summaries":1,"message_addresses":9,"email_threads":0}"#
+            r#"{"messages":3,"attachments":1,"tool_uses":2,"runs":1,"run_rounds":2,"thread_summaries":1,"message_addresses":9,"email_threads":0,"outbox":1}"#
         );
     }
 }

@@ -32,6 +32,7 @@ const ANN_REMOVED: Forgotten = Forgotten {
     thread_summaries: 2,
     message_addresses: 10,
     email_threads: 1,
+    outbox: 0,
 };
 
 #[tokio::test]
@@ -113,6 +114,7 @@ async fn forget_removes_exactly_the_correspondents_rows() {
                 thread_summaries: 1,
                 message_addresses: 4,
                 email_threads: 2,
+                outbox: 0,
             }
         );
         assert_eq!(

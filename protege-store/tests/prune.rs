@@ -48,6 +48,7 @@ const ORDER_THREAD: Pruned = Pruned {
     thread_summaries: 1,
     message_addresses: 8,
     email_threads: 1,
+    outbox: 0,
 };
 
 #[tokio::test]
@@ -108,6 +109,7 @@ async fn prune_drops_the_threads_whose_newest_message_is_older() {
                 thread_summaries: 2,
                 message_addresses: 12,
                 email_threads: 2,
+                outbox: 0,
             }
         );
         assert_eq!(
@@ -142,6 +144,7 @@ async fn prune_drops_the_threads_whose_newest_message_is_older() {
                 thread_summaries: 1,
                 message_addresses: 2,
                 email_threads: 1,
+                outbox: 0,
             }
         );
         assert_eq!(
