@@ -318,7 +318,7 @@ async fn protege_keeps_its_tables_in_a_postgresql_schema_of_its_own() {
             )
         })
         .collect();
-    // protege's eleven tables (its migrations' among them) in `protege`, the customers in `public`.
+    // protege's twelve tables (its migrations' among them) in `protege`, the customers in `public`.
     assert_eq!(
         counts,
         [("protege".to_owned(), 11), ("public".to_owned(), 1)]

@@ -607,6 +607,11 @@ pub(crate) struct ServeArgs {
     /// trusts (repeatable; added to the personas' `[mail] trusted_authserv_ids`).
     #[arg(long = "trusted-authserv-id", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) trusted_authserv_ids: Vec<String>,
+    /// How long a reply this process claimed for delivery stays its own, in seconds (renewed
+    /// every third of it while the SMTP exchange lasts): when the process dies, another
+    /// sends the reply once the lease has run out.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) delivery_lease: u64,
 }
 
 /// The longest `--deadline`, `--header-timeout` or `--idle-timeout`: one day. A request is not meant to run longer, and every

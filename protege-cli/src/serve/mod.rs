@@ -67,11 +67,8 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     // The outbox's delivery worker: it sends the replies of the personas with an
     // `[outbox] smtp` server, and stops claiming when the service stops.
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
-    let delivery = engine.delivery(worker_name()).await?;
-    let deliver_stop = stopping_rx.clone();
-    let worker = tokio::spawn(async move {
-        delivery.run(DELIVERY_INTERVAL, deliver_stop).await;
-    });
+    let lease = Duration::from_secs(args.delivery_lease);
+    let worker = tokio::spawn(deliver(engine.clone(), lease, stopping_rx.clone()));
     let router = Service::new(engine)
         .token(token)
         .deadline(Duration::from_secs_f64(args.deadline))
@@ -110,6 +107,31 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The outbox's delivery worker until `stop` turns true: it waits for the database (a
+/// service whose database is down still starts, and answers 503 meanwhile).
+async fn deliver(
+    engine: protege::Engine,
+    lease: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let name = worker_name();
+    let delivery = loop {
+        match engine.delivery(name.clone()).await {
+            Ok(delivery) => break delivery.lease(lease),
+            Err(_) => {
+                tokio::select! {
+                    () = tokio::time::sleep(DELIVERY_INTERVAL) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+        if *stop.borrow() {
+            return;
+        }
+    };
+    delivery.run(DELIVERY_INTERVAL, stop).await;
 }
 
 /// How often the delivery worker looks for replies that may leave.
