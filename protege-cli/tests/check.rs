@@ -321,7 +321,7 @@ async fn protege_keeps_its_tables_in_a_postgresql_schema_of_its_own() {
     // protege's twelve tables (its migrations' among them) in `protege`, the customers in `public`.
     assert_eq!(
         counts,
-        [("protege".to_owned(), 11), ("public".to_owned(), 1)]
+        [("protege".to_owned(), 12), ("public".to_owned(), 1)]
     );
     conn.clone().close().await.unwrap();
 }
