@@ -69,6 +69,9 @@ impl std::fmt::Display for Pass {
     }
 }
 
+/// Reads an environment variable.
+type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// The delivery worker of one process.
 #[derive(Clone)]
 pub struct Delivery {
@@ -78,7 +81,7 @@ pub struct Delivery {
     lease: Duration,
     /// Reads an environment variable (the SMTP password); the process's environment by
     /// default.
-    env: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    env: EnvReader,
 }
 
 impl std::fmt::Debug for Delivery {

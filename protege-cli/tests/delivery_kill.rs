@@ -118,16 +118,17 @@ fn relay(
         if tail.len() > 8 {
             tail.drain(..tail.len() - 8);
         }
-        if hold == Hold::EndOfData && tail.ends_with(b"\r\n.\r\n") {
-            if let Some(rx) = release.take() {
-                // Everything but the final `.` line goes; the rest waits.
-                let (before, end) = chunk.split_at(chunk.len().saturating_sub(3));
-                let _ = server_write.write_all(before);
-                let _ = held.send(());
-                let _ = rx.recv();
-                let _ = server_write.write_all(end);
-                continue;
-            }
+        if hold == Hold::EndOfData
+            && tail.ends_with(b"\r\n.\r\n")
+            && let Some(rx) = release.take()
+        {
+            // Everything but the final `.` line goes; the rest waits.
+            let (before, end) = chunk.split_at(chunk.len().saturating_sub(3));
+            let _ = server_write.write_all(before);
+            let _ = held.send(());
+            let _ = rx.recv();
+            let _ = server_write.write_all(end);
+            continue;
         }
         if server_write.write_all(chunk).is_err() {
             return;

@@ -1,7 +1,8 @@
 //! The inspector page (`/ui`) in a real browser: headless Chromium against a running
-//! `protege serve`, the rendered DOM checked and screenshots saved under
-//! `target/inspector/`. Chromium is `PROTEGE_TEST_CHROMIUM` (a path), else
-//! `/usr/bin/chromium`; without either the test says it was skipped and passes.
+//! `protege serve`, the rendered DOM checked, waiting drafts decided through the page (over
+//! the DevTools protocol), and screenshots saved under `target/inspector/`. Chromium is
+//! `PROTEGE_TEST_CHROMIUM` (a path), else `/usr/bin/chromium`; without either the test says
+//! it was skipped and passes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -761,4 +762,444 @@ async fn the_token_typed_once_unlocks_the_page_and_a_pasted_persona_is_diffed() 
         tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
         true
     );
+}
+
+/// The model's answer of the fixture `good-loop-round-1.json`.
+const ANSWER: &str = "Hello Zoe,\n\nyour order A-1042 left our warehouse on 9 March; the carrier has it in transit.\n\nBest,\nAcme Support";
+
+/// A model answer with markup in it, and a line long enough to be folded when encoded.
+const HOSTILE: &str = "Hello Zoe,\n\n<img src=x onerror=\"document.title='pwned'\"> <script>document.title='pwned'</script>\n\nGrüße aus Köln — a line long enough for the quoted-printable encoder to fold it once.\n\nAcme Support";
+
+/// An app root of two personas whose replies all wait for a person: `agent`
+/// (support@acme.test, text only) and `letters` (letters@acme.test, text and HTML).
+fn drafting_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    let personas = root.path().join("personas");
+    let agent = format!("{}\n[agent]\nreply = \"draft\"\n", common::AGENT);
+    std::fs::write(personas.join("agent.toml"), &agent).unwrap();
+    let letters = format!(
+        "{}html = true\n",
+        agent.replace("support@acme.test", "letters@acme.test")
+    );
+    std::fs::write(personas.join("letters.toml"), letters).unwrap();
+    root
+}
+
+/// Zoe's mail `id` to `to`, answering `parent` when given; answers its thread's id.
+async fn mail(server: &Server, id: &str, to: &str, parent: Option<&str>, date: &str) -> i64 {
+    let threading = parent
+        .map(|p| format!("In-Reply-To: {p}\r\nReferences: {p}\r\n"))
+        .unwrap_or_default();
+    let subject = if parent.is_some() {
+        "Re: Where is my order?"
+    } else {
+        "Where is my order?"
+    };
+    let raw = format!(
+        "Message-ID: {id}\r\nFrom: Zoe Lee <zoe@example.com>\r\nTo: {to}\r\n\
+         Subject: {subject}\r\nDate: {date}\r\n{threading}\r\nWhere is order A-1042?\r\n"
+    );
+    let (status, text) = server.post("/v1/mail", "message/rfc822", raw).await;
+    assert_eq!(status, 201, "{text}");
+    let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    answer["thread_id"].as_i64().unwrap()
+}
+
+/// A run of `persona` answering `trigger` with `text`, and its reply composed: the outbox
+/// row, which waits.
+async fn drafted(server: &Server, persona: &str, trigger: &str, text: &str) -> serde_json::Value {
+    let post = |path: String, body: serde_json::Value| async move {
+        let (status, text) = server
+            .post(&path, "application/json", body.to_string())
+            .await;
+        (
+            status,
+            serde_json::from_str::<serde_json::Value>(&text)
+                .unwrap_or_else(|e| panic!("{e}: {text}")),
+        )
+    };
+    let input = serde_json::json!({"persona": persona, "message_id": trigger, "format": "anthropic", "now": "2026-03-10T10:00:00Z"});
+    let (status, run) = post("/v1/runs".to_owned(), input).await;
+    assert_eq!(status, 201, "{run}");
+    let run = run["run_id"].as_str().unwrap().to_owned();
+    let fixture =
+        project().join("protege-cli/tests/fixtures/responses/anthropic/good-loop-round-1.json");
+    let mut response: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    assert_eq!(response["content"][0]["text"], ANSWER);
+    response["content"][0]["text"] = serde_json::json!(text);
+    let (status, step) = post(
+        format!("/v1/runs/{run}/rounds"),
+        serde_json::json!({"round": 0, "response": response}),
+    )
+    .await;
+    assert_eq!(
+        (status, &step["status"]),
+        (200, &serde_json::json!("done")),
+        "{step}"
+    );
+    let (status, composed) = post(format!("/v1/runs/{run}/reply"), serde_json::json!({})).await;
+    assert_eq!(status, 201, "{composed}");
+    let row = composed["outbox"].clone();
+    assert_eq!(
+        (&row["state"], &row["reason"]),
+        (&serde_json::json!("waiting"), &serde_json::json!("draft")),
+        "{composed}"
+    );
+    row
+}
+
+/// The outbox row `id` with its bytes.
+async fn outbox_row(server: &Server, id: i64) -> serde_json::Value {
+    let (status, text) = server.get(&format!("/v1/outbox/{id}"), Some(TOKEN)).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The `Date` of a reply's bytes as the page shows it: `YYYY-MM-DD HH:MM UTC`.
+fn written(raw: &str) -> String {
+    let date = raw
+        .split("\r\n")
+        .find_map(|line| line.strip_prefix("Date: "))
+        .unwrap_or_else(|| panic!("no Date: {raw}"));
+    chrono::DateTime::parse_from_rfc2822(date)
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+        .format("%Y-%m-%d %H:%M UTC")
+        .to_string()
+}
+
+/// The text of a single-part reply's bytes: its quoted-printable body decoded, line ends
+/// LF, without the line ends that close it.
+fn reply_text(raw: &str) -> String {
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let fields: Vec<&str> = head.split("\r\n").collect();
+    assert!(
+        fields.contains(&"Content-Type: text/plain; charset=utf-8")
+            && fields.contains(&"Content-Transfer-Encoding: quoted-printable"),
+        "{head}"
+    );
+    let body = body.replace("=\r\n", "");
+    let mut bytes = Vec::new();
+    let mut rest = body.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'=' {
+            let hex = std::str::from_utf8(&tail[..2]).unwrap();
+            bytes.push(u8::from_str_radix(hex, 16).unwrap());
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes)
+        .unwrap()
+        .replace("\r\n", "\n")
+        .trim_end_matches('\n')
+        .to_owned()
+}
+
+/// Saves the page's viewport as `file` and checks it is a PNG of `size`.
+fn capture(tools: &mut DevTools, file: &Path, size: (u32, u32)) {
+    use base64::Engine as _;
+    let shot = tools.call(
+        "Page.captureScreenshot",
+        serde_json::json!({"format": "png"}),
+    );
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{}", file.display());
+    let dimension = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dimension(16), dimension(20)), size, "{}", file.display());
+    std::fs::write(file, png).unwrap();
+}
+
+#[tokio::test]
+async fn waiting_drafts_are_shown_as_text_and_decided_in_the_page() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let root = drafting_root();
+    let db = format!(
+        "sqlite://{}?mode=rwc",
+        root.path().join("drafts.db").display()
+    );
+    let server = Server::start(root.path(), &db, Some(TOKEN), &["--no-watch"]);
+    let date = "Tue, 10 Mar 2026 09:00:00 +0000";
+    let thread_a = mail(
+        &server,
+        "<order-a@example.com>",
+        "support@acme.test",
+        None,
+        date,
+    )
+    .await;
+    let thread_b = mail(
+        &server,
+        "<order-b@example.com>",
+        "support@acme.test",
+        None,
+        date,
+    )
+    .await;
+    mail(
+        &server,
+        "<order-c@example.com>",
+        "letters@acme.test",
+        None,
+        date,
+    )
+    .await;
+    let a = drafted(&server, "agent", "<order-a@example.com>", ANSWER).await;
+    let b = drafted(&server, "agent", "<order-b@example.com>", ANSWER).await;
+    let c = drafted(&server, "letters", "<order-c@example.com>", HOSTILE).await;
+    // Zoe writes again in B's thread: B's draft is no longer its thread's newest message.
+    let later = "Thu, 01 Jan 2099 09:00:00 +0000";
+    assert_eq!(
+        mail(
+            &server,
+            "<order-b2@example.com>",
+            "support@acme.test",
+            Some("<order-b@example.com>"),
+            later
+        )
+        .await,
+        thread_b
+    );
+    let id = |row: &serde_json::Value| row["id"].as_i64().unwrap();
+    let (a_raw, b_raw, c_raw) = (
+        outbox_row(&server, id(&a)).await["raw"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        outbox_row(&server, id(&b)).await["raw"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        outbox_row(&server, id(&c)).await["raw"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    assert_eq!(reply_text(&a_raw), ANSWER);
+    assert!(
+        c_raw.contains("Content-Type: multipart/alternative;"),
+        "{c_raw}"
+    );
+    assert!(c_raw.contains("=\r\n"), "a folded line: {c_raw}");
+
+    let mut tools = DevTools::open(&chromium, &server.url("/ui"), 1280, 900);
+    tools.wait_for("!document.getElementById('token-panel').hidden");
+    tools.eval(&format!(
+        "document.getElementById('token').value = {}; \
+         document.getElementById('token-form').requestSubmit()",
+        js(TOKEN)
+    ));
+    tools.wait_for(
+        "document.querySelectorAll('.draft-pick').length === 3 && \
+         [...document.querySelectorAll('.draft-when')].every(e => e.textContent !== '')",
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('drafts-summary').textContent"),
+        "3 drafts wait."
+    );
+    // Newest first: persona, reason, the reply's Message-ID, when it was written.
+    let listed = |row: &serde_json::Value, raw: &str| {
+        serde_json::json!([row["persona"], "draft", row["message_id"], written(raw)])
+    };
+    assert_eq!(
+        tools.eval(
+            "[...document.querySelectorAll('.draft-pick')].map(b => [...b.children].map(c => c.textContent))"
+        ),
+        serde_json::json!([listed(&c, &c_raw), listed(&b, &b_raw), listed(&a, &a_raw)])
+    );
+
+    // A: its text exactly, beside its thread; edited and approved.
+    tools.eval(&format!(
+        "document.querySelector('.draft-pick[data-id=\"{}\"]').click()",
+        id(&a)
+    ));
+    tools.wait_for("document.querySelectorAll('#draft-thread li').length === 2");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-text').textContent"),
+        ANSWER
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-edit').value"),
+        ANSWER
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-head').textContent"),
+        format!("#{} · agent · waiting (draft)", id(&a))
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-thread-summary').textContent"),
+        format!("#{thread_a} Where is my order? · 2 messages")
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#draft-thread .thread-direction')].map(e => e.textContent)"),
+        serde_json::json!(["inbound", "this draft"])
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-note').hidden"),
+        true
+    );
+    let edited = "Hello Zoe,\n\nyour order A-1042 is on its way: the carrier expects to deliver it on Thursday, 12 March.\n\nHerzliche Grüße,\nAna";
+    tools.eval(&format!(
+        "document.getElementById('draft-edit').value = {}; \
+         document.getElementById('draft-by').value = 'Ana Operator'; \
+         document.getElementById('draft-approve').click()",
+        js(edited)
+    ));
+    tools.wait_for("document.getElementById('draft-answer').textContent.startsWith('Approved')");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-answer').textContent"),
+        format!("Approved with the edited text: #{} is queued.", id(&a))
+    );
+    let approved = outbox_row(&server, id(&a)).await;
+    assert_eq!(
+        (&approved["state"], &approved["approved_by"]),
+        (
+            &serde_json::json!("queued"),
+            &serde_json::json!("Ana Operator")
+        ),
+        "{approved}"
+    );
+    assert_eq!(reply_text(approved["raw"].as_str().unwrap()), edited);
+    tools.wait_for("document.querySelectorAll('.draft-pick').length === 2");
+
+    // B: its thread found though a later mail is its newest; rejected with a reason, its
+    // text untouched.
+    tools.eval(&format!(
+        "document.querySelector('.draft-pick[data-id=\"{}\"]').click()",
+        id(&b)
+    ));
+    tools.wait_for("document.querySelectorAll('#draft-thread li').length === 3");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-text').textContent"),
+        ANSWER
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#draft-thread .thread-direction')].map(e => e.textContent)"),
+        serde_json::json!(["inbound", "this draft", "inbound"])
+    );
+    tools.eval(
+        "document.getElementById('draft-reason').value = 'The order number is wrong'; \
+         document.getElementById('draft-reject').click()",
+    );
+    tools.wait_for("document.getElementById('draft-answer').textContent.startsWith('Rejected')");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-answer').textContent"),
+        format!("Rejected: #{} is rejected.", id(&b))
+    );
+    let rejected = outbox_row(&server, id(&b)).await;
+    assert_eq!(
+        (
+            &rejected["state"],
+            &rejected["approved_by"],
+            &rejected["reason"]
+        ),
+        (
+            &serde_json::json!("rejected"),
+            &serde_json::json!("Ana Operator"),
+            &serde_json::json!("The order number is wrong")
+        ),
+        "{rejected}"
+    );
+    assert_eq!(reply_text(rejected["raw"].as_str().unwrap()), ANSWER);
+    tools.wait_for("document.querySelectorAll('.draft-pick').length === 1");
+
+    // C: markup in the model's answer is text; the HTML part is not shown at all.
+    tools.eval(&format!(
+        "document.querySelector('.draft-pick[data-id=\"{}\"]').click()",
+        id(&c)
+    ));
+    tools.wait_for("document.querySelectorAll('#draft-thread li').length === 2");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-text').textContent"),
+        HOSTILE
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-edit').value"),
+        HOSTILE
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-text').children.length"),
+        0
+    );
+    assert_eq!(
+        tools.eval(
+            "document.querySelectorAll('img, iframe, object, embed, script:not([src])').length"
+        ),
+        0
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-note').textContent"),
+        "It also carries an HTML part made from this text; the HTML is not shown."
+    );
+
+    // Someone else approves C first: the page's approval is refused and says why.
+    let res = server
+        .client
+        .post(server.url(&format!("/v1/outbox/{}/approve", id(&c))))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"by": "Bo Backup"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let res = server
+        .client
+        .post(server.url(&format!("/v1/outbox/{}/approve", id(&c))))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"by": "Bo Backup"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 409);
+    let conflict: serde_json::Value = res.json().await.unwrap();
+    let message = conflict["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("`queued`"), "{conflict}");
+    tools.eval("document.getElementById('draft-approve').click()");
+    tools.wait_for("document.getElementById('draft-answer').textContent.startsWith('Refused')");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-answer').textContent"),
+        format!("Refused (409): {message}")
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('draft-approve').disabled"),
+        true
+    );
+    tools.wait_for("document.getElementById('draft-head').textContent.includes('queued')");
+    assert_eq!(
+        tools.eval("document.getElementById('draft-head').textContent"),
+        format!(
+            "#{} · letters · queued (draft) · decided by Bo Backup",
+            id(&c)
+        )
+    );
+    assert_eq!(
+        outbox_row(&server, id(&c)).await["approved_by"],
+        "Bo Backup"
+    );
+    tools.wait_for("document.getElementById('drafts-summary').textContent === 'No draft waits.'");
+    assert_eq!(tools.eval("document.title"), "protege inspector");
+
+    let dir = screenshots();
+    tools.eval("document.getElementById('draft').scrollIntoView()");
+    capture(&mut tools, &dir.join("drafts.png"), (1280, 900));
+    tools.call(
+        "Emulation.setDeviceMetricsOverride",
+        serde_json::json!({"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": true}),
+    );
+    tools.wait_for("window.innerWidth === 360");
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true,
+        "{}",
+        tools.eval("document.documentElement.scrollWidth")
+    );
+    capture(&mut tools, &dir.join("drafts-narrow.png"), (360, 800));
 }

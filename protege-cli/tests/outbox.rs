@@ -95,7 +95,7 @@ async fn finished_run(root: &Path, url: &str, authenticated: bool) -> (Engine, S
 
 fn outbox_of(composed: Composed) -> protege::outbox::OutboxEntry {
     match composed {
-        Composed::Reply { outbox } => outbox,
+        Composed::Reply { outbox } => *outbox,
         other => panic!("no reply: {other:?}"),
     }
 }

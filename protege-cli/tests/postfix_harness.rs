@@ -279,7 +279,7 @@ fn a_message_over_the_size_limit_gets_552() {
     let (code, text) = smtp.data(&big);
     assert_eq!(code, 552, "{text}");
     assert!(
-        text.starts_with("552 5.3.4 Message size exceeds fixed limit"),
+        text.starts_with("552 5.3.4 Error: message file too big"),
         "{text}"
     );
     // A message under the limit still goes through.
@@ -319,4 +319,29 @@ fn two_instances_run_at_once() {
     );
     assert_sent_times(&first, "kim@example.com", 1);
     assert_sent_times(&second, "kim@example.com", 1);
+}
+
+/// `as_sent` without a server: the delivery agent's headers and smtpd's one `Received:` go,
+/// a `Received:` header of the sender's own stays.
+#[test]
+fn as_sent_removes_only_the_headers_postfix_added() {
+    let raw = b"Return-Path: <zoe@example.org>\n\
+X-Original-To: kim@example.com\n\
+Delivered-To: kim@example.com\n\
+Received: from client.protege.test (unknown [127.0.0.1])\n\
+\tby mx.protege.test (Postfix) with ESMTP id 96AB7991095\n\
+\tfor <kim@example.com>; Sun,  6 Dec 2026 02:39:09 +0000 (UTC)\n\
+Received: from the sender's own relay\n\
+From: Zoe <zoe@example.org>\n\
+\n\
+Hi\n";
+    assert_eq!(
+        Postfix::as_sent(raw),
+        b"Received: from the sender's own relay\nFrom: Zoe <zoe@example.org>\n\nHi\n"
+    );
+    // A message without Postfix's headers is left as it is.
+    assert_eq!(
+        Postfix::as_sent(b"From: a@b\n\nbody\n"),
+        b"From: a@b\n\nbody\n"
+    );
 }

@@ -64,7 +64,7 @@ pub enum Composed {
     /// The reply is stored (now, or by an earlier call for the same run).
     Reply {
         /// Its outbox row.
-        outbox: OutboxEntry,
+        outbox: Box<OutboxEntry>,
     },
     /// No reply: why (`no_reply`: a blank answer; `no_recipient`: every recipient was a
     /// persona address; `unauthenticated`: `[agent] unauthenticated = "skip"`;
@@ -126,7 +126,7 @@ impl Engine {
         let conn = self.db().await?;
         if let Some(row) = db::outbox_of_run(conn, run_id).await? {
             return Ok(Composed::Reply {
-                outbox: self.entry(row, false).await?,
+                outbox: Box::new(self.entry(row, false).await?),
             });
         }
         let run = self.load_run_row(run_id).await?;
@@ -211,7 +211,7 @@ impl Engine {
         };
         match protege_store::store_reply(conn, &new).await? {
             StoredReply::Stored(id) | StoredReply::Existing(id) => Ok(Composed::Reply {
-                outbox: self.outbox_entry(id, false).await?,
+                outbox: Box::new(self.outbox_entry(id, false).await?),
             }),
             StoredReply::TriggerGone => Ok(skipped("trigger_gone")),
         }

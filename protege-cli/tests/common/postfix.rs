@@ -5,7 +5,7 @@
 //! tests that need it are skipped. Each instance lives in a temporary directory of its own:
 //!
 //! ```text
-//! DIR/config/   main.cf, master.cf and the two regexp tables below
+//! DIR/config/   main.cf, master.cf, the tables below (and an empty SQLite database)
 //! DIR/queue/    queue_directory (created by `postfix start`)
 //! DIR/data/     data_directory (the master's lock)
 //! DIR/mail/     virtual_mailbox_base: DIR/mail/DOMAIN/LOCAL/{tmp,new,cur}, one Maildir per address
@@ -13,20 +13,30 @@
 //! ```
 //!
 //! Its smtpd listens on a free port of 127.0.0.1 only. Every recipient domain is a virtual
-//! mailbox domain, so mail to any address is delivered by the virtual(8) agent into that
-//! address's Maildir and nothing is relayed: the default and relay transports are `error`,
-//! and no lookup goes to DNS. Several instances run at once (the tests of one binary run in
-//! parallel threads): they share nothing but the Postfix binaries.
+//! mailbox domain (`virtual_mailbox_domains = static:all`), so mail to any address is
+//! delivered by the virtual(8) agent into that address's Maildir, `DOMAIN/LOCAL/` in lower
+//! case. The mailbox path comes from an `sqlite:` table whose query computes it from the
+//! address (`SELECT lower('%d') || '/' || lower('%u') || '/'`, no table read): virtual(8)
+//! refuses `$1` substitutions of `regexp:`/`pcre:` tables in a path, and a fixed table would
+//! have to list every address in advance; hence the `postfix-sqlite` package
+//! (`scripts/postfix-install` installs both). An address with a `/`, or a part starting with
+//! a dot, has no mailbox and is refused with 550 at `RCPT TO`. Nothing is relayed: the
+//! default and relay transports are `error`, and no lookup goes to DNS. A bounce (a delivery
+//! that failed after the message was accepted) goes to the sender's Maildir here, like any
+//! other mail. The server offers neither STARTTLS nor AUTH: clients speak plain SMTP.
+//! Several instances run at once (the tests of one binary run in parallel threads): they
+//! share nothing but the Postfix binaries.
 //!
 //! Postfix must be started as root (its master binds the port and its daemons switch to the
 //! `postfix` user); the tests run as root locally and in CI.
 
 use std::fs;
+use std::io::Write as _;
 use std::net::TcpListener;
 use std::os::unix::fs::{PermissionsExt as _, chown};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The environment variable naming the `postfix` binary (e.g. `/usr/sbin/postfix`).
 pub(crate) const ENV: &str = "PROTEGE_TEST_POSTFIX";
@@ -44,10 +54,13 @@ const PORT_ATTEMPTS: usize = 8;
 /// The options of an instance; [`Options::default`] is Postfix's own behaviour.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Options {
-    /// `message_size_limit` in bytes: a message over it is refused with
-    /// `552 5.3.4 Message size exceeds fixed limit`, at `MAIL FROM` when the client declares
-    /// a larger `SIZE=`, otherwise after the final `.` of `DATA`. `None` keeps Postfix's
-    /// default (10 240 000 bytes); `Some(0)` means no limit.
+    /// `message_size_limit` in bytes (advertised as `SIZE N` in the EHLO reply): a message
+    /// over it is refused with 552, at `MAIL FROM` with
+    /// `552 5.3.4 Message size exceeds fixed limit` when the client declares a larger
+    /// `SIZE=`, otherwise after the final `.` of `DATA` with
+    /// `552 5.3.4 Error: message file too big`. The limit counts the message as Postfix
+    /// stores it, its `Received:` header included. `None` keeps Postfix's default
+    /// (10 240 000 bytes); `Some(0)` means no limit.
     pub(crate) message_size_limit: Option<u64>,
 }
 
@@ -106,11 +119,12 @@ impl Postfix {
             .prefix("protege-postfix-")
             .tempdir()
             .expect("a temporary directory for Postfix");
-        let daemon_directory = command_output(Command::new(sibling(&binary, "postconf")).args([
-            "-d",
-            "-h",
-            "daemon_directory",
-        ]));
+        let daemon_directory =
+            command_output(Command::new(binary.with_file_name("postconf")).args([
+                "-d",
+                "-h",
+                "daemon_directory",
+            ]));
         let guardian = guardian(dir.path(), daemon_directory.trim());
         let mut postfix = Postfix {
             dir,
@@ -188,23 +202,16 @@ impl Postfix {
     /// `Delivered-To:` of the delivery agent and the one `Received:` header of smtpd below
     /// them (with their continuation lines); a `Received:` header the sender wrote stays.
     pub(crate) fn as_sent(raw: &[u8]) -> Vec<u8> {
+        const AGENT: [&[u8]; 3] = [b"Return-Path", b"X-Original-To", b"Delivered-To"];
         let mut rest = raw;
-        let mut received = false;
-        loop {
-            let Some(colon) = rest.iter().position(|&b| b == b':') else {
-                break;
-            };
+        while let Some(colon) = rest.iter().position(|&b| b == b':') {
             let name = &rest[..colon];
-            let added = [&b"Return-Path"[..], b"X-Original-To", b"Delivered-To"]
-                .iter()
-                .any(|added| name.eq_ignore_ascii_case(added));
-            let is_received = name.eq_ignore_ascii_case(b"Received");
-            if !(added || is_received && !received) {
-                break;
-            }
-            received |= is_received;
-            rest = after_header(rest);
-            if received {
+            if AGENT.iter().any(|added| name.eq_ignore_ascii_case(added)) {
+                rest = after_header(rest);
+            } else {
+                if name.eq_ignore_ascii_case(b"Received") {
+                    rest = after_header(rest);
+                }
                 break;
             }
         }
@@ -273,7 +280,7 @@ readme_directory = no
 
 # Every domain is delivered here, into a Maildir per address; nothing leaves.
 virtual_mailbox_domains = static:all
-virtual_mailbox_maps = regexp:{root}/config/virtual_mailboxes
+virtual_mailbox_maps = sqlite:{root}/config/virtual_mailboxes.cf
 virtual_mailbox_base = {root}/mail
 virtual_uid_maps = static:{MAIL_UID}
 virtual_gid_maps = static:{MAIL_GID}
@@ -299,18 +306,24 @@ smtpd_recipient_restrictions = check_recipient_access regexp:{root}/config/recip
 local_header_rewrite_clients =
 "
         );
-        fs::write(config.join("main.cf"), main_cf).expect("write main.cf");
-        fs::write(
-            config.join("virtual_mailboxes"),
-            "# user@domain -> DIR/mail/domain/user/ (a Maildir); no `/`, no leading dot.\n\
-             /^([^@\\/.][^@\\/]*)@([^@\\/.][^@\\/]*)$/\t$2/$1/\n",
-        )
-        .expect("write virtual_mailboxes");
-        fs::write(
-            config.join("recipient_access"),
+        write_config(&config.join("main.cf"), &main_cf);
+        // An empty file is an empty SQLite database: the query reads no table.
+        write_config(&config.join("empty.sqlite"), "");
+        write_config(
+            &config.join("virtual_mailboxes.cf"),
+            &format!(
+                "# LOCAL@DOMAIN -> DIR/mail/domain/local/ (a Maildir), for any address without a\n\
+                 # `/`, an empty part or a part starting with a dot.\n\
+                 dbpath = {root}/config/empty.sqlite\n\
+                 query = SELECT lower('%d') || '/' || lower('%u') || '/' \
+                 WHERE instr('%s', '/') = 0 AND '%u' <> '' AND '%d' <> '' \
+                 AND substr('%u', 1, 1) <> '.' AND substr('%d', 1, 1) <> '.'\n"
+            ),
+        );
+        write_config(
+            &config.join("recipient_access"),
             "/^refused[^@]*@/\t550 5.1.1 User unknown\n",
-        )
-        .expect("write recipient_access");
+        );
     }
 
     /// Writes `master.cf` with a free port and starts the master, trying another port when
@@ -319,8 +332,8 @@ local_header_rewrite_clients =
         let mut failures = String::new();
         for _ in 0..PORT_ATTEMPTS {
             self.port = free_port();
-            fs::write(self.config_dir().join("master.cf"), master_cf(self.port))
-                .expect("write master.cf");
+            let logged = self.log().len();
+            write_config(&self.config_dir().join("master.cf"), &master_cf(self.port));
             let out = Command::new(&self.binary)
                 .arg("-c")
                 .arg(self.config_dir())
@@ -337,13 +350,14 @@ local_header_rewrite_clients =
                 String::from_utf8_lossy(&out.stderr)
             );
             let log = self.log();
+            let attempt_log = log.get(logged..).unwrap_or(&log);
             failures.push_str(&format!(
                 "--- port {} ({}):\n{output}",
                 self.port, out.status
             ));
-            if !(output.contains("Address already in use")
-                || log.contains("Address already in use"))
-            {
+            // Another process took the port meanwhile: the master could not bind it.
+            let taken = "Address already in use";
+            if !(output.contains(taken) || attempt_log.contains(taken)) {
                 break;
             }
         }
@@ -357,9 +371,9 @@ local_header_rewrite_clients =
 }
 
 impl Drop for Postfix {
-    /// Closes the guardian's stdin and waits for it: it stops the daemons (SIGTERM), then
-    /// the master (SIGTERM; SIGKILL to its process group after 5 seconds), and removes the
-    /// directory.
+    /// Closes the guardian's stdin and waits for it: it stops the master as `postfix stop`
+    /// does (SIGTERM, which the master passes on to its daemons; SIGKILL to its process
+    /// group after 5 seconds), waits for the daemons to leave, and removes the directory.
     fn drop(&mut self) {
         drop(self.guardian_stdin.take());
         let _ = self.guardian.wait();
@@ -397,17 +411,25 @@ postlog   unix-dgram n  -       n       -       1       postlogd
     )
 }
 
+/// Writes a configuration file dated a minute ago: Postfix reads a file modified within the
+/// last second or two again and again, 300 ms apart, until it is older (it could still be
+/// being written), which would add two seconds to every start and to the first use of each
+/// daemon.
+fn write_config(path: &Path, contents: &str) {
+    let file = fs::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+    (&file)
+        .write_all(contents.as_bytes())
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    file.set_modified(SystemTime::now() - Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("date {}: {e}", path.display()));
+}
+
 /// A port of 127.0.0.1 free a moment ago (the kernel's pick, released at once).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("bind 127.0.0.1:0")
         .port()
-}
-
-/// `name` in the directory of `binary` (`postconf` beside `postfix`).
-fn sibling(binary: &Path, name: &str) -> PathBuf {
-    binary.with_file_name(name)
 }
 
 /// The stdout of `command`, which must succeed.
@@ -434,27 +456,19 @@ trap '' INT HUP
 cat >/dev/null
 dir=$1 master=$2/master
 running() { ! "$master" -c "$dir/config" -t 2>/dev/null; }
-# The master's daemons, zombies included (procps `ps`; none listed without it).
-daemons() { ps -o pid= --ppid "$pid" 2>/dev/null; }
-# Live processes of the master's session (it is a session leader).
-alive() { ps -o stat= --sid "$pid" 2>/dev/null | grep -qv '^Z'; }
+# Whether a process of the master's session (it is a session leader) is alive; with no
+# procps `ps`, a moment's wait.
+alive() {
+  if command -v ps >/dev/null; then ps -o stat= --sid "$pid" | grep -qv '^Z'; else [ $i -lt 5 ]; fi
+}
 if [ -f "$dir/config/main.cf" ] && read -r pid <"$dir/queue/pid/master.pid" 2>/dev/null && running; then
-  # The daemons first, while the master is there to reap them: stopped by the master's
-  # SIGTERM, they would outlive it as orphans, zombies under an init that does not reap.
-  i=0
-  while [ $i -lt 40 ]; do
-    list=$(daemons)
-    [ -n "$list" ] || break
-    kill $list 2>/dev/null
-    sleep 0.02
-    i=$((i + 1))
-  done
+  # As `postfix stop`: SIGTERM to the master, which passes it on to its daemons and exits.
   kill "$pid" 2>/dev/null
   i=0
   while running && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
   running && kill -9 -- "-$pid" 2>/dev/null
   i=0
-  while alive && [ $i -lt 50 ]; do sleep 0.02; i=$((i + 1)); done
+  while alive && [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
 fi
 rm -rf -- "$dir"
 "#;

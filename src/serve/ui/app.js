@@ -1,7 +1,9 @@
 // The inspector page's script. Everything that comes from the service (persona names,
 // subjects, addresses, message bodies: mail written by strangers) is inserted with
 // textContent, never as markup. The token lives in this tab's sessionStorage and goes
-// out only in the Authorization header.
+// out only in the Authorization header. A waiting draft's text (written by a model, from
+// mail written by strangers) is decoded from its stored bytes and shown as text too; its
+// HTML alternative is never shown.
 "use strict";
 
 (() => {
@@ -111,7 +113,7 @@
     } else if (pre.message) {
       $("message-id").value = pre.message;
     }
-    await loadThreads();
+    await Promise.all([loadThreads(), loadDrafts()]);
     status(personas.length + (personas.length === 1 ? " persona" : " personas") + " loaded.");
     if (pre.persona && (pre.message || pre.responsibility)) await resolve();
   }
@@ -382,6 +384,410 @@
     status(answer.changed ? "The pasted persona changes requests." : "No request changes.");
   }
 
+  // ---- Waiting drafts --------------------------------------------------------------
+
+  /** The header and body of a MIME entity, split at its first empty line. */
+  function entity(text) {
+    const m = /\r?\n\r?\n/.exec(text);
+    if (!m) return { head: text, body: "" };
+    return { head: text.slice(0, m.index), body: text.slice(m.index + m[0].length) };
+  }
+
+  /** The header fields of `head` by lowercase name (the first of each), unfolded. */
+  function headerFields(head) {
+    const out = new Map();
+    for (const line of head.replace(/\r?\n[ \t]+/g, " ").split(/\r?\n/)) {
+      const at = line.indexOf(":");
+      if (at <= 0) continue;
+      const name = line.slice(0, at).trim().toLowerCase();
+      if (!out.has(name)) out.set(name, line.slice(at + 1).trim());
+    }
+    return out;
+  }
+
+  /** The parameter `name` of a header value (`type/sub; name=value` or `name="value"`). */
+  function headerParam(value, name) {
+    for (const piece of (value || "").split(";").slice(1)) {
+      const at = piece.indexOf("=");
+      if (at < 0 || piece.slice(0, at).trim().toLowerCase() !== name) continue;
+      const raw = piece.slice(at + 1).trim();
+      return /^".*"$/.test(raw) ? raw.slice(1, -1).replace(/\\(.)/g, "$1") : raw;
+    }
+    return null;
+  }
+
+  /** The bodies of the parts of a multipart body with `boundary`. */
+  function multipartParts(body, boundary) {
+    const parts = [];
+    let current = null;
+    for (const line of body.split(/\r?\n/)) {
+      const bare = line.replace(/[ \t]+$/, "");
+      if (bare === "--" + boundary + "--") break;
+      if (bare === "--" + boundary) {
+        if (current) parts.push(current.join("\r\n"));
+        current = [];
+      } else if (current) {
+        current.push(line);
+      }
+    }
+    if (current) parts.push(current.join("\r\n"));
+    return parts;
+  }
+
+  /** The bytes of a quoted-printable body: soft line breaks (`=` at a line's end) removed,
+   * `=XX` as the byte XX, white space at a line's end dropped (RFC 2045 §6.7). */
+  function quotedPrintableBytes(text) {
+    const s = text.replace(/[ \t]+(?=\r?\n|$)/g, "");
+    const out = [];
+    const encoder = new TextEncoder();
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c === 0x3d) {
+        if (s[i + 1] === "\r" && s[i + 2] === "\n") {
+          i += 2;
+          continue;
+        }
+        if (s[i + 1] === "\n" || i + 1 === s.length) {
+          i += 1;
+          continue;
+        }
+        const hex = s.slice(i + 1, i + 3);
+        if (/^[0-9A-Fa-f]{2}$/.test(hex)) {
+          out.push(parseInt(hex, 16));
+          i += 2;
+          continue;
+        }
+        out.push(c);
+      } else if (c < 0x80) {
+        out.push(c);
+      } else {
+        out.push(...encoder.encode(s[i]));
+      }
+    }
+    return new Uint8Array(out);
+  }
+
+  function base64Bytes(text) {
+    const binary = atob(text.replace(/[^A-Za-z0-9+/=]/g, ""));
+    return Uint8Array.from(binary, (ch) => ch.charCodeAt(0));
+  }
+
+  /** `bytes` as text in `charset` (UTF-8 when the label is unknown). */
+  function decodeBytes(bytes, charset) {
+    let decoder;
+    try {
+      decoder = new TextDecoder(charset || "utf-8");
+    } catch (_) {
+      decoder = new TextDecoder("utf-8");
+    }
+    return decoder.decode(bytes);
+  }
+
+  /** The first text/plain part of the entity `text`, decoded, and whether an HTML part was
+   * seen on the way: `{ text, html }` (`text` null when there is none). */
+  function plainText(text, depth) {
+    const { head, body } = entity(text);
+    const fields = headerFields(head);
+    const contentType = fields.get("content-type") || "text/plain; charset=us-ascii";
+    const type = contentType.split(";")[0].trim().toLowerCase();
+    if (type.startsWith("multipart/")) {
+      const boundary = headerParam(contentType, "boundary");
+      const out = { text: null, html: false };
+      if (!boundary || depth > 4) return out;
+      for (const part of multipartParts(body, boundary)) {
+        const found = plainText(part, depth + 1);
+        out.html = out.html || found.html;
+        if (out.text === null) out.text = found.text;
+      }
+      return out;
+    }
+    if (type === "text/html") return { text: null, html: true };
+    if (type !== "text/plain" || /^\s*attachment/i.test(fields.get("content-disposition") || "")) {
+      return { text: null, html: false };
+    }
+    const encoding = (fields.get("content-transfer-encoding") || "7bit").trim().toLowerCase();
+    const charset = headerParam(contentType, "charset");
+    let decoded;
+    try {
+      if (encoding === "quoted-printable") decoded = decodeBytes(quotedPrintableBytes(body), charset);
+      else if (encoding === "base64") decoded = decodeBytes(base64Bytes(body), charset);
+      else decoded = body;
+    } catch (_) {
+      decoded = body;
+    }
+    // Line ends as a textarea has them; the line ends that close the body are not text.
+    return { text: decoded.replace(/\r\n?/g, "\n").replace(/\n+$/, ""), html: false };
+  }
+
+  /** A stored reply: its text/plain body (null when none), whether it has an HTML part,
+   * and its Date header. */
+  function readReply(raw) {
+    const found = plainText(raw || "", 0);
+    const date = headerFields(entity(raw || "").head).get("date") || null;
+    return { text: found.text, html: found.html, date };
+  }
+
+  /** A Date header as `YYYY-MM-DD HH:MM UTC`, or as written when it does not parse. */
+  function when(date) {
+    if (!date) return "";
+    const parsed = new Date(date);
+    if (Number.isNaN(parsed.getTime())) return date;
+    return parsed.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  }
+
+  /** A stored time (RFC 3339) as `YYYY-MM-DD HH:MM UTC`. */
+  function stamp(time) {
+    return String(time || "").slice(0, 16).replace("T", " ") + " UTC";
+  }
+
+  const DRAFT_LIMIT = 100;
+  /** The draft shown: its row, its text as stored; `seq` drops answers of an earlier pick. */
+  const draft = { row: null, text: "", seq: 0 };
+
+  async function loadDrafts() {
+    let rows;
+    try {
+      rows = (await api("v1/outbox?state=waiting&limit=" + DRAFT_LIMIT)).outbox || [];
+    } catch (e) {
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      $("drafts-summary").textContent = "Cannot list the drafts: " + e.message;
+      return;
+    }
+    $("drafts-summary").textContent =
+      rows.length === 0
+        ? "No draft waits."
+        : rows.length === 1
+          ? "1 draft waits."
+          : rows.length + " drafts wait" + (rows.length === DRAFT_LIMIT ? " (the newest " + DRAFT_LIMIT + " listed)." : ".");
+    const list = $("drafts");
+    list.replaceChildren(...rows.map(draftRow));
+    list.hidden = rows.length === 0;
+    markSelected();
+    // The row carries no time of its own: the reply's Date header tells when it was written.
+    await Promise.all(
+      rows.map(async (row) => {
+        try {
+          const full = await api("v1/outbox/" + encodeURIComponent(row.id));
+          const cell = list.querySelector('.draft-pick[data-id="' + row.id + '"] .draft-when');
+          if (cell) cell.textContent = when(readReply(full.raw).date);
+        } catch (_) {
+          // The time stays empty; the row may have been decided meanwhile.
+        }
+      }),
+    );
+  }
+
+  function draftRow(row) {
+    const item = el("li", "draft-row");
+    const pick = el("button", "draft-pick");
+    pick.type = "button";
+    pick.dataset.id = String(row.id);
+    pick.append(
+      el("span", "draft-persona", row.persona),
+      el("span", "draft-reason", row.reason || ""),
+      el("span", "draft-message-id", row.message_id),
+      el("span", "draft-when", ""),
+    );
+    pick.addEventListener("click", () => selectDraft(row.id));
+    item.append(pick);
+    return item;
+  }
+
+  function markSelected() {
+    for (const pick of document.querySelectorAll(".draft-pick")) {
+      const selected = draft.row !== null && pick.dataset.id === String(draft.row.id);
+      pick.classList.toggle("selected", selected);
+      pick.setAttribute("aria-pressed", selected ? "true" : "false");
+    }
+  }
+
+  function describeRow(row) {
+    let text = "#" + row.id + " · " + row.persona + " · " + row.state;
+    if (row.reason) text += " (" + row.reason + ")";
+    if (row.approved_by) text += " · decided by " + row.approved_by;
+    return text;
+  }
+
+  function setDecisionButtons(enabled) {
+    for (const button of document.querySelectorAll("#draft-form .decide")) button.disabled = !enabled;
+  }
+
+  function answer(text, isError, body) {
+    const node = $("draft-answer");
+    node.textContent = text;
+    node.classList.toggle("error", Boolean(isError));
+    const pre = $("draft-answer-body");
+    pre.textContent = body === undefined ? "" : JSON.stringify(body, null, 2);
+    pre.hidden = body === undefined;
+  }
+
+  async function selectDraft(id) {
+    const seq = ++draft.seq;
+    draft.row = { id };
+    draft.text = "";
+    markSelected();
+    $("draft").hidden = false;
+    $("draft-head").textContent = "#" + id;
+    $("draft-meta").textContent = "";
+    $("draft-text").textContent = "Loading…";
+    $("draft-note").hidden = true;
+    $("draft-edit").value = "";
+    $("draft-reason").value = "";
+    $("draft-thread").replaceChildren();
+    $("draft-thread-summary").textContent = "";
+    answer("");
+    setDecisionButtons(false);
+    let row;
+    try {
+      row = await api("v1/outbox/" + encodeURIComponent(id));
+    } catch (e) {
+      if (seq !== draft.seq) return;
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      $("draft-text").textContent = "";
+      answer("Cannot load draft #" + id + ": " + e.message, true);
+      return;
+    }
+    if (seq !== draft.seq) return;
+    const reply = readReply(row.raw);
+    draft.row = row;
+    draft.text = reply.text === null ? "" : reply.text;
+    $("draft-head").textContent = describeRow(row);
+    $("draft-meta").textContent = "Message-ID " + row.message_id + (reply.date ? " · written " + when(reply.date) : "");
+    $("draft-text").textContent = reply.text === null ? "" : reply.text;
+    $("draft-edit").value = draft.text;
+    const notes = [];
+    if (reply.text === null) notes.push("This reply has no text/plain part.");
+    if (reply.html) notes.push("It also carries an HTML part made from this text; the HTML is not shown.");
+    $("draft-note").textContent = notes.join(" ");
+    $("draft-note").hidden = notes.length === 0;
+    setDecisionButtons(row.state === "waiting");
+    markSelected();
+    await showThread(row, seq);
+  }
+
+  /** The thread holding the message `messageId` and its messages, from the threads most
+   * recently active: the one whose newest message it is, else each one's messages in turn.
+   * `null` when none of them holds it. */
+  async function threadOf(messageId) {
+    const threads = await api("v1/threads?limit=200");
+    const newest = threads.find((t) => t.last_message_id === messageId);
+    if (newest) {
+      const messages = await api("v1/threads/" + encodeURIComponent(newest.thread) + "/messages");
+      if (messages.some((m) => m.message_id === messageId)) return { thread: newest, messages };
+    }
+    const rest = threads.filter((t) => t !== newest);
+    for (let at = 0; at < rest.length; at += 8) {
+      const batch = rest.slice(at, at + 8);
+      const listed = await Promise.all(batch.map((t) => api("v1/threads/" + encodeURIComponent(t.thread) + "/messages")));
+      for (let i = 0; i < batch.length; i++) {
+        if (listed[i].some((m) => m.message_id === messageId)) return { thread: batch[i], messages: listed[i] };
+      }
+    }
+    return null;
+  }
+
+  async function showThread(row, seq) {
+    $("draft-thread-summary").textContent = "Looking for the thread…";
+    let found;
+    try {
+      found = await threadOf(row.message_id);
+    } catch (e) {
+      if (seq !== draft.seq) return;
+      $("draft-thread-summary").textContent = "Cannot list the thread: " + e.message;
+      return;
+    }
+    if (seq !== draft.seq) return;
+    if (!found) {
+      $("draft-thread-summary").textContent = "The thread of this draft is not among the 200 most recently active threads.";
+      return;
+    }
+    const { thread, messages } = found;
+    $("draft-thread-summary").textContent =
+      "#" + thread.thread + " " + thread.subject + " · " + messages.length + (messages.length === 1 ? " message" : " messages");
+    const own = messages.find((m) => m.message_id === row.message_id);
+    if (own) {
+      $("draft-meta").textContent =
+        "To " + own.to.concat(own.cc).join(", ") + " · " + own.subject + " · Message-ID " + row.message_id + " · written " + stamp(own.sent_at);
+    }
+    $("draft-thread").replaceChildren(
+      ...messages.map((m) => {
+        const item = el("li", "thread-message direction-" + m.direction + (m.message_id === row.message_id ? " this-draft" : ""));
+        const head = el("div", "thread-message-head");
+        head.append(
+          el("span", "thread-direction", m.message_id === row.message_id ? "this draft" : m.direction),
+          el("span", "thread-from", m.from),
+          el("span", "thread-sent", stamp(m.sent_at)),
+        );
+        const attachments = (m.attachments || []).length;
+        item.append(
+          head,
+          el("p", "thread-subject", m.subject),
+          el(
+            "p",
+            "thread-detail",
+            m.message_id + " · " + m.body_chars + " characters" + (attachments ? " · " + attachments + (attachments === 1 ? " attachment" : " attachments") : ""),
+          ),
+        );
+        return item;
+      }),
+    );
+  }
+
+  /** Approves (`approve`) or rejects the draft shown, and shows the route's answer. */
+  async function decide(approve) {
+    const row = draft.row;
+    if (!row || !row.message_id) return;
+    const by = $("draft-by").value.trim();
+    if (!by) {
+      answer("Type who decides in “Decided by”.", true);
+      $("draft-by").focus();
+      return;
+    }
+    const body = { by };
+    if (approve) {
+      const text = $("draft-edit").value;
+      if (text !== draft.text) body.text = text;
+    } else {
+      body.reason = $("draft-reason").value.trim();
+    }
+    const verb = approve ? "approve" : "reject";
+    setDecisionButtons(false);
+    answer(approve ? "Approving…" : "Rejecting…");
+    let done;
+    try {
+      done = await api("v1/outbox/" + encodeURIComponent(row.id) + "/" + verb, body);
+    } catch (e) {
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      if (draft.row !== row) return loadDrafts(); // another draft was picked meanwhile
+      answer("Refused (" + e.code + "): " + e.message, true);
+      if (e.code === 409) {
+        // Decided elsewhere: show the row as it is now.
+        try {
+          const now = await api("v1/outbox/" + encodeURIComponent(row.id));
+          if (draft.row === row) {
+            draft.row = now;
+            $("draft-head").textContent = describeRow(now);
+          }
+        } catch (_) {
+          // The answer above says enough.
+        }
+      } else {
+        setDecisionButtons(true);
+      }
+      await loadDrafts();
+      return;
+    }
+    if (draft.row !== row) return loadDrafts();
+    draft.row = done;
+    $("draft-head").textContent = describeRow(done);
+    answer(
+      (approve ? "Approved" : "Rejected") + (body.text !== undefined ? " with the edited text" : "") + ": #" + done.id + " is " + done.state + ".",
+      false,
+      done,
+    );
+    await loadDrafts();
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     $("token-form").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -415,6 +821,13 @@
     for (const radio of document.querySelectorAll('input[name="trigger"]')) {
       radio.addEventListener("change", () => setTrigger(trigger()));
     }
+    $("drafts-refresh").addEventListener("click", loadDrafts);
+    $("draft-form").addEventListener("submit", (event) => event.preventDefault());
+    $("draft-approve").addEventListener("click", () => decide(true));
+    $("draft-reject").addEventListener("click", () => decide(false));
+    $("draft-restore").addEventListener("click", () => {
+      $("draft-edit").value = draft.text;
+    });
     start();
   });
 })();
