@@ -93,6 +93,7 @@
 //!         html_text: None,
 //!         in_reply_to: None,
 //!         attachments: vec![],
+//!         reply_headers: Default::default(),
 //!     },
 //! };
 //! let reply = Context::builder(persona.clone(), AppConfig::new("."), Trigger::Message(inbound.into()))
