@@ -218,7 +218,9 @@ pub use protege_agent as agent;
 /// The outbox (§18 of the design): a run's reply composed once ([`Engine::compose_reply`]),
 /// stored before it leaves, approved when it must be, claimed for delivery.
 pub mod outbox {
-    pub use crate::engine::{Claimed, Composed, DEFAULT_LEASE, OutboxEntry, retry_after};
+    pub use crate::engine::{
+        Claimed, Composed, DEFAULT_LEASE, MAX_SUBJECT_CHARS, OutboxEntry, retry_after,
+    };
     pub use protege_core::db::OutboxFilter;
     pub use protege_mail::{AutoSubmitted, Recipients, Reply, ReplyHeaders};
     pub use protege_store::outbox_state as state;

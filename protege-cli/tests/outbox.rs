@@ -11,7 +11,7 @@ use serde_json::Value;
 
 mod common;
 use common::AGENT;
-use common::server::every_backend;
+use common::server::{Server, TOKEN, every_backend};
 
 const NOW: &str = "2026-03-10T10:00:00Z";
 const TRIGGER: &str = "<order-1@example.com>";
@@ -456,5 +456,255 @@ async fn forgetting_the_customer_removes_her_replies_and_their_bytes() {
         );
         let gone = engine.outbox_entry(draft.id, true).await.unwrap_err();
         assert_eq!(gone.kind(), EngineErrorKind::NotFound, "{url}");
+    }
+}
+
+#[tokio::test]
+async fn a_subject_too_long_for_one_header_line_composes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let root = root_with("");
+    let engine = Engine::builder()
+        .root(root.path())
+        .database(&url)
+        .build()
+        .await
+        .unwrap();
+    let long = "x".repeat(10_000);
+    let mail = trigger(true).replace(
+        "Subject: AW: Where is my order?",
+        &format!("Subject: {long}"),
+    );
+    engine
+        .ingest_mail(mail.as_bytes(), Some(Direction::Inbound))
+        .await
+        .unwrap();
+    let input = ResolveInput::reply("agent", TRIGGER)
+        .format(Format::Anthropic)
+        .now(NOW.parse().unwrap());
+    let run = engine.start_run(&input).await.unwrap();
+    engine
+        .record_round(
+            &run.id,
+            RoundInput {
+                round: 0,
+                response: answer(),
+                results: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    let err = engine.compose_reply(&run.id).await.unwrap_err();
+    assert_eq!(err.kind(), EngineErrorKind::InvalidInput);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the subject of run `{}`'s trigger makes a reply subject of 10004 characters, over the 998 of one mail header line: no reply is composed",
+            run.id
+        )
+    );
+    assert!(
+        engine
+            .outbox(&protege::outbox::OutboxFilter {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `{"error":{"kind","message"}}`.
+fn api_error(kind: &str, message: &str) -> Value {
+    serde_json::json!({"error": {"kind": kind, "message": message}})
+}
+
+#[tokio::test]
+async fn the_outbox_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "protege_outbox_http").await {
+        let root = root_with("");
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        let post = |path: String, body: Value| {
+            let server = &server;
+            async move {
+                let (status, text) = server
+                    .post(&path, "application/json", body.to_string())
+                    .await;
+                (
+                    status,
+                    serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+                )
+            }
+        };
+        let get = |path: String| {
+            let server = &server;
+            async move {
+                let (status, text) = server.get(&path, Some(TOKEN)).await;
+                (
+                    status,
+                    serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+                )
+            }
+        };
+        let (status, _) = server
+            .post("/v1/mail", "message/rfc822", trigger(false))
+            .await;
+        assert_eq!(status, 201, "{url}");
+        let start = serde_json::json!({"persona": "agent", "message_id": TRIGGER, "format": "anthropic", "now": NOW});
+        let (status, run) = post("/v1/runs".into(), start).await;
+        assert_eq!(status, 201, "{url}: {run}");
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        let round = serde_json::json!({"round": 0, "response": answer(), "results": []});
+        let (status, _) = post(format!("/v1/runs/{run_id}/rounds"), round).await;
+        assert_eq!(status, 200, "{url}");
+
+        // Composed once: the same row on every call.
+        let (status, first) = post(format!("/v1/runs/{run_id}/reply"), Value::Null).await;
+        assert_eq!(status, 201, "{url}: {first}");
+        assert_eq!(first["status"], "reply", "{url}");
+        let row = &first["outbox"];
+        assert_eq!(
+            (
+                &row["state"],
+                &row["reason"],
+                &row["run_id"],
+                &row["persona"]
+            ),
+            (
+                &Value::from("waiting"),
+                &Value::from("unauthenticated"),
+                &Value::from(run_id.as_str()),
+                &Value::from("agent")
+            ),
+            "{url}"
+        );
+        let id = row["id"].as_i64().unwrap();
+        let (_, again) = post(format!("/v1/runs/{run_id}/reply"), Value::Null).await;
+        assert_eq!(again, first, "{url}");
+        let (status, unknown) = post("/v1/runs/run_nope/reply".into(), Value::Null).await;
+        assert_eq!(status, 404, "{url}: {unknown}");
+
+        // Listed by state, shown with its bytes.
+        let (status, listed) = get("/v1/outbox?state=waiting".into()).await;
+        assert_eq!(status, 200, "{url}");
+        assert_eq!(listed["outbox"], serde_json::json!([row]), "{url}");
+        let (_, none) = get("/v1/outbox?state=sent".into()).await;
+        assert_eq!(none, serde_json::json!({"outbox": []}), "{url}");
+        let (status, shown) = get(format!("/v1/outbox/{id}")).await;
+        assert_eq!(status, 200, "{url}");
+        assert!(
+            shown["raw"]
+                .as_str()
+                .unwrap()
+                .contains("\r\nIn-Reply-To: <order-1@example.com>\r\n"),
+            "{url}"
+        );
+        let (status, bad) = get("/v1/outbox/abc".into()).await;
+        assert_eq!(
+            (status, bad),
+            (
+                404,
+                api_error(
+                    "not_found",
+                    "unknown outbox row `abc`: a row's id is an integer (see `GET /v1/outbox`)"
+                )
+            ),
+            "{url}"
+        );
+
+        // Claimed only once approved; the first decision wins.
+        let claim = serde_json::json!({"owner": "app-a", "limit": 5, "lease": 30});
+        let (_, nothing) = post("/v1/outbox/claim".into(), claim.clone()).await;
+        assert_eq!(nothing, serde_json::json!({"outbox": []}), "{url}");
+        let (status, blank) = post(
+            format!("/v1/outbox/{id}/approve"),
+            serde_json::json!({"by": " "}),
+        )
+        .await;
+        assert_eq!(
+            (status, blank),
+            (
+                422,
+                api_error(
+                    "invalid_input",
+                    "`by` must name who decides: 1 to 200 characters on one line"
+                )
+            ),
+            "{url}"
+        );
+        let (status, approved) = post(
+            format!("/v1/outbox/{id}/approve"),
+            serde_json::json!({"by": "ann"}),
+        )
+        .await;
+        assert_eq!(
+            (status, &approved["state"], &approved["approved_by"]),
+            (200, &Value::from("queued"), &Value::from("ann")),
+            "{url}"
+        );
+        let (status, late) = post(
+            format!("/v1/outbox/{id}/reject"),
+            serde_json::json!({"by": "bob", "reason": "no"}),
+        )
+        .await;
+        assert_eq!(
+            (status, late),
+            (
+                409,
+                api_error(
+                    "conflict",
+                    &format!("outbox row {id} is `queued`: only a `waiting` row can be changed so")
+                )
+            ),
+            "{url}"
+        );
+        let (status, claimed) = post("/v1/outbox/claim".into(), claim).await;
+        assert_eq!(status, 200, "{url}");
+        assert_eq!(claimed["outbox"][0]["id"], id, "{url}");
+        assert_eq!(
+            claimed["outbox"][0]["recipients"],
+            serde_json::json!(["zoe@example.com"]),
+            "{url}"
+        );
+        assert_eq!(
+            claimed["outbox"][0]["envelope_from"], "support@acme.test",
+            "{url}"
+        );
+        assert!(
+            claimed["outbox"][0]["raw"]
+                .as_str()
+                .unwrap()
+                .contains("\r\nAuto-Submitted: no\r\n"),
+            "{url}"
+        );
+        let (status, stolen) = post(
+            format!("/v1/outbox/{id}/sent"),
+            serde_json::json!({"owner": "app-b", "smtp_reply": "250 ok"}),
+        )
+        .await;
+        assert_eq!(status, 409, "{url}: {stolen}");
+        let (status, sent) = post(
+            format!("/v1/outbox/{id}/sent"),
+            serde_json::json!({"owner": "app-a", "smtp_reply": "250 2.0.0 queued"}),
+        )
+        .await;
+        assert_eq!(
+            (status, &sent["state"], &sent["smtp_reply"]),
+            (200, &Value::from("sent"), &Value::from("250 2.0.0 queued")),
+            "{url}"
+        );
+        let (status, held) = post(
+            "/v1/outbox/hold".into(),
+            serde_json::json!({"persona": "agent"}),
+        )
+        .await;
+        assert_eq!(
+            (status, held),
+            (200, serde_json::json!({"held": 0})),
+            "{url}"
+        );
+        drop(server);
     }
 }

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query, SimpleExpr, UpdateStatement};
 use sea_orm::{
-    ActiveValue::{NotSet, Set},
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter,
+    ActiveValue::NotSet, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
+    QueryFilter,
 };
 
 use protege_core::db::dates;
@@ -60,8 +60,8 @@ pub struct NewReply {
 /// What [`store_reply`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredReply {
-    /// The reply was stored as outbox row `id`.
-    Stored(i64),
+    /// The reply was stored: its outbox row.
+    Stored(Box<outbox::Model>),
     /// The run had a reply already: outbox row `id`, unchanged.
     Existing(i64),
     /// The trigger is gone (erased meanwhile): nothing was stored.
@@ -69,14 +69,10 @@ pub enum StoredReply {
 }
 
 /// Stores `reply`: its message in its thread and its outbox row, in one transaction under
-/// the import lock; the message's Message-ID is claimed before any byte leaves. A run that
-/// has a reply already keeps it (composing twice answers the same row).
+/// the import lock that first finds the trigger still stored and the run without a reply;
+/// the message's Message-ID is claimed before any byte leaves. A run that has a reply
+/// already keeps it (composing twice answers the same row).
 pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<StoredReply> {
-    if let Some(run) = &reply.run_id
-        && let Some(row) = protege_core::db::outbox_of_run(db, run).await?
-    {
-        return Ok(StoredReply::Existing(row.id));
-    }
     let txn = protege_core::db::lock::begin_import(db).await?;
     if let Some(trigger) = reply.trigger {
         let found = message::Entity::find_by_id(trigger).one(&txn).await?;
@@ -86,7 +82,7 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
         }
     }
     if let Some(run) = &reply.run_id {
-        // Another process composed it while this one waited for the lock.
+        // Another call composed it first.
         let stored = outbox::Entity::find()
             .filter(outbox::Column::RunId.eq(run.as_str()))
             .one(&txn)
@@ -97,7 +93,8 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
         }
     }
     let subject = reply.email.subject.clone();
-    let Some(_) = store::insert_email(&txn, Some(reply.thread), &subject, &reply.email).await?
+    let Some((_, message_row)) =
+        store::insert_email(&txn, Some(reply.thread), &subject, &reply.email).await?
     else {
         txn.rollback().await?;
         return Err(Error::new(
@@ -108,48 +105,39 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
             ),
         ));
     };
-    let message_row = message::Entity::find()
-        .filter(message::Column::MessageId.eq(reply.email.message_id.as_str()))
-        .one(&txn)
-        .await?
-        .map(|m| m.id)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Database,
-                "the reply's message cannot be read back",
-            )
-        })?;
     let json = |list: &[String]| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
-    let row = outbox::ActiveModel {
-        id: NotSet,
-        message_id: Set(message_row),
-        run_id: Set(reply.run_id.clone()),
-        persona: Set(reply.persona.clone()),
-        state: Set(if reply.waiting {
+    let mut row = outbox::Model {
+        id: 0,
+        message_id: message_row,
+        run_id: reply.run_id.clone(),
+        persona: reply.persona.clone(),
+        state: if reply.waiting {
             state::WAITING
         } else {
             state::QUEUED
         }
-        .to_owned()),
-        reason: Set(reply.reason.clone()),
-        held_reason: Set(None),
-        envelope_from: Set(reply.envelope_from.clone()),
-        recipients: Set(json(&reply.recipients)),
-        refused_recipients: Set("[]".to_owned()),
-        attempts: Set(0),
-        next_attempt_at: Set(None),
-        lease_owner: Set(None),
-        lease_until: Set(None),
-        smtp_reply: Set(None),
-        approved_by: Set(None),
-        approved_at: Set(None),
-        queued_at: Set((!reply.waiting).then_some(reply.email.sent_at)),
-        sent_at: Set(None),
-        raw: Set(reply.raw.clone()),
-        created_at: Set(reply.now),
-        updated_at: Set(reply.now),
+        .to_owned(),
+        reason: reply.reason.clone(),
+        held_reason: None,
+        envelope_from: reply.envelope_from.clone(),
+        recipients: json(&reply.recipients),
+        refused_recipients: "[]".to_owned(),
+        attempts: 0,
+        next_attempt_at: None,
+        lease_owner: None,
+        lease_until: None,
+        smtp_reply: None,
+        approved_by: None,
+        approved_at: None,
+        queued_at: (!reply.waiting).then_some(reply.email.sent_at),
+        sent_at: None,
+        raw: reply.raw.clone(),
+        created_at: reply.now,
+        updated_at: reply.now,
     };
-    let insert = outbox::Entity::insert(row);
+    let mut active: outbox::ActiveModel = row.clone().into();
+    active.id = NotSet;
+    let insert = outbox::Entity::insert(active);
     let id = if txn.get_database_backend() == DbBackend::MySql {
         store::mysql_insert(&txn, &sea_orm::QueryTrait::into_query(insert)).await
     } else {
@@ -158,7 +146,8 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
     match id {
         Ok(id) => {
             txn.commit().await?;
-            Ok(StoredReply::Stored(id))
+            row.id = id;
+            Ok(StoredReply::Stored(Box::new(row)))
         }
         Err(e) => {
             txn.rollback().await?;

@@ -37,7 +37,7 @@ pub use diff::{DiffOptions, DiffStatus, FirstChange, MAX_DIFF_FILES, PersonaDiff
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 pub use mail::{EmlImport, EmlImported};
-pub use outbox::{Claimed, Composed, DEFAULT_LEASE, OutboxEntry, retry_after};
+pub use outbox::{Claimed, Composed, DEFAULT_LEASE, MAX_SUBJECT_CHARS, OutboxEntry, retry_after};
 #[cfg(feature = "serve")]
 pub(crate) use run::Recorded;
 pub use run::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};

@@ -16,6 +16,9 @@ use super::run::Step;
 use super::{Engine, EngineError, EngineErrorKind};
 use crate::db;
 
+/// The longest subject of a reply, in characters: RFC 5322's line limit.
+pub const MAX_SUBJECT_CHARS: usize = 998;
+
 /// How long a lease of [`Engine::claim_outbox`] lasts when the caller names none.
 pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -168,6 +171,13 @@ impl Engine {
         if text.trim().is_empty() {
             return Ok(skipped("no_reply"));
         }
+        let subject = protege_mail::reply_subject(&trigger.subject);
+        let length = subject.chars().count();
+        if length > MAX_SUBJECT_CHARS {
+            return Err(invalid(format!(
+                "the subject of run `{run_id}`'s trigger makes a reply subject of {length} characters, over the {MAX_SUBJECT_CHARS} of one mail header line: no reply is composed"
+            )));
+        }
         let persona = self.require_persona(&run.persona)?;
         let plan = self.plan(&persona, &trigger).await?;
         let Some(plan) = plan else {
@@ -181,7 +191,7 @@ impl Engine {
             from_name: persona.info.outbox.from_name.clone(),
             to: plan.to.clone(),
             cc: plan.cc.clone(),
-            subject: protege_mail::reply_subject(&trigger.subject),
+            subject,
             message_id: Engine::new_message_id(&persona),
             in_reply_to: Some(trigger.message_id.clone()),
             references: protege_mail::reply_references(
@@ -210,7 +220,10 @@ impl Engine {
             now,
         };
         match protege_store::store_reply(conn, &new).await? {
-            StoredReply::Stored(id) | StoredReply::Existing(id) => Ok(Composed::Reply {
+            StoredReply::Stored(row) => Ok(Composed::Reply {
+                outbox: Box::new(entry_of(*row, reply.message_id, false)),
+            }),
+            StoredReply::Existing(id) => Ok(Composed::Reply {
                 outbox: Box::new(self.outbox_entry(id, false).await?),
             }),
             StoredReply::TriggerGone => Ok(skipped("trigger_gone")),
@@ -330,24 +343,7 @@ impl Engine {
         let message_id = db::message_id_of(self.db().await?, row.message_id)
             .await?
             .unwrap_or_default();
-        Ok(OutboxEntry {
-            id: row.id,
-            message_id,
-            run_id: row.run_id,
-            persona: row.persona,
-            state: row.state,
-            reason: row.reason,
-            held_reason: row.held_reason,
-            attempts: row.attempts,
-            next_attempt_at: row.next_attempt_at,
-            smtp_reply: row.smtp_reply,
-            refused_recipients: serde_json::from_str(&row.refused_recipients)
-                .unwrap_or(serde_json::Value::Array(Vec::new())),
-            approved_by: row.approved_by,
-            approved_at: row.approved_at,
-            sent_at: row.sent_at,
-            raw: raw.then_some(row.raw),
-        })
+        Ok(entry_of(row, message_id, raw))
     }
 
     /// Approves the waiting reply `id` (§18): it becomes `queued` with a new `Date` (now)
@@ -625,6 +621,28 @@ struct Plan {
 fn skipped(reason: &str) -> Composed {
     Composed::Skipped {
         reason: reason.to_owned(),
+    }
+}
+
+/// `row`, whose reply's Message-ID is `message_id`, as shown; with its bytes when `raw`.
+fn entry_of(row: outbox_row::Model, message_id: String, raw: bool) -> OutboxEntry {
+    OutboxEntry {
+        id: row.id,
+        message_id,
+        run_id: row.run_id,
+        persona: row.persona,
+        state: row.state,
+        reason: row.reason,
+        held_reason: row.held_reason,
+        attempts: row.attempts,
+        next_attempt_at: row.next_attempt_at,
+        smtp_reply: row.smtp_reply,
+        refused_recipients: serde_json::from_str(&row.refused_recipients)
+            .unwrap_or(serde_json::Value::Array(Vec::new())),
+        approved_by: row.approved_by,
+        approved_at: row.approved_at,
+        sent_at: row.sent_at,
+        raw: raw.then_some(row.raw),
     }
 }
 

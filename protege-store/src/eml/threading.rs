@@ -302,7 +302,7 @@ impl Threader {
                 txn.rollback().await?;
                 again(db, email).await
             }
-            Ok(Some(thread)) => {
+            Ok(Some((thread, _))) => {
                 txn.commit().await?;
                 // A batch's start times of threads are only a cache: this one may be stale.
                 self.created.remove(&thread);

@@ -331,14 +331,14 @@ pub(crate) async fn insert_message<C: ConnectionTrait>(
 
 /// Inserts `email` into thread `thread`, which takes `subject` and an older start (see
 /// [`backdate_thread`]), or into a new thread named `subject` when `thread` is `None`.
-/// Returns the thread, or `None` when the Message-ID is stored already (a new thread is
-/// then left empty: the caller rolls its savepoint back).
+/// Returns the thread and the message's row id, or `None` when the Message-ID is stored
+/// already (a new thread is then left empty: the caller rolls its savepoint back).
 pub(crate) async fn insert_email<C: ConnectionTrait>(
     db: &C,
     thread: Option<i64>,
     subject: &str,
     email: &Email,
-) -> Result<Option<i64>> {
+) -> Result<Option<(i64, i64)>> {
     check_dates(email)?;
     let thread = match thread {
         Some(t) => {
@@ -351,7 +351,7 @@ pub(crate) async fn insert_email<C: ConnectionTrait>(
         return Ok(None);
     };
     protege_core::db::strips::restrip(db, &[thread], &HashSet::from([id])).await?;
-    Ok(Some(thread))
+    Ok(Some((thread, id)))
 }
 
 /// Inserts a message row unless its Message-ID is stored already; returns the new row's
