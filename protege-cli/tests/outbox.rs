@@ -708,3 +708,33 @@ async fn the_outbox_over_http() {
         drop(server);
     }
 }
+
+#[tokio::test]
+async fn the_reply_a_customer_answers_is_in_her_history_whatever_her_clock_says() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "protege_outbox_parent").await {
+        let root = root_with("");
+        let (engine, run) = finished_run(root.path(), &url, true).await;
+        let reply = outbox_of(
+            engine
+                .compose_reply_at(&run, NOW.parse().unwrap())
+                .await
+                .unwrap(),
+        );
+        // Her answer to the reply, dated (by a slow clock) before the reply was sent.
+        let answer = next_mail(&reply.message_id).replace(
+            "Date: Wed, 11 Mar 2026 09:00:00 +0000",
+            "Date: Tue, 10 Mar 2026 09:30:00 +0000",
+        );
+        let next = engine
+            .ingest_mail(answer.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let roles: Vec<String> = history_for(&engine, &next.message_id)
+            .await
+            .into_iter()
+            .map(|(role, _)| role)
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"], "{url}");
+    }
+}

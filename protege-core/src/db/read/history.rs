@@ -86,13 +86,20 @@ fn prior_ids(
     q
 }
 
-/// The conditions of a prior message of `current`: same thread, sent at or before it, not
-/// itself, not a reply the customer never received; with `after_summary`, sent after the through-message of the summary that
+/// The conditions of a prior message of `current`: same thread, sent at or before it (or the
+/// message it answers, whatever its Date), not itself, not a reply the customer never
+/// received; with `after_summary`, sent after the through-message of the summary that
 /// applies to `current`.
 fn prior_of(q: &mut SelectStatement, current: &MailMessage, after_summary: bool) {
     use message::Column as M;
+    // Sent at or before it, or the message it answers whatever that one's Date says (a
+    // clock that is wrong must not hide what the customer replied to).
+    let mut before = Expr::col((message::Entity, M::SentAt)).lte(current.sent_at);
+    if let Some(parent) = &current.in_reply_to {
+        before = before.or(Expr::col((message::Entity, M::MessageId)).eq(parent.as_str()));
+    }
     q.and_where(Expr::col((message::Entity, M::EmailThreadId)).eq(current.thread_id))
-        .and_where(Expr::col((message::Entity, M::SentAt)).lte(current.sent_at))
+        .and_where(before)
         .and_where(Expr::col((message::Entity, M::Id)).ne(current.id))
         .and_where(rows::not_unsent_reply(message::Entity));
     if after_summary {
