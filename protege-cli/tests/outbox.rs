@@ -738,3 +738,45 @@ async fn the_reply_a_customer_answers_is_in_her_history_whatever_her_clock_says(
         assert_eq!(roles, ["user", "assistant", "user"], "{url}");
     }
 }
+
+#[tokio::test]
+async fn a_reply_holding_a_secret_waits_without_showing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let root = root_with("");
+    const KEY: &str = "fence-key-0f3a9c2e71";
+    let engine = Engine::builder()
+        .root(root.path())
+        .database(&url)
+        .fence_key(KEY)
+        .build()
+        .await
+        .unwrap();
+    engine
+        .ingest_mail(trigger(true).as_bytes(), Some(Direction::Inbound))
+        .await
+        .unwrap();
+    let input = ResolveInput::reply("agent", TRIGGER)
+        .format(Format::Anthropic)
+        .now(NOW.parse().unwrap());
+    let run = engine.start_run(&input).await.unwrap();
+    let mut leak = answer();
+    leak["content"][0]["text"] = Value::String(format!("Sure, the key is {KEY}."));
+    engine
+        .record_round(
+            &run.id,
+            RoundInput {
+                round: 0,
+                response: leak,
+                results: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    let row = outbox_of(engine.compose_reply(&run.id).await.unwrap());
+    assert_eq!(
+        (row.state.as_str(), row.reason.as_deref()),
+        ("waiting", Some("contains a secret"))
+    );
+    assert!(!serde_json::to_string(&row).unwrap().contains(KEY));
+}

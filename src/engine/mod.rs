@@ -669,7 +669,10 @@ impl Engine {
 
     /// The fence key: the one given, else the database's (drawn and stored when there is
     /// none yet, as the migration does).
-    async fn fence_key(&self, conn: &DatabaseConnection) -> Result<Arc<[u8]>, EngineError> {
+    pub(super) async fn fence_key(
+        &self,
+        conn: &DatabaseConnection,
+    ) -> Result<Arc<[u8]>, EngineError> {
         self.inner
             .fence_key
             .get_or_try_init(|| async {

@@ -206,6 +206,10 @@ impl Engine {
             html: persona.info.agent.as_ref().is_some_and(|a| a.html),
         };
         let raw = reply_bytes(&reply)?;
+        let mut reason = plan.reason.clone();
+        if self.holds_a_secret(&text).await {
+            reason = Some("contains a secret".to_owned());
+        }
         let new = NewReply {
             trigger: Some(trigger_row),
             thread: trigger.thread_id,
@@ -215,8 +219,8 @@ impl Engine {
             raw,
             envelope_from: plan.from.clone(),
             recipients: plan.envelope.clone(),
-            waiting: plan.reason.is_some(),
-            reason: plan.reason.clone(),
+            waiting: reason.is_some(),
+            reason,
             now,
         };
         match protege_store::store_reply(conn, &new).await? {
@@ -228,6 +232,37 @@ impl Engine {
             }),
             StoredReply::TriggerGone => Ok(skipped("trigger_gone")),
         }
+    }
+
+    /// Whether `text` holds the value of a secret protege holds (§17): the fence key, the
+    /// SMTP passwords of the personas (`[outbox] password_env`), the service token
+    /// (`PROTEGE_SERVE_TOKEN`) and the fence key's variable (`PROTEGE_FENCE_KEY`). Values
+    /// shorter than 8 characters are not searched (they would match ordinary words).
+    async fn holds_a_secret(&self, text: &str) -> bool {
+        const SHORTEST: usize = 8;
+        let mut secrets: Vec<String> = Vec::new();
+        if let Ok(conn) = self.db().await
+            && let Ok(key) = self.fence_key(conn).await
+        {
+            secrets.push(String::from_utf8_lossy(&key).into_owned());
+        }
+        for persona in self.inner.set.personas() {
+            if let Some(var) = &persona.info.outbox.password_env
+                && let Ok(value) = std::env::var(var)
+            {
+                secrets.push(value);
+            }
+        }
+        for var in ["PROTEGE_SERVE_TOKEN", "PROTEGE_FENCE_KEY"] {
+            if let Ok(value) = std::env::var(var) {
+                secrets.push(value);
+            }
+        }
+        secrets
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| s.chars().count() >= SHORTEST)
+            .any(|secret| text.contains(secret))
     }
 
     /// What `run` answered: its step after its last round.
