@@ -145,7 +145,14 @@ impl Delivery {
                 let Some(row) = protege_core::db::load_outbox(&self.db, id).await? else {
                     continue;
                 };
-                match self.deliver(&row).await? {
+                let delivered = self.deliver(&row).await?;
+                metrics::counter!(
+                    "protege_outbox_deliveries_total",
+                    "persona" => p.name().to_owned(),
+                    "outcome" => delivered.name()
+                )
+                .increment(1);
+                match delivered {
                     Delivered::Sent => pass.sent += 1,
                     Delivered::Retried => pass.retried += 1,
                     Delivered::Failed => pass.failed += 1,
@@ -393,6 +400,20 @@ enum Delivered {
     Held,
     Down(String),
     LeaseLost,
+}
+
+impl Delivered {
+    /// The `outcome` label of `protege_outbox_deliveries_total`.
+    fn name(&self) -> &'static str {
+        match self {
+            Delivered::Sent => "sent",
+            Delivered::Retried => "retried",
+            Delivered::Failed => "failed",
+            Delivered::Held => "held",
+            Delivered::Down(_) => "down",
+            Delivered::LeaseLost => "lease_lost",
+        }
+    }
 }
 
 /// `duration` as a `chrono` duration (saturating).

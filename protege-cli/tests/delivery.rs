@@ -15,7 +15,7 @@ use serde_json::Value;
 mod common;
 use common::AGENT;
 use common::postfix::{Options, Postfix};
-use common::server::every_backend;
+use common::server::{Server, TOKEN, every_backend};
 
 const TRIGGER: &str = "<ship-1@example.com>";
 
@@ -272,5 +272,37 @@ async fn a_draft_persona_holds_what_no_person_approved() {
     assert_eq!(
         (row.state.as_str(), row.held_reason.as_deref()),
         ("queued", Some("reply = \"draft\""))
+    );
+}
+
+#[tokio::test]
+async fn serve_delivers_what_is_queued_and_counts_it() {
+    let Some(postfix) = Postfix::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let root = root_with(&format!("smtp://127.0.0.1:{}", postfix.port()), "");
+    let (_, id) = composed(root.path(), &url, "bob@example.org", "On its way.").await;
+    let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+    let arrived = postfix.wait_for("zoe@example.com", 1, WAIT);
+    assert_eq!(arrived.len(), 1);
+    // `sent` is written right after the server's answer.
+    let deadline = std::time::Instant::now() + WAIT;
+    let row = loop {
+        let (status, text) = server.get(&format!("/v1/outbox/{id}"), Some(TOKEN)).await;
+        assert_eq!(status, 200);
+        let row: Value = serde_json::from_str(&text).unwrap();
+        if row["state"] == "sent" || std::time::Instant::now() > deadline {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(row["state"], "sent");
+    let (_, metrics) = server.get("/metrics", Some(TOKEN)).await;
+    let line = r#"protege_outbox_deliveries_total{persona="agent",outcome="sent"} 1"#;
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "no `{line}` in\n{metrics}"
     );
 }
