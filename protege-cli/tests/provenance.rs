@@ -243,6 +243,7 @@ async fn table_counts(engine: &Engine) -> Value {
         "thread_summaries",
         "message_addresses",
         "email_threads",
+        "outbox",
     ] {
         let row = conn
             .query_one_raw(protege::db::sea_orm::Statement::from_string(

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query, SimpleExpr, UpdateStatement};
 use sea_orm::{
     ActiveValue::NotSet, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    QueryFilter,
+    QueryFilter, QuerySelect,
 };
 
 use protege_core::db::dates;
@@ -74,28 +74,46 @@ pub enum StoredReply {
 /// already keeps it (composing twice answers the same row).
 pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<StoredReply> {
     let txn = protege_core::db::lock::begin_import(db).await?;
+    // The trigger's date when it is still stored (it may have been erased meanwhile).
+    let mut trigger_sent_at = None;
     if let Some(trigger) = reply.trigger {
-        let found = message::Entity::find_by_id(trigger).one(&txn).await?;
-        if found.is_none() {
+        let found: Option<DateTime<Utc>> = message::Entity::find_by_id(trigger)
+            .select_only()
+            .column(message::Column::SentAt)
+            .into_tuple()
+            .one(&txn)
+            .await?;
+        let Some(at) = found else {
             txn.rollback().await?;
             return Ok(StoredReply::TriggerGone);
-        }
+        };
+        trigger_sent_at = Some(at);
     }
     if let Some(run) = &reply.run_id {
         // Another call composed it first.
-        let stored = outbox::Entity::find()
+        let stored: Option<i64> = outbox::Entity::find()
+            .select_only()
+            .column(outbox::Column::Id)
             .filter(outbox::Column::RunId.eq(run.as_str()))
+            .into_tuple()
             .one(&txn)
             .await?;
-        if let Some(row) = stored {
+        if let Some(id) = stored {
             txn.rollback().await?;
-            return Ok(StoredReply::Existing(row.id));
+            return Ok(StoredReply::Existing(id));
         }
     }
-    let subject = reply.email.subject.clone();
-    let Some((_, message_row)) =
-        store::insert_email(&txn, Some(reply.thread), &subject, &reply.email).await?
-    else {
+    // A reply dated at or after its trigger never starts its thread earlier: the thread's
+    // start is not touched then.
+    let stored = if trigger_sent_at.is_some_and(|at| at <= reply.email.sent_at) {
+        store::insert_into_thread(&txn, reply.thread, &reply.email).await?
+    } else {
+        let subject = reply.email.subject.clone();
+        store::insert_email(&txn, Some(reply.thread), &subject, &reply.email)
+            .await?
+            .map(|(_, id)| id)
+    };
+    let Some(message_row) = stored else {
         txn.rollback().await?;
         return Err(Error::new(
             ErrorKind::Conflict,

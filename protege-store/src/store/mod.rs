@@ -347,11 +347,24 @@ pub(crate) async fn insert_email<C: ConnectionTrait>(
         }
         None => insert_thread(db, subject, email.sent_at).await?,
     };
+    Ok(insert_into_thread(db, thread, email)
+        .await?
+        .map(|id| (thread, id)))
+}
+
+/// Inserts `email` into thread `thread`, whose start it does not precede, and strips it;
+/// the message's row id, or `None` when its Message-ID is stored already.
+pub(crate) async fn insert_into_thread<C: ConnectionTrait>(
+    db: &C,
+    thread: i64,
+    email: &Email,
+) -> Result<Option<i64>> {
+    check_dates(email)?;
     let Some(id) = insert_message(db, thread, email, &[]).await? else {
         return Ok(None);
     };
     protege_core::db::strips::restrip(db, &[thread], &HashSet::from([id])).await?;
-    Ok(Some((thread, id)))
+    Ok(Some(id))
 }
 
 /// Inserts a message row unless its Message-ID is stored already; returns the new row's
