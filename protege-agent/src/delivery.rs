@@ -352,7 +352,7 @@ impl Delivery {
             .set(O::LeaseOwner, Option::<String>::None)
             .set(O::LeaseUntil, Option::<DateTime<Utc>>::None)
             .when(protege_store::leased_by(&self.owner, now))
-            .apply(&self.db)
+            .apply_on(&self.db)
             .await?;
         Ok(())
     }

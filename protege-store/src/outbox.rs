@@ -14,21 +14,7 @@ use protege_core::{Email, Error, ErrorKind, Result};
 
 use crate::store;
 
-/// The states of an outbox row.
-pub mod state {
-    /// Waiting for a person's approval.
-    pub const WAITING: &str = "waiting";
-    /// Waiting to be delivered.
-    pub const QUEUED: &str = "queued";
-    /// Claimed by a worker or an application under a lease.
-    pub const SENDING: &str = "sending";
-    /// Accepted by the SMTP server.
-    pub const SENT: &str = "sent";
-    /// Refused for good (a 5xx, or 4xx until `give_up_after`).
-    pub const FAILED: &str = "failed";
-    /// Rejected by a person.
-    pub const REJECTED: &str = "rejected";
-}
+pub use protege_core::db::outbox_state as state;
 
 /// A reply to store: its message, its bytes and where it starts.
 #[derive(Debug, Clone)]
@@ -214,7 +200,18 @@ impl Change {
         self.when(Expr::col(outbox::Column::State).eq(state))
     }
 
-    /// Makes the change; whether the row was as required (and so changed).
+    /// Makes the change on the connection `db`, on a SQLite file through the SQLite C
+    /// library (one statement, no driver round trip); whether the row was as required (and
+    /// so changed).
+    pub async fn apply_on(self, db: &DatabaseConnection) -> Result<bool> {
+        if let Some(done) = protege_core::db::embedded_write(db, |tx| tx.execute(&self.update)) {
+            return Ok(done? == 1);
+        }
+        self.apply(db).await
+    }
+
+    /// Makes the change in `db` (a connection or a transaction); whether the row was as
+    /// required (and so changed).
     pub async fn apply<C: ConnectionTrait>(self, db: &C) -> Result<bool> {
         let done = db
             .execute_raw(dates::statement(db, &self.update))
@@ -278,7 +275,13 @@ pub async fn claim(
     persona: Option<&str>,
 ) -> Result<Vec<i64>> {
     use outbox::Column as O;
-    let candidates = claimable(db, now, Ord::max(limit.saturating_mul(4), limit), persona).await?;
+    let candidates = protege_core::db::claimable_outbox(
+        db,
+        now,
+        Ord::max(limit.saturating_mul(4), limit),
+        persona,
+    )
+    .await?;
     let mut claimed = Vec::new();
     for id in candidates {
         if claimed.len() as u64 >= limit {
@@ -288,83 +291,12 @@ pub async fn claim(
             .set(O::State, state::SENDING)
             .set(O::LeaseOwner, owner)
             .set(O::LeaseUntil, until)
-            .when(may_claim(now));
-        if change.apply(db).await? {
+            .when(protege_core::db::may_claim(now));
+        if change.apply_on(db).await? {
             claimed.push(id);
         }
     }
     Ok(claimed)
-}
-
-/// The ids of rows that may be claimed at `now`, oldest first: see [`claim`].
-async fn claimable(
-    db: &DatabaseConnection,
-    now: DateTime<Utc>,
-    limit: u64,
-    persona: Option<&str>,
-) -> Result<Vec<i64>> {
-    use message::Column as M;
-    use outbox::Column as O;
-    let (earlier, earlier_message, mine) = (
-        sea_orm::sea_query::Alias::new("earlier"),
-        sea_orm::sea_query::Alias::new("earlier_message"),
-        sea_orm::sea_query::Alias::new("mine"),
-    );
-    // An earlier reply of the same thread still queued or sending holds this one back.
-    let mut before = Query::select();
-    before
-        .expr(Expr::val(1))
-        .from_as(outbox::Entity, earlier.clone())
-        .join_as(
-            sea_orm::sea_query::JoinType::InnerJoin,
-            message::Entity,
-            earlier_message.clone(),
-            Expr::col((earlier_message.clone(), M::Id)).equals((earlier.clone(), O::MessageId)),
-        )
-        .and_where(
-            Expr::col((earlier_message, M::EmailThreadId)).equals((mine.clone(), M::EmailThreadId)),
-        )
-        .and_where(Expr::col((earlier.clone(), O::Id)).lt(Expr::col((outbox::Entity, O::Id))))
-        .and_where(Expr::col((earlier, O::State)).is_in([state::QUEUED, state::SENDING]));
-    let mut select = Query::select();
-    select
-        .column((outbox::Entity, O::Id))
-        .from(outbox::Entity)
-        .join_as(
-            sea_orm::sea_query::JoinType::InnerJoin,
-            message::Entity,
-            mine.clone(),
-            Expr::col((mine, M::Id)).equals((outbox::Entity, O::MessageId)),
-        )
-        .and_where(may_claim(now))
-        .and_where(Expr::exists(before).not())
-        .order_by((outbox::Entity, O::Id), sea_orm::sea_query::Order::Asc)
-        .limit(limit);
-    if let Some(persona) = persona {
-        select.and_where(Expr::col((outbox::Entity, O::Persona)).eq(persona));
-    }
-    let rows = db.query_all_raw(dates::statement(db, &select)).await?;
-    rows.iter()
-        .map(|row| Ok(row.try_get::<i64>("", "id")?))
-        .collect()
-}
-
-/// The condition that a row may be claimed at `now`, its columns named by table (for the
-/// select that joins and for the update).
-fn may_claim(now: DateTime<Utc>) -> SimpleExpr {
-    use outbox::Column as O;
-    let col = |c: O| Expr::col((outbox::Entity, c));
-    let due = col(O::NextAttemptAt)
-        .is_null()
-        .or(col(O::NextAttemptAt).lte(now));
-    let queued = col(O::State)
-        .eq(state::QUEUED)
-        .and(col(O::HeldReason).is_null())
-        .and(due);
-    let lapsed = col(O::State)
-        .eq(state::SENDING)
-        .and(col(O::LeaseUntil).lt(now));
-    queued.or(lapsed)
 }
 
 /// The condition that `owner` holds the lease of the row at `now`.
@@ -407,8 +339,8 @@ pub async fn hold(
 
 /// Marks row `id` `sent` with the server's `reply`, when `owner` holds its lease at `now`;
 /// whether it did.
-pub async fn mark_sent<C: ConnectionTrait>(
-    db: &C,
+pub async fn mark_sent(
+    db: &DatabaseConnection,
     id: i64,
     owner: &str,
     reply: &str,
@@ -423,7 +355,7 @@ pub async fn mark_sent<C: ConnectionTrait>(
         .set(O::LeaseUntil, Option::<DateTime<Utc>>::None)
         .set_expr(O::Attempts, Expr::col(O::Attempts).add(1))
         .when(leased_by(owner, now))
-        .apply(db)
+        .apply_on(db)
         .await
 }
 
@@ -431,8 +363,8 @@ pub async fn mark_sent<C: ConnectionTrait>(
 /// `owner` holds its lease at `now`: queued again for `retry_at`, or `failed` without it.
 /// `refused`: recipients a server refused for good, with its reply, recorded and removed
 /// from the envelope (`recipients`: those left). Whether it did.
-pub async fn mark_failed<C: ConnectionTrait>(
-    db: &C,
+pub async fn mark_failed(
+    db: &DatabaseConnection,
     id: i64,
     owner: &str,
     reply: &str,
@@ -453,13 +385,13 @@ pub async fn mark_failed<C: ConnectionTrait>(
             .set(O::NextAttemptAt, at),
         None => change.set(O::State, state::FAILED).set(O::Reason, reply),
     };
-    change.apply(db).await
+    change.apply_on(db).await
 }
 
 /// Records that the recipients `refused` (with the server's replies) were refused for good,
 /// leaving `left` in the envelope, when `owner` holds the lease of row `id` at `now`.
-pub async fn drop_recipients<C: ConnectionTrait>(
-    db: &C,
+pub async fn drop_recipients(
+    db: &DatabaseConnection,
     id: i64,
     owner: &str,
     left: &[String],
@@ -474,13 +406,13 @@ pub async fn drop_recipients<C: ConnectionTrait>(
         )
         .set(O::RefusedRecipients, refused.to_string())
         .when(leased_by(owner, now))
-        .apply(db)
+        .apply_on(db)
         .await
 }
 
 /// Renews `owner`'s lease of row `id` until `until`; whether it still held it at `now`.
-pub async fn renew_lease<C: ConnectionTrait>(
-    db: &C,
+pub async fn renew_lease(
+    db: &DatabaseConnection,
     id: i64,
     owner: &str,
     until: DateTime<Utc>,
@@ -489,14 +421,14 @@ pub async fn renew_lease<C: ConnectionTrait>(
     Change::of(id, now)
         .set(outbox::Column::LeaseUntil, until)
         .when(leased_by(owner, now))
-        .apply(db)
+        .apply_on(db)
         .await
 }
 
 /// Returns row `id`, claimed by `owner`, to `queued` with `reason` as the held reason
 /// (`None`: not held), without counting an attempt: the persona forbids sending now.
-pub async fn unclaim<C: ConnectionTrait>(
-    db: &C,
+pub async fn unclaim(
+    db: &DatabaseConnection,
     id: i64,
     owner: &str,
     held: Option<&str>,
@@ -509,7 +441,7 @@ pub async fn unclaim<C: ConnectionTrait>(
         .set(O::LeaseOwner, Option::<String>::None)
         .set(O::LeaseUntil, Option::<DateTime<Utc>>::None)
         .when(leased_by(owner, now))
-        .apply(db)
+        .apply_on(db)
         .await
 }
 

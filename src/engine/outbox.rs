@@ -526,7 +526,7 @@ impl Engine {
         needs: &str,
     ) -> Result<OutboxEntry, EngineError> {
         let conn = self.db().await?;
-        if change.apply(conn).await? {
+        if change.apply_on(conn).await? {
             return self.outbox_entry(id, false).await;
         }
         let row = db::load_outbox(conn, id)

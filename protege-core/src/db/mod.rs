@@ -40,7 +40,10 @@ pub use read::{
 };
 // The reads only the engine of the `protege` crate, the store and the tests use: public for
 // them, out of the documented surface (an application reads through `Engine`).
-pub use read::{OutboxFilter, first_contacts, list_outbox, load_outbox, outbox_of_run};
+pub use read::{
+    OutboxFilter, claimable_outbox, first_contacts, list_outbox, load_outbox, may_claim,
+    outbox_of_run, outbox_state,
+};
 #[doc(hidden)]
 pub use read::{
     call_id_taken_in_thread, direct_round_trips, embedded_statements, embedded_write, load_rounds,

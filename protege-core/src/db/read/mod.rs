@@ -53,7 +53,10 @@ pub use lookup::{
     AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
     load_message, recent_inbound_to, thread_inbound_messages, thread_messages,
 };
-pub use outbox::{OutboxFilter, first_contacts, list_outbox, load_outbox, outbox_of_run};
+pub use outbox::{
+    OutboxFilter, claimable_outbox, first_contacts, list_outbox, load_outbox, may_claim,
+    outbox_of_run, outbox_state,
+};
 pub use runs::{call_id_taken_in_thread, load_rounds, load_run, persona_addressed};
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,

@@ -1,13 +1,119 @@
 //! The outbox (§18), read: one row, a run's reply, a listing, and whether an address ever
 //! received a persona's mail (`approval = "first_contact"`).
 
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, Order, Query};
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, JoinType, Order, Query, SimpleExpr};
 use sea_orm::{ConnectionTrait, DatabaseConnection, IdenStatic};
 
 use super::embedded;
 use super::rows::{self, columns};
 use crate::db::entities::{message, message_address, outbox};
 use crate::error::Result;
+
+/// The states of an outbox row.
+pub mod outbox_state {
+    /// Waiting for a person's approval.
+    pub const WAITING: &str = "waiting";
+    /// Waiting to be delivered.
+    pub const QUEUED: &str = "queued";
+    /// Claimed by a worker or an application under a lease.
+    pub const SENDING: &str = "sending";
+    /// Accepted by the SMTP server.
+    pub const SENT: &str = "sent";
+    /// Refused for good (a 5xx, or 4xx until `give_up_after`).
+    pub const FAILED: &str = "failed";
+    /// Rejected by a person.
+    pub const REJECTED: &str = "rejected";
+}
+
+/// The condition that an outbox row may be claimed at `now`, its columns named by table
+/// (for the select that joins and for the claiming update): queued, due and not held, or
+/// sending under a lease that ran out.
+pub fn may_claim(now: DateTime<Utc>) -> SimpleExpr {
+    use outbox::Column as O;
+    let col = |c: O| Expr::col((outbox::Entity, c));
+    let due = col(O::NextAttemptAt)
+        .is_null()
+        .or(col(O::NextAttemptAt).lte(now));
+    let queued = col(O::State)
+        .eq(outbox_state::QUEUED)
+        .and(col(O::HeldReason).is_null())
+        .and(due);
+    let lapsed = col(O::State)
+        .eq(outbox_state::SENDING)
+        .and(col(O::LeaseUntil).lt(now));
+    queued.or(lapsed)
+}
+
+/// The ids of the outbox rows that may be claimed at `now`, oldest first, at most `limit`
+/// (of `persona` only, when named): [`may_claim`], and no earlier reply of the same thread
+/// queued or sending. On a SQLite file through the embedded reader.
+pub async fn claimable_outbox(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    limit: u64,
+    persona: Option<&str>,
+) -> Result<Vec<i64>> {
+    use message::Column as M;
+    use outbox::Column as O;
+    let (earlier, earlier_message, mine) = (
+        Alias::new("earlier"),
+        Alias::new("earlier_message"),
+        Alias::new("mine"),
+    );
+    // An earlier reply of the same thread still queued or sending holds this one back.
+    let mut before = Query::select();
+    before
+        .expr(Expr::val(1))
+        .from_as(outbox::Entity, earlier.clone())
+        .join_as(
+            JoinType::InnerJoin,
+            message::Entity,
+            earlier_message.clone(),
+            Expr::col((earlier_message.clone(), M::Id)).equals((earlier.clone(), O::MessageId)),
+        )
+        .and_where(
+            Expr::col((earlier_message, M::EmailThreadId)).equals((mine.clone(), M::EmailThreadId)),
+        )
+        .and_where(Expr::col((earlier.clone(), O::Id)).lt(Expr::col((outbox::Entity, O::Id))))
+        .and_where(
+            Expr::col((earlier, O::State)).is_in([outbox_state::QUEUED, outbox_state::SENDING]),
+        );
+    let mut select = Query::select();
+    select
+        .column((outbox::Entity, O::Id))
+        .from(outbox::Entity)
+        .join_as(
+            JoinType::InnerJoin,
+            message::Entity,
+            mine.clone(),
+            Expr::col((mine, M::Id)).equals((outbox::Entity, O::MessageId)),
+        )
+        .and_where(may_claim(now))
+        .and_where(Expr::exists(before).not())
+        .order_by((outbox::Entity, O::Id), Order::Asc)
+        .limit(limit);
+    if let Some(persona) = persona {
+        select.and_where(Expr::col((outbox::Entity, O::Persona)).eq(persona));
+    }
+    let mut ids = Vec::new();
+    if let Some(reader) = embedded::reader(db) {
+        reader.run(|conn| {
+            conn.query(&select, |row| {
+                ids.push(rows::Row::get(row, O::Id)?);
+                Ok(())
+            })
+        })?;
+    } else {
+        for row in db
+            .query_all_raw(crate::db::dates::statement(db, &select))
+            .await?
+        {
+            ids.push(row.try_get::<i64>("", O::Id.as_str())?);
+        }
+    }
+    Ok(ids)
+}
 
 /// The rows of `select` decoded as outbox rows.
 async fn rows_of(
