@@ -157,10 +157,7 @@ impl Engine {
                 "run `{run_id}` answers a responsibility, not a message: it has no one to reply to"
             )));
         };
-        let Some(trigger_id) = db::message_id_of(conn, trigger_row).await? else {
-            return Ok(skipped("trigger_gone"));
-        };
-        let Some(trigger) = db::load_message(conn, &trigger_id).await? else {
+        let Some(trigger) = db::load_message_by_row(conn, trigger_row).await? else {
             return Ok(skipped("trigger_gone"));
         };
         if trigger.direction == Direction::Outbound {
@@ -416,10 +413,7 @@ impl Engine {
                 "the edited text is blank: reject the reply instead".to_owned(),
             ));
         }
-        let message_id = db::message_id_of(conn, row.message_id)
-            .await?
-            .unwrap_or_default();
-        let stored = db::load_message(conn, &message_id)
+        let stored = db::load_message_by_row(conn, row.message_id)
             .await?
             .ok_or_else(|| unknown_row(id))?;
         let persona = self.persona(&row.persona);

@@ -48,13 +48,28 @@ pub async fn load_message(
         Expr::col((message::Entity, message::Column::MessageId))
             .eq(crate::mail::without_nul(message_id).as_ref()),
     );
+    load_message_found(db, &by_message_id).await
+}
+
+/// The message whose row id (`messages.id`) is `row`, with its attachments; `None` when
+/// there is none.
+pub async fn load_message_by_row(db: &DatabaseConnection, row: i64) -> Result<Option<MailMessage>> {
+    let by_row = message_where(Expr::col((message::Entity, message::Column::Id)).eq(row));
+    load_message_found(db, &by_row).await
+}
+
+/// The message `by_message` finds (a select of [`message_where`]), with its attachments.
+async fn load_message_found(
+    db: &DatabaseConnection,
+    by_message_id: &SelectStatement,
+) -> Result<Option<MailMessage>> {
     let attachments_of = |id: i64| {
         attachments_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(id))
     };
     if let Some(reader) = embedded::reader(db) {
         return reader.run(|conn| {
             let mut found = None;
-            conn.query(&by_message_id, |row| {
+            conn.query(by_message_id, |row| {
                 found = Some(rows::message(row)?);
                 Ok(())
             })?;
@@ -68,7 +83,7 @@ pub async fn load_message(
             Ok(Some(message))
         });
     }
-    let Some(row) = db.query_one(&by_message_id).await? else {
+    let Some(row) = db.query_one(by_message_id).await? else {
         return Ok(None);
     };
     let mut message = rows::message(&row)?;
