@@ -306,3 +306,74 @@ async fn serve_delivers_what_is_queued_and_counts_it() {
         "no `{line}` in\n{metrics}"
     );
 }
+
+#[tokio::test]
+async fn two_serve_processes_deliver_each_reply_once() {
+    let Some(postfix) = Postfix::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let root = root_with(&format!("smtp://127.0.0.1:{}", postfix.port()), "");
+    let engine = Engine::builder()
+        .root(root.path())
+        .database(&url)
+        .build()
+        .await
+        .unwrap();
+    // Twenty customers, each with a queued reply.
+    const N: usize = 20;
+    for n in 0..N {
+        let id = format!("<many-{n}@example.com>");
+        let mail = trigger("x@example.org")
+            .replace(TRIGGER, &id)
+            .replace("zoe@example.com", &format!("c{n}@example.com"));
+        engine
+            .ingest_mail(mail.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let input = ResolveInput::reply("agent", id.as_str())
+            .format(Format::Anthropic)
+            .now("2026-03-10T10:00:00Z".parse().unwrap());
+        let run = engine.start_run(&input).await.unwrap();
+        engine
+            .record_round(
+                &run.id,
+                RoundInput {
+                    round: 0,
+                    response: answer("Hello"),
+                    results: Vec::new(),
+                },
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            engine.compose_reply(&run.id).await.unwrap(),
+            Composed::Reply { .. }
+        ));
+    }
+    let a = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+    let b = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+    for n in 0..N {
+        postfix.wait_for(&format!("c{n}@example.com"), 1, WAIT);
+    }
+    // Both had every chance to send a second copy.
+    std::thread::sleep(Duration::from_secs(3));
+    for n in 0..N {
+        assert_eq!(
+            postfix.delivered(&format!("c{n}@example.com")).len(),
+            1,
+            "customer {n}"
+        );
+    }
+    let sent = engine
+        .outbox(&protege::outbox::OutboxFilter {
+            state: Some("sent".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(sent.len(), N);
+    drop((a, b));
+}
