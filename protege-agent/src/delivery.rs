@@ -133,6 +133,11 @@ impl Delivery {
             if p.info.outbox.smtp.is_none() {
                 continue;
             }
+            let agent = p.info.agent.clone().unwrap_or_default();
+            if agent.reply == ReplyMode::Send && !agent.always_drafts() {
+                // What was held because of settings that no longer hold goes now.
+                protege_store::release_setting_holds(&self.db, p.name(), Utc::now()).await?;
+            }
             loop {
                 let now = Utc::now();
                 let until = now + lease_of(self.lease);

@@ -273,6 +273,45 @@ async fn a_draft_persona_holds_what_no_person_approved() {
         (row.state.as_str(), row.held_reason.as_deref()),
         ("queued", Some("reply = \"draft\""))
     );
+    // The setting undone, the setting's hold goes.
+    std::fs::write(&persona, &text).unwrap();
+    let engine = Engine::builder()
+        .root(root.path())
+        .database(&url)
+        .build()
+        .await
+        .unwrap();
+    let pass = engine
+        .delivery("test-worker")
+        .await
+        .unwrap()
+        .deliver_once(None)
+        .await
+        .unwrap();
+    // Sent on its way again: nothing listens on port 9, so the server is down.
+    assert!(
+        pass.to_string()
+            .starts_with("sent 0, retried 1, failed 0, held 0\noutbox of `agent` is down: "),
+        "{pass}"
+    );
+    let row = engine.outbox_entry(id, false).await.unwrap();
+    assert_eq!(
+        (row.state.as_str(), row.held_reason.as_deref()),
+        ("queued", None)
+    );
+    // An operator's hold stays until released.
+    assert_eq!(engine.hold_outbox(Some("agent")).await.unwrap(), 1);
+    let pass = engine
+        .delivery("test-worker")
+        .await
+        .unwrap()
+        .deliver_once(None)
+        .await
+        .unwrap();
+    assert_eq!(pass.to_string(), "sent 0, retried 0, failed 0, held 0");
+    let row = engine.outbox_entry(id, false).await.unwrap();
+    assert_eq!(row.held_reason.as_deref(), Some("held by an operator"));
+    assert_eq!(engine.release_outbox(None).await.unwrap(), 1);
 }
 
 #[tokio::test]

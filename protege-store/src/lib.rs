@@ -50,8 +50,9 @@ pub use fixture::{
 };
 pub use forget::{Forgotten, forget, forget_key};
 pub use outbox::{
-    Change, NewReply, StoredReply, claim, drop_recipients, edit_reply, hold, leased_by,
-    mark_failed, mark_sent, renew_lease, retry_after, state as outbox_state, store_reply, unclaim,
+    Change, NewReply, OPERATOR_HOLD, StoredReply, claim, drop_recipients, edit_reply, hold,
+    leased_by, mark_failed, mark_sent, release_setting_holds, renew_lease, retry_after,
+    state as outbox_state, store_reply, unclaim,
 };
 pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 // The writes of runs: the engine of the `protege` crate (`Engine::start_run`,

@@ -337,6 +337,37 @@ pub async fn hold(
         .rows_affected())
 }
 
+/// The held reason of the rows an operator held (`protege outbox hold`): only a release
+/// lets them go.
+pub const OPERATOR_HOLD: &str = "held by an operator";
+
+/// Lets go the queued rows of `persona` that the delivery held because of its settings
+/// (`reply = "off"` or `"draft"`, the persona gone), now that they allow sending; an
+/// operator's hold stays. How many were let go.
+pub async fn release_setting_holds(
+    db: &DatabaseConnection,
+    persona: &str,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    use outbox::Column as O;
+    let mut update = Query::update();
+    update
+        .table(outbox::Entity)
+        .value(O::HeldReason, Option::<String>::None)
+        .value(O::UpdatedAt, now)
+        .and_where(Expr::col(O::Persona).eq(persona))
+        .and_where(Expr::col(O::State).eq(state::QUEUED))
+        .and_where(Expr::col(O::HeldReason).is_not_null())
+        .and_where(Expr::col(O::HeldReason).ne(OPERATOR_HOLD));
+    if let Some(done) = protege_core::db::embedded_write(db, |tx| tx.execute(&update)) {
+        return Ok(done? as u64);
+    }
+    Ok(db
+        .execute_raw(dates::statement(db, &update))
+        .await?
+        .rows_affected())
+}
+
 /// Marks row `id` `sent` with the server's `reply`, when `owner` holds its lease at `now`;
 /// whether it did.
 pub async fn mark_sent(

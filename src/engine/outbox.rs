@@ -535,7 +535,7 @@ impl Engine {
         Ok(protege_store::hold(
             self.db().await?,
             persona,
-            Some("held by an operator"),
+            Some(protege_store::OPERATOR_HOLD),
             Utc::now(),
         )
         .await?)
