@@ -60,6 +60,7 @@ pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 #[doc(hidden)]
 pub use runs::{
     NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample, insert_run,
-    message_id_of, persona_runs, record_round, stop_run, usage_sample_stats, usage_samples,
+    message_id_of, message_key_of, persona_runs, record_round, stop_run, usage_sample_stats,
+    usage_samples,
 };
 pub use store::{StoredSummary, store_summary};

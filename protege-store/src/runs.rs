@@ -82,6 +82,17 @@ pub async fn message_id_of<C: ConnectionTrait>(db: &C, row: i64) -> Result<Optio
         .await?)
 }
 
+/// The Message-ID and the thread of the message whose row id is `row`, when it is stored.
+pub async fn message_key_of<C: ConnectionTrait>(db: &C, row: i64) -> Result<Option<(String, i64)>> {
+    Ok(message::Entity::find_by_id(row)
+        .select_only()
+        .column(message::Column::MessageId)
+        .column(message::Column::EmailThreadId)
+        .into_tuple()
+        .one(db)
+        .await?)
+}
+
 /// The runs of `persona` started at or after `since` (all of them with `None`), oldest
 /// first.
 pub async fn persona_runs<C: ConnectionTrait>(

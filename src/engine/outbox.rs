@@ -31,6 +31,8 @@ pub struct OutboxEntry {
     pub id: i64,
     /// The reply's Message-ID.
     pub message_id: String,
+    /// The thread the reply belongs to (`GET /v1/threads/{id}/messages`).
+    pub thread_id: i64,
     /// The run whose answer it is.
     pub run_id: Option<String>,
     /// The persona that sends it.
@@ -222,7 +224,7 @@ impl Engine {
         };
         match protege_store::store_reply(conn, &new).await? {
             StoredReply::Stored(row) => Ok(Composed::Reply {
-                outbox: Box::new(entry_of(*row, reply.message_id, false)),
+                outbox: Box::new(entry_of(*row, reply.message_id, trigger.thread_id, false)),
             }),
             StoredReply::Existing(id) => Ok(Composed::Reply {
                 outbox: Box::new(self.outbox_entry(id, false).await?),
@@ -372,10 +374,10 @@ impl Engine {
 
     /// `row` as shown.
     async fn entry(&self, row: outbox_row::Model, raw: bool) -> Result<OutboxEntry, EngineError> {
-        let message_id = db::message_id_of(self.db().await?, row.message_id)
+        let (message_id, thread_id) = db::message_key_of(self.db().await?, row.message_id)
             .await?
             .unwrap_or_default();
-        Ok(entry_of(row, message_id, raw))
+        Ok(entry_of(row, message_id, thread_id, raw))
     }
 
     /// Approves the waiting reply `id` (§18): it becomes `queued` with a new `Date` (now)
@@ -653,11 +655,13 @@ fn skipped(reason: &str) -> Composed {
     }
 }
 
-/// `row`, whose reply's Message-ID is `message_id`, as shown; with its bytes when `raw`.
-fn entry_of(row: outbox_row::Model, message_id: String, raw: bool) -> OutboxEntry {
+/// `row`, whose reply's Message-ID is `message_id` in thread `thread_id`, as shown; with
+/// its bytes when `raw`.
+fn entry_of(row: outbox_row::Model, message_id: String, thread_id: i64, raw: bool) -> OutboxEntry {
     OutboxEntry {
         id: row.id,
         message_id,
+        thread_id,
         run_id: row.run_id,
         persona: row.persona,
         state: row.state,

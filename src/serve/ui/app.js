@@ -665,32 +665,19 @@
     await showThread(row, seq);
   }
 
-  /** The thread holding the message `messageId` and its messages, from the threads most
-   * recently active: the one whose newest message it is, else each one's messages in turn.
-   * `null` when none of them holds it. */
-  async function threadOf(messageId) {
-    const threads = await api("v1/threads?limit=200");
-    const newest = threads.find((t) => t.last_message_id === messageId);
-    if (newest) {
-      const messages = await api("v1/threads/" + encodeURIComponent(newest.thread) + "/messages");
-      if (messages.some((m) => m.message_id === messageId)) return { thread: newest, messages };
-    }
-    const rest = threads.filter((t) => t !== newest);
-    for (let at = 0; at < rest.length; at += 8) {
-      const batch = rest.slice(at, at + 8);
-      const listed = await Promise.all(batch.map((t) => api("v1/threads/" + encodeURIComponent(t.thread) + "/messages")));
-      for (let i = 0; i < batch.length; i++) {
-        if (listed[i].some((m) => m.message_id === messageId)) return { thread: batch[i], messages: listed[i] };
-      }
-    }
-    return null;
+  /** The thread of the draft `row` (its `thread_id`) and its messages, oldest first;
+   * `null` when the thread no longer holds the draft. */
+  async function threadOf(row) {
+    const messages = await api("v1/threads/" + encodeURIComponent(row.thread_id) + "/messages");
+    if (!messages.some((m) => m.message_id === row.message_id)) return null;
+    return { thread: { thread: row.thread_id, subject: messages.length ? messages[0].subject : "" }, messages };
   }
 
   async function showThread(row, seq) {
     $("draft-thread-summary").textContent = "Looking for the thread…";
     let found;
     try {
-      found = await threadOf(row.message_id);
+      found = await threadOf(row);
     } catch (e) {
       if (seq !== draft.seq) return;
       $("draft-thread-summary").textContent = "Cannot list the thread: " + e.message;
@@ -698,7 +685,7 @@
     }
     if (seq !== draft.seq) return;
     if (!found) {
-      $("draft-thread-summary").textContent = "The thread of this draft is not among the 200 most recently active threads.";
+      $("draft-thread-summary").textContent = "The thread of this draft no longer holds it.";
       return;
     }
     const { thread, messages } = found;
