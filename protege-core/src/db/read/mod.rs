@@ -14,6 +14,31 @@
 //! statements through `embedded`; in-memory SQLite, PostgreSQL and MySQL/MariaDB run the
 //! same statements through SeaORM.
 
+// The rows of a select decoded by a decoder of `rows`, through the embedded reader on
+// a SQLite file and SeaORM elsewhere.
+macro_rules! all {
+    ($db:expr, $select:expr, $decode:path) => {{
+        let mut out = Vec::new();
+        if let Some(reader) = crate::db::read::embedded::reader($db) {
+            reader.run(|conn| {
+                conn.query($select, |row| {
+                    out.push($decode(row)?);
+                    Ok(())
+                })
+            })?;
+        } else {
+            // Dates bound as MySQL/MariaDB stores them (see `dates::statement`).
+            for row in $db
+                .query_all_raw(crate::db::dates::statement($db, $select))
+                .await?
+            {
+                out.push($decode(&row)?);
+            }
+        }
+        out
+    }};
+}
+
 pub(crate) mod correspondents;
 mod embedded;
 pub(crate) mod history;

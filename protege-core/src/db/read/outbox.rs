@@ -5,7 +5,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, JoinType, Order, Query, SimpleExpr};
 use sea_orm::{ConnectionTrait, DatabaseConnection, IdenStatic};
 
-use super::embedded;
 use super::rows::{self, columns};
 use crate::db::entities::{message, message_address, outbox};
 use crate::error::Result;
@@ -96,44 +95,12 @@ pub async fn claimable_outbox(
     if let Some(persona) = persona {
         select.and_where(Expr::col((outbox::Entity, O::Persona)).eq(persona));
     }
-    let mut ids = Vec::new();
-    if let Some(reader) = embedded::reader(db) {
-        reader.run(|conn| {
-            conn.query(&select, |row| {
-                ids.push(rows::Row::get(row, O::Id)?);
-                Ok(())
-            })
-        })?;
-    } else {
-        for row in db
-            .query_all_raw(crate::db::dates::statement(db, &select))
-            .await?
-        {
-            ids.push(row.try_get::<i64>("", O::Id.as_str())?);
-        }
-    }
-    Ok(ids)
+    Ok(all!(db, &select, outbox_id))
 }
 
-/// The rows of `select` decoded as outbox rows.
-async fn rows_of(
-    db: &DatabaseConnection,
-    select: &sea_orm::sea_query::SelectStatement,
-) -> Result<Vec<outbox::Model>> {
-    let mut out = Vec::new();
-    if let Some(reader) = embedded::reader(db) {
-        reader.run(|conn| {
-            conn.query(select, |row| {
-                out.push(rows::outbox(row)?);
-                Ok(())
-            })
-        })?;
-    } else {
-        for row in db.query_all(select).await? {
-            out.push(rows::outbox(&row)?);
-        }
-    }
-    Ok(out)
+/// The id of an outbox row from a select of that column alone.
+fn outbox_id(row: &impl rows::Row) -> Result<i64> {
+    row.get(outbox::Column::Id)
 }
 
 /// The outbox row `id`, when there is one.
@@ -144,7 +111,7 @@ pub async fn load_outbox(db: &DatabaseConnection, id: i64) -> Result<Option<outb
         .from(outbox::Entity)
         .and_where(Expr::col((outbox::Entity, outbox::Column::Id)).eq(id))
         .limit(1);
-    Ok(rows_of(db, &select).await?.into_iter().next())
+    Ok(all!(db, &select, rows::outbox).into_iter().next())
 }
 
 /// The outbox row of run `run_id`'s reply, when it has one.
@@ -155,7 +122,7 @@ pub async fn outbox_of_run(db: &DatabaseConnection, run_id: &str) -> Result<Opti
         .from(outbox::Entity)
         .and_where(Expr::col((outbox::Entity, outbox::Column::RunId)).eq(run_id))
         .limit(1);
-    Ok(rows_of(db, &select).await?.into_iter().next())
+    Ok(all!(db, &select, rows::outbox).into_iter().next())
 }
 
 /// Which outbox rows [`list_outbox`] lists.
@@ -186,7 +153,7 @@ pub async fn list_outbox(
     select
         .order_by((outbox::Entity, O::Id), Order::Desc)
         .limit(filter.limit);
-    rows_of(db, &select).await
+    Ok(all!(db, &select, rows::outbox))
 }
 
 /// Of `recipients` (bare, lowercased), those that never received mail from one of

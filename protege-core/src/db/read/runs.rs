@@ -6,31 +6,9 @@
 use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
-use super::embedded;
 use super::rows::{self, columns};
 use crate::db::entities::{run, run_round};
 use crate::error::Result;
-
-/// The rows of a select decoded by a decoder of [`rows`], through the embedded reader on
-/// a SQLite file and SeaORM elsewhere.
-macro_rules! all {
-    ($db:expr, $select:expr, $decode:path) => {{
-        let mut out = Vec::new();
-        if let Some(reader) = embedded::reader($db) {
-            reader.run(|conn| {
-                conn.query($select, |row| {
-                    out.push($decode(row)?);
-                    Ok(())
-                })
-            })?;
-        } else {
-            for row in $db.query_all($select).await? {
-                out.push($decode(&row)?);
-            }
-        }
-        out
-    }};
-}
 
 /// The run `id`, when there is one. One query.
 pub async fn load_run(db: &DatabaseConnection, id: &str) -> Result<Option<run::Model>> {
