@@ -94,6 +94,17 @@ async fn composed(root: &Path, url: &str, cc: &str, body: &str) -> (Engine, i64)
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// One delivery pass of a worker over `engine`.
+async fn one_pass(engine: &Engine) -> protege::agent::Pass {
+    engine
+        .delivery("test-worker")
+        .await
+        .unwrap()
+        .deliver_once(None)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn the_stored_bytes_arrive_once_and_a_refused_recipient_is_dropped() {
     let Some(postfix) = Postfix::start() else {
@@ -182,13 +193,7 @@ async fn a_message_over_the_servers_size_fails_with_its_answer() {
         &"A long answer. ".repeat(400),
     )
     .await;
-    let pass = engine
-        .delivery("test-worker")
-        .await
-        .unwrap()
-        .deliver_once(None)
-        .await
-        .unwrap();
+    let pass = one_pass(&engine).await;
     assert_eq!(pass.to_string(), "sent 0, retried 0, failed 1, held 0");
     let row = engine.outbox_entry(id, false).await.unwrap();
     assert_eq!(
@@ -222,13 +227,7 @@ async fn a_server_that_never_answers_leaves_the_reply_queued() {
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
     let root = root_with(&format!("smtp://127.0.0.1:{port}"), "");
     let (engine, id) = composed(root.path(), &url, "bob@example.org", "Hello").await;
-    let pass = engine
-        .delivery("test-worker")
-        .await
-        .unwrap()
-        .deliver_once(None)
-        .await
-        .unwrap();
+    let pass = one_pass(&engine).await;
     assert_eq!(
         pass.to_string(),
         format!(
@@ -260,13 +259,7 @@ async fn a_draft_persona_holds_what_no_person_approved() {
         .build()
         .await
         .unwrap();
-    let pass = engine
-        .delivery("test-worker")
-        .await
-        .unwrap()
-        .deliver_once(None)
-        .await
-        .unwrap();
+    let pass = one_pass(&engine).await;
     assert_eq!(pass.to_string(), "sent 0, retried 0, failed 0, held 1");
     let row = engine.outbox_entry(id, false).await.unwrap();
     assert_eq!(
@@ -281,13 +274,7 @@ async fn a_draft_persona_holds_what_no_person_approved() {
         .build()
         .await
         .unwrap();
-    let pass = engine
-        .delivery("test-worker")
-        .await
-        .unwrap()
-        .deliver_once(None)
-        .await
-        .unwrap();
+    let pass = one_pass(&engine).await;
     // Sent on its way again: nothing listens on port 9, so the server is down.
     assert!(
         pass.to_string()
@@ -301,13 +288,7 @@ async fn a_draft_persona_holds_what_no_person_approved() {
     );
     // An operator's hold stays until released.
     assert_eq!(engine.hold_outbox(Some("agent")).await.unwrap(), 1);
-    let pass = engine
-        .delivery("test-worker")
-        .await
-        .unwrap()
-        .deliver_once(None)
-        .await
-        .unwrap();
+    let pass = one_pass(&engine).await;
     assert_eq!(pass.to_string(), "sent 0, retried 0, failed 0, held 0");
     let row = engine.outbox_entry(id, false).await.unwrap();
     assert_eq!(row.held_reason.as_deref(), Some("held by an operator"));

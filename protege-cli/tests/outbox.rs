@@ -62,6 +62,26 @@ fn answer() -> Value {
 
 const ANSWER: &str = "Hello Zoe,\n\nyour order A-1042 left our warehouse on 9 March; the carrier has it in transit.\n\nBest,\nAcme Support";
 
+/// A run of `engine` answering the trigger with `response` in one round: its id.
+async fn answered(engine: &Engine, response: Value) -> String {
+    let input = ResolveInput::reply("agent", TRIGGER)
+        .format(Format::Anthropic)
+        .now(NOW.parse().unwrap());
+    let run = engine.start_run(&input).await.unwrap();
+    engine
+        .record_round(
+            &run.id,
+            RoundInput {
+                round: 0,
+                response,
+                results: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    run.id
+}
+
 /// An engine of `root` over `url` holding the trigger, and the id of a finished run that
 /// answered it.
 async fn finished_run(root: &Path, url: &str, authenticated: bool) -> (Engine, String) {
@@ -75,22 +95,8 @@ async fn finished_run(root: &Path, url: &str, authenticated: bool) -> (Engine, S
         .ingest_mail(trigger(authenticated).as_bytes(), Some(Direction::Inbound))
         .await
         .unwrap();
-    let input = ResolveInput::reply("agent", TRIGGER)
-        .format(Format::Anthropic)
-        .now(NOW.parse().unwrap());
-    let run = engine.start_run(&input).await.unwrap();
-    engine
-        .record_round(
-            &run.id,
-            RoundInput {
-                round: 0,
-                response: answer(),
-                results: Vec::new(),
-            },
-        )
-        .await
-        .unwrap();
-    (engine, run.id)
+    let run = answered(&engine, answer()).await;
+    (engine, run)
 }
 
 fn outbox_of(composed: Composed) -> protege::outbox::OutboxEntry {
@@ -479,28 +485,13 @@ async fn a_subject_too_long_for_one_header_line_composes_nothing() {
         .ingest_mail(mail.as_bytes(), Some(Direction::Inbound))
         .await
         .unwrap();
-    let input = ResolveInput::reply("agent", TRIGGER)
-        .format(Format::Anthropic)
-        .now(NOW.parse().unwrap());
-    let run = engine.start_run(&input).await.unwrap();
-    engine
-        .record_round(
-            &run.id,
-            RoundInput {
-                round: 0,
-                response: answer(),
-                results: Vec::new(),
-            },
-        )
-        .await
-        .unwrap();
-    let err = engine.compose_reply(&run.id).await.unwrap_err();
+    let run = answered(&engine, answer()).await;
+    let err = engine.compose_reply(&run).await.unwrap_err();
     assert_eq!(err.kind(), EngineErrorKind::InvalidInput);
     assert_eq!(
         err.to_string(),
         format!(
-            "the subject of run `{}`'s trigger makes a reply subject of 10004 characters, over the 998 of one mail header line: no reply is composed",
-            run.id
+            "the subject of run `{run}`'s trigger makes a reply subject of 10004 characters, over the 998 of one mail header line: no reply is composed"
         )
     );
     assert!(
@@ -756,24 +747,10 @@ async fn a_reply_holding_a_secret_waits_without_showing_it() {
         .ingest_mail(trigger(true).as_bytes(), Some(Direction::Inbound))
         .await
         .unwrap();
-    let input = ResolveInput::reply("agent", TRIGGER)
-        .format(Format::Anthropic)
-        .now(NOW.parse().unwrap());
-    let run = engine.start_run(&input).await.unwrap();
     let mut leak = answer();
     leak["content"][0]["text"] = Value::String(format!("Sure, the key is {KEY}."));
-    engine
-        .record_round(
-            &run.id,
-            RoundInput {
-                round: 0,
-                response: leak,
-                results: Vec::new(),
-            },
-        )
-        .await
-        .unwrap();
-    let row = outbox_of(engine.compose_reply(&run.id).await.unwrap());
+    let run = answered(&engine, leak).await;
+    let row = outbox_of(engine.compose_reply(&run).await.unwrap());
     assert_eq!(
         (row.state.as_str(), row.reason.as_deref()),
         ("waiting", Some("contains a secret"))
