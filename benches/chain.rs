@@ -40,6 +40,7 @@ fn setup() -> (tempfile::TempDir, Context) {
             name: "digest".into(),
             schedule: "0 8 * * *".into(),
             instructions: "Summarise.".into(),
+            tools: Vec::new(),
         }),
     )
     .now(Utc.with_ymd_and_hms(2026, 7, 1, 12, 0, 0).unwrap())

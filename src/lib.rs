@@ -130,6 +130,7 @@
 //!     name: "daily-digest".into(),
 //!     schedule: "0 8 * * *".into(),
 //!     instructions: "Summarise yesterday's open threads.".into(),
+//!     tools: Vec::new(),
 //! };
 //! let scheduled = Context::builder(persona, AppConfig::new("."), Trigger::Responsibility(digest))
 //!     .now("2026-01-06T08:00:00Z".parse().unwrap())
@@ -199,21 +200,31 @@ pub use protege_config as config;
 // The front door: a persona folder and a database in, the finished request out.
 pub use engine::{
     CacheReport, CacheReportRow, DiffOptions, DiffStatus, EmlImport, EmlImported, Engine,
-    EngineBuilder, EngineError, EngineErrorKind, FirstChange, Format, MAX_DIFF_FILES, PersonaDiff,
-    Resolution, ResolveInput, RunCacheReport, RunCacheRow, SUMMARY_MAX_BYTES, problem_summary,
+    EngineBuilder, EngineError, EngineErrorKind, FirstChange, Format, JobInfo, MAX_DIFF_FILES,
+    PersonaDiff, Resolution, ResolveInput, RunCacheReport, RunCacheRow, SUMMARY_MAX_BYTES,
+    problem_summary,
 };
 
 /// Runs (§13 of the design): what [`Engine::start_run`], [`Engine::record_round`] and
 /// [`Engine::run`] take and give. `Step` lives here rather than at the crate's root, where
 /// [`Step`] is a resolver's step of a chain.
 pub mod runs {
-    pub use crate::engine::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
+    pub use crate::engine::{
+        Pending, PendingCall, PendingRound, RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step,
+        ToolResult,
+    };
     pub use protege_core::wire::{ModelResponse, Outcome, Usage};
 }
 
-/// The runtime of the agent (§17–§19 of the design): the outbox's delivery over SMTP.
+/// The runtime of the agent (§17–§19 of the design): the worker that claims jobs and runs
+/// them ([`Engine::agent`]), the providers, the tools, and the outbox's delivery over SMTP.
 #[cfg(feature = "agent")]
-pub use protege_agent as agent;
+pub mod agent {
+    pub use crate::engine::{
+        Agent, ApprovedCall, CallReport, Foreground, JOB_LEASE, JobReport, RoundReport,
+    };
+    pub use protege_agent::*;
+}
 
 /// The outbox (§18 of the design): a run's reply composed once ([`Engine::compose_reply`]),
 /// stored before it leaves, approved when it must be, claimed for delivery.

@@ -84,3 +84,39 @@ fn the_readme_lists_the_builtin_options_of_the_shared_table() {
         "the README's table of built-in options differs from the shared table; it is:\n{table}"
     );
 }
+
+/// The text of the first fenced block of `lang` after the heading line `heading`.
+fn block_after(text: &str, heading: &str, lang: &str) -> String {
+    let start = text.find(heading).expect("the heading");
+    let open = format!("```{lang}\n");
+    let from = start + text[start..].find(&open).expect("a block") + open.len();
+    let len = text[from..].find("```").expect("the block's end");
+    text[from..from + len].to_owned()
+}
+
+#[test]
+fn the_readme_persona_that_runs_the_agent_loads_with_its_keys() {
+    let persona = block_after(&read("README.md"), "## Running the agent", "toml");
+    assert!(
+        persona.lines().count() <= 32,
+        "the README's agent persona is short"
+    );
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(root.path().join("personas/support.toml"), &persona).unwrap();
+    let (set, diagnostics) =
+        protege::config::PersonaSet::load(root.path().join("personas")).unwrap();
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let support = set.get("support").unwrap();
+    let info = support.info();
+    let agent = info.agent.as_ref().unwrap();
+    assert_eq!(
+        (agent.max_replies_per_thread_per_day, agent.tokens_per_day),
+        (5, Some(2_000_000))
+    );
+    assert_eq!(info.tool_runners.len(), 1);
+    assert_eq!(
+        info.model.as_ref().unwrap().api_key_env(),
+        Some("ANTHROPIC_API_KEY")
+    );
+}

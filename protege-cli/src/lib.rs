@@ -85,6 +85,9 @@ fn run_main(registry: Registry) -> ExitCode {
         Command::Serve(args) => Some(args.log_format),
         _ => None,
     };
+    // One TLS stack for every HTTP client of the process (providers, tools, the trace
+    // exporter): rustls over ring, installed before any client is built.
+    protege::agent::install_crypto_provider();
     let telemetry = telemetry::init(logs);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -124,7 +127,7 @@ fn run_main(registry: Registry) -> ExitCode {
 
 async fn run(command: Command, env: &Env) -> CliResult {
     match command {
-        Command::Check => personas::check(env).await,
+        Command::Check { no_env } => personas::check(env, !no_env).await,
         Command::Db { command } => match command {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,
@@ -148,6 +151,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::CacheReport(args) => cache_report::run(env, &args).await,
         Command::Run { command } => commands::run::run(env, &command).await,
         Command::Outbox { command } => commands::outbox::run(env, &command).await,
+        Command::Agent { command } => commands::agent::run(env, &command).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,

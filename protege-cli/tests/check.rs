@@ -325,3 +325,50 @@ async fn protege_keeps_its_tables_in_a_postgresql_schema_of_its_own() {
     );
     conn.clone().close().await.unwrap();
 }
+
+#[test]
+fn check_requires_the_environment_variables_an_agent_persona_names_unless_no_env() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("personas")).unwrap();
+    std::fs::write(
+        root.join("personas/a.toml"),
+        "name = \"a\"\n\n[model]\nprovider = \"anthropic\"\napi_key_env = \"PROTEGE_TEST_CHECK_KEY\"\n\n[agent]\n",
+    )
+    .unwrap();
+    let run = |args: &[&str], key: Option<&str>| {
+        let mut command = protege_command();
+        command
+            .arg("--root")
+            .arg(root)
+            .env_remove("PROTEGE_DATABASE_URL")
+            .env_remove("PROTEGE_TEST_CHECK_KEY");
+        if let Some(key) = key {
+            command.env("PROTEGE_TEST_CHECK_KEY", key);
+        }
+        let out = command
+            .arg("check")
+            .args(args)
+            .output()
+            .expect("protege runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr)
+                .unwrap()
+                .replace(&root.display().to_string(), "ROOT"),
+        )
+    };
+    assert_eq!(
+        run(&[], None),
+        (
+            1,
+            String::new(),
+            "ROOT/personas/a.toml:5:15: error: `[model] api_key_env` names `PROTEGE_TEST_CHECK_KEY`, which is not set\n  |\n5 | api_key_env = \"PROTEGE_TEST_CHECK_KEY\"\n  |               ^^^^^^^^^^^^^^^^^^^^^^^^\n\nerror: check failed: 1 problem in 1 persona file\n"
+                .to_owned()
+        )
+    );
+    let ok = (0, "ok: 1 persona (a)\n".to_owned(), String::new());
+    assert_eq!(run(&["--no-env"], None), ok);
+    assert_eq!(run(&[], Some("sk-test")), ok);
+}

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use protege::runs::{RoundInput, Step, ToolResult, Usage};
+use protege::runs::{Pending, PendingCall, RoundInput, RoundRecord, Step, ToolResult, Usage};
 use protege::{Direction, Engine, EngineErrorKind, Format, ResolveInput};
 use serde_json::{Value, json};
 
@@ -177,6 +177,11 @@ fn parsed(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
+/// `value` as the service prints a successful answer: indented, with a final line break.
+fn pretty(value: &Value) -> String {
+    format!("{}\n", serde_json::to_string_pretty(value).unwrap())
+}
+
 fn api_error(kind: &str, message: &str) -> String {
     json!({"error": {"kind": kind, "message": message}}).to_string()
 }
@@ -201,9 +206,26 @@ async fn the_loop_closes_on_every_backend() {
 /// What `protege resolve` prints for the next mail, in the canonical and the Anthropic
 /// format, when the thread with run `run_id`'s tool round is imported from a fixture.
 fn resolved_from_fixture(root: &Path, run_id: &str) -> [String; 2] {
+    resolved_from(root, &fixture(run_id))
+}
+
+/// What `protege resolve` prints for the next mail, in the canonical and the Anthropic
+/// format, when the thread is imported from a fixture without any tool round.
+fn resolved_without_tools(root: &Path) -> [String; 2] {
+    let mut thread = fixture("run_none");
+    thread["threads"][0]["messages"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("tool_uses");
+    resolved_from(root, &thread)
+}
+
+/// What `protege resolve` prints for the next mail, in the canonical and the Anthropic
+/// format, when the thread is imported from `fixture`.
+fn resolved_from(root: &Path, fixture: &Value) -> [String; 2] {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("thread.json");
-    std::fs::write(&file, fixture(run_id).to_string()).unwrap();
+    std::fs::write(&file, fixture.to_string()).unwrap();
     let db = format!("sqlite://{}", dir.path().join("f.db").display());
     let cli = |args: &[&str]| {
         let (code, out, err) = cli_run(root, &db, args);
@@ -1322,5 +1344,717 @@ async fn a_run_answers_only_mail_sent_to_its_persona() {
             .await;
         assert!(run.is_ok(), "{url}: {run:?}");
         close(&engine).await;
+    }
+}
+
+/// The next mail's request through the engine, in the canonical and the Anthropic format,
+/// printed as `protege resolve` prints it.
+async fn printed_next(engine: &Engine) -> [String; 2] {
+    let mut printed = Vec::new();
+    for format in [Format::Messages, Format::Anthropic] {
+        let input = ResolveInput::reply("agent", NEXT)
+            .format(format)
+            .now(NOW.parse().unwrap());
+        let out = engine.resolve(&input).await.unwrap();
+        printed.push(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&out.body).unwrap()
+        ));
+    }
+    <[String; 2]>::try_from(printed).unwrap()
+}
+
+fn fail<T: std::fmt::Debug>(r: Result<T, protege::EngineError>) -> (EngineErrorKind, String) {
+    let e = r.unwrap_err();
+    (e.kind(), e.to_string())
+}
+
+/// `ThreadHistory` replays the tool rounds of `done` and `stopped` runs only: a run that
+/// goes on is not replayed into the next mail's request, the same run is once it is done,
+/// and an abandoned run never is. On every backend, the request equals that of the same
+/// thread imported from a fixture (with the done run's round, or without any); the runs of
+/// the message are listed oldest first, and an export holds only the replayed rounds.
+#[tokio::test]
+async fn only_finished_runs_are_replayed_on_every_backend() {
+    let root = agent_root();
+    let name = format!("pt_runs_replayed_{}", std::process::id());
+    let without = resolved_without_tools(root.path());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        let engine = engine_on(root.path(), &url).await;
+        let run = engine.start_run(&start_input()).await.unwrap();
+        engine
+            .record_round(&run.id, round(0, "good-loop-round-0.json", both_results()))
+            .await
+            .unwrap();
+        for raw in [sent_mail(), next_mail()] {
+            engine.ingest_mail(raw.as_bytes(), None).await.unwrap();
+        }
+        assert_eq!(
+            printed_next(&engine).await,
+            without,
+            "a run that goes on, {url}"
+        );
+
+        // A second run of the thread, given up after its first round.
+        let later = start_input().now("2026-03-10T10:05:00Z".parse().unwrap());
+        let other = engine.start_run(&later).await.unwrap();
+        let other_round = |n, file, results| suffixed(round(n, file, results), "_b");
+        engine
+            .record_round(
+                &other.id,
+                other_round(0, "good-loop-round-0.json", both_results()),
+            )
+            .await
+            .unwrap();
+        let abandoned = engine.abandon_run(&other.id).await.unwrap();
+        assert_eq!(
+            (abandoned.status.as_str(), abandoned.rounds),
+            ("abandoned", 1),
+            "{url}"
+        );
+        assert!(
+            abandoned
+                .finished_at
+                .as_deref()
+                .is_some_and(|t| t.ends_with('Z')),
+            "{abandoned:?}"
+        );
+        assert_eq!(
+            printed_next(&engine).await,
+            without,
+            "an abandoned run, {url}"
+        );
+        assert_eq!(
+            fail(
+                engine
+                    .record_round(&other.id, other_round(1, "good-loop-round-1.json", vec![]))
+                    .await
+            ),
+            (
+                EngineErrorKind::Conflict,
+                format!(
+                    "run `{}` has ended (abandoned) after 1 rounds; no round can be recorded",
+                    other.id
+                )
+            ),
+            "{url}"
+        );
+        assert_eq!(
+            fail(engine.abandon_run(&other.id).await),
+            (
+                EngineErrorKind::Conflict,
+                format!(
+                    "run `{}` has ended (abandoned); only a run that goes on (started or waiting) can be abandoned",
+                    other.id
+                )
+            ),
+            "{url}"
+        );
+
+        // The first run ends: its round is replayed, the abandoned run's still is not.
+        engine
+            .record_round(&run.id, round(1, "good-loop-round-1.json", vec![]))
+            .await
+            .unwrap();
+        assert_eq!(
+            printed_next(&engine).await,
+            resolved_from_fixture(root.path(), &run.id),
+            "a run that is done, {url}"
+        );
+        assert_eq!(
+            fail(engine.abandon_run(&run.id).await),
+            (
+                EngineErrorKind::Conflict,
+                format!(
+                    "run `{}` has ended (done); only a run that goes on (started or waiting) can be abandoned",
+                    run.id
+                )
+            ),
+            "{url}"
+        );
+        assert_eq!(
+            fail(engine.abandon_run("run_nope").await),
+            (
+                EngineErrorKind::NotFound,
+                "unknown run `run_nope`: no run with this id in the database".to_owned()
+            ),
+            "{url}"
+        );
+
+        let listed = engine.runs_of_message(FIRST).await.unwrap();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|r| (r.id.as_str(), r.status.as_str()))
+                .collect::<Vec<_>>(),
+            [(run.id.as_str(), "done"), (other.id.as_str(), "abandoned")],
+            "{url}"
+        );
+        assert_eq!(listed[0], engine.run(&run.id).await.unwrap().run, "{url}");
+        assert_eq!(listed[1], abandoned, "{url}");
+        assert_eq!(engine.runs_of_message(NEXT).await.unwrap(), vec![], "{url}");
+        assert_eq!(
+            fail(engine.runs_of_message("<nope@example.com>").await),
+            (
+                EngineErrorKind::NotFound,
+                "unknown message `<nope@example.com>`: no message with this Message-ID in the database".to_owned()
+            ),
+            "{url}"
+        );
+
+        // An export holds the rounds a history replays, and resolves the same once imported.
+        let conn = engine.db().await.unwrap().clone();
+        let (_, summary) = protege::db::export_fixture(&conn).await.unwrap();
+        assert_eq!(summary.tool_uses, 2, "{url}");
+        close(&engine).await;
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
+
+fn pending_calls(suffix: &str) -> Vec<PendingCall> {
+    [(LOOKUP, "lookup_order"), (TRACK, "tracking_log")]
+        .map(|(id, name)| PendingCall {
+            tool_call_id: format!("{id}{suffix}"),
+            name: name.to_owned(),
+            input: json!({"order": "A-1042"}),
+        })
+        .to_vec()
+}
+
+/// A round stored in two steps (§13 "Pending rounds"): the response alone, then with its
+/// results; its usage counted once, its tool uses written when it completes, the rules of
+/// conflicts kept; and two writers storing and completing one round at once leave it whole.
+/// On every backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_round_is_stored_once_and_completed_on_every_backend() {
+    let root = agent_root();
+    let name = format!("pt_runs_pending_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        let engine = engine_on(root.path(), &url).await;
+        let run = engine.start_run(&start_input()).await.unwrap();
+        let id = &run.id;
+        let response_0 = response("good-loop-round-0.json");
+        let pending = Pending {
+            round: 0,
+            calls: pending_calls(""),
+        };
+        for _ in 0..2 {
+            assert_eq!(
+                engine
+                    .record_response(id, 0, response_0.clone())
+                    .await
+                    .unwrap(),
+                pending,
+                "{url}"
+            );
+        }
+        let other = format!(
+            "round 0 of run `{id}` is pending with another response; record it with the response stored (`GET /v1/runs/{id}`)"
+        );
+        assert_eq!(
+            fail(
+                engine
+                    .record_response(id, 0, response("good-loop-round-1.json"))
+                    .await
+            ),
+            (EngineErrorKind::Conflict, other.clone()),
+            "{url}"
+        );
+        assert_eq!(
+            fail(
+                engine
+                    .record_round(id, round(0, "good-loop-round-1.json", vec![]))
+                    .await
+            ),
+            (EngineErrorKind::Conflict, other),
+            "{url}"
+        );
+        assert_eq!(
+            fail(
+                engine
+                    .record_response(id, 1, response("good-loop-round-1.json"))
+                    .await
+            ),
+            (
+                EngineErrorKind::Conflict,
+                format!("run `{id}` expects round 0 next, not round 1")
+            ),
+            "{url}"
+        );
+        assert_eq!(
+            fail(
+                engine
+                    .record_round(
+                        id,
+                        round(
+                            0,
+                            "good-loop-round-0.json",
+                            vec![ToolResult::new(LOOKUP, ORDER)]
+                        )
+                    )
+                    .await
+            ),
+            (
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "tool call `{TRACK}` (tracking_log) of round 0's response in run `{id}` has no result"
+                )
+            ),
+            "{url}"
+        );
+        // Pending: the run goes on with no round recorded, the response's usage counted.
+        let usage_0 = Usage {
+            input: 812,
+            output: 96,
+            cache_read: 0,
+            cache_write: 1460,
+        };
+        let shown = engine.run(id).await.unwrap();
+        assert_eq!(
+            (
+                shown.run.status.as_str(),
+                shown.run.rounds,
+                shown.run.input_tokens
+            ),
+            ("started", 0, 812),
+            "{url}"
+        );
+        assert_eq!(
+            shown.rounds,
+            vec![RoundRecord {
+                round: 0,
+                response: response_0.clone(),
+                results: None,
+                usage: usage_0,
+            }],
+            "{url}"
+        );
+        let resumed = engine.pending_round(id).await.unwrap().unwrap();
+        assert_eq!(
+            (
+                resumed.round,
+                &resumed.response,
+                &resumed.calls,
+                resumed.parsed.usage
+            ),
+            (0, &response_0, &pending.calls, usage_0),
+            "{url}"
+        );
+        // Completed with its results: the round's answer as always, a retry the same.
+        let step = engine
+            .record_round(id, round(0, "good-loop-round-0.json", both_results()))
+            .await
+            .unwrap();
+        assert_eq!(
+            step,
+            Step::Continue {
+                round: 1,
+                body: round_1_body()
+            },
+            "{url}"
+        );
+        assert_eq!(
+            engine
+                .record_round(id, round(0, "good-loop-round-0.json", both_results()))
+                .await
+                .unwrap(),
+            step,
+            "{url}"
+        );
+        assert_eq!(
+            fail(engine.record_response(id, 0, response_0.clone()).await),
+            (
+                EngineErrorKind::Conflict,
+                format!(
+                    "round 0 of run `{id}` is recorded with its results; the round expected next is 1"
+                )
+            ),
+            "{url}"
+        );
+        assert!(engine.pending_round(id).await.unwrap().is_none(), "{url}");
+        let shown = engine.run(id).await.unwrap();
+        assert_eq!(
+            (shown.run.rounds, shown.run.input_tokens),
+            (1, 812),
+            "{url}"
+        );
+        assert_eq!(shown.rounds[0].results, Some(both_results()), "{url}");
+        // The last round, pending without calls, then recorded without results: the run's
+        // usage is each round's once.
+        assert_eq!(
+            engine
+                .record_response(id, 1, response("good-loop-round-1.json"))
+                .await
+                .unwrap(),
+            Pending {
+                round: 1,
+                calls: vec![]
+            },
+            "{url}"
+        );
+        assert_eq!(
+            engine
+                .record_round(id, round(1, "good-loop-round-1.json", vec![]))
+                .await
+                .unwrap(),
+            Step::Done {
+                text: ANSWER.to_owned(),
+                usage: Usage {
+                    input: 955,
+                    output: 153,
+                    cache_read: 1460,
+                    cache_write: 1672
+                }
+            },
+            "{url}"
+        );
+        assert!(engine.pending_round(id).await.unwrap().is_none(), "{url}");
+
+        // Writers racing: the response stored twice at once, then stored and completed at
+        // once; each run ends with its round recorded once, its usage counted once.
+        for i in 0..4 {
+            let run = engine.start_run(&start_input()).await.unwrap();
+            let suffix = format!("_race{i}");
+            let input = suffixed(round(0, "good-loop-round-0.json", both_results()), &suffix);
+            let pending = Pending {
+                round: 0,
+                calls: pending_calls(&suffix),
+            };
+            if i % 2 == 0 {
+                let (a, b) = tokio::join!(
+                    engine.record_response(&run.id, 0, input.response.clone()),
+                    engine.record_response(&run.id, 0, input.response.clone()),
+                );
+                assert_eq!((a.unwrap(), b.unwrap()), (pending.clone(), pending.clone()));
+            }
+            let (stored, step) = tokio::join!(
+                engine.record_response(&run.id, 0, input.response.clone()),
+                engine.record_round(&run.id, input.clone()),
+            );
+            match stored {
+                Ok(stored) => assert_eq!(stored, pending, "{url}"),
+                Err(e) => assert_eq!(
+                    (e.kind(), e.to_string()),
+                    (
+                        EngineErrorKind::Conflict,
+                        format!(
+                            "round 0 of run `{}` is recorded with its results; the round expected next is 1",
+                            run.id
+                        )
+                    ),
+                    "{url}"
+                ),
+            }
+            assert!(
+                matches!(step, Ok(Step::Continue { round: 1, .. })),
+                "{url}: {step:?}"
+            );
+            let shown = engine.run(&run.id).await.unwrap();
+            assert_eq!(
+                (
+                    shown.run.rounds,
+                    shown.run.input_tokens,
+                    shown.rounds.len(),
+                    shown.rounds[0].results.as_ref().map(Vec::len)
+                ),
+                (1, 812, 1, Some(2)),
+                "{url}"
+            );
+        }
+        // Every completed round left its two tool uses, no more.
+        let conn = protege::db::open(&url).await.unwrap();
+        use protege::db::sea_orm::{EntityTrait as _, PaginatorTrait as _};
+        assert_eq!(
+            protege::db::entities::tool_use::Entity::find()
+                .count(&conn)
+                .await
+                .unwrap(),
+            2 + 4 * 2,
+            "{url}"
+        );
+        conn.close().await.unwrap();
+        close(&engine).await;
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
+
+/// Pending rounds, abandoning a run and the runs of a message over HTTP, with the exact
+/// answers, on every backend.
+#[tokio::test]
+async fn pending_rounds_abandon_and_list_over_http_on_every_backend() {
+    let root = agent_root();
+    let name = format!("pt_runs_http_{}", std::process::id());
+    for (url, server_url) in every_backend(root.path(), &name).await {
+        let server = Server::start(root.path(), &url, Some(TOKEN), &["--no-watch"]);
+        let (status, text) = server
+            .post("/v1/mail", "message/rfc822", first_mail())
+            .await;
+        assert_eq!(status, 201, "{text}");
+        let input =
+            json!({"persona": "agent", "message_id": FIRST, "format": "anthropic", "now": NOW});
+        let (status, text) = post(&server, "/v1/runs", &input).await;
+        assert_eq!(status, 201, "{text}");
+        let run_id = parsed(&text)["run_id"].as_str().unwrap().to_owned();
+        let rounds = format!("/v1/runs/{run_id}/rounds");
+        let show = format!("/v1/runs/{run_id}");
+
+        let pending_0 =
+            json!({"round": 0, "response": response("good-loop-round-0.json"), "results": null});
+        let answer = json!({"status": "pending", "round": 0, "calls": [
+            {"tool_call_id": LOOKUP, "name": "lookup_order", "input": {"order": "A-1042"}},
+            {"tool_call_id": TRACK, "name": "tracking_log", "input": {"order": "A-1042"}},
+        ]});
+        let answer = pretty(&answer);
+        assert_eq!(
+            post(&server, &rounds, &pending_0).await,
+            (200, answer.clone()),
+            "{url}"
+        );
+        assert_eq!(
+            post(&server, &rounds, &pending_0).await,
+            (200, answer),
+            "{url}"
+        );
+        let mut columns = json!({
+            "id": run_id, "persona": "agent", "message_id": FIRST, "responsibility": null,
+            "format": "anthropic", "model": "claude-sonnet-4-5", "status": "started", "rounds": 0,
+            "input_tokens": 812, "output_tokens": 96, "cache_read_tokens": 0, "cache_write_tokens": 1460,
+            "request_sha256": sha256_hex(&serde_json::to_vec(&round_0_body()).unwrap()),
+            "started_at": NOW, "finished_at": null,
+        });
+        let usage_0 = json!({"input": 812, "output": 96, "cache_read": 0, "cache_write": 1460});
+        let (status, text) = server.get(&show, Some(TOKEN)).await;
+        assert_eq!(
+            (status, parsed(&text)),
+            (
+                200,
+                json!({"run": columns, "rounds": [
+                    {"round": 0, "response": response("good-loop-round-0.json"), "results": null, "usage": usage_0},
+                ]})
+            ),
+            "{url}"
+        );
+        let other =
+            json!({"round": 0, "response": response("good-loop-round-1.json"), "results": null});
+        assert_eq!(
+            post(&server, &rounds, &other).await,
+            (
+                409,
+                api_error(
+                    "conflict",
+                    &format!(
+                        "round 0 of run `{run_id}` is pending with another response; record it with the response stored (`GET /v1/runs/{run_id}`)"
+                    )
+                )
+            ),
+            "{url}"
+        );
+
+        let round_0 = json!({"round": 0, "response": response("good-loop-round-0.json"), "results": round_0_results()});
+        assert_eq!(
+            post(&server, &rounds, &round_0).await,
+            (
+                200,
+                pretty(&json!({"status": "continue", "round": 1, "body": round_1_body()}))
+            ),
+            "{url}"
+        );
+        columns["rounds"] = json!(1);
+        let (status, text) = server
+            .get(
+                "/v1/runs?message_id=%3Cloop-1%40example.com%3E",
+                Some(TOKEN),
+            )
+            .await;
+        assert_eq!(
+            (status, parsed(&text)),
+            (200, json!({"runs": [columns]})),
+            "{url}"
+        );
+
+        // Abandoned: the run's columns, then no round and no second abandon.
+        let abandon = format!("/v1/runs/{run_id}/abandon");
+        let (status, text) = post(&server, &abandon, &json!({})).await;
+        assert_eq!(status, 200, "{url}: {text}");
+        let mut abandoned = parsed(&text);
+        let finished = abandoned["finished_at"].take();
+        assert!(
+            finished.as_str().is_some_and(|t| t.ends_with('Z')),
+            "{finished}"
+        );
+        columns["status"] = json!("abandoned");
+        assert_eq!(abandoned, columns, "{url}");
+        columns["finished_at"] = finished;
+        let (status, text) = server.get(&show, Some(TOKEN)).await;
+        assert_eq!(
+            (status, parsed(&text)["run"].clone()),
+            (200, columns.clone())
+        );
+        let (status, text) = server
+            .get(
+                "/v1/runs?message_id=%3Cloop-1%40example.com%3E",
+                Some(TOKEN),
+            )
+            .await;
+        assert_eq!(
+            (status, parsed(&text)),
+            (200, json!({"runs": [columns]})),
+            "{url}"
+        );
+        assert_eq!(
+            post(&server, &abandon, &json!({})).await,
+            (
+                409,
+                api_error(
+                    "conflict",
+                    &format!(
+                        "run `{run_id}` has ended (abandoned); only a run that goes on (started or waiting) can be abandoned"
+                    )
+                )
+            ),
+            "{url}"
+        );
+        let ended = api_error(
+            "conflict",
+            &format!(
+                "run `{run_id}` has ended (abandoned) after 1 rounds; no round can be recorded"
+            ),
+        );
+        let round_1 = json!({"round": 1, "response": response("good-loop-round-1.json")});
+        assert_eq!(post(&server, &rounds, &round_1).await, (409, ended.clone()));
+        let mut pending_1 = round_1.clone();
+        pending_1["results"] = Value::Null;
+        assert_eq!(post(&server, &rounds, &pending_1).await, (409, ended));
+
+        // Unknown runs and messages, and a listing without its message.
+        assert_eq!(
+            post(&server, "/v1/runs/run_nope/abandon", &json!({})).await,
+            (
+                404,
+                api_error(
+                    "not_found",
+                    "unknown run `run_nope`: no run with this id in the database"
+                )
+            )
+        );
+        assert_eq!(
+            post(&server, &abandon, &json!({"by": "me"})).await.0,
+            400,
+            "{url}"
+        );
+        assert_eq!(
+            server
+                .get("/v1/runs?message_id=%3Cnope%40example.com%3E", Some(TOKEN))
+                .await,
+            (
+                404,
+                api_error(
+                    "not_found",
+                    "unknown message `<nope@example.com>`: no message with this Message-ID in the database"
+                )
+            )
+        );
+        assert_eq!(
+            server.get("/v1/runs", Some(TOKEN)).await,
+            (
+                400,
+                api_error(
+                    "bad_request",
+                    "Failed to deserialize query string: missing field `message_id`"
+                )
+            )
+        );
+        drop(server);
+        if let Some(server_url) = server_url {
+            execute(&server_url, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        }
+    }
+}
+
+/// `protege run record --pending`, `run list` and `run abandon` print what the routes answer.
+#[tokio::test]
+async fn the_command_line_lists_abandons_and_records_pending_rounds() {
+    let root = agent_root();
+    let engine = engine_with_mail(root.path()).await;
+    let run = engine.start_run(&start_input()).await.unwrap();
+    drop(engine);
+    let db = format!("sqlite://{}", root.path().join("runs.db").display());
+    let cli = |args: &[&str]| cli_run(root.path(), &db, args);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses/anthropic");
+    let round_0 = fixtures.join("good-loop-round-0.json");
+    let results = root.path().join("results.json");
+    std::fs::write(&results, round_0_results().to_string()).unwrap();
+    let record = [
+        "run",
+        "record",
+        &run.id,
+        "--round",
+        "0",
+        "--response",
+        round_0.to_str().unwrap(),
+    ];
+
+    let (code, out, err) = cli(&[&record[..], &["--pending"]].concat());
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        pretty(&json!({"status": "pending", "round": 0, "calls": [
+            {"tool_call_id": LOOKUP, "name": "lookup_order", "input": {"order": "A-1042"}},
+            {"tool_call_id": TRACK, "name": "tracking_log", "input": {"order": "A-1042"}},
+        ]}))
+    );
+    let (code, out, err) = cli(&["run", "show", &run.id]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(parsed(&out)["rounds"][0]["results"], Value::Null);
+    let (code, _, err) = cli(&[
+        &record[..],
+        &["--pending", "--results", results.to_str().unwrap()],
+    ]
+    .concat());
+    assert_eq!(code, 2, "{err}");
+    let (code, out, err) = cli(&[&record[..], &["--results", results.to_str().unwrap()]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(parsed(&out)["status"], json!("continue"));
+
+    let (code, listed, err) = cli(&["run", "list", "--message", FIRST]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = cli(&["run", "show", &run.id]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(listed, pretty(&json!({"runs": [parsed(&out)["run"]]})));
+    let (code, abandoned, err) = cli(&["run", "abandon", &run.id]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = cli(&["run", "show", &run.id]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(abandoned, pretty(&parsed(&out)["run"]));
+    assert_eq!(parsed(&abandoned)["status"], json!("abandoned"));
+
+    for (args, message) in [
+        (
+            &["run", "abandon", &run.id][..],
+            format!(
+                "run `{}` has ended (abandoned); only a run that goes on (started or waiting) can be abandoned",
+                run.id
+            ),
+        ),
+        (
+            &["run", "abandon", "run_nope"][..],
+            "unknown run `run_nope`: no run with this id in the database".to_owned(),
+        ),
+        (
+            &["run", "list", "--message", "<nope@example.com>"][..],
+            "unknown message `<nope@example.com>`: no message with this Message-ID in the database"
+                .to_owned(),
+        ),
+    ] {
+        let (code, out, err) = cli(args);
+        assert_eq!(
+            (code, out.as_str(), err),
+            (1, "", format!("error: {message}\n")),
+            "{args:?}"
+        );
     }
 }

@@ -210,6 +210,86 @@ const MISTAKES: &[Mistake] = &[
         schema: &["/tools/0/input_schema/type"],
     },
     Mistake {
+        toml: "[model]\nbase_url = \"http://api.anthropic.com\"",
+        reader: "p.toml:2:12: error: `base_url` must be `https://`: TLS is required unless the host is a loopback address (`localhost`, `127.0.0.0/8`, `[::1]`), and `api.anthropic.com` is not one",
+        schema: &["/model/base_url"],
+    },
+    Mistake {
+        toml: "[model]\nbase_url = \"ftp://api.acme.test\"",
+        reader: "p.toml:2:12: error: invalid `base_url`: expected `https://host[:port][/path]` or `http://host[:port][/path]`",
+        schema: &["/model/base_url"],
+    },
+    Mistake {
+        toml: "[agent]\nafter_person = \"answr\"",
+        reader: "p.toml:2:16: error: unknown `after_person` value `answr`, did you mean `answer`?",
+        schema: &["/agent/after_person"],
+    },
+    Mistake {
+        toml: "[agent]\nmax_age = \"1w\"",
+        reader: "p.toml:2:11: error: `max_age` must be a duration: a positive integer and a unit `s`, `m`, `h` or `d`, such as `\"90s\"` or `\"2d\"`; found `1w`",
+        schema: &["/agent/max_age"],
+    },
+    Mistake {
+        toml: "[[tools]]\nbuiltin = \"read_attachment\"\n\n[agent]\nreply_tools = [\"read_attachment\", \"read_attachment\"]",
+        reader: "p.toml:5:35: error: `reply_tools` names `read_attachment` twice",
+        schema: &["/agent/reply_tools"],
+    },
+    Mistake {
+        toml: "[[tools]]\nname = \"t\"\ndescription = \"x\"\ninput_schema = { type = \"object\" }\nhttp = { url = \"ftp://t.internal\" }",
+        reader: "p.toml:5:16: error: invalid `http.url`: expected `https://host[:port][/path]` or `http://host[:port][/path]`",
+        schema: &["/tools/0/http/url"],
+    },
+    Mistake {
+        toml: "[[tools]]\nmcp = { url = \"https://kb.internal/mcp\" }\nbuiltin = \"read_attachment\"",
+        reader: "p.toml:3:11: error: a tool has at most one of `http`, `mcp` and `builtin`, and this one has `mcp` and `builtin`",
+        schema: &["/tools/0"],
+    },
+    Mistake {
+        toml: "[[tools]]\nname = \"kb\"\nmcp = { url = \"https://kb.internal/mcp\" }",
+        reader: "p.toml:2:8: error: `name` does not go with `mcp`: the server names its tools",
+        schema: &["/tools/0/name"],
+    },
+    Mistake {
+        toml: "[[tools]]\nmcp = { allow = [\"search_*\"] }",
+        reader: "p.toml:2:7: error: `mcp` needs `url` (a streamable HTTP server) or `command` (a program spoken to over its standard input and output)",
+        schema: &["/tools/0/mcp"],
+    },
+    Mistake {
+        toml: "[[tools]]\nmcp = { url = \"https://kb.internal/mcp\", command = [\"kb-mcp\"] }",
+        reader: "p.toml:2:52: error: `mcp` takes one of `url` and `command`, not both",
+        schema: &["/tools/0/mcp"],
+    },
+    Mistake {
+        toml: "[[tools]]\nmcp = { command = [] }",
+        reader: "p.toml:2:19: error: `command` must start with a program, as in `[\"kb-mcp\", \"--stdio\"]`",
+        schema: &["/tools/0/mcp/command"],
+    },
+    Mistake {
+        toml: "[[tools]]\nmcp = { url = \"https://kb.internal/mcp\", allow = [\"search articles\"] }",
+        reader: "p.toml:2:51: error: invalid pattern `search articles` in `allow`: use ASCII letters, digits, `_`, `-` and `*`, which stands for any run of them",
+        schema: &["/tools/0/mcp/allow/0"],
+    },
+    Mistake {
+        toml: "[[tools]]\nbuiltin = \"read_attachments\"",
+        reader: "p.toml:2:11: error: unknown `builtin` value `read_attachments`, did you mean `read_attachment`?",
+        schema: &["/tools/0/builtin"],
+    },
+    Mistake {
+        toml: "[[tools]]\nbuiltin = \"read_attachment\"\ninput_schema = { type = \"object\" }",
+        reader: "p.toml:3:16: error: `input_schema` does not go with `builtin`: a built-in tool has its own schema",
+        schema: &["/tools/0/input_schema"],
+    },
+    Mistake {
+        toml: "[[tools]]\nname = \"t\"\ndescription = \"x\"\ninput_schema = { type = \"object\" }\napproval = true",
+        reader: "p.toml:5:12: error: `approval` needs `http`, `mcp` or `builtin`: protege waits for a person only before a call it makes itself",
+        schema: &["/tools/0"],
+    },
+    Mistake {
+        toml: "[[responsibilities]]\nname = \"daily\"\nschedule = \"0 8 * * *\"\ntools = \"read_attachment\"",
+        reader: "p.toml:4:9: error: `tools` must be an array, found a string",
+        schema: &["/responsibilities/0/tools"],
+    },
+    Mistake {
         toml: "[[responsibilities]]\nname = \"daily\"\nschedule = \"every day\"",
         reader: "p.toml:3:12: error: invalid schedule `every day`: expected 5 fields (minute hour day-of-month month day-of-week), found 2",
         schema: &["/responsibilities/0/schedule"],
@@ -310,6 +390,63 @@ fn each_kind_of_mistake_the_reader_reports_is_one_to_the_schema() {
     assert!(Persona::parse(Path::new("p.toml"), &base, &registry).is_ok());
     assert_eq!(
         schema_errors(&validator, &as_json(&base)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn an_agent_persona_with_every_kind_of_tool_passes_the_schema() {
+    let source = r#"
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+api_key_env = "ANTHROPIC_API_KEY"
+base_url = "http://127.0.0.1:8080/stand-in"
+timeout = "120s"
+
+[agent]
+reply_tools = ["lookup_order", "read_attachment", "search_articles"]
+answer_cc = false
+after_person = "answer"
+max_age = "7d"
+tokens_per_day = 2_000_000
+
+[[tools]]
+name = "lookup_order"
+description = "Order status by order number"
+input_schema = { type = "object", properties = { order = { type = "string" } }, required = ["order"] }
+http = { url = "https://orders.internal/tools/lookup_order", secret_env = "ORDERS_TOOL_SECRET", timeout = "10s" }
+approval = true
+
+[[tools]]
+name = "notify_team"
+description = "Run by the application"
+input_schema = { type = "object" }
+
+[[tools]]
+mcp = { url = "https://kb.internal/mcp", allow = ["search_*"], token_env = "KB_MCP_TOKEN" }
+
+[[tools]]
+mcp = { command = ["kb-mcp", "--stdio"] }
+approval = true
+
+[[tools]]
+builtin = "read_attachment"
+description = "Read an invoice the customer attached."
+
+[[responsibilities]]
+name = "digest"
+schedule = "0 8 * * *"
+tools = ["search_articles"]
+"#;
+    let registry = Registry::new();
+    let source = format!("{source}\n{CHAIN}");
+    if let Err(d) = Persona::parse(Path::new("p.toml"), &source, &registry) {
+        panic!("{}", render(&d));
+    }
+    let validator = validator(&registry.json_schema().to_string());
+    assert_eq!(
+        schema_errors(&validator, &as_json(&source)),
         Vec::<String>::new()
     );
 }

@@ -1315,6 +1315,7 @@ fn healthz_latencies(base: String, count: usize) -> std::thread::JoinHandle<Vec<
             .build()
             .unwrap();
         runtime.block_on(async move {
+            protege::agent::install_crypto_provider();
             let client = reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
                 .build()
@@ -1699,6 +1700,7 @@ async fn authentication_is_off_only_when_asked() {
         ))),
         "{seen:#?}"
     );
+    protege::agent::install_crypto_provider();
     let res = reqwest::get(format!("http://127.0.0.1:{port}/v1/personas"))
         .await
         .unwrap();
@@ -2308,7 +2310,7 @@ async fn a_failed_accept_is_logged_and_the_service_goes_on() {
     drop(held);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let client = reqwest::Client::new();
+        let client = common::server::http_client();
         if let Ok(res) = client.get(server.url("/healthz")).send().await {
             assert_eq!(res.status().as_u16(), 200);
             break;

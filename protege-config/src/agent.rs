@@ -1,28 +1,37 @@
 //! The `[agent]` and `[outbox]` tables of a persona, read for
-//! [`persona`](crate::persona): whether and how its replies are sent, and the SMTP server
-//! they leave through.
+//! [`persona`](crate::persona): whether and how its replies are sent, which mail the agent
+//! answers and how often, and the SMTP server the replies leave through; and the readers
+//! of values other tables share (durations, URLs, names of environment variables).
 //!
 //! Nothing is read outside the file: `password_env` names an environment variable that is
-//! not looked up, `ca_file` is a path that is not opened.
+//! not looked up (unless the loader is asked to, see [`env`](crate::env)), `ca_file` is a
+//! path that is not opened.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use protege_core::{
-    Approval, PersonaAgent, PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
+    AfterPerson, Approval, PersonaAgent, PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer,
+    Unauthenticated,
 };
 use protege_schema::{
-    AGENT, APPROVALS, DURATION_MAX_DAYS, FROM_NAME_MAX_CHARS, OUTBOX, REPLY_MODES, TLS_MODES,
-    UNAUTHENTICATED, is_identifier, key_names,
+    AFTER_PERSON, AGENT, APPROVALS, DURATION_MAX_DAYS, FROM_NAME_MAX_CHARS, OUTBOX, REPLY_MODES,
+    TLS_MODES, UNAUTHENTICATED, is_identifier, key_names,
 };
 use toml::de::DeValue;
 
 use crate::diagnostic::suggestion;
 use crate::reader::{self, Quoted, Sink, Value, get, misspelt, type_name, unknown_keys};
+use crate::tools::ToolNames;
 
-/// The `[agent]` table; `None` when it is not a table.
-pub(crate) fn agent(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<PersonaAgent> {
+/// The `[agent]` table; `None` when it is not a table. `tools` checks the names of
+/// `reply_tools`.
+pub(crate) fn agent(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    tools: &ToolNames,
+) -> Option<PersonaAgent> {
     let t = reader::table(sink, value, "`agent`")?;
     unknown_keys(sink, t, &key_names(AGENT), " in `[agent]`");
     let mut agent = PersonaAgent::default();
@@ -61,6 +70,61 @@ pub(crate) fn agent(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<PersonaAge
         && let Some(html) = reader::boolean(sink, v, "`html`")
     {
         agent.html = html;
+    }
+    if let Some(v) = get(t, "answer_automated")
+        && let Some(answer) = reader::boolean(sink, v, "`answer_automated`")
+    {
+        agent.answer_automated = answer;
+    }
+    if let Some(v) = get(t, "answer_cc")
+        && let Some(answer) = reader::boolean(sink, v, "`answer_cc`")
+    {
+        agent.answer_cc = answer;
+    }
+    if let Some(v) = get(t, "after_person")
+        && let Some(after) = one_of(sink, v, "after_person", &AFTER_PERSON, AfterPerson::parse)
+    {
+        agent.after_person = after;
+    }
+    if let Some(v) = get(t, "max_age")
+        && let Some(d) = duration(sink, v, "max_age")
+    {
+        agent.max_age = d;
+    }
+    for (key, field) in [
+        (
+            "max_replies_per_thread_per_day",
+            &mut agent.max_replies_per_thread_per_day,
+        ),
+        (
+            "max_replies_per_correspondent_per_day",
+            &mut agent.max_replies_per_correspondent_per_day,
+        ),
+        ("max_replies_per_day", &mut agent.max_replies_per_day),
+        ("provider_attempts", &mut agent.provider_attempts),
+        ("max_attempts", &mut agent.max_attempts),
+    ] {
+        if let Some(v) = get(t, key)
+            && let Some(n) = reader::positive(sink, v, Quoted(key))
+        {
+            *field = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+    }
+    if let Some(v) = get(t, "tokens_per_day") {
+        agent.tokens_per_day = reader::positive(sink, v, "`tokens_per_day`");
+    }
+    if let Some(v) = get(t, "give_up_after")
+        && let Some(d) = duration(sink, v, "give_up_after")
+    {
+        agent.give_up_after = d;
+    }
+    if let Some(v) = get(t, "pause")
+        && let Some(d) = duration(sink, v, "pause")
+    {
+        agent.pause = d;
+    }
+    if let Some(v) = get(t, "reply_tools") {
+        agent.reply_tools = tools.check(sink, v, "reply_tools");
     }
     Some(agent)
 }
@@ -102,18 +166,7 @@ pub(crate) fn outbox(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaOutbox {
         outbox.user = non_blank(sink, v, "user");
     }
     if let Some(v) = get(t, "password_env") {
-        outbox.password_env = reader::text(sink, v, "`password_env`").and_then(|name| {
-            if is_identifier(name) {
-                Some(name.to_owned())
-            } else {
-                // The value is not repeated: it may be the password itself.
-                sink.error(
-                    v.span(),
-                    "`password_env` must be the name of an environment variable (ASCII letters, digits and `_`, not starting with a digit), not its value",
-                );
-                None
-            }
-        });
+        outbox.password_env = env_name(sink, v, "password_env");
     }
     // A login needs its password and the reverse; a near miss of the other key is
     // reported as unknown already.
@@ -153,8 +206,25 @@ pub(crate) fn outbox(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaOutbox {
     outbox
 }
 
+/// The name of an environment variable under `key`, or an error that does not repeat the
+/// value (it may be the secret itself).
+pub(crate) fn env_name(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<String> {
+    let name = reader::text(sink, value, Quoted(key))?;
+    if is_identifier(name) {
+        Some(name.to_owned())
+    } else {
+        sink.error(
+            value.span(),
+            format!(
+                "`{key}` must be the name of an environment variable (ASCII letters, digits and `_`, not starting with a digit), not its value"
+            ),
+        );
+        None
+    }
+}
+
 /// One of `names` (what `parse` reads), or an error naming them or the near miss.
-fn one_of<T>(
+pub(crate) fn one_of<T>(
     sink: &mut Sink<'_>,
     value: &Value<'_>,
     key: &str,
@@ -189,7 +259,7 @@ fn alternatives(names: &[&str]) -> String {
 }
 
 /// A string that is not blank, or an error.
-fn non_blank(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<String> {
+pub(crate) fn non_blank(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<String> {
     let text = reader::text(sink, value, Quoted(key))?;
     if text.trim().is_empty() {
         sink.error(value.span(), format!("`{key}` must not be empty"));
@@ -221,7 +291,7 @@ fn from_name(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<String> {
 
 /// A duration such as `"90s"`, `"11m"`, `"48h"` or `"2d"`, at most [`DURATION_MAX_DAYS`]
 /// days, or an error naming the accepted form.
-fn duration(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<Duration> {
+pub(crate) fn duration(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Option<Duration> {
     let found = match value.get_ref() {
         DeValue::String(text) => match parse_duration(text) {
             Ok(d) => return Some(d),
@@ -312,6 +382,83 @@ fn parse_smtp_url(url: &str) -> Result<SmtpServer, String> {
     if !after.is_empty() {
         return Err("nothing may follow the host and port (no path, query or fragment)".to_owned());
     }
+    let (host, port) = host_and_port(authority, "smtp://[::1]:25", default_port)?;
+    Ok(SmtpServer {
+        host: host.to_owned(),
+        port,
+        security,
+    })
+}
+
+/// An `http://` or `https://` URL, as far as a persona file checks it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct HttpUrl {
+    /// Whether the scheme is `https`.
+    pub(crate) https: bool,
+    /// The host, an IPv6 address without its brackets.
+    pub(crate) host: String,
+}
+
+/// The URL under `key` (named `what` in messages, such as `http.url`), or an error; the
+/// URL is not repeated, it may hold a secret. `secret_key` is where a login belongs.
+pub(crate) fn http_url(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    what: &str,
+    secret_key: &str,
+) -> Option<(String, HttpUrl)> {
+    let url = reader::text(sink, value, Quoted(what))?;
+    match parse_http_url(url, secret_key) {
+        Ok(parsed) => Some((url.to_owned(), parsed)),
+        Err(reason) => {
+            sink.error(value.span(), format!("invalid `{what}`: {reason}"));
+            None
+        }
+    }
+}
+
+fn parse_http_url(url: &str, secret_key: &str) -> Result<HttpUrl, String> {
+    let (https, default_port, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, 443, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (false, 80, rest)
+    } else {
+        return Err(
+            "expected `https://host[:port][/path]` or `http://host[:port][/path]`".to_owned(),
+        );
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err(format!(
+            "a login or secret goes in `{secret_key}`, not in the URL"
+        ));
+    }
+    if after.contains('#') {
+        return Err("a URL here has no fragment (`#…`)".to_owned());
+    }
+    if after.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        return Err("a URL has no spaces or control characters: encode them".to_owned());
+    }
+    let example = if https {
+        "https://[::1]:8443"
+    } else {
+        "http://[::1]:8080"
+    };
+    let (host, _) = host_and_port(authority, example, default_port)?;
+    Ok(HttpUrl {
+        https,
+        host: host.to_owned(),
+    })
+}
+
+/// The host (an IPv6 address without its brackets) and the port of the `authority` of a
+/// URL; `example` shows an IPv6 host in brackets.
+fn host_and_port<'a>(
+    authority: &'a str,
+    example: &str,
+    default_port: u16,
+) -> Result<(&'a str, u16), String> {
     let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
         let Some((address, tail)) = bracketed.split_once(']') else {
             return Err("`[` opens an IPv6 address that no `]` closes".to_owned());
@@ -330,7 +477,9 @@ fn parse_smtp_url(url: &str) -> Result<SmtpServer, String> {
     } else {
         let (host, port) = match authority.split_once(':') {
             Some((_, port)) if port.contains(':') => {
-                return Err("an IPv6 address goes in brackets, as in `smtp://[::1]:25`".to_owned());
+                return Err(format!(
+                    "an IPv6 address goes in brackets, as in `{example}`"
+                ));
             }
             Some((host, port)) => (host, Some(port)),
             None => (authority, None),
@@ -359,16 +508,12 @@ fn parse_smtp_url(url: &str) -> Result<SmtpServer, String> {
             }
         },
     };
-    Ok(SmtpServer {
-        host: host.to_owned(),
-        port,
-        security,
-    })
+    Ok((host, port))
 }
 
 /// Whether `host` (as [`SmtpServer::host`] holds it, an IPv6 address without brackets) is
 /// this machine: `localhost`, an address of `127.0.0.0/8` or `::1`.
-fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host.parse::<Ipv4Addr>().is_ok_and(|a| a.is_loopback())
         || host.parse::<Ipv6Addr>().is_ok_and(|a| a.is_loopback())

@@ -8,7 +8,7 @@
 //! say (templates and the names they use, duplicate names, a cron expression's fields).
 
 use protege_schema::{
-    Applies, BUILTINS, Builtin, Default, Key, Kind, OptionSpec, ROLES, Shape, WINDOWS,
+    Applies, BUILTINS, Builtin, Default, Key, Kind, OptionSpec, ROLES, Shape, TOOL_RUNNERS, WINDOWS,
 };
 use serde_json::{Map, Value, json};
 
@@ -16,6 +16,15 @@ use crate::registry::Registry;
 
 /// The pattern of a table or column name.
 const IDENTIFIER: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
+
+/// The pattern of a tool's name.
+const TOOL_NAME: &str = "^[A-Za-z0-9_-]{1,64}$";
+
+/// The host and port of a URL: a name or an IPv4 address, or an IPv6 address in brackets.
+const HOST_PORT: &str = "([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?";
+
+/// What may follow the host and port of a URL: a path and a query, no fragment.
+const PATH_QUERY: &str = "([/?][^\\s#]*)?";
 
 impl Registry {
     /// The JSON Schema (draft 2020-12) of a persona file whose chains may name this
@@ -174,6 +183,32 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
             "pattern": "^smtps?://([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$",
         }),
         Shape::EnvVar => json!({ "type": "string", "pattern": IDENTIFIER }),
+        Shape::HttpUrl => json!({
+            "type": "string",
+            "pattern": format!("^https?://{HOST_PORT}{PATH_QUERY}$"),
+        }),
+        Shape::ProviderUrl => json!({
+            "type": "string",
+            "pattern": format!(
+                "^(https://{HOST_PORT}|http://([Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|127(\\.[0-9]{{1,3}}){{3}}|\\[::1\\])(:[0-9]{{1,5}})?){PATH_QUERY}$"
+            ),
+        }),
+        Shape::ToolNames => json!({
+            "type": "array",
+            "items": { "type": "string", "pattern": TOOL_NAME },
+            "uniqueItems": true,
+        }),
+        Shape::ToolPatterns => json!({
+            "type": "array",
+            "minItems": 1,
+            "items": { "type": "string", "pattern": "^[A-Za-z0-9_*-]+$" },
+        }),
+        Shape::Command => json!({
+            "type": "array",
+            "minItems": 1,
+            "prefixItems": [{ "type": "string", "pattern": "\\S" }],
+            "items": { "type": "string" },
+        }),
         Shape::OneLine { max } => json!({
             "type": "string",
             "maxLength": max,
@@ -190,8 +225,15 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
         }),
         Shape::AnyTable => json!({ "type": "object" }),
         Shape::Table(keys) => table(keys, registry),
+        Shape::TableWithOne { keys, one } => {
+            let mut out = table(keys, registry);
+            let cases: Vec<Value> = one.iter().map(|k| json!({ "required": [k] })).collect();
+            out["oneOf"] = Value::Array(cases);
+            out
+        }
         Shape::Tables(keys) => json!({ "type": "array", "items": table(keys, registry) }),
-        Shape::ToolName => json!({ "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" }),
+        Shape::Tools(keys) => json!({ "type": "array", "items": tool_entry(keys, registry) }),
+        Shape::ToolName => json!({ "type": "string", "pattern": TOOL_NAME }),
         Shape::Cron => json!({ "type": "string", "pattern": "^\\s*\\S+(\\s+\\S+){4}\\s*$" }),
         Shape::ObjectSchema => json!({
             "type": "object",
@@ -200,6 +242,38 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
         }),
         Shape::Chain => json!({ "type": "array", "items": { "$ref": "#/$defs/resolver" } }),
     }
+}
+
+/// A `[[tools]]` entry: at most one runner; an entry without `mcp` or `builtin` declares
+/// its tool, an `mcp` entry declares none, a `builtin` entry may only describe its own;
+/// `approval` only with a runner.
+fn tool_entry(keys: &[Key], registry: &Registry) -> Value {
+    let has = |k: &str| json!({ "required": [k] });
+    let mut pairs = Vec::new();
+    for (i, a) in TOOL_RUNNERS.iter().enumerate() {
+        for b in &TOOL_RUNNERS[i + 1..] {
+            pairs.push(json!({ "required": [a, b] }));
+        }
+    }
+    let runners: Vec<Value> = TOOL_RUNNERS.iter().map(|k| has(k)).collect();
+    let mut out = table(keys, registry);
+    out["allOf"] = json!([
+        { "not": { "anyOf": pairs } },
+        {
+            "if": has("mcp"),
+            "then": { "properties": { "name": false, "description": false, "input_schema": false } },
+        },
+        {
+            "if": has("builtin"),
+            "then": { "properties": { "name": false, "input_schema": false } },
+        },
+        {
+            "if": { "not": { "anyOf": [has("mcp"), has("builtin")] } },
+            "then": { "required": ["name", "description", "input_schema"] },
+        },
+        { "if": has("approval"), "then": { "anyOf": runners } },
+    ]);
+    out
 }
 
 /// Adds `doc` as the description and the default: as `default` when it is a value, in the

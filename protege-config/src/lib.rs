@@ -26,7 +26,7 @@
 //!
 //! Loading a persona runs in stages, one module each, read top to bottom: `source` (the
 //! file's text), `syntax` (TOML), `persona` (the schema, with `agent` for the `[agent]`
-//! and `[outbox]` tables), `chains` (the resolver entries,
+//! and `[outbox]` tables and `tools` for `[[tools]]`), `chains` (the resolver entries,
 //! with `registry` and `builtins` for each resolver's options); `set` loads a folder of
 //! them and `watch` reloads it.
 
@@ -35,6 +35,7 @@ mod builtins;
 mod chains;
 mod custom;
 mod diagnostic;
+mod env;
 mod error;
 mod event;
 mod json_schema;
@@ -48,6 +49,7 @@ mod source;
 mod syntax;
 mod template_span;
 mod templates;
+mod tools;
 mod watch;
 
 // One persona file and the resolvers it may name.
@@ -58,8 +60,11 @@ pub use source::PERSONA_FILE_MAX_BYTES;
 
 // A folder of personas, reloaded while the application runs.
 pub use event::Event;
-pub use set::PersonaSet;
+pub use set::{PersonaSet, PersonaSetBuilder};
 pub use watch::{DEFAULT_DEBOUNCE, Watch};
+
+// The environment variables personas name, checked when asked.
+pub use env::{EnvLookup, process_env};
 
 // Problems in a file, pointing at their place.
 pub use diagnostic::{Diagnostic, Diagnostics, render};

@@ -1,8 +1,8 @@
 //! Loading a persona, stage 3 of 4: the persona schema. [`Persona::parse`] runs the
 //! stages in order: the TOML syntax ([`syntax`](crate::syntax)), then the top-level keys
 //! and tables read here (`name`, `addresses`, `[model]`, `[limits]`, `[mail]`,
-//! `[[tools]]`, `[[responsibilities]]`; `[agent]` and `[outbox]` in
-//! [`agent`](crate::agent)), then the resolver chains
+//! `[[responsibilities]]`; `[agent]` and `[outbox]` in [`agent`](crate::agent),
+//! `[[tools]]` in [`tools`](crate::tools)), then the resolver chains
 //! ([`chains`](crate::chains)). Stage 1, the file's text, is [`source`](crate::source);
 //! a folder of personas is [`PersonaSet`](crate::PersonaSet).
 
@@ -11,20 +11,21 @@ use std::sync::Arc;
 
 use protege_core::{
     CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
-    Responsibility, ToolDef,
+    Responsibility,
 };
 use protege_schema::{
-    CACHE_MODES, LIMITS, MAIL, MODEL, PERSONA, PROVIDERS, RESPONSIBILITY, TOOL, key_names,
+    CACHE_MODES, LIMITS, MAIL, MODEL, PERSONA, PROVIDERS, RESPONSIBILITY, key_names,
 };
 use toml::de::{DeTable, DeValue};
 
-use crate::agent;
+use crate::agent::{self, is_loopback};
 use crate::chains::chain;
 use crate::diagnostic::{Diagnostics, lowercase_first, suggestion};
 use crate::reader::{self, Sink, Value, entries, get, required, unknown_keys};
 use crate::registry::Registry;
 use crate::syntax;
 use crate::templates::Templates;
+use crate::tools::{self, ToolNames};
 
 /// A validated persona: what it is, and its two resolver chains, built once at load.
 ///
@@ -147,15 +148,16 @@ fn read(
         .map(|v| limits(sink, v))
         .unwrap_or_default();
     let mail = get(doc, "mail").map(|v| mail(sink, v)).unwrap_or_default();
-    let agent = get(doc, "agent").and_then(|v| agent::agent(sink, v));
+    // Before the tables that name tools.
+    let tools = get(doc, "tools")
+        .map(|v| tools::tools(sink, v))
+        .unwrap_or_default();
+    let agent = get(doc, "agent").and_then(|v| agent::agent(sink, v, &tools.names));
     let outbox = get(doc, "outbox")
         .map(|v| agent::outbox(sink, v))
         .unwrap_or_default();
-    let tools = get(doc, "tools")
-        .map(|v| tools(sink, v))
-        .unwrap_or_default();
     let responsibilities = get(doc, "responsibilities")
-        .map(|v| responsibilities(sink, v))
+        .map(|v| responsibilities(sink, v, &tools.names))
         .unwrap_or_default();
     let message_chain = chain(
         sink,
@@ -180,7 +182,8 @@ fn read(
         addresses,
         vars,
         model,
-        tools,
+        tools: tools.defs,
+        tool_runners: tools.runners,
         responsibilities,
         limits,
         mail,
@@ -266,6 +269,27 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
                 sink.error(v.span(), message);
             }
         }
+    }
+    if let Some(v) = get(t, "api_key_env") {
+        model.api_key_env = agent::env_name(sink, v, "api_key_env");
+    }
+    if let Some(v) = get(t, "base_url")
+        && let Some((url, parsed)) = agent::http_url(sink, v, "base_url", "api_key_env")
+    {
+        if parsed.https || is_loopback(&parsed.host) {
+            model.base_url = Some(url);
+        } else {
+            sink.error(
+                v.span(),
+                format!(
+                    "`base_url` must be `https://`: TLS is required unless the host is a loopback address (`localhost`, `127.0.0.0/8`, `[::1]`), and `{}` is not one",
+                    parsed.host
+                ),
+            );
+        }
+    }
+    if let Some(v) = get(t, "timeout") {
+        model.timeout = agent::duration(sink, v, "timeout");
     }
     Some(model)
 }
@@ -364,57 +388,11 @@ pub fn addresses_in(source: &str) -> Vec<String> {
         .collect()
 }
 
-fn tools(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<ToolDef> {
-    let mut out: Vec<ToolDef> = Vec::new();
-    // Every name seen, also of entries with other problems (see `responsibilities`).
-    let mut seen: Vec<String> = Vec::new();
-    for (entry, t) in entries(sink, value, "tools") {
-        unknown_keys(sink, t, &key_names(TOOL), " in `[[tools]]`");
-        let name = required(sink, entry, t, "name", "a tool").and_then(|v| {
-            let n = reader::string(sink, v, "`name`")?;
-            let valid = !n.is_empty()
-                && n.len() <= 64
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if !valid {
-                sink.error(
-                    v.span(),
-                    format!(
-                        "invalid tool name `{n}`: use 1 to 64 ASCII letters, digits, `_` or `-`"
-                    ),
-                );
-                return None;
-            }
-            if seen.contains(&n) {
-                sink.error(v.span(), format!("duplicate tool `{n}`"));
-                return None;
-            }
-            seen.push(n.clone());
-            Some(n)
-        });
-        let description = required(sink, entry, t, "description", "a tool")
-            .and_then(|v| reader::string(sink, v, "`description`"));
-        let schema = required(sink, entry, t, "input_schema", "a tool").and_then(|v| {
-            let table = reader::table(sink, v, "`input_schema`")?;
-            let object = reader::table_to_json(sink, table, "`input_schema`")?;
-            if object.get("type").and_then(|t| t.as_str()) != Some("object") {
-                sink.error(v.span(), "`input_schema` must declare `type = \"object\"`");
-                return None;
-            }
-            Some(serde_json::Value::Object(object))
-        });
-        if let (Some(name), Some(description), Some(input_schema)) = (name, description, schema) {
-            out.push(ToolDef {
-                name,
-                description,
-                input_schema,
-            });
-        }
-    }
-    out
-}
-
-fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibility> {
+fn responsibilities(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    tools: &ToolNames,
+) -> Vec<Responsibility> {
     let mut out: Vec<Responsibility> = Vec::new();
     // Every name seen, also of entries with other problems, so that a duplicate is
     // reported whatever else is wrong with either entry.
@@ -452,11 +430,16 @@ fn responsibilities(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<Responsibilit
         let instructions = get(t, "instructions")
             .and_then(|v| reader::string(sink, v, "`instructions`"))
             .unwrap_or_default();
-        if let (Some(name), Some(schedule)) = (name, schedule) {
+        let tools = match get(t, "tools") {
+            Some(v) => tools.check(sink, v, "tools"),
+            None => Some(Vec::new()),
+        };
+        if let (Some(name), Some(schedule), Some(tools)) = (name, schedule, tools) {
             out.push(Responsibility {
                 name,
                 schedule,
                 instructions,
+                tools,
             });
         }
     }

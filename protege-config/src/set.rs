@@ -9,6 +9,7 @@ use arc_swap::ArcSwap;
 use foldhash::quality::RandomState;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::env::{EnvLookup, process_env};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::persona::Persona;
@@ -27,6 +28,8 @@ pub struct PersonaSet {
 pub(crate) struct Shared {
     pub(crate) dir: PathBuf,
     registry: Registry,
+    /// Where the environment variables the personas name are read, when they are checked.
+    env: Option<Arc<EnvLookup>>,
     state: ArcSwap<State>,
     /// Serialises writers (readers never wait) and remembers the rejected files.
     write: Mutex<Rejections>,
@@ -87,6 +90,70 @@ impl std::fmt::Debug for PersonaSet {
     }
 }
 
+/// How a [`PersonaSet`] loads: its folder, its resolvers, and whether the environment
+/// variables its personas name are checked.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(
+///     dir.path().join("support.toml"),
+///     "[model]\nprovider = \"openai\"\napi_key_env = \"SUPPORT_KEY\"\n\n[agent]\n",
+/// )
+/// .unwrap();
+/// let (set, problems) = protege::config::PersonaSet::builder(dir.path())
+///     .env(|_| None)
+///     .load()
+///     .unwrap();
+/// assert!(set.is_empty());
+/// assert!(problems[0].message().contains("`SUPPORT_KEY`, which is not set"));
+/// ```
+#[derive(Clone)]
+pub struct PersonaSetBuilder {
+    dir: PathBuf,
+    registry: Registry,
+    env: Option<Arc<EnvLookup>>,
+}
+
+impl std::fmt::Debug for PersonaSetBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersonaSetBuilder")
+            .field("dir", &self.dir)
+            .field("check_env", &self.env.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PersonaSetBuilder {
+    /// The resolvers the personas may name (default: the built-ins).
+    #[must_use = "returns the changed builder"]
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Whether a persona naming an environment variable this process does not have is
+    /// rejected, at load and at every reload (default: false, the environment is not
+    /// read). See [`Persona::env_diagnostics`] for which variables count.
+    #[must_use = "returns the changed builder"]
+    pub fn check_env(mut self, check: bool) -> Self {
+        self.env = check.then(|| Arc::new(process_env) as Arc<EnvLookup>);
+        self
+    }
+
+    /// Checks the environment variables with `lookup` instead of this process's
+    /// environment (implies [`check_env`](Self::check_env)).
+    #[must_use = "returns the changed builder"]
+    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.env = Some(Arc::new(lookup));
+        self
+    }
+
+    /// Loads every `*.toml` file of the folder, as [`PersonaSet::load`] does.
+    pub fn load(self) -> Result<(PersonaSet, Diagnostics)> {
+        PersonaSet::from_builder(self).load_files()
+    }
+}
+
 impl PersonaSet {
     /// Loads every `*.toml` file of `dir` with the built-in resolvers. Returns the set of
     /// valid personas and the problems of the invalid files (sorted by file, then line).
@@ -100,7 +167,35 @@ impl PersonaSet {
         dir: impl Into<PathBuf>,
         registry: Registry,
     ) -> Result<(PersonaSet, Diagnostics)> {
-        let set = Self::empty(dir, registry);
+        Self::builder(dir).registry(registry).load()
+    }
+
+    /// How to load `dir` with more settings than [`load_with`](Self::load_with) takes:
+    /// the built-in resolvers and no check of the environment unless set.
+    pub fn builder(dir: impl Into<PathBuf>) -> PersonaSetBuilder {
+        PersonaSetBuilder {
+            dir: dir.into(),
+            registry: Registry::new(),
+            env: None,
+        }
+    }
+
+    fn from_builder(builder: PersonaSetBuilder) -> PersonaSet {
+        PersonaSet {
+            shared: Arc::new(Shared {
+                dir: builder.dir,
+                registry: builder.registry,
+                env: builder.env,
+                state: ArcSwap::from_pointee(State::default()),
+                write: Mutex::new(Rejections::default()),
+                keys: RandomState::default(),
+            }),
+        }
+    }
+
+    /// Reads every file of the folder into this new set.
+    fn load_files(self) -> Result<(PersonaSet, Diagnostics)> {
+        let set = self;
         let mut diagnostics = Diagnostics::default();
         let mut state = State::default();
         let mut rejected = Rejections::default();
@@ -126,15 +221,7 @@ impl PersonaSet {
     /// A set of no personas for `dir`, without reading it: what an engine serves when its
     /// persona folder is missing and it only writes the database.
     pub fn empty(dir: impl Into<PathBuf>, registry: Registry) -> PersonaSet {
-        PersonaSet {
-            shared: Arc::new(Shared {
-                dir: dir.into(),
-                registry,
-                state: ArcSwap::from_pointee(State::default()),
-                write: Mutex::new(Rejections::default()),
-                keys: RandomState::default(),
-            }),
-        }
+        Self::from_builder(Self::builder(dir).registry(registry))
     }
 
     /// The folder this set reads.
@@ -270,7 +357,18 @@ impl PersonaSet {
             // Also what a half-written save looks like: never replace a persona with it.
             Err(vec![Diagnostic::whole_file(path, "the persona file is empty")].into())
         } else {
-            Persona::parse_sharing(path, source, &self.shared.registry, templates)
+            let persona = Persona::parse_sharing(path, source, &self.shared.registry, templates)?;
+            match &self.shared.env {
+                Some(env) => {
+                    let problems = persona.env_diagnostics(source, env.as_ref());
+                    if problems.is_empty() {
+                        Ok(persona)
+                    } else {
+                        Err(problems.into())
+                    }
+                }
+                None => Ok(persona),
+            }
         }
     }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use protege_config::{Persona, Registry};
 use protege_core::{
-    Approval, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER, DEFAULT_MAX_CC, PersonaAgent,
-    PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
+    AfterPerson, Approval, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER, DEFAULT_MAX_CC,
+    PersonaAgent, PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
 };
 use protege_schema::{AGENT, APPROVALS, Default, Key, OUTBOX, REPLY_MODES, UNAUTHENTICATED};
 
@@ -92,6 +92,19 @@ fn an_empty_agent_table_is_there_with_the_defaults() {
         reply_all: false,
         max_cc: 10,
         html: false,
+        answer_automated: false,
+        answer_cc: true,
+        after_person: AfterPerson::Skip,
+        max_age: Duration::from_secs(7 * 86_400),
+        max_replies_per_thread_per_day: 5,
+        max_replies_per_correspondent_per_day: 10,
+        max_replies_per_day: 1000,
+        tokens_per_day: None,
+        provider_attempts: 5,
+        max_attempts: 3,
+        give_up_after: Duration::from_secs(24 * 3600),
+        pause: Duration::from_secs(600),
+        reply_tools: None,
     };
     assert_eq!(agent("[agent]"), Some(expected.clone()));
     assert_eq!(PersonaAgent::default(), expected);
@@ -110,6 +123,7 @@ fn every_agent_key_is_read() {
             reply_all: true,
             max_cc: 3,
             html: true,
+            ..PersonaAgent::default()
         })
     );
     // Each key alone leaves the others at their defaults.

@@ -1,8 +1,12 @@
 //! The `[agent]` and `[outbox]` tables of a persona: whether and how its replies are sent,
-//! when they wait for a person, and the SMTP server they leave through.
+//! when they wait for a person, which mail the agent answers and how often, and the SMTP
+//! server the replies leave through; and what runs each tool of `[[tools]]` (`http`, `mcp`
+//! or `builtin`).
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::message::ToolDef;
 
 /// What happens to a reply (`[agent] reply`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -65,13 +69,98 @@ macro_rules! names {
     };
 }
 
+/// What the agent does with a message of a thread whose newest outbound message a person
+/// wrote (`[agent] after_person`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum AfterPerson {
+    /// The job is skipped (`person_replied`): a person has taken the thread over.
+    #[default]
+    Skip,
+    /// The message is answered like any other.
+    Answer,
+}
+
+/// A tool protege carries itself (`[[tools]] builtin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuiltinTool {
+    /// `read_attachment`: an attachment of the trigger's thread, by id.
+    ReadAttachment,
+}
+
 names!(ReplyMode { Send => "send", Draft => "draft", Off => "off" });
 names!(Approval { Never => "never", Always => "always", FirstContact => "first_contact" });
 names!(Unauthenticated { Draft => "draft", Send => "send", Skip => "skip" });
+names!(AfterPerson { Skip => "skip", Answer => "answer" });
+names!(BuiltinTool { ReadAttachment => "read_attachment" });
+
+/// The description the model reads of `read_attachment`, unless the entry gives its own.
+pub const READ_ATTACHMENT_DESCRIPTION: &str = "Read an attachment of this email thread by its id (the `id` the attachments list shows): its text, or the image or document itself.";
+
+impl BuiltinTool {
+    /// The tool as the model is offered it: its name, the default description and its
+    /// input schema.
+    pub fn tool_def(self) -> ToolDef {
+        match self {
+            BuiltinTool::ReadAttachment => ToolDef {
+                name: self.as_str().to_owned(),
+                description: READ_ATTACHMENT_DESCRIPTION.to_owned(),
+                input_schema: serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "attachment_id": {
+                            "type": "integer",
+                            "description": "The id of the attachment, as the attachments list of a message shows it."
+                        }
+                    },
+                    "required": ["attachment_id"]
+                }),
+            },
+        }
+    }
+}
 
 /// The default of `[agent] max_cc`: the most Cc recipients of a reply sent without
 /// approval.
 pub const DEFAULT_MAX_CC: usize = 10;
+
+/// The default of `[agent] max_age`: a message whose Date is more than this before it was
+/// received is not answered (`stale`; 7 days).
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The default of `[agent] max_replies_per_thread_per_day`: the most replies of one thread
+/// in the last 24 hours.
+pub const DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY: u32 = 5;
+
+/// The default of `[agent] max_replies_per_correspondent_per_day`: the most replies to one
+/// recipient (To or Cc, any thread) in the last 24 hours.
+pub const DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY: u32 = 10;
+
+/// The default of `[agent] max_replies_per_day`: the most replies of the persona in the
+/// last 24 hours.
+pub const DEFAULT_MAX_REPLIES_PER_DAY: u32 = 1000;
+
+/// The default of `[agent] provider_attempts`: the most requests for one round within one
+/// claim of a job, the first included.
+pub const DEFAULT_PROVIDER_ATTEMPTS: u32 = 5;
+
+/// The default of `[agent] max_attempts`: the most claims of a job that does not finish
+/// before it fails (`crashed`).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// The default of `[agent] give_up_after`: how long a job whose provider keeps failing is
+/// retried before it fails (24 hours). Not the outbox's [`DEFAULT_GIVE_UP_AFTER`].
+pub const DEFAULT_JOB_GIVE_UP_AFTER: Duration = Duration::from_secs(24 * 3600);
+
+/// The default of `[agent] pause`: how long the jobs of a persona wait after the provider
+/// refused its key or model (401, 403, 404), unless the file changes first (10 minutes).
+pub const DEFAULT_PAUSE: Duration = Duration::from_secs(10 * 60);
+
+/// The default of `[model] timeout`: the most one provider request may take (120 s).
+pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The default of the `timeout` of an `http` or `mcp` tool: the most one call may take
+/// (30 s).
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `[agent]` table of a persona, as far as its replies are concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +180,38 @@ pub struct PersonaAgent {
     /// `html` (default false): the reply is `multipart/alternative` with the Markdown
     /// rendered to HTML.
     pub html: bool,
+    /// `answer_automated` (default false): automated mail (auto-replies, bulk and list
+    /// mail, delivery reports) is answered too.
+    pub answer_automated: bool,
+    /// `answer_cc` (default true): mail that names the persona only in Cc is answered.
+    pub answer_cc: bool,
+    /// `after_person` (default [`AfterPerson::Skip`]).
+    pub after_person: AfterPerson,
+    /// `max_age` (default [`DEFAULT_MAX_AGE`]).
+    pub max_age: Duration,
+    /// `max_replies_per_thread_per_day` (default
+    /// [`DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY`]).
+    pub max_replies_per_thread_per_day: u32,
+    /// `max_replies_per_correspondent_per_day` (default
+    /// [`DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY`]).
+    pub max_replies_per_correspondent_per_day: u32,
+    /// `max_replies_per_day` (default [`DEFAULT_MAX_REPLIES_PER_DAY`]).
+    pub max_replies_per_day: u32,
+    /// `tokens_per_day`: all tokens of the persona's runs since 00:00 UTC past which jobs
+    /// wait for the next day; `None` (the default) for no limit.
+    pub tokens_per_day: Option<u64>,
+    /// `provider_attempts` (default [`DEFAULT_PROVIDER_ATTEMPTS`]).
+    pub provider_attempts: u32,
+    /// `max_attempts` (default [`DEFAULT_MAX_ATTEMPTS`]).
+    pub max_attempts: u32,
+    /// `give_up_after` (default [`DEFAULT_JOB_GIVE_UP_AFTER`]).
+    pub give_up_after: Duration,
+    /// `pause` (default [`DEFAULT_PAUSE`]).
+    pub pause: Duration,
+    /// `reply_tools`: the tools a reply run offers, by name; `None` (the default) for
+    /// every tool of the persona. The names are checked at load: each is a tool of the
+    /// persona, or matches the `allow` of one of its `mcp` entries.
+    pub reply_tools: Option<Vec<String>>,
 }
 
 impl Default for PersonaAgent {
@@ -102,6 +223,19 @@ impl Default for PersonaAgent {
             reply_all: false,
             max_cc: DEFAULT_MAX_CC,
             html: false,
+            answer_automated: false,
+            answer_cc: true,
+            after_person: AfterPerson::default(),
+            max_age: DEFAULT_MAX_AGE,
+            max_replies_per_thread_per_day: DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY,
+            max_replies_per_correspondent_per_day: DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY,
+            max_replies_per_day: DEFAULT_MAX_REPLIES_PER_DAY,
+            tokens_per_day: None,
+            provider_attempts: DEFAULT_PROVIDER_ATTEMPTS,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            give_up_after: DEFAULT_JOB_GIVE_UP_AFTER,
+            pause: DEFAULT_PAUSE,
+            reply_tools: None,
         }
     }
 }
@@ -112,6 +246,104 @@ impl PersonaAgent {
     pub fn always_drafts(&self) -> bool {
         self.reply == ReplyMode::Draft || self.approval == Approval::Always
     }
+
+    /// Whether a reply run offers the tool called `name` (`reply_tools`, every tool when
+    /// unset).
+    pub fn offers_reply_tool(&self, name: &str) -> bool {
+        self.reply_tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
+}
+
+/// A tool of `[[tools]]` that protege runs: an `http` or `builtin` tool, or the tools of an
+/// `mcp` server. An entry without a runner is a tool the application runs; it has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonaTool {
+    /// The tool's name; `None` for an `mcp` entry, whose tools the server lists.
+    pub name: Option<String>,
+    /// What runs it.
+    pub runner: ToolRunner,
+    /// `approval` (default false): a run that calls it waits for a person before the call
+    /// is made.
+    pub approval: bool,
+}
+
+/// What runs a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRunner {
+    /// `http = { url, secret_env, timeout }`: a signed `POST` of the input.
+    Http(HttpTool),
+    /// `mcp = { url | command, allow, token_env, timeout }`: the tools an MCP server lists.
+    Mcp(McpTool),
+    /// `builtin = "NAME"`: a tool protege carries.
+    Builtin(BuiltinTool),
+}
+
+/// An `http` tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpTool {
+    /// `url`: an `http://` or `https://` URL, the input `POST`ed to it.
+    pub url: String,
+    /// `secret_env`: the environment variable holding the key of the request signature.
+    pub secret_env: Option<String>,
+    /// `timeout` (default [`DEFAULT_TOOL_TIMEOUT`]): the most one call may take.
+    pub timeout: Duration,
+}
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpServer {
+    /// `url`: streamable HTTP.
+    Url(String),
+    /// `command`: a program and its arguments, spoken to over its standard input and
+    /// output.
+    Command(Vec<String>),
+}
+
+/// An `mcp` entry: the tools of an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpTool {
+    /// `url` or `command`, exactly one.
+    pub server: McpServer,
+    /// `allow` (default `["*"]`): the patterns of the tool names offered, `*` standing for
+    /// any run of characters.
+    pub allow: Vec<String>,
+    /// `token_env`: the environment variable holding the bearer token of a `url` server.
+    pub token_env: Option<String>,
+    /// `timeout` (default [`DEFAULT_TOOL_TIMEOUT`]): the most one call may take.
+    pub timeout: Duration,
+}
+
+impl McpTool {
+    /// Whether a tool the server lists as `name` is offered: it matches a pattern of
+    /// `allow`.
+    pub fn allows(&self, name: &str) -> bool {
+        self.allow.iter().any(|pattern| glob_matches(pattern, name))
+    }
+}
+
+/// Whether `name` matches `pattern`, in which `*` stands for any run of characters (none
+/// too) and every other character for itself.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    // `split` yields at least one part.
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = parts.collect();
+    let Some(last) = parts.pop() else {
+        // No `*`: the whole name.
+        return rest.is_empty();
+    };
+    for part in parts {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// How the connection to the SMTP server is secured (`[outbox] smtp` and `tls`).
@@ -174,6 +406,40 @@ impl Default for PersonaOutbox {
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             ca_file: None,
             from_name: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn star_stands_for_any_run() {
+        for (pattern, name) in [
+            ("*", "anything"),
+            ("*", ""),
+            ("search_*", "search_"),
+            ("search_*", "search_articles"),
+            ("*_article", "get_article"),
+            ("get_*_v2", "get_order_v2"),
+            ("a*b*c", "abc"),
+            ("a*b*c", "a-x-b-y-c"),
+            ("exact", "exact"),
+            ("**", "x"),
+        ] {
+            assert!(glob_matches(pattern, name), "{pattern} {name}");
+        }
+        for (pattern, name) in [
+            ("search_*", "research_x"),
+            ("search_*", "search"),
+            ("*_article", "get_articles"),
+            ("a*b*c", "acb"),
+            ("a*a", "a"),
+            ("exact", "exactly"),
+            ("", "x"),
+        ] {
+            assert!(!glob_matches(pattern, name), "{pattern} {name}");
         }
     }
 }

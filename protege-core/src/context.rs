@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
@@ -29,7 +30,26 @@ pub enum Provider {
     Anthropic,
 }
 
-/// The `[model]` table of a persona: used by the wire formats.
+impl Provider {
+    /// The environment variable holding the API key when `[model] api_key_env` is unset.
+    pub fn default_api_key_env(self) -> &'static str {
+        match self {
+            Provider::Openai => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// Where requests go when `[model] base_url` is unset.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::Openai => "https://api.openai.com",
+            Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+}
+
+/// The `[model]` table of a persona: used by the wire formats, and by the agent to reach
+/// the provider.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelConfig {
     /// The provider, when set.
@@ -41,6 +61,94 @@ pub struct ModelConfig {
     /// Whether wire bodies ask the provider to cache their prefix (`[model] cache`).
     #[serde(default)]
     pub cache: CacheMode,
+    /// `api_key_env` as written: the environment variable holding the API key (see
+    /// [`api_key_env`](Self::api_key_env) for the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// `base_url` as written (see [`base_url`](Self::base_url) for the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// `timeout` as written (see [`timeout`](Self::timeout) for the default); in JSON,
+    /// whole seconds followed by `s`, as in `"120s"`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "seconds_text"
+    )]
+    pub timeout: Option<Duration>,
+}
+
+impl ModelConfig {
+    /// The environment variable holding the API key: `api_key_env`, else the provider's
+    /// ([`Provider::default_api_key_env`]); `None` without either.
+    pub fn api_key_env(&self) -> Option<&str> {
+        self.api_key_env
+            .as_deref()
+            .or_else(|| self.provider.map(Provider::default_api_key_env))
+    }
+
+    /// Where requests go: `base_url`, else the provider's
+    /// ([`Provider::default_base_url`]); `None` without either.
+    pub fn base_url(&self) -> Option<&str> {
+        self.base_url
+            .as_deref()
+            .or_else(|| self.provider.map(Provider::default_base_url))
+    }
+
+    /// The most one provider request may take: `timeout`, else
+    /// [`DEFAULT_MODEL_TIMEOUT`](crate::DEFAULT_MODEL_TIMEOUT).
+    pub fn timeout(&self) -> Duration {
+        self.timeout.unwrap_or(crate::DEFAULT_MODEL_TIMEOUT)
+    }
+}
+
+/// A duration as whole seconds followed by `s` (`"120s"`), read back from that form or
+/// from a count of `m`, `h` or `d`.
+mod seconds_text {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) => serializer.serialize_str(&format!("{}s", d.as_secs())),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        let invalid = || {
+            serde::de::Error::custom(format!(
+                "invalid duration `{text}`: expected a count and a unit `s`, `m`, `h` or `d`, such as `\"120s\"`"
+            ))
+        };
+        let unit = text.chars().last().ok_or_else(invalid)?;
+        let per_unit: u64 = match unit {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => return Err(invalid()),
+        };
+        let digits = &text[..text.len() - 1];
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        let seconds = digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(per_unit))
+            .ok_or_else(invalid)?;
+        Ok(Some(Duration::from_secs(seconds)))
+    }
 }
 
 /// A scheduled task of a persona.
@@ -52,6 +160,10 @@ pub struct Responsibility {
     pub schedule: String,
     /// What to do.
     pub instructions: String,
+    /// `tools`: the tools a scheduled run of the agent offers, by name (none by default).
+    /// The names are checked at load as `[agent] reply_tools` are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 /// What a persona is, apart from its chains: the data templates and wire formats read.
@@ -67,8 +179,13 @@ pub struct PersonaInfo {
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// The model, when configured.
     pub model: Option<ModelConfig>,
-    /// The tools the model may call.
+    /// The tools the model may call: each `[[tools]]` entry that declares one (`name`,
+    /// `description`, `input_schema`) and each `builtin`, in file order. The tools of `mcp`
+    /// entries are listed by their servers, not here.
     pub tools: Vec<ToolDef>,
+    /// What runs the tools protege runs itself (`http`, `mcp` and `builtin` entries), in
+    /// file order; a tool of [`tools`](Self::tools) without one is the application's.
+    pub tool_runners: Vec<crate::PersonaTool>,
     /// The scheduled tasks.
     pub responsibilities: Vec<Responsibility>,
     /// The persona's own template budget (`[limits]`), over the application's.
@@ -167,6 +284,23 @@ impl PersonaInfo {
     /// The responsibility called `name`.
     pub fn responsibility(&self, name: &str) -> Option<&Responsibility> {
         self.responsibilities.iter().find(|r| r.name == name)
+    }
+
+    /// What runs the tool called `name`: its `http` or `builtin` entry, else the first
+    /// `mcp` entry whose `allow` matches it; `None` for a tool the application runs or
+    /// none of the persona.
+    pub fn tool_runner(&self, name: &str) -> Option<&crate::PersonaTool> {
+        self.tool_runners
+            .iter()
+            .find(|t| t.name.as_deref() == Some(name))
+            .or_else(|| {
+                if self.tools.iter().any(|t| t.name == name) {
+                    return None;
+                }
+                self.tool_runners
+                    .iter()
+                    .find(|t| matches!(&t.runner, crate::ToolRunner::Mcp(mcp) if mcp.allows(name)))
+            })
     }
 }
 

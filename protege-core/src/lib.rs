@@ -15,6 +15,7 @@
 //! let chain = DynChain::new().with(LoadText::template("You are {{ persona.name }}."));
 //! let responsibility = Responsibility {
 //!     name: "digest".into(), schedule: "0 8 * * *".into(), instructions: "Sum up.".into(),
+//!     tools: Vec::new(),
 //! };
 //! let ctx = Context::builder(PersonaInfo::new("support"), AppConfig::new("."),
 //!     Trigger::Responsibility(responsibility)).build();
@@ -78,8 +79,13 @@ pub use request::{build_request, user_turn};
 
 // A run's input.
 pub use agent_config::{
-    Approval, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER, DEFAULT_MAX_CC, PersonaAgent,
-    PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
+    AfterPerson, Approval, BuiltinTool, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER,
+    DEFAULT_JOB_GIVE_UP_AFTER, DEFAULT_MAX_AGE, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CC,
+    DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY, DEFAULT_MAX_REPLIES_PER_DAY,
+    DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY, DEFAULT_MODEL_TIMEOUT, DEFAULT_PAUSE,
+    DEFAULT_PROVIDER_ATTEMPTS, DEFAULT_TOOL_TIMEOUT, HttpTool, McpServer, McpTool, PersonaAgent,
+    PersonaOutbox, PersonaTool, READ_ATTACHMENT_DESCRIPTION, ReplyMode, SmtpSecurity, SmtpServer,
+    ToolRunner, Unauthenticated, glob_matches,
 };
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,

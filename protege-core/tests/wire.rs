@@ -265,6 +265,7 @@ fn model_comes_from_override_or_persona_else_error() {
         name: Some("claude-sonnet-4-5".into()),
         max_tokens: Some(64),
         cache: CacheMode::Off,
+        ..ModelConfig::default()
     };
     assert_eq!(
         ModelSpec::resolve(Some(&persona), None).unwrap(),

@@ -1,6 +1,7 @@
 //! The keys of a persona file outside its resolver chains: the top level, `[model]`,
-//! `[limits]`, `[mail]`, `[agent]`, `[outbox]`, `[[tools]]` and `[[responsibilities]]`, each
-//! with the shape of its value, its default and what it does.
+//! `[limits]`, `[mail]`, `[agent]`, `[outbox]`, `[[tools]]` (with its `http` and `mcp`
+//! tables) and `[[responsibilities]]`, each with the shape of its value, its default and
+//! what it does.
 //!
 //! The TOML reader of `protege-config` takes the keys a table may have from here, and the
 //! JSON Schema of a persona file (`protege schema`) is generated from these tables and the
@@ -33,6 +34,20 @@ pub enum Shape {
     /// The name of an environment variable: ASCII letters, digits and `_`, not starting
     /// with a digit.
     EnvVar,
+    /// An `http://` or `https://` URL: a host (an IPv6 address in brackets) and an
+    /// optional port, then a path and a query if any; no login, no fragment.
+    HttpUrl,
+    /// A URL as [`Shape::HttpUrl`], `https://` unless the host is a loopback address
+    /// (`localhost`, `127.0.0.0/8`, `[::1]`): the provider's, which receives the API key.
+    ProviderUrl,
+    /// An array of tool names, each once: a tool of the persona, or a name the `allow` of
+    /// one of its `mcp` entries matches.
+    ToolNames,
+    /// An array of tool-name patterns: ASCII letters, digits, `_` and `-`, and `*`
+    /// standing for any run of them.
+    ToolPatterns,
+    /// An array of strings, not empty, the first not blank: a program and its arguments.
+    Command,
     /// One line of text, not blank: no control characters, at most `max` characters.
     OneLine {
         /// The most characters accepted.
@@ -46,8 +61,20 @@ pub enum Shape {
     AnyTable,
     /// A table with these keys.
     Table(&'static [Key]),
-    /// An array of tables with these keys (`[[tools]]`).
+    /// A table with these keys and exactly one of `one` (`mcp`: `url` or `command`).
+    TableWithOne {
+        /// The keys.
+        keys: &'static [Key],
+        /// The keys of which the table has exactly one.
+        one: &'static [&'static str],
+    },
+    /// An array of tables with these keys (`[[responsibilities]]`).
     Tables(&'static [Key]),
+    /// The entries of `[[tools]]`, with these keys: at most one of `http`, `mcp` and
+    /// `builtin`; `name`, `description` and `input_schema` required in an entry without
+    /// `mcp` or `builtin`; an `mcp` entry without any of the three, a `builtin` entry
+    /// without `name` and `input_schema`.
+    Tools(&'static [Key]),
     /// A tool name: 1 to 64 ASCII letters, digits, `_` or `-`, unique in the file.
     ToolName,
     /// A standard cron expression of 5 fields.
@@ -95,11 +122,20 @@ pub const APPROVALS: [&str; 3] = ["never", "always", "first_contact"];
 /// The values of `[agent] unauthenticated`.
 pub const UNAUTHENTICATED: [&str; 3] = ["draft", "send", "skip"];
 
+/// The values of `[agent] after_person`.
+pub const AFTER_PERSON: [&str; 2] = ["skip", "answer"];
+
+/// The tools `[[tools]] builtin` names.
+pub const BUILTIN_TOOLS: [&str; 1] = ["read_attachment"];
+
+/// The keys of a `[[tools]]` entry of which it has at most one: what runs the tool.
+pub const TOOL_RUNNERS: [&str; 3] = ["http", "mcp", "builtin"];
+
 /// The values of `[outbox] tls`: only `none`, for a loopback server.
 pub const TLS_MODES: [&str; 1] = ["none"];
 
 /// The longest duration a persona file may give (`[outbox] give_up_after`,
-/// `attempt_timeout`), in days.
+/// `attempt_timeout`, the durations of `[agent]`, the timeouts), in days.
 pub const DURATION_MAX_DAYS: u64 = 365;
 
 /// The most characters of `[outbox] from_name`.
@@ -163,9 +199,9 @@ pub const PERSONA: &[Key] = &[
     ),
     key(
         "tools",
-        Shape::Tables(TOOL),
+        Shape::Tools(TOOL),
         Default::Unset("none"),
-        "the tools the model may call",
+        "the tools the model may call, and what runs them",
     ),
     key(
         "message_resolvers",
@@ -214,6 +250,24 @@ pub const MODEL: &[Key] = &[
         Shape::OneOf(&CACHE_MODES),
         Default::Word("auto"),
         "`auto` marks prompt-cache breakpoints in Anthropic bodies, `off` marks none",
+    ),
+    key(
+        "api_key_env",
+        Shape::EnvVar,
+        Default::Unset("`ANTHROPIC_API_KEY` or `OPENAI_API_KEY`, by `provider`"),
+        "the name of the environment variable holding the provider's API key (the agent's)",
+    ),
+    key(
+        "base_url",
+        Shape::ProviderUrl,
+        Default::Unset("`https://api.anthropic.com` or `https://api.openai.com`, by `provider`"),
+        "where the agent sends its requests: `https://`, or `http://` to a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`)",
+    ),
+    key(
+        "timeout",
+        Shape::Duration,
+        Default::Word("120s"),
+        "the most one request of the agent to the provider may take, such as `\"90s\"`",
     ),
 ];
 
@@ -317,6 +371,84 @@ pub const AGENT: &[Key] = &[
         Default::Flag(false),
         "a reply is `multipart/alternative`, its Markdown also rendered to HTML",
     ),
+    key(
+        "answer_automated",
+        Shape::Flag,
+        Default::Flag(false),
+        "automated mail (auto-replies, bulk and list mail, delivery reports) is answered too",
+    ),
+    key(
+        "answer_cc",
+        Shape::Flag,
+        Default::Flag(true),
+        "mail that names the persona only in Cc is answered",
+    ),
+    key(
+        "after_person",
+        Shape::OneOf(&AFTER_PERSON),
+        Default::Word("skip"),
+        "a message of a thread whose newest outbound message a person wrote: `skip` leaves it to the person, `answer` answers it",
+    ),
+    key(
+        "max_age",
+        Shape::Duration,
+        Default::Word("7d"),
+        "a message whose Date is more than this before it was received is not answered",
+    ),
+    key(
+        "max_replies_per_thread_per_day",
+        Shape::Positive { max: u64::MAX },
+        Default::Count(5),
+        "the most replies of one thread in the last 24 hours",
+    ),
+    key(
+        "max_replies_per_correspondent_per_day",
+        Shape::Positive { max: u64::MAX },
+        Default::Count(10),
+        "the most replies to one recipient (To or Cc, any thread) in the last 24 hours",
+    ),
+    key(
+        "max_replies_per_day",
+        Shape::Positive { max: u64::MAX },
+        Default::Count(1000),
+        "the most replies of the persona in the last 24 hours",
+    ),
+    key(
+        "tokens_per_day",
+        Shape::Positive { max: u64::MAX },
+        Default::Unset("no limit"),
+        "the tokens of the persona's runs since 00:00 UTC past which jobs wait for the next day",
+    ),
+    key(
+        "provider_attempts",
+        Shape::Positive { max: u64::MAX },
+        Default::Count(5),
+        "the most requests for one round within one claim of a job, before it waits its turn again",
+    ),
+    key(
+        "max_attempts",
+        Shape::Positive { max: u64::MAX },
+        Default::Count(3),
+        "the most claims of a job that does not finish before it fails",
+    ),
+    key(
+        "give_up_after",
+        Shape::Duration,
+        Default::Word("24h"),
+        "how long a job whose provider keeps failing is retried before it fails, such as `\"12h\"`",
+    ),
+    key(
+        "pause",
+        Shape::Duration,
+        Default::Word("10m"),
+        "how long the persona's jobs wait after the provider refused its key or model (401, 403, 404), unless the file changes first",
+    ),
+    key(
+        "reply_tools",
+        Shape::ToolNames,
+        Default::Unset("every tool"),
+        "the tools a reply run offers, by name",
+    ),
 ];
 
 /// `[outbox]`.
@@ -378,20 +510,105 @@ pub const TOOL: &[Key] = &[
     key(
         "name",
         Shape::ToolName,
-        Default::Required,
+        Default::Unset("none: required in an entry without `mcp` or `builtin`"),
         "the tool's name: 1 to 64 ASCII letters, digits, `_` or `-`, unique in the file",
     ),
     key(
         "description",
         Shape::Text,
-        Default::Required,
+        Default::Unset(
+            "none: required in an entry without `mcp` or `builtin`; with `builtin`, it replaces the tool's own",
+        ),
         "what the tool does, for the model",
     ),
     key(
         "input_schema",
         Shape::ObjectSchema,
-        Default::Required,
+        Default::Unset("none: required in an entry without `mcp` or `builtin`"),
         "the JSON Schema of the tool's input, with `type = \"object\"`",
+    ),
+    key(
+        "http",
+        Shape::Table(HTTP_TOOL),
+        Default::Unset("none: the application runs the tool"),
+        "protege runs the tool: a signed `POST` of its input to `url`",
+    ),
+    key(
+        "mcp",
+        Shape::TableWithOne {
+            keys: MCP_TOOL,
+            one: &["url", "command"],
+        },
+        Default::Unset("none"),
+        "the tools an MCP server lists, filtered by `allow`: the entry declares no tool itself",
+    ),
+    key(
+        "builtin",
+        Shape::OneOf(&BUILTIN_TOOLS),
+        Default::Unset("none"),
+        "a tool protege carries: `read_attachment`, an attachment of the trigger's thread by id",
+    ),
+    key(
+        "approval",
+        Shape::Flag,
+        Default::Flag(false),
+        "a run calling the tool waits for a person before the call is made (with `http`, `mcp` or `builtin`)",
+    ),
+];
+
+/// The `http` table of a `[[tools]]` entry.
+pub const HTTP_TOOL: &[Key] = &[
+    key(
+        "url",
+        Shape::HttpUrl,
+        Default::Required,
+        "where the input is `POST`ed: an `http://` or `https://` URL",
+    ),
+    key(
+        "secret_env",
+        Shape::EnvVar,
+        Default::Unset("none: the requests are not signed"),
+        "the name of the environment variable holding the key of `X-Protege-Signature`",
+    ),
+    key(
+        "timeout",
+        Shape::Duration,
+        Default::Word("30s"),
+        "the most one call may take, such as `\"10s\"`",
+    ),
+];
+
+/// The `mcp` table of a `[[tools]]` entry.
+pub const MCP_TOOL: &[Key] = &[
+    key(
+        "url",
+        Shape::HttpUrl,
+        Default::Unset("none: give `url` or `command`"),
+        "the server's streamable HTTP endpoint: an `http://` or `https://` URL",
+    ),
+    key(
+        "command",
+        Shape::Command,
+        Default::Unset("none: give `url` or `command`"),
+        "a program and its arguments, started to speak MCP over its standard input and output",
+    ),
+    key(
+        "allow",
+        Shape::ToolPatterns,
+        Default::Unset("`[\"*\"]`: every tool"),
+        "the tools offered, by name: `*` stands for any run of characters",
+    ),
+    key(
+        "token_env",
+        Shape::EnvVar,
+        Default::Unset("none"),
+        "the name of the environment variable holding the bearer token of a `url` server",
+    ),
+    key(
+        "timeout",
+        Shape::Duration,
+        Default::Word("30s"),
+        "the most one call may take, such as `\"10s\"`",
     ),
 ];
 
@@ -414,6 +631,12 @@ pub const RESPONSIBILITY: &[Key] = &[
         Shape::Text,
         Default::Text(""),
         "what to do, read by templates as `responsibility.instructions`",
+    ),
+    key(
+        "tools",
+        Shape::ToolNames,
+        Default::Unset("none"),
+        "the tools a scheduled run of the agent offers, by name",
     ),
 ];
 

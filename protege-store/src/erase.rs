@@ -17,8 +17,8 @@ use sea_orm::{
 
 use protege_core::Result;
 use protege_core::db::entities::{
-    attachment, email_thread, message, message_address, message_strip, outbox, run, run_round,
-    thread_summary, tool_use,
+    agent_job, attachment, email_thread, message, message_address, message_strip, outbox, run,
+    run_round, thread_summary, tool_use,
 };
 
 use crate::store::IN_CHUNK;
@@ -128,6 +128,8 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     }
     for chunk in messages.chunks(IN_CHUNK) {
         out.outbox += delete_in(db, outbox::Entity, outbox::Column::MessageId, chunk).await?;
+        // The agent's jobs of the messages: bookkeeping of the answer, not counted.
+        delete_in(db, agent_job::Entity, agent_job::Column::MessageId, chunk).await?;
         let runs_of_chunk: SelectStatement = Query::select()
             .column(run::Column::Id)
             .from(run::Entity)

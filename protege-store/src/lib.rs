@@ -32,6 +32,7 @@ mod eml;
 mod erase;
 mod fixture;
 mod forget;
+mod jobs;
 mod outbox;
 mod packet;
 mod prune;
@@ -49,6 +50,10 @@ pub use fixture::{
     parse_fixture,
 };
 pub use forget::{Forgotten, forget, forget_key};
+pub use jobs::{
+    AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, claim_job, decide_calls, end_job, renew_job,
+    retry_job, set_job_run, take_job, wait_for_approval,
+};
 pub use outbox::{
     Change, NewReply, OPERATOR_HOLD, StoredReply, claim, drop_recipients, edit_reply, hold,
     leased_by, mark_failed, mark_sent, release_setting_holds, renew_lease, retry_after,
@@ -59,8 +64,8 @@ pub use prune::{MAX_DURATION_DAYS, Pruned, parse_duration, prune};
 // `Engine::record_round`) and the tests use them; an application goes through `Engine`.
 #[doc(hidden)]
 pub use runs::{
-    NewRound, NewRun, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample, insert_run,
-    message_id_of, message_key_of, persona_runs, record_round, stop_run, usage_sample_stats,
-    usage_samples,
+    NewRound, NewRun, RUN_ABANDONED, RUN_STARTED, RoundToolUse, RoundWrite, UsageSample,
+    abandon_run, insert_run, message_id_of, message_key_of, persona_runs, record_pending,
+    record_round, stop_run, usage_sample_stats, usage_samples,
 };
 pub use store::{StoredSummary, store_summary};

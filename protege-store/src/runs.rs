@@ -6,6 +6,14 @@
 //! 'started'` changes the row (it holds the row's lock until it commits, and the
 //! `run_rounds` key `(run_id, round)` backs it), and the other learns that it lost
 //! ([`RoundWrite::Raced`]) with nothing written, to read what the winner stored.
+//!
+//! A round may be stored in two steps ([`record_pending`], then [`record_round`] with
+//! [`NewRound::pending`]): its response first, as a `run_rounds` row whose `results` is
+//! `null`, then its results. Storing a pending round leaves the run's count as it is, so
+//! the update of the run's row alone does not keep a second writer of round K out: that
+//! writer's insert of K meets the key `(run_id, round)`, and it rolls back and reports
+//! [`RoundWrite::Raced`] too. On SQLite, where writers take turns and the SQLite C library's
+//! error is not told apart, the run's update is also guarded by `NOT EXISTS` a row of K.
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
@@ -20,8 +28,12 @@ use protege_core::db::entities::{message, run, run_round, tool_use};
 use protege_core::db::{dates, embedded_write};
 use protege_mail::without_nul;
 
+use crate::store::is_unique_violation;
+
 /// The status of a run that goes on.
-pub const RUN_STARTED: &str = "started";
+pub const RUN_STARTED: &str = run::STARTED;
+/// The status of a run given up by the application.
+pub const RUN_ABANDONED: &str = run::ABANDONED;
 
 /// A run about to start: its row of `runs` with nothing recorded yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +146,10 @@ pub struct RoundToolUse {
 pub struct NewRound {
     /// The round's number: the run's `rounds` so far.
     pub round: i32,
+    /// Whether the round is stored pending already ([`record_pending`]): [`record_round`]
+    /// then writes its results into that row, and adds nothing to the run's usage (the
+    /// pending round added it).
+    pub pending: bool,
     /// The response as recorded.
     pub response: String,
     /// The results as recorded (a JSON array).
@@ -161,58 +177,159 @@ pub enum RoundWrite {
     Raced,
 }
 
+/// The write of a round's row: its insert, or the update of its pending row.
+enum RoundRow {
+    Insert(InsertStatement),
+    Complete(UpdateStatement),
+}
+
 /// Records `round` of `run` in one transaction: the run's count, status and usage, the
-/// round's row, and its tool uses as rows of the run's trigger message (`run_id` the run,
-/// `turn_index` the round, `position` the call's place). Three statements; on a SQLite
-/// file they run through the SQLite C library ([`embedded_write`]).
+/// round's row (inserted, or its pending row completed with its results), and its tool uses
+/// as rows of the run's trigger message (`run_id` the run, `turn_index` the round,
+/// `position` the call's place). Three statements; on a SQLite file they run through the
+/// SQLite C library ([`embedded_write`]).
 pub async fn record_round(
     db: &DatabaseConnection,
     run: &run::Model,
     round: &NewRound,
 ) -> Result<RoundWrite> {
-    let (update, insert_round, insert_uses) = round_statements(run, round);
-    if let Some(done) = embedded_write(db, |tx| {
-        if tx.execute(&update)? == 0 {
-            return Ok(RoundWrite::Raced);
+    let (update, row, insert_uses) = round_statements(run, round, is_sqlite(db));
+    let statements: Vec<Statement<'_>> = [Statement::Update(&update), row.statement()]
+        .into_iter()
+        .chain(insert_uses.as_ref().map(Statement::Insert))
+        .collect();
+    write_round(db, &statements).await
+}
+
+/// Stores `round` of `run` pending, in one transaction: its response and usage (added to
+/// the run's), its results `null`; the run's count and status stay. `round.status`,
+/// `round.results` and `round.tool_uses` are not used: [`record_round`] writes them once the
+/// results are known. [`RoundWrite::Raced`] when the run is no longer at round
+/// `round.round` or that round is stored already (pending or recorded), with nothing
+/// written. Two statements.
+pub async fn record_pending(
+    db: &DatabaseConnection,
+    run: &run::Model,
+    round: &NewRound,
+) -> Result<RoundWrite> {
+    let mut update = usage_update(round.usage)
+        .filter(run::Column::Id.eq(&run.id))
+        .filter(run::Column::Rounds.eq(round.round))
+        .filter(run::Column::Status.eq(RUN_STARTED));
+    if is_sqlite(db) {
+        update = update.filter(round_stored(&run.id, round.round).not());
+    }
+    let update = update.into_query();
+    let insert =
+        run_round::Entity::insert(round_row(run, round, run_round::PENDING_RESULTS.to_owned()))
+            .into_query();
+    write_round(
+        db,
+        &[Statement::Update(&update), Statement::Insert(&insert)],
+    )
+    .await
+}
+
+/// A statement of a round's transaction.
+enum Statement<'a> {
+    Update(&'a UpdateStatement),
+    Insert(&'a InsertStatement),
+}
+
+impl RoundRow {
+    fn statement(&self) -> Statement<'_> {
+        match self {
+            RoundRow::Insert(insert) => Statement::Insert(insert),
+            RoundRow::Complete(update) => Statement::Update(update),
         }
-        tx.execute(&insert_round)?;
-        if let Some(insert_uses) = &insert_uses {
-            tx.execute(insert_uses)?;
+    }
+}
+
+/// Runs `statements` in one transaction, the first the conditional update of the run's row:
+/// [`RoundWrite::Raced`], with nothing written, when an update changes no row or when the
+/// round's row is taken by another writer (the key `(run_id, round)`).
+async fn write_round(db: &DatabaseConnection, statements: &[Statement<'_>]) -> Result<RoundWrite> {
+    if let Some(done) = embedded_write(db, |tx| {
+        // One writer at a time (`BEGIN IMMEDIATE`): the guard of the run's update sees
+        // every round written before, so no insert below meets a taken key.
+        for statement in statements {
+            let changed = match statement {
+                Statement::Update(update) => tx.execute(*update)?,
+                Statement::Insert(insert) => tx.execute(*insert)?,
+            };
+            if changed == 0 && matches!(statement, Statement::Update(_)) {
+                return Err(raced());
+            }
         }
         Ok(RoundWrite::Recorded)
     }) {
-        return done;
+        return match done {
+            Err(e) if is_raced(&e) => Ok(RoundWrite::Raced),
+            other => other,
+        };
     }
     let txn = db.begin().await?;
-    if txn
-        .execute_raw(dates::statement(&txn, &update))
-        .await?
-        .rows_affected()
-        == 0
-    {
-        txn.rollback().await?;
-        return Ok(RoundWrite::Raced);
-    }
-    txn.execute_raw(dates::statement(&txn, &insert_round))
-        .await?;
-    if let Some(insert_uses) = &insert_uses {
-        txn.execute_raw(dates::statement(&txn, insert_uses)).await?;
+    for statement in statements {
+        let done = match statement {
+            Statement::Update(update) => txn.execute_raw(dates::statement(&txn, *update)).await,
+            Statement::Insert(insert) => txn.execute_raw(dates::statement(&txn, *insert)).await,
+        };
+        let lost = match done {
+            Ok(done) => done.rows_affected() == 0 && matches!(statement, Statement::Update(_)),
+            // Another writer stored the round (pending, which leaves the run's count as it
+            // is) after this one read the run.
+            Err(e) if is_unique_violation(&e) => true,
+            Err(e) => {
+                txn.rollback().await?;
+                return Err(e.into());
+            }
+        };
+        if lost {
+            txn.rollback().await?;
+            return Ok(RoundWrite::Raced);
+        }
     }
     txn.commit().await?;
     Ok(RoundWrite::Recorded)
 }
 
-/// The statements of [`record_round`]: the run's update (it changes no row when another
-/// writer changed the run first), the round's insert, and the insert of its tool uses
-/// (`None` without any).
-fn round_statements(
-    run: &run::Model,
-    round: &NewRound,
-) -> (UpdateStatement, InsertStatement, Option<InsertStatement>) {
-    let [input, output, cache_read, cache_write] = round.usage;
-    let mut update = run::Entity::update_many()
-        .col_expr(run::Column::Rounds, Expr::value(round.round + 1))
-        .col_expr(run::Column::Status, Expr::value(round.status))
+/// The error that rolls back an embedded round's transaction that lost the race.
+fn raced() -> protege_core::Error {
+    protege_core::Error::new(protege_core::ErrorKind::Conflict, RACED)
+}
+
+const RACED: &str = "the round was written by another writer";
+
+fn is_raced(e: &protege_core::Error) -> bool {
+    e.kind() == protege_core::ErrorKind::Conflict && e.detail() == RACED
+}
+
+/// Whether `db` is SQLite's, where the run's update of a round is guarded by
+/// [`round_stored`]. Not on MySQL/MariaDB, where InnoDB locks the rows (and the gap) that a
+/// sub-select of an `UPDATE` reads, so two writers of one round would deadlock on the
+/// insert; nor on PostgreSQL, whose update that waited for the run's row reads the rows of
+/// its own snapshot: the key `(run_id, round)` decides there.
+fn is_sqlite(db: &DatabaseConnection) -> bool {
+    db.get_database_backend() == sea_orm::DbBackend::Sqlite
+}
+
+/// `EXISTS` a row of round `round` of run `run_id` in `run_rounds`.
+fn round_stored(run_id: &str, round: i32) -> sea_orm::sea_query::SimpleExpr {
+    use sea_orm::sea_query::Query;
+    let mut stored = Query::select();
+    stored
+        .expr(Expr::val(1))
+        .from(run_round::Entity)
+        .and_where(Expr::col((run_round::Entity, run_round::Column::RunId)).eq(run_id))
+        .and_where(Expr::col((run_round::Entity, run_round::Column::Round)).eq(round));
+    Expr::exists(stored)
+}
+
+/// The update of a run's row adding `usage` (input, output, cache read, cache write) to
+/// its counts.
+fn usage_update(usage: [i64; 4]) -> sea_orm::UpdateMany<run::Entity> {
+    let [input, output, cache_read, cache_write] = usage;
+    run::Entity::update_many()
         .col_expr(
             run::Column::InputTokens,
             Expr::col(run::Column::InputTokens).add(input),
@@ -228,29 +345,67 @@ fn round_statements(
         .col_expr(
             run::Column::CacheWriteTokens,
             Expr::col(run::Column::CacheWriteTokens).add(cache_write),
-        );
-    if round.status != RUN_STARTED {
-        update = update.col_expr(run::Column::FinishedAt, Expr::value(round.at));
-    }
-    let update = update
-        .filter(run::Column::Id.eq(&run.id))
-        .filter(run::Column::Rounds.eq(round.round))
-        .filter(run::Column::Status.eq(RUN_STARTED))
-        .into_query();
-    let row = run_round::ActiveModel {
+        )
+}
+
+/// The `run_rounds` row of `round` of `run` with `results`.
+fn round_row(run: &run::Model, round: &NewRound, results: String) -> run_round::ActiveModel {
+    let [input, output, cache_read, cache_write] = round.usage;
+    run_round::ActiveModel {
         id: NotSet,
         run_id: Set(run.id.clone()),
         round: Set(round.round),
         response: Set(without_nul(&round.response).into_owned()),
-        results: Set(without_nul(&round.results).into_owned()),
+        results: Set(results),
         stop_reason: Set(without_nul(&round.stop_reason).into_owned()),
         input_tokens: Set(input),
         output_tokens: Set(output),
         cache_read_tokens: Set(cache_read),
         cache_write_tokens: Set(cache_write),
         created_at: Set(round.at),
+    }
+}
+
+/// The statements of [`record_round`]: the run's update (it changes no row when another
+/// writer changed the run first, nor, with `guard`, when a round not pending meets a row of
+/// its number), the round's insert or the completion of its pending row, and the insert of
+/// its tool uses (`None` without any).
+fn round_statements(
+    run: &run::Model,
+    round: &NewRound,
+    guard: bool,
+) -> (UpdateStatement, RoundRow, Option<InsertStatement>) {
+    // A pending round added its usage when it was stored.
+    let usage = if round.pending { [0; 4] } else { round.usage };
+    let mut update = usage_update(usage)
+        .col_expr(run::Column::Rounds, Expr::value(round.round + 1))
+        .col_expr(run::Column::Status, Expr::value(round.status));
+    if round.status != RUN_STARTED {
+        update = update.col_expr(run::Column::FinishedAt, Expr::value(round.at));
+    }
+    let mut update = update
+        .filter(run::Column::Id.eq(&run.id))
+        .filter(run::Column::Rounds.eq(round.round))
+        .filter(run::Column::Status.eq(RUN_STARTED));
+    // A pending round's row exists (its writer read it) until the round is completed, which
+    // changes the run's count.
+    if guard && !round.pending {
+        update = update.filter(round_stored(&run.id, round.round).not());
+    }
+    let update = update.into_query();
+    let results = without_nul(&round.results).into_owned();
+    let row = if round.pending {
+        RoundRow::Complete(
+            run_round::Entity::update_many()
+                .col_expr(run_round::Column::Results, Expr::value(results))
+                .filter(run_round::Column::RunId.eq(&run.id))
+                .filter(run_round::Column::Round.eq(round.round))
+                .filter(run_round::Column::Results.eq(run_round::PENDING_RESULTS))
+                .into_query(),
+        )
+    } else {
+        RoundRow::Insert(run_round::Entity::insert(round_row(run, round, results)).into_query())
     };
-    let insert_round = run_round::Entity::insert(row).into_query();
     let uses: Vec<tool_use::ActiveModel> = match run.message_id {
         Some(message_id) => round
             .tool_uses
@@ -275,7 +430,20 @@ fn round_statements(
         None => Vec::new(),
     };
     let insert_uses = (!uses.is_empty()).then(|| tool_use::Entity::insert_many(uses).into_query());
-    (update, insert_round, insert_uses)
+    (update, row, insert_uses)
+}
+
+/// Ends run `id` as `abandoned` at `at` when it goes on (`started` or `waiting`); `false`
+/// when it does not (it ended, or there is no such run). One statement.
+pub async fn abandon_run<C: ConnectionTrait>(db: &C, id: &str, at: DateTime<Utc>) -> Result<bool> {
+    let update = run::Entity::update_many()
+        .col_expr(run::Column::Status, Expr::value(RUN_ABANDONED))
+        .col_expr(run::Column::FinishedAt, Expr::value(at))
+        .filter(run::Column::Id.eq(id))
+        .filter(run::Column::Status.is_in(run::GOING_ON))
+        .into_query();
+    let done = db.execute_raw(dates::statement(db, &update)).await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// Ends run `run` as `stopped` without recording a round (a loop over `[limits]

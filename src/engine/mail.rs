@@ -93,6 +93,7 @@ impl Engine {
         let mut options = EmlOptions::new(own.addresses, chrono::Utc::now());
         options.direction = direction;
         options.trusted_authserv_ids = own.trusted;
+        options.jobs = Some(self.job_rule());
         let conn = self.db().await?;
         db::ingest_eml(conn, raw, &options).await.map_err(|e| {
             let kind = match e.kind() {

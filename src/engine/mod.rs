@@ -2,6 +2,8 @@
 //! into a finished request, the same way for the command line, the HTTP service, the
 //! examples and embedding applications.
 
+#[cfg(feature = "agent")]
+mod agent;
 mod cache_report;
 mod calibrate;
 mod diff;
@@ -9,6 +11,7 @@ mod error;
 mod fixture;
 mod forget;
 mod input;
+mod jobs;
 mod mail;
 mod message_id;
 mod outbox;
@@ -32,15 +35,21 @@ use protege_core::{
 use sea_orm::DatabaseConnection;
 use tokio::sync::{OnceCell, broadcast};
 
+#[cfg(feature = "agent")]
+pub use agent::{Agent, ApprovedCall, CallReport, Foreground, JOB_LEASE, JobReport, RoundReport};
 pub use cache_report::{CacheReport, CacheReportRow};
 pub use diff::{DiffOptions, DiffStatus, FirstChange, MAX_DIFF_FILES, PersonaDiff};
 pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
+pub use jobs::JobInfo;
 pub use mail::{EmlImport, EmlImported};
 pub use outbox::{Claimed, Composed, DEFAULT_LEASE, MAX_SUBJECT_CHARS, OutboxEntry, retry_after};
 #[cfg(feature = "serve")]
 pub(crate) use run::Recorded;
-pub use run::{RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step, ToolResult};
+pub use run::{
+    Pending, PendingCall, PendingRound, RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step,
+    ToolResult,
+};
 pub use runs_report::{RunCacheReport, RunCacheRow};
 pub use summary::SUMMARY_MAX_BYTES;
 
@@ -182,6 +191,7 @@ pub struct EngineBuilder {
     trusted_authserv_ids: Vec<String>,
     connect_timeout: Option<std::time::Duration>,
     fence_key: Option<String>,
+    check_env: bool,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -201,6 +211,7 @@ impl std::fmt::Debug for EngineBuilder {
             .field("trusted_authserv_ids", &self.trusted_authserv_ids)
             .field("connect_timeout", &self.connect_timeout)
             .field("fence_key", &self.fence_key.as_ref().map(|_| Redacted))
+            .field("check_env", &self.check_env)
             .finish()
     }
 }
@@ -332,6 +343,16 @@ impl EngineBuilder {
         self
     }
 
+    /// Checks at every load and reload that the environment variables a persona names
+    /// (`[model] api_key_env` and the tools' secrets of a persona with an `[agent]` table,
+    /// `[outbox] password_env`) are set: a persona naming an unset one is invalid, with a
+    /// diagnostic at the key (default off; `protege serve --agent` turns it on, so a
+    /// missing key is reported at load, never at the first mail).
+    pub fn check_env(mut self, check: bool) -> Self {
+        self.check_env = check;
+        self
+    }
+
     /// Loads the persona folder (invalid files are kept as [`Engine::diagnostics`]),
     /// starts watching it when asked, and prepares the database, which is connected on
     /// first use.
@@ -360,7 +381,10 @@ impl EngineBuilder {
                 PersonaSet::empty(&personas, registry),
                 Diagnostics::default(),
             ),
-            None => PersonaSet::load_with(&personas, registry)?,
+            None => PersonaSet::builder(&personas)
+                .registry(registry)
+                .check_env(self.check_env)
+                .load()?,
         };
         let events = if self.watch {
             let watch = set.watch()?;

@@ -128,6 +128,17 @@ impl Engine {
         run_id: &str,
         now: DateTime<Utc>,
     ) -> Result<Composed, EngineError> {
+        self.compose_reply_held(run_id, now, None).await
+    }
+
+    /// [`compose_reply_at`](Self::compose_reply_at); with `held`, a reply that would be
+    /// queued waits for approval with this reason (a trial run in the foreground).
+    pub(crate) async fn compose_reply_held(
+        &self,
+        run_id: &str,
+        now: DateTime<Utc>,
+        held: Option<&str>,
+    ) -> Result<Composed, EngineError> {
         let conn = self.db().await?;
         if let Some(row) = db::outbox_of_run(conn, run_id).await? {
             return Ok(Composed::Reply {
@@ -209,6 +220,9 @@ impl Engine {
         if self.holds_a_secret(&text).await {
             reason = Some("contains a secret".to_owned());
         }
+        if reason.is_none() {
+            reason = held.map(str::to_owned);
+        }
         let new = NewReply {
             trigger: Some(trigger_row),
             thread: trigger.thread_id,
@@ -234,7 +248,8 @@ impl Engine {
     }
 
     /// Whether `text` holds the value of a secret protege holds (§17): the fence key, the
-    /// SMTP passwords of the personas (`[outbox] password_env`), the service token
+    /// secrets the personas name (SMTP passwords, API keys, tool secrets and MCP tokens:
+    /// [`secret_variables`]), the service token
     /// (`PROTEGE_SERVE_TOKEN`) and the fence key's variable (`PROTEGE_FENCE_KEY`). Values
     /// shorter than 8 characters are not searched (they would match ordinary words).
     async fn holds_a_secret(&self, text: &str) -> bool {
@@ -246,10 +261,10 @@ impl Engine {
             secrets.push(String::from_utf8_lossy(&key).into_owned());
         }
         for persona in self.inner.set.personas() {
-            if let Some(var) = &persona.info.outbox.password_env
-                && let Ok(value) = std::env::var(var)
-            {
-                secrets.push(value);
+            for var in secret_variables(&persona.info) {
+                if let Ok(value) = std::env::var(var) {
+                    secrets.push(value);
+                }
             }
         }
         for var in ["PROTEGE_SERVE_TOKEN", "PROTEGE_FENCE_KEY"] {
@@ -276,6 +291,18 @@ impl Engine {
             .await
     }
 
+    /// Whether the sender of `trigger` is authenticated (§9): a trusted
+    /// `Authentication-Results` header reports `dmarc=pass` for its From domain.
+    pub(crate) fn sender_authenticated(&self, persona: &Persona, trigger: &Email) -> bool {
+        let mut trusted = persona.info.mail.trusted_authserv_ids.clone();
+        trusted.extend(self.inner.trusted_authserv_ids.iter().cloned());
+        protege_mail::eml::direction::sender_authenticated(
+            &trigger.reply_headers.authentication_results,
+            &trusted,
+            &bare_address(&trigger.from).to_lowercase(),
+        )
+    }
+
     /// Who receives the reply to `trigger` and whether it waits; `None` when no one does.
     async fn plan(&self, persona: &Persona, trigger: &Email) -> Result<Option<Plan>, EngineError> {
         let agent = persona.info.agent.clone().unwrap_or_default();
@@ -285,13 +312,7 @@ impl Engine {
             .iter()
             .map(|a| bare_address(a).to_lowercase())
             .collect();
-        let mut trusted = persona.info.mail.trusted_authserv_ids.clone();
-        trusted.extend(self.inner.trusted_authserv_ids.iter().cloned());
-        let authenticated = protege_mail::eml::direction::sender_authenticated(
-            &trigger.reply_headers.authentication_results,
-            &trusted,
-            &bare_address(&trigger.from).to_lowercase(),
-        );
+        let authenticated = self.sender_authenticated(persona, trigger);
         let recipients = protege_mail::reply_recipients(
             trigger,
             authenticated,
@@ -757,4 +778,23 @@ impl Engine {
             owner.into(),
         ))
     }
+}
+
+/// The environment variables holding the secrets of a persona: `[outbox] password_env`,
+/// `[model] api_key_env` (when the persona has an `[agent]` table: only the agent reads
+/// it), each `http` tool's `secret_env` and each `mcp` entry's `token_env`.
+pub(crate) fn secret_variables(info: &protege_core::PersonaInfo) -> Vec<&str> {
+    let mut vars: Vec<&str> = Vec::new();
+    vars.extend(info.outbox.password_env.as_deref());
+    if info.agent.is_some() {
+        vars.extend(info.model.as_ref().and_then(|m| m.api_key_env()));
+    }
+    for tool in &info.tool_runners {
+        match &tool.runner {
+            protege_core::ToolRunner::Http(http) => vars.extend(http.secret_env.as_deref()),
+            protege_core::ToolRunner::Mcp(mcp) => vars.extend(mcp.token_env.as_deref()),
+            protege_core::ToolRunner::Builtin(_) => {}
+        }
+    }
+    vars
 }

@@ -1,10 +1,13 @@
-//! Runs (§13): [`Engine::start_run`], [`Engine::record_round`] and [`Engine::run`].
+//! Runs (§13): [`Engine::start_run`], [`Engine::record_round`], [`Engine::record_response`],
+//! [`Engine::abandon_run`], [`Engine::run`] and [`Engine::runs_of_message`].
 //!
 //! A run answers one trigger. Round 0 is the body a resolve builds; the application sends
 //! it, records the provider's response and the results of the tools it asked for, and gets
 //! the next body, until the model answers without tool calls. Each round is one
 //! transaction; its calls and results become `tool_uses` rows of the trigger message, so
-//! the next reply's `ThreadHistory` replays them like rows imported from a fixture.
+//! the next reply's `ThreadHistory` replays them like rows imported from a fixture, once
+//! the run ended `done` or `stopped`. A round's response may be stored before its results
+//! (a pending round), so a job resumed elsewhere never asks the provider again.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -80,7 +83,8 @@ impl ToolResult {
 
 /// One round to record: its number, the provider's whole response body, and one result
 /// per tool call of the response (none when it calls no tool). Also the JSON body of
-/// `POST /v1/runs/{id}/rounds`.
+/// `POST /v1/runs/{id}/rounds`, where `"results": null` stores the response alone
+/// ([`Engine::record_response`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoundInput {
@@ -144,6 +148,46 @@ impl Serialize for Step {
     }
 }
 
+/// A round whose response is stored and whose results are not yet
+/// ([`Engine::record_response`]): its number and the tool calls to answer. Serialises as
+/// `{"status":"pending","round","calls":[{"tool_call_id","name","input"}]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename = "pending")]
+pub struct Pending {
+    /// The round's number.
+    pub round: u32,
+    /// The response's tool calls, in order (none when the model answered without calls:
+    /// record the round with no results).
+    pub calls: Vec<PendingCall>,
+}
+
+/// A tool call of a pending round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingCall {
+    /// The call's id, which its result answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub input: Value,
+}
+
+/// The pending round of a run that goes on ([`Engine::pending_round`]): what a job resumed
+/// elsewhere needs to make the calls that have no result yet and record the round, without
+/// asking the provider again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingRound {
+    /// The round's number.
+    pub round: u32,
+    /// The provider's response as recorded: give it back to [`Engine::record_round`] with
+    /// the results.
+    pub response: Value,
+    /// The response parsed in the run's format: the assistant message, usage, stop reason.
+    pub parsed: ModelResponse,
+    /// Its tool calls, in order.
+    pub calls: Vec<PendingCall>,
+}
+
 /// A run as stored, with its rounds: the answer of `GET /v1/runs/{id}` and `protege run
 /// show`, `{"run":{...},"rounds":[{"round","response","results","usage"}]}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -169,9 +213,9 @@ pub struct RunInfo {
     pub format: String,
     /// The model.
     pub model: String,
-    /// `started`, `done` or `stopped`.
+    /// `started`, `waiting`, `done`, `stopped` or `abandoned`.
     pub status: String,
-    /// How many rounds are recorded.
+    /// How many rounds are recorded with their results (a pending round is not counted).
     pub rounds: u32,
     /// Uncached input tokens, summed over the rounds.
     pub input_tokens: u64,
@@ -196,8 +240,8 @@ pub struct RoundRecord {
     pub round: u32,
     /// The response as recorded.
     pub response: Value,
-    /// The results as recorded.
-    pub results: Vec<ToolResult>,
+    /// The results as recorded; `None` (`null`) while the round is pending.
+    pub results: Option<Vec<ToolResult>>,
     /// The usage the response reported.
     pub usage: Usage,
 }
@@ -352,6 +396,25 @@ impl Engine {
         self.record_round_counted(run_id, input).await?.0
     }
 
+    /// [`Engine::record_round`] for calls that ran with other inputs than the model's (an
+    /// operator edited them when approving): `inputs` pairs a call id with the input that
+    /// ran, which its `tool_uses` row keeps.
+    #[cfg(feature = "agent")]
+    pub(crate) async fn record_round_ran(
+        &self,
+        run_id: &str,
+        input: RoundInput,
+        inputs: &[(String, Value)],
+    ) -> Result<Step, EngineError> {
+        let span = trace::round_span(run_id, input.round);
+        let out = self.record_round_traced(run_id, input, &span, inputs).await;
+        match &out {
+            Ok((Err(e), _)) | Err(e) => trace::record_error(&span, e),
+            Ok((Ok(_), _)) => {}
+        }
+        out?.0
+    }
+
     /// [`Engine::record_round`], with what this call recorded for the metrics (`None` when
     /// it recorded nothing new: a retry). The outer error means nothing was recorded; the
     /// inner one is the answer to a round that was (a run stopped by `max_rounds`).
@@ -361,7 +424,7 @@ impl Engine {
         input: RoundInput,
     ) -> Result<(Result<Step, EngineError>, Option<Recorded>), EngineError> {
         let span = trace::round_span(run_id, input.round);
-        let out = self.record_round_traced(run_id, input, &span).await;
+        let out = self.record_round_traced(run_id, input, &span, &[]).await;
         match &out {
             Ok((Err(e), _)) | Err(e) => trace::record_error(&span, e),
             Ok((Ok(_), _)) => {}
@@ -375,99 +438,286 @@ impl Engine {
         run_id: &str,
         input: RoundInput,
         span: &tracing::Span,
+        inputs: &[(String, Value)],
     ) -> Result<(Result<Step, EngineError>, Option<Recorded>), EngineError> {
         let conn = self.db().await?;
-        let run = self.load_run_row(run_id).await?;
+        let mut run = self.load_run_row(run_id).await?;
         let response = parse_response(&run, &input.response)?;
         trace::record_usage(span, &run.persona, &run.format, &run.model, &response.usage);
         let results = &input.results;
         let round = i32::try_from(input.round).unwrap_or(i32::MAX);
-        if round < run.rounds {
-            span.record("protege.run.replayed", true);
-            let step = self.replayed(&run, input.round, &input.response, results);
-            return Ok((step.await, None));
+        // A writer that loses the race for the round reads what the winner wrote and
+        // answers from it: a retry, a run that ended, or the round now pending.
+        for _ in 0..WRITE_ATTEMPTS {
+            if round < run.rounds {
+                span.record("protege.run.replayed", true);
+                let step = self.replayed(&run, input.round, &input.response, results);
+                return Ok((step.await, None));
+            }
+            check_next(&run, input.round)?;
+            let (max_rounds, max_bytes) = self.run_limits(&run.persona);
+            check_results(&run, input.round, &response, results, max_bytes)?;
+            check_response(&run, input.round, &response)?;
+            self.check_thread_call_ids(&run, input.round, &response)
+                .await?;
+            // The rounds stored: the pending one, if any, and those before it, whose call
+            // ids are checked against this round's and which make the next body.
+            let stored = db::load_rounds(conn, &run.id).await?;
+            let pending = stored.iter().find(|r| r.round == round);
+            if pending.is_some_and(|r| !r.is_pending()) {
+                // Another writer recorded the round since the run was read.
+                run = self.load_run_row(run_id).await?;
+                continue;
+            }
+            if let Some(pending) = pending {
+                check_pending_response(&run, pending, &input.response)?;
+            }
+            let mut rounds = earlier_rounds(&run, input.round, &response, &stored)?;
+            let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
+            let status = match response.outcome {
+                Outcome::ToolCalls if !over => db::RUN_STARTED,
+                Outcome::Done => "done",
+                _ => "stopped",
+            };
+            span.record("protege.run.status", status);
+            let mut new = new_round(
+                round,
+                pending.is_some(),
+                &input.response,
+                results,
+                &response,
+                status,
+            );
+            for (call, ran) in inputs {
+                if let Some(tool_use) = new.tool_uses.iter_mut().find(|t| &t.tool_call_id == call) {
+                    tool_use.input = ran.to_string();
+                }
+            }
+            match db::record_round(conn, &run, &new).await? {
+                db::RoundWrite::Recorded => {}
+                db::RoundWrite::Raced => {
+                    run = self.load_run_row(run_id).await?;
+                    continue;
+                }
+            }
+            let recorded = Recorded {
+                persona: run.persona.clone(),
+                // A pending round's usage was counted when its response was stored.
+                usage: if new.pending {
+                    Usage::default()
+                } else {
+                    response.usage
+                },
+                ended: (status != db::RUN_STARTED).then_some(input.round + 1),
+            };
+            // The run as this transaction left it: it changed the row only if nobody else had.
+            let run = run_after(run, &new);
+            rounds.push(ParsedRound {
+                response,
+                results: input.results,
+            });
+            return Ok((self.step(&run, input.round, &rounds), Some(recorded)));
         }
-        if run.status != db::RUN_STARTED {
-            return Err(ended(&run));
+        Err(busy(&run, input.round))
+    }
+
+    /// Stores the provider's `response` to round `round` of run `run_id` before the results
+    /// of its tool calls: the round is then pending, and the answer names the calls to make.
+    /// [`Engine::record_round`] with the same response and the results completes it (the
+    /// round's `tool_uses` rows are written then); [`Engine::pending_round`] reads it back,
+    /// so a job resumed elsewhere never asks the provider again.
+    ///
+    /// The response is checked as [`Engine::record_round`] checks it (the run's format, the
+    /// ids and names of its calls, its usage), and its usage is added to the run's at once.
+    /// Storing the same response again returns the same answer; another response for the
+    /// pending round, a round already recorded with its results, a round other than the
+    /// next, or any round of a run that ended is [`EngineErrorKind::Conflict`]. A response
+    /// without tool calls is pending too, with no calls: record it with no results.
+    pub async fn record_response(
+        &self,
+        run_id: &str,
+        round: u32,
+        response: Value,
+    ) -> Result<Pending, EngineError> {
+        Ok(self
+            .record_response_counted(run_id, round, response)
+            .await?
+            .0)
+    }
+
+    /// [`Engine::record_response`], with what this call stored for the metrics (`None` when
+    /// it stored nothing new).
+    pub(crate) async fn record_response_counted(
+        &self,
+        run_id: &str,
+        round: u32,
+        response: Value,
+    ) -> Result<(Pending, Option<Recorded>), EngineError> {
+        let span = trace::round_span(run_id, round);
+        let out = self
+            .record_response_traced(run_id, round, &response, &span)
+            .await;
+        if let Err(e) = &out {
+            trace::record_error(&span, e);
         }
-        if round != run.rounds {
-            return Err(EngineError::new(
-                EngineErrorKind::Conflict,
-                format!(
-                    "run `{}` expects round {} next, not round {}",
-                    run.id, run.rounds, input.round
-                ),
-            ));
-        }
-        let (max_rounds, max_bytes) = self.run_limits(&run.persona);
-        check_results(&run, input.round, &response, results, max_bytes)?;
-        check_response(&run, input.round, &response)?;
-        if let Some(message) = run.message_id {
-            let ids: Vec<&str> = response
-                .message
-                .tool_calls
-                .iter()
-                .map(|c| c.id.as_str())
-                .collect();
-            if let Some((id, other)) =
-                db::call_id_taken_in_thread(conn, message, &run.id, &ids).await?
-            {
+        out
+    }
+
+    /// [`Engine::record_response_counted`] for `span`, which gets the round's usage.
+    async fn record_response_traced(
+        &self,
+        run_id: &str,
+        number: u32,
+        raw: &Value,
+        span: &tracing::Span,
+    ) -> Result<(Pending, Option<Recorded>), EngineError> {
+        let conn = self.db().await?;
+        let mut run = self.load_run_row(run_id).await?;
+        let response = parse_response(&run, raw)?;
+        trace::record_usage(span, &run.persona, &run.format, &run.model, &response.usage);
+        let round = i32::try_from(number).unwrap_or(i32::MAX);
+        let pending = Pending {
+            round: number,
+            calls: pending_calls(&response),
+        };
+        for _ in 0..WRITE_ATTEMPTS {
+            if round < run.rounds {
                 return Err(EngineError::new(
-                    EngineErrorKind::InvalidInput,
+                    EngineErrorKind::Conflict,
                     format!(
-                        "tool call id `{id}` of round {}'s response in run `{}` was recorded by run `{other}` of the same thread; the tool call ids a thread replays are unique",
-                        input.round, run.id
+                        "round {number} of run `{}` is recorded with its results; {}",
+                        run.id,
+                        expected_next(&run)
                     ),
                 ));
             }
-        }
-        // The rounds before this one, read and parsed once: their call ids are checked
-        // against this round's, and they make the next body.
-        let mut rounds = if input.round > 0 {
+            check_next(&run, number)?;
+            check_response(&run, number, &response)?;
+            self.check_thread_call_ids(&run, number, &response).await?;
             let stored = db::load_rounds(conn, &run.id).await?;
-            // Only the rounds before this one: another writer may have recorded this very
-            // round.
-            let earlier: Vec<&run_round::Model> =
-                stored.iter().filter(|r| r.round < round).collect();
-            let parsed = parse_rounds(&run, &earlier)?;
-            check_new_call_ids(&run, input.round, &response, &earlier, &parsed)?;
-            parsed
-        } else {
-            Vec::new()
-        };
-        let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
-        let status = match response.outcome {
-            Outcome::ToolCalls if !over => db::RUN_STARTED,
-            Outcome::Done => "done",
-            _ => "stopped",
-        };
-        span.record("protege.run.status", status);
-        let new = new_round(round, &input.response, results, &response, status);
-        match db::record_round(conn, &run, &new).await? {
-            db::RoundWrite::Recorded => {}
-            // Another writer recorded this round or ended the run first: answer as a retry.
-            db::RoundWrite::Raced => {
-                let run = self.load_run_row(run_id).await?;
-                if round < run.rounds {
-                    span.record("protege.run.replayed", true);
-                    let step = self.replayed(&run, input.round, &input.response, results);
-                    return Ok((step.await, None));
+            if let Some(stored) = stored.iter().find(|r| r.round == round) {
+                if !stored.is_pending() {
+                    // Another writer recorded the round since the run was read.
+                    run = self.load_run_row(run_id).await?;
+                    continue;
                 }
-                return Err(ended(&run));
+                check_pending_response(&run, stored, raw)?;
+                span.record("protege.run.replayed", true);
+                return Ok((pending, None));
+            }
+            earlier_rounds(&run, number, &response, &stored)?;
+            span.record("protege.run.status", "pending");
+            let new = new_round(round, false, raw, &[], &response, db::RUN_STARTED);
+            match db::record_pending(conn, &run, &new).await? {
+                db::RoundWrite::Recorded => {
+                    let recorded = Recorded {
+                        persona: run.persona.clone(),
+                        usage: response.usage,
+                        ended: None,
+                    };
+                    return Ok((pending, Some(recorded)));
+                }
+                db::RoundWrite::Raced => run = self.load_run_row(run_id).await?,
             }
         }
-        let recorded = Recorded {
-            persona: run.persona.clone(),
-            usage: response.usage,
-            ended: (status != db::RUN_STARTED).then_some(input.round + 1),
+        Err(busy(&run, number))
+    }
+
+    /// The pending round of run `run_id`, when it goes on (`started` or `waiting`) and the
+    /// response of its next round is stored without results; `None` otherwise.
+    /// [`EngineErrorKind::NotFound`] for an unknown run.
+    pub async fn pending_round(&self, run_id: &str) -> Result<Option<PendingRound>, EngineError> {
+        let run = self.load_run_row(run_id).await?;
+        if !run_row::GOING_ON.contains(&run.status.as_str()) {
+            return Ok(None);
+        }
+        let stored = db::load_rounds(self.db().await?, &run.id).await?;
+        let Some(pending) = stored
+            .into_iter()
+            .find(|r| r.round == run.rounds && r.is_pending())
+        else {
+            return Ok(None);
         };
-        // The run as this transaction left it: it changed the row only if nobody else had.
-        let run = run_after(run, &new);
-        rounds.push(ParsedRound {
-            response,
-            results: input.results,
-        });
-        Ok((self.step(&run, input.round, &rounds), Some(recorded)))
+        let parsed = parse_response_text(&run, &pending.response)
+            .map_err(|_| broken(&run, "holds an unreadable pending response"))?;
+        Ok(Some(PendingRound {
+            round: u32::try_from(pending.round).unwrap_or_default(),
+            response: serde_json::from_str(&pending.response)
+                .map_err(|_| broken(&run, "holds an unreadable pending response"))?,
+            calls: pending_calls(&parsed),
+            parsed,
+        }))
+    }
+
+    /// Gives up run `run_id`: a run that goes on (`started`, or `waiting` for an operator)
+    /// becomes `abandoned`, its end time set, and its columns are returned (as
+    /// [`Engine::run`] gives them). Its tool rounds are never replayed into its thread, no
+    /// round can be recorded any more, and a pending round stays as stored.
+    /// [`EngineErrorKind::Conflict`] naming the status for a run that ended;
+    /// [`EngineErrorKind::NotFound`] for an unknown run.
+    pub async fn abandon_run(&self, run_id: &str) -> Result<RunInfo, EngineError> {
+        let conn = self.db().await?;
+        let run = self.load_run_row(run_id).await?;
+        if db::abandon_run(conn, &run.id, micros(Utc::now())).await? {
+            let run = self.load_run_row(run_id).await?;
+            return self.run_columns(&run).await;
+        }
+        let run = self.load_run_row(run_id).await?;
+        Err(EngineError::new(
+            EngineErrorKind::Conflict,
+            format!(
+                "run `{}` has ended ({}); only a run that goes on (started or waiting) can be abandoned",
+                run.id, run.status
+            ),
+        ))
+    }
+
+    /// The runs answering the message whose Message-ID is `message_id`, oldest first, with
+    /// their columns as [`Engine::run`] gives them. [`EngineErrorKind::NotFound`] when no
+    /// message has this Message-ID; an empty list for a stored message without runs.
+    pub async fn runs_of_message(&self, message_id: &str) -> Result<Vec<RunInfo>, EngineError> {
+        let conn = self.db().await?;
+        let Some(runs) = db::runs_of_message(conn, message_id).await? else {
+            return Err(super::unknown_message(conn, message_id).await);
+        };
+        Ok(runs
+            .iter()
+            .map(|r| RunInfo {
+                message_id: Some(message_id.to_owned()),
+                ..run_info(r)
+            })
+            .collect())
+    }
+
+    /// Refuses tool call ids of round `round`'s `response` that another run recorded in the
+    /// thread of `run`'s trigger: one replay of a thread holds each id once.
+    async fn check_thread_call_ids(
+        &self,
+        run: &run_row::Model,
+        round: u32,
+        response: &ModelResponse,
+    ) -> Result<(), EngineError> {
+        let Some(message) = run.message_id else {
+            return Ok(());
+        };
+        let ids: Vec<&str> = response
+            .message
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        if let Some((id, other)) =
+            db::call_id_taken_in_thread(self.db().await?, message, &run.id, &ids).await?
+        {
+            return Err(EngineError::new(
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "tool call id `{id}` of round {round}'s response in run `{}` was recorded by run `{other}` of the same thread; the tool call ids a thread replays are unique",
+                    run.id
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The run `run_id` as stored, with its rounds; [`EngineErrorKind::NotFound`] for an
@@ -475,26 +725,30 @@ impl Engine {
     pub async fn run(&self, run_id: &str) -> Result<RunRecord, EngineError> {
         let conn = self.db().await?;
         let run = self.load_run_row(run_id).await?;
-        let message_id = match run.message_id {
-            Some(row) => db::message_id_of(conn, row).await?,
-            None => None,
-        };
+        let info = self.run_columns(&run).await?;
         let rounds = db::load_rounds(conn, &run.id)
             .await?
             .into_iter()
             .map(|r| RoundRecord {
                 round: u32::try_from(r.round).unwrap_or_default(),
                 response: serde_json::from_str(&r.response).unwrap_or(Value::Null),
-                results: serde_json::from_str(&r.results).unwrap_or_default(),
+                results: (!r.is_pending())
+                    .then(|| serde_json::from_str(&r.results).unwrap_or_default()),
                 usage: round_usage(&r),
             })
             .collect();
-        Ok(RunRecord {
-            run: RunInfo {
-                message_id,
-                ..run_info(&run)
-            },
-            rounds,
+        Ok(RunRecord { run: info, rounds })
+    }
+
+    /// The columns of `run`, its `message_id` the Message-ID it answers.
+    async fn run_columns(&self, run: &run_row::Model) -> Result<RunInfo, EngineError> {
+        let message_id = match run.message_id {
+            Some(row) => db::message_id_of(self.db().await?, row).await?,
+            None => None,
+        };
+        Ok(RunInfo {
+            message_id,
+            ..run_info(run)
         })
     }
 
@@ -546,13 +800,9 @@ impl Engine {
             return Err(EngineError::new(
                 EngineErrorKind::Conflict,
                 format!(
-                    "round {round} of run `{}` is recorded with another response or other results; the round expected next is {}",
+                    "round {round} of run `{}` is recorded with another response or other results; {}",
                     run.id,
-                    if run.status == db::RUN_STARTED {
-                        run.rounds.to_string()
-                    } else {
-                        format!("none (the run is {})", run.status)
-                    }
+                    expected_next(run)
                 ),
             ));
         }
@@ -611,6 +861,137 @@ impl Engine {
             }),
         }
     }
+
+    /// The number and body of the next round of run `run_id`, built from its stored
+    /// request and rounds (a job resumed elsewhere asks the provider with it): round 0's
+    /// body for a run without rounds. A run whose next round is pending, or that ended, is
+    /// [`EngineErrorKind::Conflict`].
+    #[cfg(feature = "agent")]
+    pub(crate) async fn next_round_body(&self, run_id: &str) -> Result<(u32, Value), EngineError> {
+        let run = self.load_run_row(run_id).await?;
+        if run.status != db::RUN_STARTED {
+            return Err(ended(&run));
+        }
+        let stored = db::load_rounds(self.db().await?, &run.id).await?;
+        let done: Vec<&run_round::Model> = stored
+            .iter()
+            .filter(|r| r.round < run.rounds && !r.is_pending())
+            .collect();
+        if stored.iter().any(|r| r.round == run.rounds) {
+            return Err(EngineError::new(
+                EngineErrorKind::Conflict,
+                format!(
+                    "round {} of run `{}` is pending: make its calls, not a new request",
+                    run.rounds, run.id
+                ),
+            ));
+        }
+        let parsed = parse_rounds(&run, &done)?;
+        let round = u32::try_from(run.rounds).unwrap_or_default();
+        Ok((round, next_body(&run, &parsed)?))
+    }
+}
+
+/// How many times a round's write is tried when another writer changed the run or stored
+/// the round first: each loss is read back and answered from what the winner wrote, so a
+/// second try only follows a pending round stored meanwhile.
+const WRITE_ATTEMPTS: usize = 3;
+
+/// Refuses round `round` of `run` unless it is the next one of a run that goes on (a
+/// round of a run that ended, or another round, is a conflict).
+fn check_next(run: &run_row::Model, round: u32) -> Result<(), EngineError> {
+    if run.status != db::RUN_STARTED {
+        return Err(ended(run));
+    }
+    if i64::from(round) != i64::from(run.rounds) {
+        return Err(EngineError::new(
+            EngineErrorKind::Conflict,
+            format!(
+                "run `{}` expects round {} next, not round {round}",
+                run.id, run.rounds
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// "the round expected next is K" (or none, for a run that ended).
+fn expected_next(run: &run_row::Model) -> String {
+    if run.status == db::RUN_STARTED {
+        format!("the round expected next is {}", run.rounds)
+    } else {
+        format!(
+            "the round expected next is none (the run is {})",
+            run.status
+        )
+    }
+}
+
+/// Refuses `response` for the stored round `stored` of `run` unless the round is pending
+/// with this very response.
+fn check_pending_response(
+    run: &run_row::Model,
+    stored: &run_round::Model,
+    response: &Value,
+) -> Result<(), EngineError> {
+    let same = stored.is_pending()
+        && serde_json::from_str::<Value>(&stored.response)
+            .ok()
+            .as_ref()
+            == Some(response);
+    if same {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        EngineErrorKind::Conflict,
+        format!(
+            "round {} of run `{}` is pending with another response; record it with the response stored (`GET /v1/runs/{}`)",
+            stored.round, run.id, run.id
+        ),
+    ))
+}
+
+/// The error of a round whose write lost to other writers every time it was tried.
+fn busy(run: &run_row::Model, round: u32) -> EngineError {
+    EngineError::new(
+        EngineErrorKind::Conflict,
+        format!(
+            "round {round} of run `{}` was written by other writers meanwhile; try again",
+            run.id
+        ),
+    )
+}
+
+/// The tool calls of `response`, as a pending round names them.
+fn pending_calls(response: &ModelResponse) -> Vec<PendingCall> {
+    response
+        .message
+        .tool_calls
+        .iter()
+        .map(|c| PendingCall {
+            tool_call_id: c.id.clone(),
+            name: c.name.clone(),
+            input: c.input.clone(),
+        })
+        .collect()
+}
+
+/// The rounds of `stored` before round `round`, parsed, once the call ids of `response`
+/// are checked against theirs.
+fn earlier_rounds(
+    run: &run_row::Model,
+    round: u32,
+    response: &ModelResponse,
+    stored: &[run_round::Model],
+) -> Result<Vec<ParsedRound>, EngineError> {
+    // Only the rounds before this one: another writer may have recorded this very round.
+    let earlier: Vec<&run_round::Model> = stored
+        .iter()
+        .filter(|r| r.round < i32::try_from(round).unwrap_or(i32::MAX))
+        .collect();
+    let parsed = parse_rounds(run, &earlier)?;
+    check_new_call_ids(run, round, response, &earlier, &parsed)?;
+    Ok(parsed)
 }
 
 /// A recorded round, parsed: the response in the run's format and the results.
@@ -630,6 +1011,7 @@ fn parse_rounds(
         .map(|r| {
             Ok(ParsedRound {
                 response: parse_response_text(run, &r.response)?,
+                // A pending round has no results yet (its stored `null`).
                 results: serde_json::from_str(&r.results).unwrap_or_default(),
             })
         })
@@ -668,7 +1050,8 @@ fn check_new_call_ids(
 
 /// `run` once round `new` is recorded, as [`db::record_round`] changed its row.
 fn run_after(mut run: run_row::Model, new: &db::NewRound) -> run_row::Model {
-    let [input, output, cache_read, cache_write] = new.usage;
+    // A pending round's usage is in the row already.
+    let [input, output, cache_read, cache_write] = if new.pending { [0; 4] } else { new.usage };
     run.rounds = new.round + 1;
     run.status = new.status.to_owned();
     run.input_tokens += input;
@@ -833,9 +1216,10 @@ fn check_response(
     Ok(())
 }
 
-/// The row of a round to record.
+/// The row of a round to record (`pending`: stored pending already).
 fn new_round(
     round: i32,
+    pending: bool,
     raw: &Value,
     results: &[ToolResult],
     response: &ModelResponse,
@@ -860,6 +1244,7 @@ fn new_round(
         .collect();
     db::NewRound {
         round,
+        pending,
         response: raw.to_string(),
         results: serde_json::to_string(results).unwrap_or_default(),
         stop_reason: response.stop_reason.clone(),

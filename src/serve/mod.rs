@@ -24,6 +24,7 @@
 mod error;
 mod extract;
 mod handlers;
+mod jobs;
 mod layers;
 mod outbox;
 mod runs;
@@ -151,6 +152,19 @@ impl Service {
         if app.metrics.is_some() {
             routes = routes.route("/metrics", get(handlers::metrics));
         }
+        // Decisions on the tool calls an agent's run waits for (§17).
+        #[cfg(feature = "agent")]
+        {
+            routes = routes
+                .route(
+                    "/v1/runs/{id}/approve",
+                    limited(post(jobs::approve), RESOLVE_LIMIT),
+                )
+                .route(
+                    "/v1/runs/{id}/reject",
+                    limited(post(jobs::reject), DECISION_LIMIT),
+                );
+        }
         routes
             .route("/ui", get(ui::page))
             .route("/ui/app.js", get(ui::script))
@@ -170,8 +184,15 @@ impl Service {
             .route("/v1/forget", limited(post(handlers::forget), FORGET_LIMIT))
             .route("/v1/prune", limited(post(handlers::prune), PRUNE_LIMIT))
             .route("/v1/diff", limited(post(handlers::diff), DIFF_LIMIT))
-            .route("/v1/runs", limited(post(runs::start), RESOLVE_LIMIT))
+            .route(
+                "/v1/runs",
+                limited(post(runs::start), RESOLVE_LIMIT).get(runs::list),
+            )
             .route("/v1/runs/{id}", get(runs::show))
+            .route(
+                "/v1/runs/{id}/abandon",
+                limited(post(runs::abandon), DECISION_LIMIT),
+            )
             .route(
                 "/v1/runs/{id}/rounds",
                 limited(post(runs::record), ROUND_LIMIT),
@@ -213,6 +234,11 @@ impl Service {
             .route(
                 "/v1/outbox/{id}/failed",
                 limited(post(outbox::failed), DECISION_LIMIT),
+            )
+            .route("/v1/agent/jobs", get(jobs::list))
+            .route(
+                "/v1/agent/jobs/{id}/retry",
+                limited(post(jobs::retry), DECISION_LIMIT),
             )
             .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
             .method_not_allowed_fallback(async || ApiError::method_not_allowed())

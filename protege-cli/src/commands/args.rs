@@ -74,10 +74,18 @@ pub(crate) enum Command {
     /// With a database named (--database or PROTEGE_DATABASE_URL), also check what the
     /// personas read without a message: each LoadFile's fixed path, and each LoadRecord's
     /// table and the columns its `where` and `order_by` name.
+    ///
+    /// The environment variables a persona names (`[model] api_key_env`, a tool's
+    /// `secret_env` or `token_env` with an `[agent]` table; `[outbox] password_env` with an
+    /// `[agent]` table or an `[outbox] smtp` server) must be set, unless --no-env.
     #[command(
-        after_help = "Examples:\n  protege check --personas personas/\n  protege check --database postgres://app@db.internal/app"
+        after_help = "Examples:\n  protege check --personas personas/\n  protege check --database postgres://app@db.internal/app\n  protege check --no-env                         in CI, without the secrets"
     )]
-    Check,
+    Check {
+        /// Skip the checks of environment variables (for CI without secrets).
+        #[arg(long)]
+        no_env: bool,
+    },
     /// Create or upgrade the schema, import fixtures.
     Db {
         #[command(subcommand)]
@@ -123,6 +131,12 @@ pub(crate) enum Command {
     Outbox {
         #[command(subcommand)]
         command: OutboxCommand,
+    },
+    /// The agent (§17): list and retry its jobs, run one trigger in the foreground, or work
+    /// through the queued jobs without `serve`.
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
     },
     /// Resolve each persona's recent messages with the live persona folder and with
     /// another one, and print what changes; exit 1 when anything does.
@@ -300,8 +314,10 @@ pub(crate) enum RunCommand {
     Start(ResolveArgs),
     /// Record the provider's response to a round and the results of its tool calls; print
     /// the next body (`"status":"continue"`) or the final answer (`"done"`, `"stopped"`).
+    /// With `--pending`, store the response alone and print the calls to make
+    /// (`"status":"pending"`); recording the round with its results completes it.
     #[command(
-        after_help = "Example:\n  protege run record run_01JG... --round 0 --response response.json --results results.json"
+        after_help = "Examples:\n  protege run record run_01JG... --round 0 --response response.json --results results.json\n  protege run record run_01JG... --round 0 --response response.json --pending"
     )]
     Record {
         /// The run's id.
@@ -315,10 +331,27 @@ pub(crate) enum RunCommand {
         /// The tool results: a JSON array of {"tool_call_id","content","is_error"}.
         #[arg(long, value_name = "FILE")]
         results: Option<PathBuf>,
+        /// Store the response alone, its results to come: the round is pending.
+        #[arg(long, conflicts_with = "results")]
+        pending: bool,
     },
     /// Print a run and its rounds as JSON.
     #[command(after_help = "Example:\n  protege run show run_01JG...")]
     Show {
+        /// The run's id.
+        run_id: String,
+    },
+    /// Print the runs of a message, oldest first, as JSON: `{"runs":[...]}`.
+    #[command(after_help = "Example:\n  protege run list --message '<m1@example.com>'")]
+    List {
+        /// The message's Message-ID.
+        #[arg(long, value_name = "ID")]
+        message: String,
+    },
+    /// Give up a run that goes on: it becomes `abandoned`, its tool rounds are never
+    /// replayed into its thread, and no round can be recorded any more; print the run.
+    #[command(after_help = "Example:\n  protege run abandon run_01JG...")]
+    Abandon {
         /// The run's id.
         run_id: String,
     },
@@ -329,6 +362,58 @@ pub(crate) enum RunCommand {
     Reply {
         /// The run's id.
         run_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentCommand {
+    /// List the jobs, newest first, as JSON: `{"jobs":[...]}`.
+    #[command(after_help = "Example:\n  protege agent jobs --state failed")]
+    Jobs {
+        /// Only jobs in this state (queued, running, waiting, done, skipped, failed).
+        #[arg(long)]
+        state: Option<String>,
+        /// Only jobs of this persona.
+        #[arg(long)]
+        persona: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+    },
+    /// Queue a failed job again, due now; print the job.
+    #[command(after_help = "Example:\n  protege agent retry 12")]
+    Retry {
+        /// The job's id.
+        job: i64,
+    },
+    /// Answer one message in the foreground, printing each round: the provider and the
+    /// tools are called, the run recorded, and the reply stored `waiting` (unless `--send`).
+    #[command(
+        after_help = "Example:\n  protege agent run --persona support --message '<m1@example.com>' --no-tools"
+    )]
+    Run {
+        /// The persona that answers.
+        #[arg(long)]
+        persona: String,
+        /// The message's Message-ID.
+        #[arg(long, value_name = "ID")]
+        message: String,
+        /// Answer every tool call `not called: dry run` instead of calling the tool.
+        #[arg(long)]
+        no_tools: bool,
+        /// Queue the reply as the persona says instead of storing it `waiting`.
+        #[arg(long)]
+        send: bool,
+        /// Answer a message whose job is done again.
+        #[arg(long)]
+        again: bool,
+    },
+    /// Work through the jobs that may run now, then exit (`--once`: one job at most).
+    #[command(after_help = "Example (from cron):\n  protege agent work")]
+    Work {
+        /// Run one job at most.
+        #[arg(long)]
+        once: bool,
     },
 }
 
@@ -612,6 +697,15 @@ pub(crate) struct ServeArgs {
     /// sends the reply once the lease has run out.
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub(crate) delivery_lease: u64,
+    /// Run the agent (§17): answer the mail posted to the personas with an `[agent]` table,
+    /// calling their provider and tools, and store each reply in the outbox.
+    #[arg(long)]
+    pub(crate) agent: bool,
+    /// How long a job this process claimed stays its own, in seconds (renewed every third of
+    /// it while the job runs): when the process dies, another resumes the job once the
+    /// lease has run out.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) job_lease: u64,
 }
 
 /// The longest `--deadline`, `--header-timeout` or `--idle-timeout`: one day. A request is not meant to run longer, and every

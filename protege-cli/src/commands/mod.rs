@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch; each command lives in its own module.
 
+pub(crate) mod agent;
 pub(crate) mod args;
 pub(crate) mod cache_report;
 pub(crate) mod db;

@@ -1,17 +1,24 @@
-//! `check` (with `--database`, also the files and tables the personas name), and the
-//! persona a command names.
+//! `check` (unless `--no-env`, also the environment variables the personas name; with
+//! `--database`, also the files and tables they name), and the persona a command names.
 
 use protege::Engine;
-use protege::config::render;
+use protege::config::{Diagnostic, process_env, render};
 
 use super::{CliResult, Env, Failure, output};
 
-pub(crate) async fn check(env: &Env) -> CliResult {
+/// `check`; `check_env` unless `--no-env`.
+pub(crate) async fn check(env: &Env, check_env: bool) -> CliResult {
     let engine = env.engine().await?;
     let names = match engine.check()? {
         Ok(names) => names,
         Err(diagnostics) => return Err(failed(&diagnostics)),
     };
+    if check_env {
+        let problems = env_problems(&engine);
+        if !problems.is_empty() {
+            return Err(failed(&problems));
+        }
+    }
     // With a database named, what the personas read outside themselves is checked too; a
     // check reads a database and makes none, so a SQLite file that is not there is an error.
     if env.database_given {
@@ -36,6 +43,24 @@ pub(crate) async fn check(env: &Env) -> CliResult {
         },
         names.join(", ")
     ))
+}
+
+/// The environment variables the loaded personas name that this process does not have,
+/// by file, then line.
+fn env_problems(engine: &Engine) -> Vec<Diagnostic> {
+    let mut problems = Vec::new();
+    for persona in engine.personas() {
+        match std::fs::read_to_string(persona.path()) {
+            Ok(source) => problems.extend(persona.env_diagnostics(&source, &process_env)),
+            Err(e) => problems.push(Diagnostic::whole_file(
+                persona.path(),
+                format!("cannot read the persona file again: {e}"),
+            )),
+        }
+    }
+    problems
+        .sort_by(|a, b| (a.path(), a.line(), a.column()).cmp(&(b.path(), b.line(), b.column())));
+    problems
 }
 
 /// The file of a SQLite URL that would be created on connect (no `mode=` of its own, not in

@@ -1,5 +1,5 @@
-//! `run start|record|show|reply`: a run's rounds from the command line (§13), printing the JSON
-//! the HTTP routes answer.
+//! `run start|record|show|list|abandon|reply`: a run's rounds from the command line (§13),
+//! printing the JSON the HTTP routes answer.
 
 use std::path::Path;
 
@@ -19,8 +19,25 @@ pub(crate) async fn run(env: &Env, command: &RunCommand) -> CliResult {
             round,
             response,
             results,
-        } => record(env, run_id, *round, response, results.as_deref()).await,
+            pending,
+        } => {
+            let results = if *pending {
+                Results::Pending
+            } else {
+                Results::File(results.as_deref())
+            };
+            record(env, run_id, *round, response, results).await
+        }
         RunCommand::Show { run_id } => show(env, run_id).await,
+        RunCommand::List { message } => {
+            let engine = env.engine().await?;
+            let runs = engine.runs_of_message(message).await?;
+            print(&serde_json::json!({ "runs": runs }))
+        }
+        RunCommand::Abandon { run_id } => {
+            let engine = env.engine().await?;
+            print(&engine.abandon_run(run_id).await?)
+        }
         RunCommand::Reply { run_id } => {
             let engine = env.engine().await?;
             print(&engine.compose_reply(run_id).await?)
@@ -34,17 +51,27 @@ async fn start(env: &Env, args: &ResolveArgs) -> CliResult {
     print(&run)
 }
 
+/// The results of `run record`: a file (none without one), or pending.
+enum Results<'a> {
+    File(Option<&'a Path>),
+    Pending,
+}
+
 async fn record(
     env: &Env,
     run_id: &str,
     round: u32,
     response: &Path,
-    results: Option<&Path>,
+    results: Results<'_>,
 ) -> CliResult {
     let response: serde_json::Value = read_json(response, "response")?;
     let results: Vec<ToolResult> = match results {
-        Some(file) => read_json(file, "results")?,
-        None => Vec::new(),
+        Results::File(Some(file)) => read_json(file, "results")?,
+        Results::File(None) => Vec::new(),
+        Results::Pending => {
+            let engine = env.engine().await?;
+            return print(&engine.record_response(run_id, round, response).await?);
+        }
     };
     let engine = env.engine().await?;
     let step = engine

@@ -30,6 +30,7 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         .engine_builder()
         .trusted_authserv_ids(args.trusted_authserv_ids.iter().cloned())
         .watch(!args.no_watch)
+        .check_env(args.agent)
         .build()
         .await?;
     // Serving needs the persona folder, watched or not; its invalid files are logged below.
@@ -69,6 +70,10 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let lease = Duration::from_secs(args.delivery_lease);
     let worker = tokio::spawn(deliver(engine.clone(), lease, stopping_rx.clone()));
+    let agent = args.agent.then(|| {
+        let lease = Duration::from_secs(args.job_lease);
+        tokio::spawn(answer(engine.clone(), lease, stopping_rx.clone()))
+    });
     let router = Service::new(engine)
         .token(token)
         .deadline(Duration::from_secs_f64(args.deadline))
@@ -105,6 +110,13 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     if tokio::time::timeout(DRAIN, worker).await.is_err() {
         tracing::warn!("a delivery still in flight after 30 s; exiting");
     }
+    // A job's round in flight finishes; its lease then runs out and another replica
+    // resumes the job from its stored rounds.
+    if let Some(agent) = agent
+        && tokio::time::timeout(DRAIN, agent).await.is_err()
+    {
+        tracing::warn!("an agent job still in flight after 30 s; exiting");
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -133,6 +145,26 @@ async fn deliver(
     };
     delivery.run(DELIVERY_INTERVAL, stop).await;
 }
+
+/// The agent's worker until `stop` turns true: it claims the jobs of the mail the agent
+/// receives and runs them.
+async fn answer(
+    engine: protege::Engine,
+    lease: Duration,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let agent = match engine.agent(worker_name()) {
+        Ok(agent) => agent.lease(lease),
+        Err(e) => {
+            tracing::error!("the agent cannot start: {e}");
+            return;
+        }
+    };
+    agent.run(AGENT_INTERVAL, stop).await;
+}
+
+/// How often the agent looks for jobs when it found none.
+const AGENT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How often the delivery worker looks for replies that may leave.
 const DELIVERY_INTERVAL: Duration = Duration::from_secs(2);

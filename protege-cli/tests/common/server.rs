@@ -99,7 +99,7 @@ impl Server {
             child,
             base,
             log,
-            client: reqwest::Client::new(),
+            client: http_client(),
         }
     }
 
@@ -145,6 +145,13 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An HTTP client of the tests. The process's TLS (rustls over ring, shared with the
+/// agent's clients) needs its crypto provider installed before any client is built.
+pub(crate) fn http_client() -> reqwest::Client {
+    protege::agent::install_crypto_provider();
+    reqwest::Client::new()
 }
 
 /// A fresh database on the server of `url` (PostgreSQL or MariaDB), for one test.

@@ -139,6 +139,30 @@ pub async fn begin_import(db: &DatabaseConnection) -> Result<DatabaseTransaction
     Ok(txn)
 }
 
+/// Begins a transaction that holds thread `thread` until its commit or rollback: the row
+/// of `email_threads` locked for update (PostgreSQL, MySQL), the database's write lock
+/// (SQLite). Two such transactions of one thread run one after the other, so a decision
+/// about the thread's work (the agent's claim of a job) sees the other's commit.
+pub async fn begin_thread(
+    db: &DatabaseConnection,
+    thread: i64,
+) -> Result<DatabaseTransaction, DbErr> {
+    let backend = db.get_database_backend();
+    let txn = begin_exclusive(db).await?;
+    let sql = match backend {
+        DbBackend::Postgres => "SELECT id FROM email_threads WHERE id = $1 FOR UPDATE",
+        DbBackend::MySql => "SELECT id FROM email_threads WHERE id = ? FOR UPDATE",
+        _ => return Ok(txn),
+    };
+    txn.query_one_raw(Statement::from_sql_and_values(
+        backend,
+        sql,
+        [thread.into()],
+    ))
+    .await?;
+    Ok(txn)
+}
+
 /// A transaction that reads committed data (PostgreSQL, MySQL) or holds the write lock
 /// from its start (SQLite).
 async fn begin_exclusive(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {

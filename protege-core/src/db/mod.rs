@@ -40,6 +40,10 @@ pub use read::{
 };
 // The reads only the engine of the `protege` crate, the store and the tests use: public for
 // them, out of the documented surface (an application reads through `Engine`).
+pub use read::jobs::{
+    JobFilter, attachment_in_thread, job_of_message, job_state, jobs_select, list_jobs, load_job,
+    message_row_of, replies_since, select_jobs, tokens_since,
+};
 pub use read::{
     OutboxFilter, claimable_outbox, first_contacts, list_outbox, load_outbox, may_claim,
     outbox_of_run, outbox_state,
@@ -47,7 +51,8 @@ pub use read::{
 #[doc(hidden)]
 pub use read::{
     call_id_taken_in_thread, direct_round_trips, embedded_statements, embedded_write, load_rounds,
-    load_run, persona_addressed, recent_inbound_to, thread_inbound_messages,
+    load_run, persona_addressed, recent_inbound_to, replayed_tool_use, runs_of_message,
+    thread_inbound_messages,
 };
 pub use schema::{Migrator, entities, migrate};
 

@@ -4,6 +4,7 @@
 //! messages and writes them is `protege-store`'s.
 
 pub mod direction;
+pub mod gate;
 pub mod mbox;
 pub mod parse;
 

@@ -52,6 +52,11 @@ pub struct ParsedEml {
     /// The content type of a multipart body whose parts could not be found (a wrong or
     /// missing boundary): its raw text is the text body.
     pub unsplit: Option<String>,
+    /// Why it counts as sent by a program (the header that says so), for the agent's gate;
+    /// `None` for a message a person wrote (see [`gate::automated`](super::gate::automated)).
+    pub automated: Option<String>,
+    /// The values of its `X-Protege-Loop` headers, lowercased.
+    pub loop_marks: Vec<String>,
 }
 
 /// Who a message claims to be from, and the headers that show whether it arrived from
@@ -201,6 +206,8 @@ pub fn parse_eml(
     }
 
     let (text_body, html_body, unsplit) = bodies(raw, &message);
+    let automated = super::gate::automated(&message, &from);
+    let loop_marks = super::gate::loop_marks(&message);
 
     let (attachments, oversized) = attachments(
         raw,
@@ -236,6 +243,8 @@ pub fn parse_eml(
         oversized,
         origin,
         unsplit,
+        automated,
+        loop_marks,
     })
 }
 

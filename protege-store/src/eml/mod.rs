@@ -76,6 +76,9 @@ pub struct EmlOptions {
     /// safe choice for mail strangers send) or [`Threading::References`] (an archive the
     /// operator trusts).
     pub threading: Threading,
+    /// Which inbound messages get a job of the agent (§17), stored in the message's
+    /// transaction: `None` (imports) gives none. Only [`ingest_eml`] reads it.
+    pub jobs: Option<crate::jobs::JobRule>,
 }
 
 /// How an import decides which stored thread a message joins (see `SECURITY.md`).
@@ -103,6 +106,7 @@ impl EmlOptions {
             max_attachment_bytes: DEFAULT_MAX_ATTACHMENT_BYTES,
             direction: None,
             threading: Threading::Participants,
+            jobs: None,
         }
     }
 }
@@ -584,7 +588,7 @@ async fn store_one_by_one(
                 continue;
             }
         };
-        match threader.store(open, &pending.eml).await {
+        match threader.store(open, &pending.eml, None).await {
             Ok(Stored::Imported { thread, direction }) => {
                 txn.stored.push((pending, thread, direction));
             }
@@ -1025,7 +1029,16 @@ pub async fn ingest_eml(
         .parse(raw)
         .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
     let message_id = eml.email.message_id.clone();
-    match threader.store(db, &eml).await? {
+    // Mail the agent receives gets its job, inbound only.
+    let job = options
+        .jobs
+        .as_ref()
+        .filter(|_| eml.email.direction == Direction::Inbound)
+        .and_then(|rule| rule.job_of(&eml, options.now));
+    match threader
+        .store(db, &eml, job.as_ref().map(|j| (j, options.now)))
+        .await?
+    {
         Stored::Imported { thread, direction } => Ok(Ingested {
             imported: true,
             message_id,

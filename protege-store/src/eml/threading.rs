@@ -242,7 +242,12 @@ impl Threader {
 
     /// Stores `eml` in its own savepoint of `db`: skipped when its Message-ID is
     /// stored, else put in the thread it may join (by participants) or in a new thread.
-    pub(super) async fn store<C>(&mut self, db: &C, eml: &ParsedEml) -> Result<Stored>
+    pub(super) async fn store<C>(
+        &mut self,
+        db: &C,
+        eml: &ParsedEml,
+        job: Option<(&crate::jobs::NewJob, DateTime<Utc>)>,
+    ) -> Result<Stored>
     where
         C: ConnectionTrait + TransactionTrait,
     {
@@ -302,7 +307,14 @@ impl Threader {
                 txn.rollback().await?;
                 again(db, email).await
             }
-            Ok(Some((thread, _))) => {
+            Ok(Some((thread, row))) => {
+                // The agent's job is stored with its message, or neither is.
+                if let Some((job, now)) = job
+                    && let Err(e) = crate::jobs::insert_job(&txn, row, job, now).await
+                {
+                    txn.rollback().await?;
+                    return Err(e);
+                }
                 txn.commit().await?;
                 // A batch's start times of threads are only a cache: this one may be stale.
                 self.created.remove(&thread);

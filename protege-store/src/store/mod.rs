@@ -405,8 +405,9 @@ pub(crate) fn check_dates(email: &Email) -> Result<()> {
     )
 }
 
-/// Whether `err` is a unique-key violation: another writer stored the same message.
-fn is_unique_violation(err: &DbErr) -> bool {
+/// Whether `err` is a unique-key violation: another writer stored the same row (a
+/// message, a run's round).
+pub(crate) fn is_unique_violation(err: &DbErr) -> bool {
     matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_)))
 }
 

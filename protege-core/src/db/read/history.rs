@@ -4,7 +4,8 @@
 //! 1. the prior messages: `ORDER BY sent_at DESC, id DESC LIMIT N` on the
 //!    `(email_thread_id, sent_at, id)` index;
 //! 2. their attachments (without the bytes), joined to the same bounded sub-select;
-//! 3. their tool uses, joined the same way;
+//! 3. their tool uses, joined the same way, less those of runs that did not end `done` or
+//!    `stopped` (a `NOT EXISTS` on the key of `runs`);
 //! 4. with `quoted = "strip"`, their stored stripped bodies (`message_strips`), joined the
 //!    same way, and the current message's.
 //!
@@ -227,7 +228,10 @@ impl Statements {
                     prior_ids(current, limit, step, after_summary),
                     prior_alias(),
                     Expr::col((prior_alias(), M::Id)).equals((tool_use::Entity, U::MessageId)),
-                );
+                )
+                // Only the rounds of runs that ended `done` or `stopped` (and rows of no
+                // stored run, imported from a fixture).
+                .and_where(super::runs::replayed_tool_use());
             q
         });
         Self {

@@ -42,6 +42,7 @@ macro_rules! all {
 pub(crate) mod correspondents;
 mod embedded;
 pub(crate) mod history;
+pub(crate) mod jobs;
 mod lookup;
 #[cfg(feature = "postgres")]
 mod one_trip;
@@ -82,7 +83,10 @@ pub use outbox::{
     OutboxFilter, claimable_outbox, first_contacts, list_outbox, load_outbox, may_claim,
     outbox_of_run, outbox_state,
 };
-pub use runs::{call_id_taken_in_thread, load_rounds, load_run, persona_addressed};
+pub use runs::{
+    call_id_taken_in_thread, load_rounds, load_run, persona_addressed, replayed_tool_use,
+    runs_of_message,
+};
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,
 /// whose metric callback does not see them: the statements run through the SQLite C

@@ -32,6 +32,57 @@ pub async fn load_rounds(db: &DatabaseConnection, id: &str) -> Result<Vec<run_ro
     Ok(all!(db, &of_run, rows::run_round))
 }
 
+/// The runs of the message whose Message-ID is `message_id`, oldest first (by start, ties
+/// by id); `None` when no message has this Message-ID. One query, two when the message has
+/// no run.
+pub async fn runs_of_message(
+    db: &DatabaseConnection,
+    message_id: &str,
+) -> Result<Option<Vec<run::Model>>> {
+    use crate::db::entities::message as m;
+    let row = Query::select()
+        .column((m::Entity, m::Column::Id))
+        .from(m::Entity)
+        .and_where(Expr::col((m::Entity, m::Column::MessageId)).eq(message_id))
+        .to_owned();
+    let mut of_message = Query::select();
+    of_message
+        .columns(columns(run::Entity))
+        .from(run::Entity)
+        .and_where(Expr::col((run::Entity, run::Column::MessageId)).in_subquery(row.clone()))
+        .order_by((run::Entity, run::Column::StartedAt), Order::Asc)
+        .order_by((run::Entity, run::Column::Id), Order::Asc);
+    let runs = all!(db, &of_message, rows::run);
+    if !runs.is_empty() {
+        return Ok(Some(runs));
+    }
+    let mut row = row;
+    row.limit(1);
+    let stored = all!(db, &row, message_row);
+    Ok((!stored.is_empty()).then(Vec::new))
+}
+
+/// The id of a `messages` row selected alone.
+fn message_row(row: &impl rows::Row) -> Result<i64> {
+    row.get(crate::db::entities::message::Column::Id)
+}
+
+/// The condition on a `tool_uses` row that a thread's history replays it: it belongs to no
+/// stored run (a row imported from a fixture) or to a run that ended `done` or `stopped`
+/// ([`run::REPLAYED`]). A `NOT EXISTS` on the key of `runs`, in the statement that reads the
+/// rows.
+#[doc(hidden)]
+pub fn replayed_tool_use() -> sea_orm::sea_query::SimpleExpr {
+    use crate::db::entities::tool_use as t;
+    let unfinished = Query::select()
+        .expr(Expr::val(1))
+        .from(run::Entity)
+        .and_where(Expr::col((run::Entity, run::Column::Id)).equals((t::Entity, t::Column::RunId)))
+        .and_where(Expr::col((run::Entity, run::Column::Status)).is_not_in(run::REPLAYED))
+        .to_owned();
+    Expr::exists(unfinished).not()
+}
+
 /// The first of the tool call ids `ids` that another run than `run_id` recorded in the
 /// thread of message `message` (a `messages.id`), with that run's id: the ids one replay of
 /// a thread holds must differ. One query.

@@ -1,5 +1,6 @@
 //! `runs`: one run answering a trigger (a reply to an inbound message or one firing of a
-//! responsibility), with the usage its rounds reported.
+//! responsibility), with the usage its rounds reported. The usage columns sum every stored
+//! round's, a pending round's included (the provider was paid for its response).
 
 use sea_orm::entity::prelude::*;
 
@@ -20,9 +21,11 @@ pub struct Model {
     pub format: String,
     /// The model of its bodies.
     pub model: String,
-    /// `started`, `done` or `stopped`.
+    /// `started`, `waiting`, `done`, `stopped` or `abandoned` (see [`STARTED`] and the
+    /// other constants of this module).
     pub status: String,
-    /// How many rounds are recorded (0 at start).
+    /// How many rounds are recorded with their results (0 at start); a pending round (its
+    /// response stored, its results not yet) is not counted.
     pub rounds: i32,
     /// Uncached input tokens, summed over the rounds.
     pub input_tokens: i64,
@@ -41,9 +44,30 @@ pub struct Model {
     pub request: String,
     /// When the run started.
     pub started_at: DateTimeUtc,
-    /// When it ended (`done` or `stopped`).
+    /// When it ended (`done`, `stopped` or `abandoned`).
     pub finished_at: Option<DateTimeUtc>,
 }
+
+/// The status of a run that goes on: its next round may be recorded.
+pub const STARTED: &str = "started";
+/// The status of a run that waits for an operator's decision on its pending tool calls.
+pub const WAITING: &str = "waiting";
+/// The status of a run whose model answered without tool calls.
+pub const DONE: &str = "done";
+/// The status of a run that the provider or a limit stopped (a refusal, an output budget,
+/// `[limits] max_rounds`).
+pub const STOPPED: &str = "stopped";
+/// The status of a run given up by the application (`POST /v1/runs/{id}/abandon`).
+pub const ABANDONED: &str = "abandoned";
+
+/// The statuses of a run that has not ended: [`STARTED`] and [`WAITING`]. Only such a run
+/// can be abandoned.
+pub const GOING_ON: [&str; 2] = [STARTED, WAITING];
+
+/// The statuses of a run whose tool rounds a thread's history replays: [`DONE`] and
+/// [`STOPPED`]. A run that goes on or was abandoned is not replayed, so an application that
+/// starts over never replays a half run next to the new one.
+pub const REPLAYED: [&str; 2] = [DONE, STOPPED];
 
 /// The relations of `runs`.
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

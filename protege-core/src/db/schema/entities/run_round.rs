@@ -1,4 +1,10 @@
 //! `run_rounds`: each recorded round of a run, its response and results as recorded.
+//!
+//! A round may be **pending**: its response stored before the results of its tool calls
+//! (`Engine::record_response`), so a resumed job never asks the provider again. A pending
+//! round's `results` holds the JSON text `null` ([`PENDING_RESULTS`]); recording the round
+//! with its results replaces it with the array. At most one round of a run is pending: the
+//! one after the run's recorded `rounds`.
 
 use sea_orm::entity::prelude::*;
 
@@ -16,7 +22,8 @@ pub struct Model {
     /// The provider's response body as recorded (compact JSON).
     #[sea_orm(column_type = "Text")]
     pub response: String,
-    /// The tool results as recorded: a JSON array of `{"tool_call_id","content","is_error"}`.
+    /// The tool results as recorded: a JSON array of `{"tool_call_id","content","is_error"}`;
+    /// the JSON text `null` ([`PENDING_RESULTS`]) while the round is pending.
     #[sea_orm(column_type = "Text")]
     pub results: String,
     /// The response's stop reason, as the provider gave it.
@@ -31,6 +38,16 @@ pub struct Model {
     pub cache_write_tokens: i64,
     /// When the round was recorded.
     pub created_at: DateTimeUtc,
+}
+
+/// The `results` of a pending round: the JSON text `null`.
+pub const PENDING_RESULTS: &str = "null";
+
+impl Model {
+    /// Whether the round is pending: its response is stored, its results are not.
+    pub fn is_pending(&self) -> bool {
+        self.results == PENDING_RESULTS
+    }
 }
 
 /// The relations of `run_rounds`.

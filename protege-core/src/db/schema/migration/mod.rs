@@ -10,6 +10,7 @@ use sea_orm::DbBackend;
 use sea_orm_migration::prelude::*;
 
 mod html;
+mod jobs;
 mod mail;
 mod outbox;
 mod runs;
@@ -18,6 +19,7 @@ mod strips;
 mod summaries;
 
 use html::{ConvertHtmlAgain, StoreHtmlText};
+use jobs::CreateAgentJobs;
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
 use outbox::CreateOutbox;
 use runs::CreateRuns;
@@ -43,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(CreateMessageStrips),
             Box::new(MailRulesAgain),
             Box::new(CreateOutbox),
+            Box::new(CreateAgentJobs),
         ]
     }
 

@@ -1,0 +1,74 @@
+//! `agent jobs|retry|run|work` (§17), printing the JSON the HTTP routes answer; `run`
+//! prints each round as it is recorded.
+
+use protege::agent::{Foreground, RoundReport};
+use protege::db::JobFilter;
+use serde_json::json;
+
+use super::args::AgentCommand;
+use super::run::print;
+use super::{CliResult, Env, output};
+
+pub(crate) async fn run(env: &Env, command: &AgentCommand) -> CliResult {
+    let engine = env.engine().await?;
+    match command {
+        AgentCommand::Jobs {
+            state,
+            persona,
+            limit,
+        } => {
+            let filter = JobFilter {
+                state: state.clone(),
+                persona: persona.clone(),
+                limit: *limit,
+            };
+            print(&json!({ "jobs": engine.agent_jobs(&filter).await? }))
+        }
+        AgentCommand::Retry { job } => print(&engine.retry_job(*job).await?),
+        AgentCommand::Run {
+            persona,
+            message,
+            no_tools,
+            send,
+            again,
+        } => {
+            let agent = engine.agent(format!("run-{}", std::process::id()))?;
+            let foreground = Foreground {
+                no_tools: *no_tools,
+                send: *send,
+                again: *again,
+            };
+            let mut shown = |round: &RoundReport| {
+                let line = serde_json::to_string(round).unwrap_or_default();
+                let _ = output::out(&format!("{line}\n"));
+            };
+            let report = agent
+                .run_message(persona, message, foreground, &mut shown)
+                .await?;
+            let mut end = serde_json::to_value(&report).unwrap_or_default();
+            if let Some(map) = end.as_object_mut() {
+                map.remove("rounds");
+            }
+            print(&end)
+        }
+        AgentCommand::Work { once } => {
+            let agent = engine.agent(format!("work-{}", std::process::id()))?;
+            let reports = if *once {
+                agent.work_once().await?.into_iter().collect()
+            } else {
+                agent.work().await?
+            };
+            let summary: Vec<_> = reports
+                .iter()
+                .map(|r| {
+                    json!({
+                        "job": r.job, "persona": r.persona, "run_id": r.run_id,
+                        "state": r.state, "reason": r.reason, "rounds": r.rounds.len(),
+                        "outbox": r.outbox,
+                    })
+                })
+                .collect();
+            print(&json!({ "jobs": summary }))
+        }
+    }
+}

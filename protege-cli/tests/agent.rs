@@ -1,0 +1,925 @@
+//! The agent (§17) end to end, on every backend: mail posted → job → rounds with parallel
+//! signed tool calls → the final answer → the reply in the outbox; the gate; a provider
+//! that throttles or refuses; a job resumed after its worker died, with no round asked
+//! twice; several workers answering each message once.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use protege::agent::ProviderClient;
+use protege::db::{self, JobFilter};
+use protege::{Direction, Engine};
+use protege_agent::standin::{self, Scripted, StandIn};
+use serde_json::{Value, json};
+
+mod common;
+use common::server::every_backend;
+
+const KEY: &str = "sk-test-agent-key-0123456789";
+const SECRET: &str = "tool-secret-0123456789";
+
+/// One call the tool server received: its call id, the tool, the input, and whether its
+/// signature held.
+type Call = (String, String, Value, bool);
+
+/// What the tool server received.
+#[derive(Debug, Clone, Default)]
+struct Calls(Arc<Mutex<Vec<Call>>>);
+
+impl Calls {
+    fn all(&self) -> Vec<Call> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A tool server: `/lookup` and `/tracking` answer JSON after checking the signature;
+/// each call is recorded with whether its signature held.
+async fn tool_server() -> (String, Calls) {
+    let calls = Calls::default();
+    let record = |tool: &'static str, calls: Calls| {
+        move |headers: HeaderMap, body: Bytes| {
+            let calls = calls.clone();
+            async move {
+                let now = chrono::Utc::now().timestamp();
+                let valid = protege::agent::verify_headers(SECRET, &headers, &body, now).is_ok();
+                let id = headers
+                    .get("x-protege-tool-call")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                calls
+                    .0
+                    .lock()
+                    .unwrap()
+                    .push((id, tool.to_owned(), input, valid));
+                match tool {
+                    "lookup_order" => r#"{"order":"A-1042","status":"shipped"}"#,
+                    _ => "9 March: left the warehouse",
+                }
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .route(
+            "/lookup",
+            axum::routing::post(record("lookup_order", calls.clone())),
+        )
+        .route(
+            "/tracking",
+            axum::routing::post(record("tracking_log", calls.clone())),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
+
+/// An app root whose `support` persona answers through `provider` with the tools of
+/// `tools`, and `extra` appended to its `[agent]` table.
+fn root_with(provider: &str, tools: &str, extra: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    let persona = format!(
+        r#"addresses = ["support@acme.test"]
+
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+max_tokens = 1024
+base_url = "{provider}"
+api_key_env = "PROTEGE_TEST_AGENT_KEY"
+
+[agent]
+unauthenticated = "send"
+{extra}
+
+[[tools]]
+name = "lookup_order"
+description = "Find an order"
+input_schema = {{ type = "object", properties = {{ order = {{ type = "string" }} }}, required = ["order"] }}
+http = {{ url = "{tools}/lookup", secret_env = "PROTEGE_TEST_TOOL_SECRET" }}
+
+[[tools]]
+name = "tracking_log"
+description = "The carrier's events of an order"
+input_schema = {{ type = "object", properties = {{ order = {{ type = "string" }} }}, required = ["order"] }}
+http = {{ url = "{tools}/tracking", secret_env = "PROTEGE_TEST_TOOL_SECRET" }}
+
+[[message_resolvers]]
+use = "LoadText"
+template = "You are Acme's support agent."
+
+[[message_resolvers]]
+use = "ThreadHistory"
+"#
+    );
+    std::fs::write(root.path().join("personas/support.toml"), persona).unwrap();
+    root
+}
+
+/// A customer's mail, dated now, from `from`, with `headers` added.
+fn mail(id: &str, from: &str, headers: &str) -> String {
+    let date = chrono::Utc::now().to_rfc2822();
+    format!(
+        "Message-ID: {id}\r\nFrom: {from}\r\nTo: Acme Support <support@acme.test>\r\n\
+         Subject: Where is my order?\r\nDate: {date}\r\n{headers}\r\nWhere is order A-1042?\r\n"
+    )
+}
+
+/// An Anthropic answer calling `lookup_order` and `tracking_log` with ids made of `tag`.
+fn two_calls(tag: &str) -> Value {
+    let mut answer = standin::anthropic_tool_use(&[
+        ("lookup_order", json!({"order": "A-1042"})),
+        ("tracking_log", json!({"order": "A-1042"})),
+    ]);
+    for (i, block) in answer["content"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        block["id"] = json!(format!("toolu_01{tag}{:020}", i + 1));
+    }
+    answer
+}
+
+const ANSWER: &str = "Hello,\n\nyour order A-1042 is on its way.\n\nBest,\nAcme Support";
+
+fn env_of(name: &str) -> Option<String> {
+    match name {
+        "PROTEGE_TEST_AGENT_KEY" => Some(KEY.to_owned()),
+        "PROTEGE_TEST_TOOL_SECRET" => Some(SECRET.to_owned()),
+        _ => None,
+    }
+}
+
+/// The worker `owner` of `engine`, with the test's environment and short backoffs.
+fn agent(engine: &Engine, owner: &str) -> protege::agent::Agent {
+    engine.agent(owner).unwrap().env(env_of).provider_client(
+        ProviderClient::new()
+            .unwrap()
+            .backoff(Duration::from_millis(10), Duration::from_millis(50)),
+    )
+}
+
+async fn engine_of(root: &Path, url: &str) -> Engine {
+    Engine::builder()
+        .root(root)
+        .database(url)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// The job of `message`, as listed.
+async fn job_of(engine: &Engine, message: &str) -> protege::JobInfo {
+    let jobs = engine
+        .agent_jobs(&JobFilter {
+            limit: 500,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    jobs.into_iter()
+        .find(|j| j.message_id.as_deref() == Some(message))
+        .unwrap_or_else(|| panic!("no job of {message}"))
+}
+
+#[tokio::test]
+async fn mail_posted_is_answered_through_two_rounds_of_signed_parallel_calls_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_e2e").await {
+        let provider = StandIn::start([
+            Scripted::Json(200, two_calls("A")),
+            Scripted::Json(200, two_calls("B")),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+        ])
+        .await
+        .unwrap();
+        let (tools, calls) = tool_server().await;
+        let root = root_with(&provider.base_url(), &tools, "");
+        let engine = engine_of(root.path(), &url).await;
+        engine
+            .ingest_mail(
+                mail("<q1@example.com>", "Zoe <zoe@example.com>", "").as_bytes(),
+                Some(Direction::Inbound),
+            )
+            .await
+            .unwrap();
+        assert_eq!(job_of(&engine, "<q1@example.com>").await.state, "queued");
+
+        let reports = agent(&engine, "w1").work().await.unwrap();
+        assert_eq!(reports.len(), 1, "{url}");
+        let report = &reports[0];
+        assert_eq!(
+            (
+                report.state.as_str(),
+                report.rounds.len(),
+                report.lease_lost
+            ),
+            ("done", 3, false),
+            "{url}: {report:?}"
+        );
+        assert_eq!(report.outbox_state.as_deref(), Some("queued"), "{url}");
+        // Four calls, each signed, with the model's call ids and inputs.
+        let mut seen = calls.all();
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        let ids: Vec<(String, String, bool)> = seen
+            .iter()
+            .map(|(id, tool, _, valid)| (id.clone(), tool.clone(), *valid))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                (
+                    "toolu_01A00000000000000000001".to_owned(),
+                    "lookup_order".to_owned(),
+                    true
+                ),
+                (
+                    "toolu_01A00000000000000000002".to_owned(),
+                    "tracking_log".to_owned(),
+                    true
+                ),
+                (
+                    "toolu_01B00000000000000000001".to_owned(),
+                    "lookup_order".to_owned(),
+                    true
+                ),
+                (
+                    "toolu_01B00000000000000000002".to_owned(),
+                    "tracking_log".to_owned(),
+                    true
+                ),
+            ],
+            "{url}"
+        );
+        // The provider got three requests with the key; the third holds both rounds.
+        let requests = provider.requests();
+        assert_eq!(requests.len(), 3, "{url}");
+        assert_eq!(requests[0].header("x-api-key"), Some(KEY));
+        let last = requests[2].json();
+        let results: Vec<String> = last["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| b["tool_use_id"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(results.len(), 4, "{url}: {last}");
+        assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
+        // The job is done, its run done, and the reply the model's text.
+        let job = job_of(&engine, "<q1@example.com>").await;
+        assert_eq!((job.state.as_str(), job.attempts), ("done", 1), "{url}");
+        let run = engine.run(job.run_id.as_deref().unwrap()).await.unwrap();
+        assert_eq!((run.run.status.as_str(), run.run.rounds), ("done", 3));
+        assert_eq!(run.run.input_tokens, 300, "{url}");
+        let entry = engine
+            .outbox_entry(report.outbox.unwrap(), true)
+            .await
+            .unwrap();
+        assert!(
+            entry
+                .raw
+                .unwrap()
+                .contains("your order A-1042 is on its way."),
+            "{url}"
+        );
+        // Nothing is left to do.
+        assert!(agent(&engine, "w1").work_once().await.unwrap().is_none());
+    }
+}
+
+#[tokio::test]
+async fn the_gate_skips_automated_mail_without_asking_the_provider_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_gate").await {
+        let provider = StandIn::start([]).await.unwrap();
+        let root = root_with(&provider.base_url(), "http://127.0.0.1:9", "");
+        let engine = engine_of(root.path(), &url).await;
+        let cases = [
+            (
+                "<auto@example.com>",
+                "Zoe <zoe@example.com>",
+                "Auto-Submitted: auto-replied\r\n",
+                "automated (Auto-Submitted: auto-replied)",
+            ),
+            (
+                "<noreply@example.com>",
+                "Shop <no-reply@shop.example>",
+                "",
+                "no_reply_address",
+            ),
+            (
+                "<loop@example.com>",
+                "Kim <kim@example.com>",
+                "X-Protege-Loop: support@acme.test\r\n",
+                "loop",
+            ),
+            (
+                "<list@example.com>",
+                "News <news@example.com>",
+                "List-Id: <news.example.com>\r\n",
+                "automated (List-ID: news.example.com)",
+            ),
+        ];
+        for (id, from, headers, _) in cases {
+            engine
+                .ingest_mail(mail(id, from, headers).as_bytes(), Some(Direction::Inbound))
+                .await
+                .unwrap();
+        }
+        assert!(agent(&engine, "w").work().await.unwrap().is_empty());
+        for (id, _, _, reason) in cases {
+            let job = job_of(&engine, id).await;
+            assert_eq!(
+                (job.state.as_str(), job.reason.as_deref()),
+                ("skipped", Some(reason)),
+                "{url}: {id}"
+            );
+        }
+        assert!(provider.requests().is_empty());
+        // Mail imported, not received, has no job.
+        let conn = engine.db().await.unwrap();
+        let jobs = db::list_jobs(
+            conn,
+            &JobFilter {
+                limit: 100,
+                ..JobFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(jobs.len(), cases.len(), "{url}");
+    }
+}
+
+#[tokio::test]
+async fn a_throttling_provider_is_waited_for_and_a_refusal_fails_the_job_with_its_body() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_faults").await {
+        let refusal = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}"#;
+        let provider = StandIn::start([
+            Scripted::status(
+                429,
+                &[("retry-after", "1")],
+                r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+            ),
+            Scripted::status(
+                529,
+                &[],
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
+            Scripted::Reset,
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+            Scripted::status(400, &[], refusal),
+        ])
+        .await
+        .unwrap();
+        let root = root_with(&provider.base_url(), "http://127.0.0.1:9", "");
+        let engine = engine_of(root.path(), &url).await;
+        for id in ["<t1@example.com>", "<t2@example.com>"] {
+            let from = if id == "<t1@example.com>" {
+                "Zoe <zoe@example.com>"
+            } else {
+                "Kim <kim@example.com>"
+            };
+            engine
+                .ingest_mail(mail(id, from, "").as_bytes(), Some(Direction::Inbound))
+                .await
+                .unwrap();
+        }
+        let worker = agent(&engine, "w");
+        let started = std::time::Instant::now();
+        let first = worker.work_once().await.unwrap().unwrap();
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "retry-after honoured"
+        );
+        assert_eq!(first.state, "done", "{url}: {first:?}");
+        let second = worker.work_once().await.unwrap().unwrap();
+        assert_eq!(second.state, "failed", "{url}");
+        assert_eq!(second.reason.as_deref(), Some("provider"));
+        assert_eq!(
+            second.error.as_deref(),
+            Some(format!("the provider refused the request with HTTP 400: {refusal}").as_str())
+        );
+        // A poison job is never retried by itself; `retry` queues it again.
+        assert!(worker.work_once().await.unwrap().is_none());
+        let job = engine.retry_job(second.job).await.unwrap();
+        assert_eq!((job.state.as_str(), job.attempts), ("queued", 0));
+        let again = engine.retry_job(second.job).await.unwrap_err();
+        assert_eq!(
+            again.to_string(),
+            format!(
+                "job {} is `queued`: only a `failed` job can be retried",
+                second.job
+            )
+        );
+        assert_eq!(provider.requests().len(), 5, "{url}");
+        assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
+    }
+}
+
+#[tokio::test]
+async fn a_job_whose_worker_died_is_resumed_without_asking_the_provider_again() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_resume").await {
+        let provider = StandIn::start([Scripted::Json(200, standin::anthropic_text(ANSWER))])
+            .await
+            .unwrap();
+        let (tools, calls) = tool_server().await;
+        let root = root_with(&provider.base_url(), &tools, "");
+        let engine = engine_of(root.path(), &url).await;
+        engine
+            .ingest_mail(
+                mail("<r1@example.com>", "Zoe <zoe@example.com>", "").as_bytes(),
+                Some(Direction::Inbound),
+            )
+            .await
+            .unwrap();
+        // A worker claims the job, starts its run and stores round 0's response, then dies
+        // before any tool answers; its lease runs out.
+        let conn = engine.db().await.unwrap();
+        let now = chrono::Utc::now();
+        let claimed = db::claim_job(conn, "dead", now + chrono::Duration::seconds(3), now, None)
+            .await
+            .unwrap()
+            .unwrap();
+        let run = engine
+            .start_run(
+                &protege::ResolveInput::reply("support", "<r1@example.com>")
+                    .format(protege::Format::Anthropic),
+            )
+            .await
+            .unwrap();
+        assert!(
+            db::set_job_run(conn, claimed.job.id, "dead", &run.id, now)
+                .await
+                .unwrap()
+        );
+        engine
+            .record_response(&run.id, 0, two_calls("R"))
+            .await
+            .unwrap();
+        // Another worker cannot take it while the lease lives.
+        assert!(
+            agent(&engine, "w2").work_once().await.unwrap().is_none(),
+            "{url}"
+        );
+        tokio::time::sleep(Duration::from_millis(3200)).await;
+        let report = agent(&engine, "w2").work_once().await.unwrap().unwrap();
+        assert_eq!(report.state, "done", "{url}: {report:?}");
+        assert_eq!(report.run_id.as_deref(), Some(run.id.as_str()));
+        assert!(report.rounds[0].resumed, "round 0 came from the database");
+        // Only the final round was asked of the provider; the calls kept their ids.
+        assert_eq!(provider.requests().len(), 1, "{url}");
+        let mut ids: Vec<String> = calls.all().into_iter().map(|c| c.0).collect();
+        ids.sort();
+        assert_eq!(
+            ids,
+            [
+                "toolu_01R00000000000000000001",
+                "toolu_01R00000000000000000002"
+            ],
+            "{url}"
+        );
+        let job = job_of(&engine, "<r1@example.com>").await;
+        assert_eq!((job.state.as_str(), job.attempts), ("done", 2), "{url}");
+    }
+}
+
+// Several threads, as `serve` runs: a worker's write through the SQLite C library blocks
+// its thread while another worker's transaction finishes on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_workers_answer_each_message_exactly_once_on_every_backend() {
+    const MESSAGES: usize = 30;
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_many").await {
+        let provider = StandIn::start(
+            (0..MESSAGES).map(|_| Scripted::Json(200, standin::anthropic_text(ANSWER))),
+        )
+        .await
+        .unwrap();
+        let root = root_with(
+            &provider.base_url(),
+            "http://127.0.0.1:9",
+            "max_replies_per_day = 10000",
+        );
+        let engine = engine_of(root.path(), &url).await;
+        for i in 0..MESSAGES {
+            engine
+                .ingest_mail(
+                    mail(
+                        &format!("<m{i}@example.com>"),
+                        &format!("c{i} <c{i}@example.com>"),
+                        "",
+                    )
+                    .as_bytes(),
+                    Some(Direction::Inbound),
+                )
+                .await
+                .unwrap();
+        }
+        let workers: Vec<_> = (0..3)
+            .map(|w| {
+                let worker = agent(&engine, &format!("w{w}"));
+                tokio::spawn(async move { worker.work().await.unwrap() })
+            })
+            .collect();
+        let mut done = 0;
+        for w in workers {
+            done += w.await.unwrap().len();
+        }
+        assert_eq!(done, MESSAGES, "{url}");
+        let mut runs_per_message: HashMap<String, usize> = HashMap::new();
+        for i in 0..MESSAGES {
+            let id = format!("<m{i}@example.com>");
+            let runs = engine.runs_of_message(&id).await.unwrap();
+            runs_per_message.insert(id.clone(), runs.len());
+            let job = job_of(&engine, &id).await;
+            assert_eq!(job.state, "done", "{url}: {id}: {job:?}");
+        }
+        assert!(
+            runs_per_message.values().all(|&n| n == 1),
+            "{url}: {runs_per_message:?}"
+        );
+        assert_eq!(provider.requests().len(), MESSAGES, "{url}");
+    }
+}
+
+/// Polls `GET /v1/agent/jobs` of `server` until the job of `message` is in `state` (a
+/// watchdog of 60 s against a hang): the job's JSON.
+async fn wait_for_job(server: &common::server::Server, message: &str, state: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = server
+            .get("/v1/agent/jobs", Some(common::server::TOKEN))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let jobs: Value = serde_json::from_str(&body).unwrap();
+        if let Some(job) = jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["message_id"] == message && j["state"] == state)
+        {
+            return job.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job of {message} never became {state}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+const TEST_ENV: [(&str, &str); 2] = [
+    ("PROTEGE_TEST_AGENT_KEY", KEY),
+    ("PROTEGE_TEST_TOOL_SECRET", SECRET),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_the_agent_answers_posted_mail_and_a_killed_replica_is_finished_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_serve").await {
+        // Round 0 calls both tools; round 1's answer comes only after the first replica
+        // is killed, so the second replica resumes the job after round 0.
+        let provider = StandIn::start([
+            Scripted::Json(200, two_calls("K")),
+            Scripted::Silent,
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+        ])
+        .await
+        .unwrap();
+        let (tools, calls) = tool_server().await;
+        let root = root_with(&provider.base_url(), &tools, "");
+        let args = ["--agent", "--job-lease", "2"];
+        let first = common::server::Server::start_env(
+            root.path(),
+            &url,
+            Some(common::server::TOKEN),
+            &args,
+            &TEST_ENV,
+        );
+        let mail = mail("<k1@example.com>", "Zoe <zoe@example.com>", "");
+        let (status, body) = first
+            .post("/v1/mail?direction=inbound", "message/rfc822", mail)
+            .await;
+        assert_eq!(status, 201, "{body}");
+        // Round 0 is recorded (both calls made) and round 1's request is in flight.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while provider.requests().len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "round 1 never asked");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(calls.all().len(), 2);
+        // SIGKILL: nothing of the process runs any more.
+        drop(first);
+        let second = common::server::Server::start_env(
+            root.path(),
+            &url,
+            Some(common::server::TOKEN),
+            &args,
+            &TEST_ENV,
+        );
+        let job = wait_for_job(&second, "<k1@example.com>", "done").await;
+        assert_eq!(job["attempts"], 2, "{url}: {job}");
+        // Round 0 was not asked again and its calls not made again; round 1 was asked twice
+        // (the call in flight was lost with the process).
+        assert_eq!(provider.requests().len(), 3, "{url}");
+        assert_eq!(calls.all().len(), 2, "{url}");
+        let run_id = job["run_id"].as_str().unwrap();
+        let (status, body) = second
+            .get(&format!("/v1/runs/{run_id}"), Some(common::server::TOKEN))
+            .await;
+        assert_eq!(status, 200);
+        let run: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(run["run"]["status"], "done", "{url}");
+        assert_eq!(run["rounds"].as_array().unwrap().len(), 2, "{url}: {body}");
+        let (status, body) = second.get("/v1/outbox", Some(common::server::TOKEN)).await;
+        assert_eq!(status, 200);
+        let outbox: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            outbox["outbox"].as_array().unwrap().len(),
+            1,
+            "{url}: {body}"
+        );
+        // Only a failed job can be retried.
+        let (status, body) = second
+            .post(
+                &format!("/v1/agent/jobs/{}/retry", job["id"]),
+                "application/json",
+                "{}",
+            )
+            .await;
+        assert_eq!(status, 409, "{body}");
+        assert!(
+            body.contains("only a `failed` job can be retried"),
+            "{body}"
+        );
+        assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
+    }
+}
+
+// The stand-in answers on the runtime's other thread while this one waits for the command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_run_prints_each_round_and_stores_the_reply_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let provider = StandIn::start([
+        Scripted::Json(200, two_calls("D")),
+        Scripted::Json(200, standin::anthropic_text(ANSWER)),
+    ])
+    .await
+    .unwrap();
+    let root = root_with(&provider.base_url(), "http://127.0.0.1:9", "");
+    let engine = engine_of(root.path(), &url).await;
+    engine
+        .ingest_mail(
+            mail("<d1@example.com>", "Zoe <zoe@example.com>", "").as_bytes(),
+            Some(Direction::Inbound),
+        )
+        .await
+        .unwrap();
+    drop(engine);
+    let out = common::server::protege(root.path(), &url)
+        .args([
+            "agent",
+            "run",
+            "--persona",
+            "support",
+            "--message",
+            "<d1@example.com>",
+            "--no-tools",
+        ])
+        .envs(TEST_ENV)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .take(2)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"round": 0, "resumed": false, "text": "", "calls": [
+            {"tool_call_id": "toolu_01D00000000000000000001", "name": "lookup_order",
+             "input": {"order": "A-1042"}, "content": "not called: dry run", "is_error": false},
+            {"tool_call_id": "toolu_01D00000000000000000002", "name": "tracking_log",
+             "input": {"order": "A-1042"}, "content": "not called: dry run", "is_error": false}
+        ]})
+    );
+    assert_eq!(
+        lines[1],
+        json!({"round": 1, "resumed": false, "text": ANSWER, "calls": []})
+    );
+    let end: Value = serde_json::from_str(&stdout.lines().skip(2).collect::<String>()).unwrap();
+    assert_eq!(
+        (&end["state"], &end["outbox_state"]),
+        (&json!("done"), &json!("waiting"))
+    );
+    // The job is done: a second run needs `--again`.
+    let out = common::server::protege(root.path(), &url)
+        .args([
+            "agent",
+            "run",
+            "--persona",
+            "support",
+            "--message",
+            "<d1@example.com>",
+        ])
+        .envs(TEST_ENV)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: the job of message `<d1@example.com>` is `done`: pass `--again` to answer a done job again; a running job belongs to another worker until its lease runs out\n"
+    );
+}
+
+#[tokio::test]
+async fn a_call_that_needs_approval_waits_and_runs_with_the_input_a_person_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_approval").await {
+        let approve_round = |tag: &str| {
+            let mut answer = standin::anthropic_tool_use(&[
+                ("lookup_order", json!({"order": "A-1042"})),
+                ("tracking_log", json!({"order": "A-1042"})),
+            ]);
+            for (i, block) in answer["content"]
+                .as_array_mut()
+                .unwrap()
+                .iter_mut()
+                .enumerate()
+            {
+                block["id"] = json!(format!("toolu_01{tag}{:020}", i + 1));
+            }
+            answer
+        };
+        let provider = StandIn::start([
+            Scripted::Json(200, approve_round("P")),
+            Scripted::Json(200, approve_round("Q")),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+        ])
+        .await
+        .unwrap();
+        let (tools, calls) = tool_server().await;
+        let root = root_with(&provider.base_url(), &tools, "");
+        // `tracking_log` needs a person's approval.
+        let file = root.path().join("personas/support.toml");
+        let text = std::fs::read_to_string(&file).unwrap().replace(
+            &format!(
+                "http = {{ url = \"{tools}/tracking\", secret_env = \"PROTEGE_TEST_TOOL_SECRET\" }}"
+            ),
+            &format!(
+                "http = {{ url = \"{tools}/tracking\", secret_env = \"PROTEGE_TEST_TOOL_SECRET\" }}\napproval = true"
+            ),
+        );
+        std::fs::write(&file, text).unwrap();
+        let engine = engine_of(root.path(), &url).await;
+        let support = engine.persona("support").unwrap();
+        assert!(
+            support.info().tool_runner("tracking_log").unwrap().approval,
+            "{:?}",
+            support.info().tool_runners
+        );
+        for (id, from) in [
+            ("<p1@example.com>", "Zoe <zoe@example.com>"),
+            ("<p2@example.com>", "Kim <kim@example.com>"),
+        ] {
+            engine
+                .ingest_mail(mail(id, from, "").as_bytes(), Some(Direction::Inbound))
+                .await
+                .unwrap();
+        }
+        let worker = agent(&engine, "w");
+        let first = worker.work_once().await.unwrap().unwrap();
+        assert_eq!(first.state, "waiting", "{url}: {first:?}");
+        let run_p = first.run_id.clone().unwrap();
+        assert_eq!(engine.run(&run_p).await.unwrap().run.status, "waiting");
+        // No call of the round is made before the decision.
+        assert!(calls.all().is_empty(), "{url}");
+        let second = worker.work_once().await.unwrap().unwrap();
+        assert_eq!(second.state, "waiting", "{url}");
+        let run_q = second.run_id.clone().unwrap();
+        assert!(worker.work_once().await.unwrap().is_none());
+
+        // Approving needs every waiting call, once, with an input the schema accepts.
+        let call = |id: &str, input: Option<Value>| protege::agent::ApprovedCall {
+            tool_call_id: id.to_owned(),
+            input,
+        };
+        let err = engine
+            .approve_run(
+                &run_p,
+                "ann",
+                &[call("toolu_01P00000000000000000001", None)],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("call `toolu_01P00000000000000000001` is not a call run `{run_p}` waits for")
+        );
+        let err = engine
+            .approve_run(
+                &run_p,
+                "ann",
+                &[call(
+                    "toolu_01P00000000000000000002",
+                    Some(json!({"order": 7})),
+                )],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the input of call `toolu_01P00000000000000000002` (tracking_log) does not match the tool's schema: $.order: 7 is not of type \"string\""
+        );
+        let approved = engine
+            .approve_run(
+                &run_p,
+                "ann",
+                &[call(
+                    "toolu_01P00000000000000000002",
+                    Some(json!({"order": "A-1043"})),
+                )],
+            )
+            .await
+            .unwrap();
+        assert_eq!(approved["status"], "approved");
+        let again = engine
+            .approve_run(
+                &run_p,
+                "bob",
+                &[call("toolu_01P00000000000000000002", None)],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            again.to_string(),
+            format!("run `{run_p}` is `started`: only a `waiting` run can be approved")
+        );
+        let rejected = engine
+            .reject_run(&run_q, "ann", "no refunds on Sundays")
+            .await
+            .unwrap();
+        assert_eq!(rejected["status"], "rejected");
+
+        let reports = worker.work().await.unwrap();
+        assert_eq!(reports.len(), 2, "{url}");
+        assert!(
+            reports.iter().all(|r| r.state == "done"),
+            "{url}: {reports:?}"
+        );
+        // The approved call ran with the edited input; the rejected one never ran.
+        let mut seen: Vec<(String, Value)> = calls
+            .all()
+            .into_iter()
+            .map(|(id, _, input, _)| (id, input))
+            .collect();
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            seen,
+            [
+                (
+                    "toolu_01P00000000000000000001".to_owned(),
+                    json!({"order": "A-1042"})
+                ),
+                (
+                    "toolu_01P00000000000000000002".to_owned(),
+                    json!({"order": "A-1043"})
+                ),
+                (
+                    "toolu_01Q00000000000000000001".to_owned(),
+                    json!({"order": "A-1042"})
+                ),
+            ],
+            "{url}"
+        );
+        let q = engine.run(&run_q).await.unwrap();
+        let results = q.rounds[0].results.clone().unwrap();
+        assert_eq!(
+            (results[1].content.as_str(), results[1].is_error),
+            ("rejected by an operator: no refunds on Sundays", true),
+            "{url}"
+        );
+        assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
+    }
+}

@@ -1,0 +1,212 @@
+//! The agent's jobs (§17), read: one job, a message's job, and a listing.
+
+use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
+use sea_orm::{ConnectionTrait, FromQueryResult};
+
+use crate::db::entities::agent_job;
+use crate::error::Result;
+
+/// The states of a job.
+pub mod job_state {
+    /// Waiting for a worker (due now, or at `next_attempt_at`).
+    pub const QUEUED: &str = "queued";
+    /// Claimed by a worker under a lease.
+    pub const RUNNING: &str = "running";
+    /// Stopped until a person approves or rejects a tool call.
+    pub const WAITING: &str = "waiting";
+    /// Its reply is stored (whatever the outbox does next).
+    pub const DONE: &str = "done";
+    /// Not answered, for the reason recorded.
+    pub const SKIPPED: &str = "skipped";
+    /// Given up, with the error recorded.
+    pub const FAILED: &str = "failed";
+
+    /// Every state, in the order a job goes through them.
+    pub const ALL: [&str; 6] = [QUEUED, RUNNING, WAITING, DONE, SKIPPED, FAILED];
+}
+
+/// Which jobs [`list_jobs`] lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only jobs in this state.
+    pub state: Option<String>,
+    /// Only this persona's jobs.
+    pub persona: Option<String>,
+    /// At most this many (newest first).
+    pub limit: u64,
+}
+
+/// The rows `select` (every column of `agent_jobs`) finds, dates bound as the backend
+/// stores them.
+pub async fn select_jobs<C: ConnectionTrait>(
+    db: &C,
+    select: &SelectStatement,
+) -> Result<Vec<agent_job::Model>> {
+    let rows = db
+        .query_all_raw(crate::db::dates::statement(db, select))
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        out.push(agent_job::Model::from_query_result(&row, "")?);
+    }
+    Ok(out)
+}
+
+/// A select of every column of `agent_jobs`.
+pub fn jobs_select() -> SelectStatement {
+    use agent_job::Column as J;
+    Query::select()
+        .columns([
+            J::Id,
+            J::MessageId,
+            J::SlotId,
+            J::Persona,
+            J::State,
+            J::Reason,
+            J::GateReason,
+            J::RunId,
+            J::Attempts,
+            J::NextAttemptAt,
+            J::LeaseOwner,
+            J::LeaseUntil,
+            J::Approval,
+            J::Error,
+            J::CreatedAt,
+            J::UpdatedAt,
+        ])
+        .from(agent_job::Entity)
+        .to_owned()
+}
+
+/// Job `id`, when it exists.
+pub async fn load_job<C: ConnectionTrait>(db: &C, id: i64) -> Result<Option<agent_job::Model>> {
+    let select = jobs_select()
+        .and_where(Expr::col(agent_job::Column::Id).eq(id))
+        .to_owned();
+    Ok(select_jobs(db, &select).await?.into_iter().next())
+}
+
+/// The job of the message whose row id is `message`, when it has one.
+pub async fn job_of_message<C: ConnectionTrait>(
+    db: &C,
+    message: i64,
+) -> Result<Option<agent_job::Model>> {
+    let select = jobs_select()
+        .and_where(Expr::col(agent_job::Column::MessageId).eq(message))
+        .to_owned();
+    Ok(select_jobs(db, &select).await?.into_iter().next())
+}
+
+/// The jobs `filter` names, newest first.
+pub async fn list_jobs<C: ConnectionTrait>(
+    db: &C,
+    filter: &JobFilter,
+) -> Result<Vec<agent_job::Model>> {
+    use agent_job::Column as J;
+    let mut select = jobs_select();
+    if let Some(state) = &filter.state {
+        select.and_where(Expr::col(J::State).eq(state.as_str()));
+    }
+    if let Some(persona) = &filter.persona {
+        select.and_where(Expr::col(J::Persona).eq(persona.as_str()));
+    }
+    select.order_by(J::Id, Order::Desc).limit(filter.limit);
+    select_jobs(db, &select).await
+}
+
+/// The attachment `attachment_id` of a message of thread `thread`, when there is one (the
+/// newest, should two messages carry the same id).
+pub async fn attachment_in_thread<C: ConnectionTrait>(
+    db: &C,
+    thread: i64,
+    attachment_id: &str,
+) -> Result<Option<crate::db::entities::attachment::Model>> {
+    use crate::db::entities::{attachment, message};
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+    let messages = Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
+        .to_owned();
+    Ok(attachment::Entity::find()
+        .filter(attachment::Column::AttachmentId.eq(attachment_id))
+        .filter(attachment::Column::MessageId.in_subquery(messages))
+        .order_by_desc(attachment::Column::Id)
+        .limit(1)
+        .one(db)
+        .await?)
+}
+
+/// The replies of `persona` made since `since` in any state but `rejected`, as (thread,
+/// recipients JSON): what the agent's daily caps count.
+pub async fn replies_since<C: ConnectionTrait>(
+    db: &C,
+    persona: &str,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<(i64, String)>> {
+    use crate::db::entities::{message, outbox};
+    let select = Query::select()
+        .column((message::Entity, message::Column::EmailThreadId))
+        .column((outbox::Entity, outbox::Column::Recipients))
+        .from(outbox::Entity)
+        .inner_join(
+            message::Entity,
+            Expr::col((message::Entity, message::Column::Id))
+                .equals((outbox::Entity, outbox::Column::MessageId)),
+        )
+        .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
+        .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
+        .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since))
+        .to_owned();
+    let rows = db
+        .query_all_raw(crate::db::dates::statement(db, &select))
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        out.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
+    }
+    Ok(out)
+}
+
+/// The tokens (input, cached, written and output) of `persona`'s runs started since
+/// `since`: what `[agent] tokens_per_day` counts.
+pub async fn tokens_since<C: ConnectionTrait>(
+    db: &C,
+    persona: &str,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<u64> {
+    use crate::db::entities::run;
+    let select = Query::select()
+        .column(run::Column::InputTokens)
+        .column(run::Column::OutputTokens)
+        .column(run::Column::CacheReadTokens)
+        .column(run::Column::CacheWriteTokens)
+        .from(run::Entity)
+        .and_where(Expr::col(run::Column::Persona).eq(persona))
+        .and_where(Expr::col(run::Column::StartedAt).gte(since))
+        .to_owned();
+    let rows = db
+        .query_all_raw(crate::db::dates::statement(db, &select))
+        .await?;
+    let mut total: u64 = 0;
+    for row in rows {
+        for i in 0..4 {
+            let n: i64 = row.try_get_by_index(i)?;
+            total = total.saturating_add(u64::try_from(n).unwrap_or(0));
+        }
+    }
+    Ok(total)
+}
+
+/// The row id of the message whose Message-ID is `message_id`, when it is stored.
+pub async fn message_row_of<C: ConnectionTrait>(db: &C, message_id: &str) -> Result<Option<i64>> {
+    use crate::db::entities::message;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QuerySelect};
+    Ok(message::Entity::find()
+        .select_only()
+        .column(message::Column::Id)
+        .filter(message::Column::MessageId.eq(message_id))
+        .into_tuple()
+        .one(db)
+        .await?)
+}

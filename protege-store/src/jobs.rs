@@ -1,0 +1,660 @@
+//! The agent's jobs (§17), written: a job stored with the message it answers, claimed by
+//! one conditional update in a transaction that holds its thread, and each change of its
+//! state made only while the worker's lease is live.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SimpleExpr, UpdateStatement};
+use sea_orm::{ActiveValue::NotSet, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait};
+
+use protege_core::Result;
+use protege_core::db::entities::{agent_job, message, outbox, run as run_row};
+use protege_core::db::{dates, job_state as state, jobs_select, outbox_state, select_jobs};
+use protege_mail::eml::parse::ParsedEml;
+
+use crate::store;
+
+/// A persona the agent answers for, as the store decides a message's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentPersona {
+    /// Its name.
+    pub name: String,
+    /// Its addresses, bare and lowercased.
+    pub addresses: Vec<String>,
+    /// `[agent] answer_cc`: mail naming it only in Cc gets a job.
+    pub answer_cc: bool,
+    /// `[agent] answer_automated`: mail a program sent is answered.
+    pub answer_automated: bool,
+    /// `[agent] max_age`: mail dated longer before it was received is `stale`.
+    pub max_age: Duration,
+}
+
+/// Which inbound messages get a job (mail the agent receives: posted or fetched, never
+/// imported).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobRule {
+    /// The personas with an `[agent]` table, in the order of the set.
+    pub personas: Vec<AgentPersona>,
+    /// Every address of every persona of the installation, bare and lowercased: mail from
+    /// one of them, or marked as a reply of one, is a `loop`.
+    pub installation: Vec<String>,
+}
+
+/// The job a stored message gets: its persona, and the gate's verdict on its headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    /// The persona that answers.
+    pub persona: String,
+    /// Why the headers say not to answer (`automated: …`, `no_reply_address`, `loop`,
+    /// `stale`); `None` when they let it through.
+    pub gate_reason: Option<String>,
+}
+
+impl JobRule {
+    /// The job of `eml` received at `now`, or `None` when no agent persona is addressed:
+    /// the persona whose address comes first in the To, then the Cc.
+    pub fn job_of(&self, eml: &ParsedEml, now: DateTime<Utc>) -> Option<NewJob> {
+        let bare = |a: &String| protege_core::bare_address(a).trim().to_lowercase();
+        let to: Vec<String> = eml.email.to.iter().map(bare).collect();
+        let cc: Vec<String> = eml.email.cc.iter().map(bare).collect();
+        let persona = to
+            .iter()
+            .find_map(|a| self.personas.iter().find(|p| p.addresses.contains(a)))
+            .or_else(|| {
+                cc.iter().find_map(|a| {
+                    self.personas
+                        .iter()
+                        .find(|p| p.answer_cc && p.addresses.contains(a))
+                })
+            })?;
+        let from = bare(&eml.email.from);
+        let gate_reason = if self.installation.contains(&from)
+            || eml
+                .loop_marks
+                .iter()
+                .any(|mark| self.installation.contains(mark))
+        {
+            Some("loop".to_owned())
+        } else if let Some(why) = eml.automated.as_ref().filter(|_| !persona.answer_automated) {
+            Some(format!("automated ({why})"))
+        } else if protege_mail::eml::gate::no_reply_address(&from) {
+            Some("no_reply_address".to_owned())
+        } else if now.signed_duration_since(eml.email.sent_at)
+            > chrono::Duration::from_std(persona.max_age).unwrap_or(chrono::Duration::MAX)
+        {
+            Some("stale".to_owned())
+        } else {
+            None
+        };
+        Some(NewJob {
+            persona: persona.name.clone(),
+            gate_reason,
+        })
+    }
+}
+
+/// Stores the job of message row `message` in `txn` (the transaction that stores the
+/// message): `queued`, or `skipped` with the gate's reason.
+pub(crate) async fn insert_job<C: ConnectionTrait>(
+    txn: &C,
+    message: i64,
+    job: &NewJob,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let row = agent_job::ActiveModel {
+        id: NotSet,
+        message_id: sea_orm::Set(Some(message)),
+        slot_id: sea_orm::Set(None),
+        persona: sea_orm::Set(job.persona.clone()),
+        state: sea_orm::Set(
+            if job.gate_reason.is_some() {
+                state::SKIPPED
+            } else {
+                state::QUEUED
+            }
+            .to_owned(),
+        ),
+        reason: sea_orm::Set(job.gate_reason.clone()),
+        gate_reason: sea_orm::Set(job.gate_reason.clone()),
+        run_id: sea_orm::Set(None),
+        attempts: sea_orm::Set(0),
+        next_attempt_at: sea_orm::Set(None),
+        lease_owner: sea_orm::Set(None),
+        lease_until: sea_orm::Set(None),
+        approval: sea_orm::Set(None),
+        error: sea_orm::Set(None),
+        created_at: sea_orm::Set(now),
+        updated_at: sea_orm::Set(now),
+    };
+    let insert = agent_job::Entity::insert(row);
+    if txn.get_database_backend() == DbBackend::MySql {
+        store::mysql_insert(txn, &sea_orm::QueryTrait::into_query(insert)).await?;
+    } else {
+        insert.exec(txn).await?;
+    }
+    Ok(())
+}
+
+/// The condition that a job may be claimed at `now`: queued and due, or running under a
+/// lease that ran out.
+fn may_claim(now: DateTime<Utc>) -> SimpleExpr {
+    use agent_job::Column as J;
+    let col = |c: J| Expr::col((agent_job::Entity, c));
+    let due = col(J::NextAttemptAt)
+        .is_null()
+        .or(col(J::NextAttemptAt).lte(now));
+    col(J::State).eq(state::QUEUED).and(due).or(col(J::State)
+        .eq(state::RUNNING)
+        .and(col(J::LeaseUntil).lt(now)))
+}
+
+/// A job claimed by [`claim_job`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    /// The job as the claim left it (`running`, the lease the worker's).
+    pub job: agent_job::Model,
+    /// Whether another worker's lease had run out on it (a crash or a stop).
+    pub resumed: bool,
+    /// Earlier queued jobs of the thread, persona and sender, now `skipped`
+    /// (`superseded`).
+    pub superseded: u64,
+}
+
+/// Claims one job for `owner` until `until`: queued and due, or running under a lease that
+/// ran out; of a thread's queued jobs the newest, and only while no other job of the thread
+/// is running or waiting and no reply of the thread waits for approval. Earlier queued jobs
+/// of the same thread, persona and sender are `skipped` (`superseded`) in the same
+/// transaction. Oldest work first; `persona`: only that persona's jobs.
+pub async fn claim_job(
+    db: &DatabaseConnection,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    persona: Option<&str>,
+) -> Result<Option<ClaimedJob>> {
+    use agent_job::Column as J;
+    use message::Column as M;
+    // The candidates, with their thread (none for a scheduled job).
+    let mut select = Query::select();
+    select
+        .column((agent_job::Entity, J::Id))
+        .column((message::Entity, M::EmailThreadId))
+        .from(agent_job::Entity)
+        .left_join(
+            message::Entity,
+            Expr::col((message::Entity, M::Id)).equals((agent_job::Entity, J::MessageId)),
+        )
+        .and_where(may_claim(now))
+        .order_by((agent_job::Entity, J::Id), Order::Asc)
+        .limit(32);
+    if let Some(persona) = persona {
+        select.and_where(Expr::col((agent_job::Entity, J::Persona)).eq(persona));
+    }
+    let rows = db.query_all_raw(dates::statement(db, &select)).await?;
+    let mut seen_threads = Vec::new();
+    for row in rows {
+        let id: i64 = row.try_get_by_index(0)?;
+        let thread: Option<i64> = row.try_get_by_index(1)?;
+        if let Some(t) = thread {
+            if seen_threads.contains(&t) {
+                continue;
+            }
+            seen_threads.push(t);
+        }
+        if let Some(claimed) = claim_one(db, id, thread, owner, until, now, persona).await? {
+            return Ok(Some(claimed));
+        }
+    }
+    Ok(None)
+}
+
+/// Claims job `id` of `thread` (or the thread's newest queued job), in one transaction
+/// holding the thread; `None` when another worker or the thread's state forbids it.
+async fn claim_one(
+    db: &DatabaseConnection,
+    id: i64,
+    thread: Option<i64>,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    persona: Option<&str>,
+) -> Result<Option<ClaimedJob>> {
+    use agent_job::Column as J;
+    use message::Column as M;
+    let Some(thread) = thread else {
+        return claim_update(db, id, owner, until, now).await.map(|job| {
+            job.map(|(job, resumed)| ClaimedJob {
+                job,
+                resumed,
+                superseded: 0,
+            })
+        });
+    };
+    let txn = protege_core::db::lock::begin_thread(db, thread).await?;
+    let in_thread = || -> SimpleExpr {
+        let mut messages = Query::select();
+        messages
+            .column(M::Id)
+            .from(message::Entity)
+            .and_where(Expr::col(M::EmailThreadId).eq(thread));
+        Expr::col(J::MessageId).in_subquery(messages)
+    };
+    // Another job of the thread at work, or a reply of it waiting for a person.
+    let mut busy = jobs_select();
+    busy.and_where(in_thread())
+        .and_where(Expr::col(J::Id).ne(id))
+        .and_where(
+            Expr::col(J::State)
+                .eq(state::WAITING)
+                .or(Expr::col(J::State)
+                    .eq(state::RUNNING)
+                    .and(Expr::col(J::LeaseUntil).gte(now))),
+        )
+        .limit(1);
+    let busy_job = !select_jobs(&txn, &busy).await?.is_empty();
+    let mut waiting_reply = Query::select();
+    waiting_reply
+        .expr(Expr::val(1))
+        .from(outbox::Entity)
+        .and_where(Expr::col(outbox::Column::State).eq(outbox_state::WAITING))
+        .and_where({
+            let mut messages = Query::select();
+            messages
+                .column(M::Id)
+                .from(message::Entity)
+                .and_where(Expr::col(M::EmailThreadId).eq(thread));
+            Expr::col(outbox::Column::MessageId).in_subquery(messages)
+        })
+        .limit(1);
+    let reply_waits = txn
+        .query_one_raw(dates::statement(&txn, &waiting_reply))
+        .await?
+        .is_some();
+    if busy_job || reply_waits {
+        txn.rollback().await?;
+        return Ok(None);
+    }
+    // Of the thread's queued jobs, the newest (of the same persona when one is named).
+    let mut newest = jobs_select();
+    newest
+        .and_where(in_thread())
+        .and_where(may_claim(now))
+        .order_by(J::Id, Order::Desc)
+        .limit(1);
+    if let Some(persona) = persona {
+        newest.and_where(Expr::col(J::Persona).eq(persona));
+    }
+    let Some(chosen) = select_jobs(&txn, &newest).await?.into_iter().next() else {
+        txn.rollback().await?;
+        return Ok(None);
+    };
+    let Some((job, resumed)) = claim_update(&txn, chosen.id, owner, until, now).await? else {
+        txn.rollback().await?;
+        return Ok(None);
+    };
+    let mut superseded = 0;
+    if let Some(message) = job.message_id {
+        // The sender of the chosen job's message: its earlier queued jobs are answered by it.
+        let mut sender = Query::select();
+        sender
+            .column(M::FromAddress)
+            .from(message::Entity)
+            .and_where(Expr::col(M::Id).eq(message));
+        let from: Option<String> = txn
+            .query_one_raw(dates::statement(&txn, &sender))
+            .await?
+            .map(|row| row.try_get_by_index(0))
+            .transpose()?;
+        if let Some(from) = from {
+            let mut same_sender = Query::select();
+            same_sender
+                .column(M::Id)
+                .from(message::Entity)
+                .and_where(Expr::col(M::EmailThreadId).eq(thread))
+                .and_where(Expr::col(M::FromAddress).eq(from));
+            let mut update = Query::update();
+            update
+                .table(agent_job::Entity)
+                .value(J::State, state::SKIPPED)
+                .value(J::Reason, "superseded")
+                .value(J::UpdatedAt, now)
+                .and_where(Expr::col(J::State).eq(state::QUEUED))
+                .and_where(Expr::col(J::Persona).eq(job.persona.as_str()))
+                .and_where(Expr::col(J::Id).lt(job.id))
+                .and_where(Expr::col(J::MessageId).in_subquery(same_sender));
+            superseded = txn
+                .execute_raw(dates::statement(&txn, &update))
+                .await?
+                .rows_affected();
+        }
+    }
+    txn.commit().await?;
+    Ok(Some(ClaimedJob {
+        job,
+        resumed,
+        superseded,
+    }))
+}
+
+/// The conditional update that claims job `id`; the job as it left it, and whether a
+/// lapsed lease was taken over.
+async fn claim_update<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Option<(agent_job::Model, bool)>> {
+    use agent_job::Column as J;
+    let Some(before) = protege_core::db::load_job(db, id).await? else {
+        return Ok(None);
+    };
+    let mut update = Query::update();
+    update
+        .table(agent_job::Entity)
+        .value(J::State, state::RUNNING)
+        .value(J::LeaseOwner, owner)
+        .value(J::LeaseUntil, until)
+        .value(J::Attempts, Expr::col(J::Attempts).add(1))
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Id).eq(id))
+        .and_where(may_claim(now));
+    if db
+        .execute_raw(dates::statement(db, &update))
+        .await?
+        .rows_affected()
+        != 1
+    {
+        return Ok(None);
+    }
+    let resumed = before.state == state::RUNNING;
+    let job = agent_job::Model {
+        state: state::RUNNING.to_owned(),
+        lease_owner: Some(owner.to_owned()),
+        lease_until: Some(until),
+        attempts: before.attempts + 1,
+        updated_at: now,
+        ..before
+    };
+    Ok(Some((job, resumed)))
+}
+
+/// How a job's run ends, or why it goes back to the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobEnd {
+    /// Its reply is stored.
+    Done,
+    /// Not answered, for `reason`.
+    Skipped(String),
+    /// Stopped until a person decides on its tool calls.
+    Waiting,
+    /// Given up: `reason` (`crashed`, `provider`, `gave_up`) and the error.
+    Failed {
+        /// The kind of failure.
+        reason: String,
+        /// The error, e.g. the provider's error body.
+        error: String,
+    },
+    /// Back to the queue until `at`: `reason` (`retry`, `deferred`, `paused`) and the
+    /// error that sent it back, if any.
+    Queued {
+        /// When it is due again.
+        at: DateTime<Utc>,
+        /// Why it waits.
+        reason: String,
+        /// The error, if any.
+        error: Option<String>,
+    },
+}
+
+/// An update of job `id` that applies only while `owner` holds its lease at `now`.
+fn leased(id: i64, owner: &str, now: DateTime<Utc>) -> UpdateStatement {
+    use agent_job::Column as J;
+    Query::update()
+        .table(agent_job::Entity)
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Id).eq(id))
+        .and_where(Expr::col(J::State).eq(state::RUNNING))
+        .and_where(Expr::col(J::LeaseOwner).eq(owner))
+        .and_where(Expr::col(J::LeaseUntil).gte(now))
+        .to_owned()
+}
+
+/// Runs `update`; whether it changed one row.
+async fn changed<C: ConnectionTrait>(db: &C, update: &UpdateStatement) -> Result<bool> {
+    Ok(db
+        .execute_raw(dates::statement(db, update))
+        .await?
+        .rows_affected()
+        == 1)
+}
+
+/// Renews `owner`'s lease of job `id` until `until`; false when the lease was lost (the
+/// worker must stop at once).
+pub async fn renew_job(
+    db: &DatabaseConnection,
+    id: i64,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let mut update = leased(id, owner, now);
+    update.value(agent_job::Column::LeaseUntil, until);
+    changed(db, &update).await
+}
+
+/// Records run `run_id` on job `id` while `owner` holds it.
+pub async fn set_job_run(
+    db: &DatabaseConnection,
+    id: i64,
+    owner: &str,
+    run_id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let mut update = leased(id, owner, now);
+    update.value(agent_job::Column::RunId, run_id);
+    changed(db, &update).await
+}
+
+/// Ends `owner`'s claim of job `id` as `end` says; false when the lease was lost.
+pub async fn end_job<C: ConnectionTrait>(
+    db: &C,
+    id: i64,
+    owner: &str,
+    end: &JobEnd,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    use agent_job::Column as J;
+    let mut update = leased(id, owner, now);
+    update
+        .value(J::LeaseOwner, Option::<String>::None)
+        .value(J::LeaseUntil, Option::<DateTime<Utc>>::None);
+    match end {
+        JobEnd::Done => {
+            update
+                .value(J::State, state::DONE)
+                .value(J::Reason, Option::<String>::None)
+                .value(J::Error, Option::<String>::None);
+        }
+        JobEnd::Skipped(reason) => {
+            update
+                .value(J::State, state::SKIPPED)
+                .value(J::Reason, reason.as_str());
+        }
+        JobEnd::Waiting => {
+            update
+                .value(J::State, state::WAITING)
+                .value(J::Reason, "approval");
+        }
+        JobEnd::Failed { reason, error } => {
+            update
+                .value(J::State, state::FAILED)
+                .value(J::Reason, reason.as_str())
+                .value(J::Error, error.as_str());
+        }
+        JobEnd::Queued { at, reason, error } => {
+            update
+                .value(J::State, state::QUEUED)
+                .value(J::NextAttemptAt, *at)
+                .value(J::Reason, reason.as_str())
+                .value(J::Error, error.clone());
+        }
+    }
+    changed(db, &update).await
+}
+
+/// Queues failed job `id` again, due now, its count of claims reset; false unless it was
+/// `failed`.
+pub async fn retry_job(db: &DatabaseConnection, id: i64, now: DateTime<Utc>) -> Result<bool> {
+    use agent_job::Column as J;
+    let update = Query::update()
+        .table(agent_job::Entity)
+        .value(J::State, state::QUEUED)
+        .value(J::Reason, Option::<String>::None)
+        .value(J::Error, Option::<String>::None)
+        .value(J::NextAttemptAt, Option::<DateTime<Utc>>::None)
+        .value(J::Attempts, 0)
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Id).eq(id))
+        .and_where(Expr::col(J::State).eq(state::FAILED))
+        .to_owned();
+    changed(db, &update).await
+}
+
+/// Gives job `id` (of a message stored without one, or whose job ended) to `persona` for
+/// a foreground run: inserts it `running` for `owner`, or takes it over when it is not
+/// running under a live lease and `again` allows a `done` one. The job, or `None` when
+/// another worker holds it or it is done and `again` is false.
+pub async fn take_job(
+    db: &DatabaseConnection,
+    message: i64,
+    persona: &str,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    again: bool,
+) -> Result<Option<agent_job::Model>> {
+    use agent_job::Column as J;
+    if protege_core::db::job_of_message(db, message)
+        .await?
+        .is_none()
+    {
+        let job = NewJob {
+            persona: persona.to_owned(),
+            gate_reason: None,
+        };
+        // Another caller may insert it first: the unique key keeps one.
+        if let Err(e) = insert_job(db, message, &job, now).await
+            && protege_core::db::job_of_message(db, message)
+                .await?
+                .is_none()
+        {
+            return Err(e);
+        }
+    }
+    let Some(before) = protege_core::db::job_of_message(db, message).await? else {
+        return Ok(None);
+    };
+    let mut allowed = vec![state::QUEUED, state::FAILED, state::SKIPPED];
+    if again {
+        allowed.push(state::DONE);
+    }
+    let mut update = Query::update();
+    update
+        .table(agent_job::Entity)
+        .value(J::State, state::RUNNING)
+        .value(J::Persona, persona)
+        .value(J::LeaseOwner, owner)
+        .value(J::LeaseUntil, until)
+        .value(J::Attempts, Expr::col(J::Attempts).add(1))
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Id).eq(before.id))
+        .and_where(
+            Expr::col(J::State).is_in(allowed).or(Expr::col(J::State)
+                .eq(state::RUNNING)
+                .and(Expr::col(J::LeaseUntil).lt(now))),
+        );
+    if again {
+        // A new run answers it again.
+        update.value(J::RunId, Option::<String>::None);
+    }
+    if !changed(db, &update).await? {
+        return Ok(None);
+    }
+    protege_core::db::load_job(db, before.id).await
+}
+
+/// Stops run `run_id` of job `id` for a person's decision on its calls: the run `waiting`
+/// (from `started`) and the job `waiting` (while `owner` holds it), in one transaction;
+/// false when either was not as required.
+pub async fn wait_for_approval(
+    db: &DatabaseConnection,
+    id: i64,
+    owner: &str,
+    run_id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    use sea_orm::TransactionTrait;
+    let txn = db.begin().await?;
+    let run = run_status(run_id, run_row::STARTED, run_row::WAITING);
+    if !changed(&txn, &run).await? || !end_job(&txn, id, owner, &JobEnd::Waiting, now).await? {
+        txn.rollback().await?;
+        return Ok(false);
+    }
+    txn.commit().await?;
+    Ok(true)
+}
+
+/// Records a person's `decision` (the JSON of `agent_jobs.approval`) on the calls run
+/// `run_id` waits for: the run `started` again (from `waiting`: the first decision wins)
+/// and its job `queued`, due now, in one transaction. The job's id, or `None` when the run
+/// was not waiting.
+pub async fn decide_calls(
+    db: &DatabaseConnection,
+    run_id: &str,
+    decision: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    use agent_job::Column as J;
+    use sea_orm::TransactionTrait;
+    let txn = db.begin().await?;
+    let run = run_status(run_id, run_row::WAITING, run_row::STARTED);
+    if !changed(&txn, &run).await? {
+        txn.rollback().await?;
+        return Ok(None);
+    }
+    let mut find = jobs_select();
+    find.and_where(Expr::col(J::RunId).eq(run_id))
+        .and_where(Expr::col(J::State).eq(state::WAITING));
+    let Some(job) = select_jobs(&txn, &find).await?.into_iter().next() else {
+        txn.rollback().await?;
+        return Ok(None);
+    };
+    let update = Query::update()
+        .table(agent_job::Entity)
+        .value(J::State, state::QUEUED)
+        .value(J::Reason, Option::<String>::None)
+        .value(J::Approval, decision)
+        .value(J::NextAttemptAt, Option::<DateTime<Utc>>::None)
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Id).eq(job.id))
+        .and_where(Expr::col(J::State).eq(state::WAITING))
+        .to_owned();
+    if !changed(&txn, &update).await? {
+        txn.rollback().await?;
+        return Ok(None);
+    }
+    txn.commit().await?;
+    Ok(Some(job.id))
+}
+
+/// The update of run `run_id`'s status from `from` to `to`.
+fn run_status(run_id: &str, from: &str, to: &str) -> UpdateStatement {
+    Query::update()
+        .table(run_row::Entity)
+        .value(run_row::Column::Status, to)
+        .and_where(Expr::col(run_row::Column::Id).eq(run_id))
+        .and_where(Expr::col(run_row::Column::Status).eq(from))
+        .to_owned()
+}

@@ -1,0 +1,1126 @@
+//! The agent (§17): protege runs the loop. A worker claims a job, checks the gate, starts
+//! or resumes its run, asks the provider for each round, stores the response before any
+//! tool runs, makes the calls, records the round, and composes the reply into the outbox.
+//!
+//! Every step is a row, so any process can resume any job: a round's response is stored
+//! before its tools run, so a resumed job never asks the provider again for it and makes
+//! only the calls of the pending round, with the same call ids.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use protege_agent::{
+    HttpCall, ProviderCall, ProviderClient, ProviderError, ProviderFormat, ToolOutcome,
+};
+use protege_core::db::entities::agent_job;
+use protege_core::{
+    BuiltinTool, PersonaAgent, PersonaInfo, Provider, ReplyMode, ToolRunner, bare_address,
+};
+
+use super::outbox::Composed;
+use super::run::{PendingCall, RoundInput, Step, ToolResult};
+use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput};
+use crate::db::{self, JobEnd};
+
+/// The lease of a claimed job: renewed every third of it while the job runs.
+pub const JOB_LEASE: Duration = Duration::from_secs(60);
+
+/// The first wait of a job sent back to the queue by a provider that kept failing; it
+/// doubles with each claim, up to [`MAX_REQUEUE`].
+const FIRST_REQUEUE: Duration = Duration::from_secs(30);
+
+/// The longest wait of a job sent back to the queue.
+const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+
+/// Reads an environment variable.
+type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// One round as a worker made it: what `protege agent run` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundReport {
+    /// The round's number.
+    pub round: u32,
+    /// Whether its response was stored before (a resumed job): the provider was not asked.
+    pub resumed: bool,
+    /// The text of the model's answer in this round.
+    pub text: String,
+    /// The tool calls and their results.
+    pub calls: Vec<CallReport>,
+}
+
+/// One tool call of a round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallReport {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool.
+    pub name: String,
+    /// Its input.
+    pub input: Value,
+    /// Its result, as the model reads it.
+    pub content: String,
+    /// Whether it failed.
+    pub is_error: bool,
+}
+
+/// What a worker did with one job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobReport {
+    /// The job's id.
+    pub job: i64,
+    /// Its persona.
+    pub persona: String,
+    /// Its run, once started.
+    pub run_id: Option<String>,
+    /// The state it was left in: `done`, `skipped`, `waiting`, `failed` or `queued`.
+    pub state: String,
+    /// Why, when it was not `done`.
+    pub reason: Option<String>,
+    /// The error that ended or sent it back, if any.
+    pub error: Option<String>,
+    /// The rounds this claim made.
+    pub rounds: Vec<RoundReport>,
+    /// The reply's outbox row, when one was stored.
+    pub outbox: Option<i64>,
+    /// The reply's outbox state (`queued`, `waiting`, …).
+    pub outbox_state: Option<String>,
+    /// Whether the lease was lost (another worker took the job over): nothing more was
+    /// written.
+    pub lease_lost: bool,
+}
+
+/// How `protege agent run` runs one trigger in the foreground.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Foreground {
+    /// Answer each call `not called: dry run` instead of calling the tool.
+    pub no_tools: bool,
+    /// Queue the reply as the persona says, instead of storing it `waiting`.
+    pub send: bool,
+    /// Run a message whose job is `done` again.
+    pub again: bool,
+}
+
+/// The agent's worker of one process: it claims jobs and runs them.
+#[derive(Clone)]
+pub struct Agent {
+    engine: Engine,
+    client: ProviderClient,
+    http: reqwest::Client,
+    owner: String,
+    lease: Duration,
+    env: EnvReader,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("owner", &self.owner)
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// The agent's worker named `owner` (its leases carry the name); see [`Agent`].
+    pub fn agent(&self, owner: impl Into<String>) -> Result<Agent, EngineError> {
+        let http = protege_agent::http_client()?;
+        Ok(Agent {
+            engine: self.clone(),
+            client: ProviderClient::with_http(http.clone()),
+            http,
+            owner: owner.into(),
+            lease: JOB_LEASE,
+            env: Arc::new(|name| std::env::var(name).ok()),
+        })
+    }
+}
+
+/// What ends a claim early.
+enum Stop {
+    /// The job ends so (or goes back to the queue).
+    End(JobEnd),
+    /// The lease was lost: write nothing more.
+    Lost,
+}
+
+impl From<protege_core::Error> for Stop {
+    fn from(e: protege_core::Error) -> Self {
+        Stop::from(EngineError::from(e))
+    }
+}
+
+impl From<EngineError> for Stop {
+    fn from(e: EngineError) -> Self {
+        Stop::End(JobEnd::Failed {
+            reason: "error".to_owned(),
+            error: e.to_string(),
+        })
+    }
+}
+
+impl Agent {
+    /// The lease of each claimed job (default [`JOB_LEASE`]).
+    #[must_use = "returns the changed worker"]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Reads environment variables (API keys, tool secrets) with `env`.
+    #[must_use = "returns the changed worker"]
+    pub fn env(mut self, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.env = Arc::new(env);
+        self
+    }
+
+    /// The provider client (its backoff), e.g. shorter waits in tests.
+    #[must_use = "returns the changed worker"]
+    pub fn provider_client(mut self, client: ProviderClient) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Claims one job that may run now and runs it; `None` when there is none.
+    pub async fn work_once(&self) -> Result<Option<JobReport>, EngineError> {
+        let now = Utc::now();
+        let conn = self.engine.db().await?;
+        let Some(claimed) =
+            db::claim_job(conn, &self.owner, now + lease_of(self.lease), now, None).await?
+        else {
+            return Ok(None);
+        };
+        if claimed.superseded > 0 {
+            metrics::counter!("protege_agent_skips_total", "reason" => "superseded")
+                .increment(claimed.superseded);
+        }
+        Ok(Some(
+            self.run_job(claimed.job, claimed.resumed, None, &mut |_| {})
+                .await?,
+        ))
+    }
+
+    /// Claims and runs jobs until none may run now; the reports, in order.
+    pub async fn work(&self) -> Result<Vec<JobReport>, EngineError> {
+        let mut out = Vec::new();
+        while let Some(report) = self.work_once().await? {
+            out.push(report);
+        }
+        Ok(out)
+    }
+
+    /// Runs jobs until `stop` turns true, looking for new ones every `interval`; a job in
+    /// flight finishes its round first.
+    pub async fn run(&self, interval: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            match self.work_once().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => {}
+                Err(e) => tracing::warn!("the agent could not claim a job: {e}"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(interval) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+
+    /// Runs the trigger `message_id` in the foreground (`protege agent run`): a message
+    /// without a job gets one; a job `running` under another worker's live lease, or `done`
+    /// without `again`, is [`EngineErrorKind::Conflict`]. `on_round` sees each round as it
+    /// is recorded.
+    pub async fn run_message(
+        &self,
+        persona: &str,
+        message_id: &str,
+        foreground: Foreground,
+        on_round: &mut (dyn FnMut(&RoundReport) + Send),
+    ) -> Result<JobReport, EngineError> {
+        self.engine.require_persona(persona)?;
+        let conn = self.engine.db().await?;
+        let row = message_row(conn, message_id).await?;
+        let now = Utc::now();
+        let Some(job) = db::take_job(
+            conn,
+            row,
+            persona,
+            &self.owner,
+            now + lease_of(self.lease),
+            now,
+            foreground.again,
+        )
+        .await?
+        else {
+            let state = db::job_of_message(conn, row)
+                .await?
+                .map(|j| j.state)
+                .unwrap_or_default();
+            return Err(EngineError::new(
+                EngineErrorKind::Conflict,
+                format!(
+                    "the job of message `{message_id}` is `{state}`: pass `--again` to answer a done job again; a running job belongs to another worker until its lease runs out"
+                ),
+            ));
+        };
+        self.run_job(job, false, Some(foreground), on_round).await
+    }
+
+    /// Runs claimed job `job` to its end (or until the lease is lost) and records the end.
+    async fn run_job(
+        &self,
+        job: agent_job::Model,
+        resumed: bool,
+        foreground: Option<Foreground>,
+        on_round: &mut (dyn FnMut(&RoundReport) + Send),
+    ) -> Result<JobReport, EngineError> {
+        let conn = self.engine.db().await?.clone();
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = tokio::spawn(renew(
+            conn.clone(),
+            job.id,
+            self.owner.clone(),
+            self.lease,
+            lost.clone(),
+        ));
+        let mut report = JobReport {
+            job: job.id,
+            persona: job.persona.clone(),
+            run_id: job.run_id.clone(),
+            state: String::new(),
+            reason: None,
+            error: None,
+            rounds: Vec::new(),
+            outbox: None,
+            outbox_state: None,
+            lease_lost: false,
+        };
+        let end = self
+            .steps(&job, resumed, foreground, &lost, &mut report, on_round)
+            .await;
+        renewer.abort();
+        let end = match end {
+            Ok(end) | Err(Stop::End(end)) => end,
+            Err(Stop::Lost) => {
+                report.lease_lost = true;
+                report.state = db::job_state::RUNNING.to_owned();
+                return Ok(report);
+            }
+        };
+        let (state, reason, error) = describe(&end);
+        report.state = state.to_owned();
+        report.reason = reason;
+        report.error = error;
+        let ended = match (&end, &report.run_id) {
+            // The run waits with its job, in one transaction.
+            (JobEnd::Waiting, Some(run_id)) => {
+                metrics::gauge!("protege_approvals_waiting").increment(1.0);
+                db::wait_for_approval(&conn, job.id, &self.owner, run_id, Utc::now()).await?
+            }
+            _ => db::end_job(&conn, job.id, &self.owner, &end, Utc::now()).await?,
+        };
+        if !ended {
+            report.lease_lost = true;
+        }
+        metrics::counter!("protege_agent_jobs_total", "persona" => job.persona.clone(), "state" => state)
+            .increment(1);
+        if state == db::job_state::SKIPPED {
+            let reason = report.reason.clone().unwrap_or_default();
+            metrics::counter!("protege_agent_skips_total", "reason" => gate_label(&reason))
+                .increment(1);
+        }
+        Ok(report)
+    }
+
+    /// The steps of a job: the gate, the run's rounds, the reply.
+    async fn steps(
+        &self,
+        job: &agent_job::Model,
+        resumed: bool,
+        foreground: Option<Foreground>,
+        lost: &AtomicBool,
+        report: &mut JobReport,
+        on_round: &mut (dyn FnMut(&RoundReport) + Send),
+    ) -> Result<JobEnd, Stop> {
+        let engine = &self.engine;
+        let conn = engine.db().await?;
+        let Some(persona) = engine.persona(&job.persona) else {
+            return Ok(JobEnd::Failed {
+                reason: "persona".to_owned(),
+                error: format!("persona `{}` is not loaded", job.persona),
+            });
+        };
+        let info = persona.info();
+        let Some(agent) = info.agent.clone() else {
+            return Ok(JobEnd::Skipped("not_an_agent".to_owned()));
+        };
+        if resumed && u32::try_from(job.attempts).unwrap_or(u32::MAX) > agent.max_attempts {
+            return Ok(JobEnd::Failed {
+                reason: "crashed".to_owned(),
+                error: format!(
+                    "claimed {} times without finishing (`[agent] max_attempts` is {})",
+                    job.attempts - 1,
+                    agent.max_attempts
+                ),
+            });
+        }
+        let Some(message_row) = job.message_id else {
+            return Ok(JobEnd::Failed {
+                reason: "error".to_owned(),
+                error: "a scheduled job needs the responsibilities' runtime".to_owned(),
+            });
+        };
+        let Some(trigger) = db::load_message_by_row(conn, message_row).await? else {
+            return Ok(JobEnd::Skipped("trigger_gone".to_owned()));
+        };
+        if foreground.is_none() {
+            if agent.reply == ReplyMode::Off {
+                return Ok(JobEnd::Skipped("reply_off".to_owned()));
+            }
+            if let Some(end) = self
+                .caps(&job.persona, &agent, trigger.thread_id, &trigger.from)
+                .await?
+            {
+                return Ok(end);
+            }
+        }
+        let Some(model) = info.model.clone() else {
+            return Ok(JobEnd::Failed {
+                reason: "persona".to_owned(),
+                error: format!("persona `{}` has no `[model]`", job.persona),
+            });
+        };
+        let format = match model.provider {
+            Some(Provider::Anthropic) => ProviderFormat::Anthropic,
+            Some(Provider::Openai) => ProviderFormat::OpenAiChat,
+            None => {
+                return Ok(JobEnd::Failed {
+                    reason: "persona".to_owned(),
+                    error: format!("persona `{}` names no `[model] provider`", job.persona),
+                });
+            }
+        };
+        let key_var = model.api_key_env().unwrap_or_default().to_owned();
+        let Some(api_key) = (self.env)(&key_var) else {
+            return Ok(JobEnd::Queued {
+                at: Utc::now() + lease_of(agent.pause),
+                reason: "paused".to_owned(),
+                error: Some(format!(
+                    "the environment variable `{key_var}` of `[model] api_key_env` is not set"
+                )),
+            });
+        };
+        let base_url = model.base_url().unwrap_or_default().to_owned();
+
+        // The run: resumed, or started now.
+        let mut next: Option<(u32, Value)> = None;
+        let run_id = match self.live_run(job).await? {
+            Some(id) => id,
+            None => {
+                let input = ResolveInput::reply(job.persona.clone(), trigger.message_id.clone())
+                    .format(Format::Provider);
+                let run = engine.start_run(&input).await?;
+                ensure(lost)?;
+                if !db::set_job_run(conn, job.id, &self.owner, &run.id, Utc::now()).await? {
+                    return Err(Stop::Lost);
+                }
+                next = Some((0, run.body));
+                run.id
+            }
+        };
+        report.run_id = Some(run_id.clone());
+        let context = CallContext {
+            run_id: &run_id,
+            persona: &job.persona,
+            correspondent: bare_address(&trigger.from).to_lowercase(),
+            authenticated: engine.sender_authenticated(&persona, &trigger),
+            thread: trigger.thread_id,
+            dry_run: foreground.is_some_and(|f| f.no_tools),
+            info,
+            agent: &agent,
+        };
+
+        loop {
+            ensure(lost)?;
+            let record = engine.run(&run_id).await?;
+            if record.run.status != "started" {
+                break;
+            }
+            let (round, response, resumed_round) = match engine.pending_round(&run_id).await? {
+                Some(pending) => (pending.round, pending.response, true),
+                None => {
+                    let (round, body) = match next.take() {
+                        Some(next) => next,
+                        None => engine.next_round_body(&run_id).await?,
+                    };
+                    let call = ProviderCall {
+                        format,
+                        base_url: &base_url,
+                        api_key: &api_key,
+                        body: &body,
+                        timeout: model.timeout(),
+                        attempts: agent.provider_attempts,
+                    };
+                    let reply = match self.client.call(&call).await {
+                        Ok(reply) => reply,
+                        Err(e) => return Ok(provider_end(e, job, &agent)),
+                    };
+                    ensure(lost)?;
+                    (round, reply.body, false)
+                }
+            };
+            let pending = engine
+                .record_response(&run_id, round, response.clone())
+                .await?;
+            let text = response_text(engine, &run_id, round).await;
+            // Calls that wait for a person: decided for this round, or the run waits.
+            let decision = job
+                .approval
+                .as_deref()
+                .and_then(|text| serde_json::from_str::<Decision>(text).ok())
+                .filter(|d| d.round == round);
+            let waits = pending
+                .calls
+                .iter()
+                .any(|c| context.needs_approval(&c.name));
+            if waits && decision.is_none() {
+                return Ok(JobEnd::Waiting);
+            }
+            let mut ran: Vec<(String, Value)> = Vec::new();
+            let mut calls: Vec<(PendingCall, Option<ToolOutcome>)> = Vec::new();
+            for call in &pending.calls {
+                let decided = decision
+                    .as_ref()
+                    .filter(|_| context.needs_approval(&call.name));
+                match decided {
+                    None => calls.push((call.clone(), None)),
+                    Some(d) if d.decision == "rejected" => {
+                        let why = d.reason.clone().unwrap_or_default();
+                        let outcome = ToolOutcome::error(format!("rejected by an operator: {why}"));
+                        calls.push((call.clone(), Some(outcome)));
+                    }
+                    Some(d) => {
+                        let input = d
+                            .calls
+                            .iter()
+                            .find(|c| c.tool_call_id == call.tool_call_id)
+                            .map_or_else(|| call.input.clone(), |c| c.input.clone());
+                        if input != call.input {
+                            ran.push((call.tool_call_id.clone(), input.clone()));
+                        }
+                        calls.push((
+                            PendingCall {
+                                input,
+                                ..call.clone()
+                            },
+                            None,
+                        ));
+                    }
+                }
+            }
+            let outcomes = futures::future::join_all(calls.iter().map(|(call, decided)| async {
+                match decided {
+                    Some(outcome) => outcome.clone(),
+                    None => self.call_tool(&context, call).await,
+                }
+            }))
+            .await;
+            let results: Vec<ToolResult> = calls
+                .iter()
+                .zip(&outcomes)
+                .map(|((call, _), out)| {
+                    ToolResult::new(call.tool_call_id.clone(), out.content.clone())
+                        .error(out.is_error)
+                })
+                .collect();
+            ensure(lost)?;
+            let step = engine
+                .record_round_ran(
+                    &run_id,
+                    RoundInput {
+                        round,
+                        response,
+                        results,
+                    },
+                    &ran,
+                )
+                .await;
+            let round_report = RoundReport {
+                round,
+                resumed: resumed_round,
+                text,
+                calls: calls
+                    .iter()
+                    .zip(outcomes)
+                    .map(|((call, _), out)| CallReport {
+                        tool_call_id: call.tool_call_id.clone(),
+                        name: call.name.clone(),
+                        input: call.input.clone(),
+                        content: out.content,
+                        is_error: out.is_error,
+                    })
+                    .collect(),
+            };
+            on_round(&round_report);
+            report.rounds.push(round_report);
+            match step {
+                // The next round's body, as the step gives it: not built again.
+                Ok(Step::Continue { round, body }) => next = Some((round, body)),
+                Ok(Step::Done { .. } | Step::Stopped { .. }) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+
+        // The reply.
+        let record = engine.run(&run_id).await?;
+        if record.run.status == "stopped" {
+            return Ok(JobEnd::Skipped("run_stopped".to_owned()));
+        }
+        if record.run.status != "done" {
+            return Ok(JobEnd::Failed {
+                reason: "error".to_owned(),
+                error: format!("run `{run_id}` ended `{}`", record.run.status),
+            });
+        }
+        ensure(lost)?;
+        let held = foreground.filter(|f| !f.send).map(|_| "trial run");
+        match engine.compose_reply_held(&run_id, Utc::now(), held).await? {
+            Composed::Reply { outbox } => {
+                report.outbox = Some(outbox.id);
+                report.outbox_state = Some(outbox.state.clone());
+                Ok(JobEnd::Done)
+            }
+            Composed::Skipped { reason } => Ok(JobEnd::Skipped(reason)),
+        }
+    }
+
+    /// The run of `job` that goes on, when it has one.
+    async fn live_run(&self, job: &agent_job::Model) -> Result<Option<String>, EngineError> {
+        let Some(id) = &job.run_id else {
+            return Ok(None);
+        };
+        match self.engine.run(id).await {
+            Ok(record) if record.run.status == "abandoned" => Ok(None),
+            Ok(_) => Ok(Some(id.clone())),
+            Err(e) if e.kind() == EngineErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The daily caps of §17, checked before any model call.
+    async fn caps(
+        &self,
+        persona: &str,
+        agent: &PersonaAgent,
+        thread: i64,
+        from: &str,
+    ) -> Result<Option<JobEnd>, EngineError> {
+        let conn = self.engine.db().await?;
+        let now = Utc::now();
+        let day = now - chrono::Duration::hours(24);
+        let replies = db::replies_since(conn, persona, day).await?;
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        if count(replies.len()) >= agent.max_replies_per_day {
+            return Ok(Some(JobEnd::Skipped("persona_cap".to_owned())));
+        }
+        if count(replies.iter().filter(|(t, _)| *t == thread).count())
+            >= agent.max_replies_per_thread_per_day
+        {
+            return Ok(Some(JobEnd::Skipped("thread_cap".to_owned())));
+        }
+        let correspondent = bare_address(from).to_lowercase();
+        let to_them = replies
+            .iter()
+            .filter(|(_, recipients)| {
+                serde_json::from_str::<Vec<String>>(recipients)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|r| r.eq_ignore_ascii_case(&correspondent))
+            })
+            .count();
+        if count(to_them) >= agent.max_replies_per_correspondent_per_day {
+            return Ok(Some(JobEnd::Skipped("correspondent_cap".to_owned())));
+        }
+        if let Some(limit) = agent.tokens_per_day {
+            let midnight = now
+                .date_naive()
+                .and_hms_opt(0, 0, 0)
+                .map_or(now, |t| t.and_utc());
+            if db::tokens_since(conn, persona, midnight).await? >= limit {
+                return Ok(Some(JobEnd::Queued {
+                    at: midnight + chrono::Duration::days(1),
+                    reason: "deferred".to_owned(),
+                    error: None,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Makes one call of a round; every failure is an error result for the model.
+    async fn call_tool(&self, context: &CallContext<'_>, call: &PendingCall) -> ToolOutcome {
+        let name = call.name.as_str();
+        if !context.offered(name) {
+            metrics::counter!("protege_tool_calls_total", "tool" => "unknown", "outcome" => "refused")
+                .increment(1);
+            return ToolOutcome::error(format!(
+                "`{name}` is not a tool of this run: call one of the tools you were given"
+            ));
+        }
+        if let Some(def) = context.info.tools.iter().find(|t| t.name == name)
+            && let Err(why) = protege_agent::check_input(&def.input_schema, &call.input)
+        {
+            metrics::counter!("protege_tool_calls_total", "tool" => name.to_owned(), "outcome" => "invalid_input")
+                .increment(1);
+            return ToolOutcome::error(format!("the input of `{name}` {why}"));
+        }
+        if context.dry_run {
+            return ToolOutcome {
+                content: "not called: dry run".to_owned(),
+                is_error: false,
+            };
+        }
+        let out = match context.info.tool_runner(name).map(|t| &t.runner) {
+            Some(ToolRunner::Http(http)) => {
+                let secret = http.secret_env.as_deref().and_then(|v| (self.env)(v));
+                protege_agent::call_http(
+                    &self.http,
+                    &HttpCall {
+                        name,
+                        url: &http.url,
+                        secret: secret.as_deref(),
+                        timeout: http.timeout,
+                        run_id: context.run_id,
+                        call_id: &call.tool_call_id,
+                        persona: context.persona,
+                        correspondent: &context.correspondent,
+                        authenticated: context.authenticated,
+                        input: &call.input,
+                        now: Utc::now().timestamp(),
+                        limit: context.result_limit(),
+                    },
+                )
+                .await
+            }
+            Some(ToolRunner::Builtin(BuiltinTool::ReadAttachment)) => {
+                self.read_attachment(context, &call.input).await
+            }
+            Some(ToolRunner::Mcp(_)) => ToolOutcome::error(format!(
+                "`{name}` is an MCP tool, and this process does not reach MCP servers"
+            )),
+            None => ToolOutcome::error(format!(
+                "`{name}` is run by the application, not by the agent: it cannot be called here"
+            )),
+        };
+        let outcome = if out.is_error { "error" } else { "ok" };
+        metrics::counter!("protege_tool_calls_total", "tool" => name.to_owned(), "outcome" => outcome)
+            .increment(1);
+        out
+    }
+
+    /// The built-in `read_attachment`: an attachment of the trigger's thread by id.
+    async fn read_attachment(&self, context: &CallContext<'_>, input: &Value) -> ToolOutcome {
+        let id = match input.get("attachment_id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return ToolOutcome::error("`attachment_id` is missing"),
+        };
+        let conn = match self.engine.db().await {
+            Ok(conn) => conn,
+            Err(e) => return ToolOutcome::error(format!("the attachment cannot be read: {e}")),
+        };
+        let found = match db::attachment_in_thread(conn, context.thread, &id).await {
+            Ok(found) => found,
+            Err(e) => return ToolOutcome::error(format!("the attachment cannot be read: {e}")),
+        };
+        let Some(attachment) = found else {
+            return ToolOutcome::error(format!("no attachment `{id}` in this thread"));
+        };
+        let Some(data) = attachment.data else {
+            return ToolOutcome::error(format!(
+                "attachment `{id}` was stored without its data (over the size cap)"
+            ));
+        };
+        let limit = context.result_limit();
+        if data.len() > limit {
+            return ToolOutcome::error(format!(
+                "attachment `{id}` has {} bytes, over the {limit} a result may hold",
+                data.len()
+            ));
+        }
+        let head = json!({ "attachment_id": id }).to_string();
+        let text_like = attachment.content_type.starts_with("text/")
+            || attachment.content_type.contains("json")
+            || attachment.content_type.contains("xml");
+        match String::from_utf8(data) {
+            Ok(text) if text_like => ToolOutcome {
+                content: format!("{head}\n{}", protege_mail::drop_invisible(&text).0),
+                is_error: false,
+            },
+            _ => ToolOutcome::error(format!(
+                "attachment `{id}` ({}) is not text: it cannot be read as a result",
+                attachment.content_type
+            )),
+        }
+    }
+}
+
+/// A person's decision on the calls a run waited for (`agent_jobs.approval`).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+struct Decision {
+    /// The round whose calls it decides.
+    round: u32,
+    /// `approved` or `rejected`.
+    decision: String,
+    /// Who decided, as given.
+    by: String,
+    /// When (RFC 3339).
+    at: String,
+    /// Why, for a rejection.
+    #[serde(default)]
+    reason: Option<String>,
+    /// The calls decided, with the input that runs and the model's.
+    calls: Vec<DecidedCall>,
+}
+
+/// A call of a [`Decision`].
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+struct DecidedCall {
+    tool_call_id: String,
+    input: Value,
+    original: Value,
+}
+
+/// A call an operator approves: its id and, to change what runs, another input. Also the
+/// JSON of each entry of `POST /v1/runs/{id}/approve`'s `calls`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovedCall {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The input that runs instead of the model's (checked against the tool's schema).
+    #[serde(default)]
+    pub input: Option<Value>,
+}
+
+impl Engine {
+    /// Approves the calls run `run_id` waits for (`waiting`: calls of tools with `approval =
+    /// true`): each listed once, with an optional edited input checked against the tool's
+    /// schema ([`EngineErrorKind::InvalidInput`] otherwise); the run goes on, its job
+    /// queued and due now, and the calls are made with the inputs approved (which their
+    /// `tool_uses` rows keep; the model's are kept with the approval). The first decision
+    /// wins: a run that is not waiting is [`EngineErrorKind::Conflict`] naming its status.
+    /// Answers `{"run_id","status":"approved","job"}`.
+    pub async fn approve_run(
+        &self,
+        run_id: &str,
+        by: &str,
+        calls: &[ApprovedCall],
+    ) -> Result<Value, EngineError> {
+        let (round, waiting, info) = self.waiting_calls(run_id, "approved").await?;
+        let mut decided: Vec<DecidedCall> = Vec::new();
+        for approved in calls {
+            if decided
+                .iter()
+                .any(|d| d.tool_call_id == approved.tool_call_id)
+            {
+                return Err(invalid(format!(
+                    "call `{}` is listed twice: approve each waiting call once",
+                    approved.tool_call_id
+                )));
+            }
+            let Some(call) = waiting
+                .iter()
+                .find(|c| c.tool_call_id == approved.tool_call_id)
+            else {
+                return Err(invalid(format!(
+                    "call `{}` is not a call run `{run_id}` waits for",
+                    approved.tool_call_id
+                )));
+            };
+            let input = approved.input.clone().unwrap_or_else(|| call.input.clone());
+            if let Some(def) = info.tools.iter().find(|t| t.name == call.name)
+                && let Err(why) = protege_agent::check_input(&def.input_schema, &input)
+            {
+                return Err(invalid(format!(
+                    "the input of call `{}` ({}) does not match the tool's schema: {why}",
+                    call.tool_call_id, call.name
+                )));
+            }
+            decided.push(DecidedCall {
+                tool_call_id: call.tool_call_id.clone(),
+                input,
+                original: call.input.clone(),
+            });
+        }
+        if let Some(missing) = waiting
+            .iter()
+            .find(|c| !decided.iter().any(|d| d.tool_call_id == c.tool_call_id))
+        {
+            return Err(invalid(format!(
+                "call `{}` of run `{run_id}` waits for approval and is not listed: approve every waiting call",
+                missing.tool_call_id
+            )));
+        }
+        let decision = Decision {
+            round,
+            decision: "approved".to_owned(),
+            by: by.to_owned(),
+            at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            reason: None,
+            calls: decided,
+        };
+        let job = self.decide_waiting(run_id, &decision, "approved").await?;
+        Ok(json!({ "run_id": run_id, "status": "approved", "job": job }))
+    }
+
+    /// Rejects the calls run `run_id` waits for: each is answered with the error result
+    /// "rejected by an operator: REASON" and the run goes on. Answers
+    /// `{"run_id","status":"rejected"}`; [`EngineErrorKind::Conflict`] unless it waits.
+    pub async fn reject_run(
+        &self,
+        run_id: &str,
+        by: &str,
+        reason: &str,
+    ) -> Result<Value, EngineError> {
+        let (round, waiting, _) = self.waiting_calls(run_id, "rejected").await?;
+        let decision = Decision {
+            round,
+            decision: "rejected".to_owned(),
+            by: by.to_owned(),
+            at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            reason: Some(reason.to_owned()),
+            calls: waiting
+                .iter()
+                .map(|c| DecidedCall {
+                    tool_call_id: c.tool_call_id.clone(),
+                    input: c.input.clone(),
+                    original: c.input.clone(),
+                })
+                .collect(),
+        };
+        self.decide_waiting(run_id, &decision, "rejected").await?;
+        Ok(json!({ "run_id": run_id, "status": "rejected" }))
+    }
+
+    /// The pending round of waiting run `run_id`, its calls that wait for a person, and
+    /// its persona; the errors of a run that does not wait.
+    async fn waiting_calls(
+        &self,
+        run_id: &str,
+        what: &str,
+    ) -> Result<(u32, Vec<PendingCall>, Arc<PersonaInfo>), EngineError> {
+        let record = self.run(run_id).await?;
+        if record.run.status != "waiting" {
+            return Err(not_waiting(run_id, &record.run.status, what));
+        }
+        let Some(pending) = self.pending_round(run_id).await? else {
+            return Err(not_waiting(run_id, &record.run.status, what));
+        };
+        let persona = self.require_persona(&record.run.persona)?;
+        let info = persona.info().clone();
+        let waiting: Vec<PendingCall> = pending
+            .calls
+            .into_iter()
+            .filter(|c| info.tool_runner(&c.name).is_some_and(|t| t.approval))
+            .collect();
+        Ok((pending.round, waiting, info))
+    }
+
+    /// Stores `decision` on run `run_id`'s job; the job's id.
+    async fn decide_waiting(
+        &self,
+        run_id: &str,
+        decision: &Decision,
+        what: &str,
+    ) -> Result<i64, EngineError> {
+        let text = serde_json::to_string(decision).unwrap_or_default();
+        match db::decide_calls(self.db().await?, run_id, &text, Utc::now()).await? {
+            Some(job) => {
+                metrics::gauge!("protege_approvals_waiting").decrement(1.0);
+                Ok(job)
+            }
+            None => {
+                let status = self.run(run_id).await?.run.status;
+                Err(not_waiting(run_id, &status, what))
+            }
+        }
+    }
+}
+
+/// The error of a decision on a run that does not wait for one.
+fn not_waiting(run_id: &str, status: &str, what: &str) -> EngineError {
+    EngineError::new(
+        EngineErrorKind::Conflict,
+        format!("run `{run_id}` is `{status}`: only a `waiting` run can be {what}"),
+    )
+}
+
+/// An [`EngineErrorKind::InvalidInput`] error.
+fn invalid(message: String) -> EngineError {
+    EngineError::new(EngineErrorKind::InvalidInput, message)
+}
+
+/// What the calls of a run need to know.
+struct CallContext<'a> {
+    run_id: &'a str,
+    persona: &'a str,
+    correspondent: String,
+    authenticated: bool,
+    thread: i64,
+    dry_run: bool,
+    info: &'a PersonaInfo,
+    agent: &'a PersonaAgent,
+}
+
+impl CallContext<'_> {
+    /// Whether the tool `name` is offered to a reply run.
+    fn offered(&self, name: &str) -> bool {
+        let declared = self.info.tools.iter().any(|t| t.name == name);
+        let allowed = self
+            .agent
+            .reply_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == name));
+        declared && allowed
+    }
+
+    /// Whether a call of `name` waits for a person.
+    fn needs_approval(&self, name: &str) -> bool {
+        !self.dry_run
+            && self.offered(name)
+            && self.info.tool_runner(name).is_some_and(|t| t.approval)
+    }
+
+    /// The most bytes a result may hold (`[limits] tool_result_bytes`).
+    fn result_limit(&self) -> usize {
+        self.info
+            .limits
+            .tool_result_bytes
+            .unwrap_or(protege_core::DEFAULT_TOOL_RESULT_BYTES)
+    }
+}
+
+/// The text the model wrote in round `round` of `run_id`, for the report.
+async fn response_text(engine: &Engine, run_id: &str, round: u32) -> String {
+    engine
+        .pending_round(run_id)
+        .await
+        .ok()
+        .flatten()
+        .filter(|p| p.round == round)
+        .map(|p| p.parsed.message.content.text())
+        .unwrap_or_default()
+}
+
+/// The job's end after the provider's error `e`.
+fn provider_end(e: ProviderError, job: &agent_job::Model, agent: &PersonaAgent) -> JobEnd {
+    let now = Utc::now();
+    match e {
+        ProviderError::Poison { .. } => JobEnd::Failed {
+            reason: "provider".to_owned(),
+            error: e.to_string(),
+        },
+        ProviderError::Pause { .. } => JobEnd::Queued {
+            at: now + lease_of(agent.pause),
+            reason: "paused".to_owned(),
+            error: Some(e.to_string()),
+        },
+        ProviderError::Retry { after, .. } => {
+            if now - job.created_at > lease_of(agent.give_up_after) {
+                return JobEnd::Failed {
+                    reason: "gave_up".to_owned(),
+                    error: e.to_string(),
+                };
+            }
+            let doublings = u32::try_from(job.attempts.max(1) - 1).unwrap_or(0).min(16);
+            let wait = FIRST_REQUEUE
+                .saturating_mul(1 << doublings)
+                .min(MAX_REQUEUE)
+                .max(after.unwrap_or_default());
+            JobEnd::Queued {
+                at: now + lease_of(wait),
+                reason: "retry".to_owned(),
+                error: Some(e.to_string()),
+            }
+        }
+    }
+}
+
+/// The state, reason and error an end leaves a job with.
+fn describe(end: &JobEnd) -> (&'static str, Option<String>, Option<String>) {
+    match end {
+        JobEnd::Done => (db::job_state::DONE, None, None),
+        JobEnd::Skipped(reason) => (db::job_state::SKIPPED, Some(reason.clone()), None),
+        JobEnd::Waiting => (db::job_state::WAITING, Some("approval".to_owned()), None),
+        JobEnd::Failed { reason, error } => (
+            db::job_state::FAILED,
+            Some(reason.clone()),
+            Some(error.clone()),
+        ),
+        JobEnd::Queued { reason, error, .. } => {
+            (db::job_state::QUEUED, Some(reason.clone()), error.clone())
+        }
+    }
+}
+
+/// The label of a skip reason in metrics: its first word (`automated (…)` → `automated`).
+fn gate_label(reason: &str) -> String {
+    reason.split(' ').next().unwrap_or_default().to_owned()
+}
+
+/// A duration as chrono's.
+fn lease_of(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+/// `Err(Stop::Lost)` once the lease is lost.
+fn ensure(lost: &AtomicBool) -> Result<(), Stop> {
+    if lost.load(Ordering::SeqCst) {
+        Err(Stop::Lost)
+    } else {
+        Ok(())
+    }
+}
+
+/// Renews the lease of job `id` every third of `lease` until aborted; sets `lost` when a
+/// renewal fails.
+async fn renew(
+    conn: sea_orm::DatabaseConnection,
+    id: i64,
+    owner: String,
+    lease: Duration,
+    lost: Arc<AtomicBool>,
+) {
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        let now = Utc::now();
+        match db::renew_job(&conn, id, &owner, now + lease_of(lease), now).await {
+            Ok(true) => {}
+            Ok(false) => {
+                lost.store(true, Ordering::SeqCst);
+                return;
+            }
+            Err(e) => tracing::warn!("renewing the lease of job {id} failed: {e}"),
+        }
+    }
+}
+
+/// The row id of the message `message_id`.
+async fn message_row(
+    conn: &sea_orm::DatabaseConnection,
+    message_id: &str,
+) -> Result<i64, EngineError> {
+    db::message_row_of(conn, message_id).await?.ok_or_else(|| {
+        EngineError::new(
+            EngineErrorKind::NotFound,
+            format!("unknown message `{message_id}`: no message with this Message-ID"),
+        )
+    })
+}
