@@ -440,6 +440,20 @@ async fn stdio_server_tools_are_listed_filtered_and_called() {
     let tools = connect(stdio_command("", &[])).await;
     check_listing(&tools).await;
     check_calls(&tools).await;
+    // The tools are shared between tasks, and a call runs on any of them.
+    let tools = Arc::new(tools);
+    let shared = Arc::clone(&tools);
+    let outcome = tokio::spawn(async move {
+        shared
+            .call("search_kb", &query("spawned"), TIMEOUT, LIMIT)
+            .await
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome,
+        ok("2 articles match `spawned`\nfirst: Resetting a password")
+    );
 }
 
 #[tokio::test]

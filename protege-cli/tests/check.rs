@@ -318,10 +318,11 @@ async fn protege_keeps_its_tables_in_a_postgresql_schema_of_its_own() {
             )
         })
         .collect();
-    // protege's twelve tables (its migrations' among them) in `protege`, the customers in `public`.
+    // protege's fourteen tables (its migrations' among them) in `protege`, the customers in
+    // `public`.
     assert_eq!(
         counts,
-        [("protege".to_owned(), 12), ("public".to_owned(), 1)]
+        [("protege".to_owned(), 14), ("public".to_owned(), 1)]
     );
     conn.clone().close().await.unwrap();
 }

@@ -224,12 +224,14 @@ fn serve(root: &Path, db: &str) -> Server {
 }
 
 /// One case: `kill` arranges the moment and kills the first `serve`; then a second `serve`
-/// takes over. The copies that arrived, and whether they are identical with the reply's
-/// Message-ID.
+/// takes over. With `locked`, the file's write lock is taken before the first `serve`
+/// starts and held until `kill` returns, so its first claim waits for it. The copies that
+/// arrived, and whether they are identical with the reply's Message-ID.
 async fn case(
     postfix: &Postfix,
     name: &str,
     hold: Hold,
+    locked: bool,
     kill: impl FnOnce(&Path, Server, &Proxy, &Postfix),
 ) -> (usize, bool) {
     let proxy = Proxy::start(postfix.port(), hold);
@@ -239,8 +241,10 @@ async fn case(
     let db = format!("sqlite://{}?mode=rwc", file.display());
     let to = format!("zoe-{name}@example.com");
     let message_id = queued_reply(root.path(), &db, &to).await;
+    let lock = locked.then(|| write_lock(&file));
     let first = serve(root.path(), &db);
     kill(&file, first, &proxy, postfix);
+    drop(lock);
     // A second process takes over once the lease of the first has run out.
     let _second = serve(root.path(), &db);
     wait_state(&file, "sent");
@@ -262,17 +266,17 @@ async fn a_killed_delivery_loses_nothing_and_repeats_only_after_the_servers_250(
     let Some(postfix) = Postfix::start() else {
         return;
     };
-    // Before the claim: the worker's claim waits for the write lock, and the process dies.
+    // Before the claim: the worker's claim waits for the write lock, taken before the
+    // process started, and the process dies.
     let before_claim = case(
         &postfix,
         "before-claim",
         Hold::Nothing,
+        true,
         |file, mut first, _, _| {
-            let lock = write_lock(file);
             std::thread::sleep(Duration::from_secs(3));
             first.child.kill().unwrap();
             first.child.wait().unwrap();
-            drop(lock);
             assert_eq!(state(file), "queued");
         },
     )
@@ -282,6 +286,7 @@ async fn a_killed_delivery_loses_nothing_and_repeats_only_after_the_servers_250(
         &postfix,
         "after-claim",
         Hold::Connection,
+        false,
         |file, mut first, proxy, _| {
             proxy.wait_held();
             assert_eq!(state(file), "sending");
@@ -296,6 +301,7 @@ async fn a_killed_delivery_loses_nothing_and_repeats_only_after_the_servers_250(
         &postfix,
         "after-250",
         Hold::EndOfData,
+        false,
         |file, mut first, proxy, postfix| {
             proxy.wait_held();
             let lock = write_lock(file);

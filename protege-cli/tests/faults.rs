@@ -239,10 +239,10 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
             // One row per migration (the mail store, `thread_summaries`, the In-Reply-To
             // index, the stored text of HTML bodies, the runs, the settings, the HTML bodies
             // converted again, the messages' addresses, their stripped bodies, the mail made
-            // again by the second rules, the outbox), each applied once.
+            // again by the second rules, the outbox, the agent's jobs), each applied once.
             assert_eq!(
                 count(&conn, "protege_migrations").await,
-                11,
+                12,
                 "{}",
                 fresh.backend
             );

@@ -1,8 +1,8 @@
 //! The inspector page (`/ui`) in a real browser: headless Chromium against a running
-//! `protege serve`, the rendered DOM checked, waiting drafts decided through the page (over
-//! the DevTools protocol), and screenshots saved under `target/inspector/`. Chromium is
-//! `PROTEGE_TEST_CHROMIUM` (a path), else `/usr/bin/chromium`; without either the test says
-//! it was skipped and passes.
+//! `protege serve`, the rendered DOM checked, waiting drafts decided and the agent's failed
+//! jobs retried through the page (over the DevTools protocol), and screenshots saved under
+//! `target/inspector/`. Chromium is `PROTEGE_TEST_CHROMIUM` (a path), else
+//! `/usr/bin/chromium`; without either the test says it was skipped and passes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -662,7 +662,11 @@ async fn the_token_typed_once_unlocks_the_page_and_a_pasted_persona_is_diffed() 
         tools.eval("document.getElementById('status').textContent"),
         "This service needs its token."
     );
-    assert_eq!(tools.eval("document.querySelectorAll('option').length"), 0);
+    // No data: the only options are the jobs' state filter's, written in the page.
+    assert_eq!(
+        tools.eval("document.querySelectorAll('select:not(#jobs-state) option').length"),
+        0
+    );
 
     // A wrong token is refused and the form comes back; the right one unlocks the page.
     tools.eval(
@@ -1202,4 +1206,341 @@ async fn waiting_drafts_are_shown_as_text_and_decided_in_the_page() {
         tools.eval("document.documentElement.scrollWidth")
     );
     capture(&mut tools, &dir.join("drafts-narrow.png"), (360, 800));
+}
+
+/// A provider's error body holding markup, long enough to be cut in its row.
+const PROVIDER_ERROR: &str = "provider answered 400: {\"error\":{\"message\":\"<img src=x onerror=alert(1)> is no valid input\",\"type\":\"invalid_request_error\"}}";
+
+/// Zoe's mail `id` to `to`, dated `date`, with `extra` header lines (each closed by CRLF),
+/// posted as inbound mail: the agent receives it.
+async fn inbound(server: &Server, id: &str, to: &str, date: &str, extra: &str) {
+    let raw = format!(
+        "Message-ID: {id}\r\nFrom: Zoe Lee <zoe@example.com>\r\nTo: {to}\r\n\
+         Subject: Order {id}\r\nDate: {date}\r\n{extra}\r\nWhere is my order?\r\n"
+    );
+    let (status, text) = server
+        .post("/v1/mail?direction=inbound", "message/rfc822", raw)
+        .await;
+    assert_eq!(status, 201, "{text}");
+}
+
+/// The jobs of `GET /v1/agent/jobs?QUERY`, newest first.
+async fn listed_jobs(server: &Server, query: &str) -> Vec<serde_json::Value> {
+    let (status, text) = server
+        .get(&format!("/v1/agent/jobs?{query}"), Some(TOKEN))
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    answer["jobs"].as_array().unwrap().clone()
+}
+
+/// The cells of the rows of the jobs table, as the page shows them.
+const JOB_CELLS: &str = "[...document.querySelectorAll('#jobs-rows tr')].map(tr => [...tr.cells].map(c => c.textContent))";
+
+/// The cells of `job`'s row, as the page shows them: `error` is its error as cut, `retry`
+/// whether the row has a Retry button.
+fn job_cells(job: &serde_json::Value, error: &str, retry: bool) -> serde_json::Value {
+    let updated = job["updated_at"].as_str().unwrap();
+    serde_json::json!([
+        format!("#{}", job["id"]),
+        job["persona"],
+        job["state"],
+        job["reason"].as_str().unwrap_or(""),
+        job["attempts"].to_string(),
+        job["message_id"],
+        job["run_id"].as_str().unwrap_or(""),
+        format!("{} UTC", updated[..16].replace('T', " ")),
+        error,
+        if retry { "Retry" } else { "" },
+    ])
+}
+
+#[tokio::test]
+async fn agent_jobs_are_listed_filtered_and_retried_in_the_page() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let root = drafting_root();
+    let db = format!(
+        "sqlite://{}?mode=rwc",
+        root.path().join("jobs.db").display()
+    );
+    let server = Server::start(root.path(), &db, Some(TOKEN), &["--no-watch"]);
+    let now = chrono::Utc::now();
+    let date = now.to_rfc2822();
+    let old = (now - chrono::Duration::days(30)).to_rfc2822();
+    let support = "support@acme.test";
+    inbound(&server, "<job-queued@example.com>", support, &date, "").await;
+    inbound(
+        &server,
+        "<job-auto@example.com>",
+        support,
+        &date,
+        "Auto-Submitted: auto-replied\r\n",
+    )
+    .await;
+    inbound(&server, "<job-stale@example.com>", support, &old, "").await;
+    inbound(&server, "<job-running@example.com>", support, &date, "").await;
+    inbound(&server, "<job-hostile@example.com>", support, &date, "").await;
+    inbound(
+        &server,
+        "<job-letters@example.com>",
+        "letters@acme.test",
+        &date,
+        "",
+    )
+    .await;
+    let all = listed_jobs(&server, "").await;
+    let id_of = |message: &str| {
+        all.iter()
+            .find(|j| j["message_id"] == message)
+            .unwrap_or_else(|| panic!("no job of {message}: {all:?}"))["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let (running, hostile, letters) = (
+        id_of("<job-running@example.com>"),
+        id_of("<job-hostile@example.com>"),
+        id_of("<job-letters@example.com>"),
+    );
+    // No provider is called: a worker's states are written as a worker would leave them.
+    common::server::execute(
+        &db,
+        &format!("UPDATE agent_jobs SET state='running', attempts=1 WHERE id={running}"),
+    )
+    .await;
+    common::server::execute(
+        &db,
+        &format!(
+            "UPDATE agent_jobs SET state='failed', reason='provider', attempts=1, error='{PROVIDER_ERROR}' WHERE id={hostile}"
+        ),
+    )
+    .await;
+    common::server::execute(
+        &db,
+        &format!(
+            "UPDATE agent_jobs SET state='failed', reason='crashed', attempts=3, error='claimed 3 times without finishing' WHERE id={letters}"
+        ),
+    )
+    .await;
+    let all = listed_jobs(&server, "").await;
+    assert_eq!(
+        all.iter()
+            .map(|j| (
+                j["persona"].as_str().unwrap(),
+                j["state"].as_str().unwrap(),
+                j["reason"].as_str()
+            ))
+            .collect::<Vec<_>>(),
+        [
+            ("letters", "failed", Some("crashed")),
+            ("agent", "failed", Some("provider")),
+            ("agent", "running", None),
+            ("agent", "skipped", Some("stale")),
+            (
+                "agent",
+                "skipped",
+                Some("automated (Auto-Submitted: auto-replied)")
+            ),
+            ("agent", "queued", None),
+        ],
+        "{all:?}"
+    );
+    // The provider's error is cut after 80 characters; its markup is in the part shown.
+    let cut: String = PROVIDER_ERROR.chars().take(80).collect::<String>() + "…";
+    assert!(cut.contains("<img src=x onerror=alert(1)>"), "{cut}");
+    let error_of = |job: &serde_json::Value| match job["error"].as_str() {
+        Some(e) if e == PROVIDER_ERROR => cut.clone(),
+        Some(e) => e.to_owned(),
+        None => String::new(),
+    };
+    let rows = |jobs: &[serde_json::Value]| {
+        serde_json::Value::Array(
+            jobs.iter()
+                .map(|j| job_cells(j, &error_of(j), j["state"] == "failed"))
+                .collect(),
+        )
+    };
+
+    let mut tools = DevTools::open(&chromium, &server.url("/ui"), 1280, 900);
+    tools.wait_for("!document.getElementById('token-panel').hidden");
+    tools.eval(&format!(
+        "document.getElementById('token').value = {}; \
+         document.getElementById('token-form').requestSubmit()",
+        js(TOKEN)
+    ));
+    tools.wait_for("document.querySelectorAll('#jobs-rows tr').length === 6");
+    assert_eq!(
+        tools.eval("document.getElementById('jobs-summary').textContent"),
+        "6 jobs."
+    );
+    assert_eq!(tools.eval(JOB_CELLS), rows(&all));
+    // The error is text: no element made of it, the whole of it on hover.
+    let cell = format!("document.querySelector('#jobs-rows tr[data-id=\"{hostile}\"] .job-error')");
+    assert_eq!(tools.eval(&format!("{cell}.title")), PROVIDER_ERROR);
+    assert_eq!(tools.eval(&format!("{cell}.children.length")), 0);
+    assert_eq!(
+        tools.eval(
+            "document.querySelectorAll('img, iframe, object, embed, script:not([src])').length"
+        ),
+        0
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#jobs-rows .job-retry')].map(b => [b.dataset.id, b.getAttribute('aria-label'), b.type])"),
+        serde_json::json!([
+            [letters.to_string(), format!("Retry job #{letters}"), "button"],
+            [hostile.to_string(), format!("Retry job #{hostile}"), "button"]
+        ])
+    );
+
+    let dir = screenshots();
+    tools.eval("document.getElementById('jobs-panel').scrollIntoView()");
+    capture(&mut tools, &dir.join("jobs.png"), (1280, 900));
+
+    // The state filter lists what the route lists.
+    let pick = |state: &str| {
+        format!(
+            "{{ const s = document.getElementById('jobs-state'); s.value = {}; \
+             s.dispatchEvent(new Event('change')); }}",
+            js(state)
+        )
+    };
+    tools.eval(&pick("skipped"));
+    tools.wait_for("document.getElementById('jobs-summary').textContent === '2 skipped jobs.'");
+    assert_eq!(
+        tools.eval(JOB_CELLS),
+        rows(&listed_jobs(&server, "state=skipped").await)
+    );
+    tools.eval(&pick("running"));
+    tools.wait_for("document.getElementById('jobs-summary').textContent === '1 running job.'");
+    assert_eq!(
+        tools.eval(JOB_CELLS),
+        rows(&listed_jobs(&server, "state=running").await)
+    );
+    tools.eval(&pick("waiting"));
+    tools.wait_for("document.getElementById('jobs-summary').textContent === 'No waiting job.'");
+    assert_eq!(tools.eval(JOB_CELLS), serde_json::json!([]));
+    assert_eq!(tools.eval("document.getElementById('jobs').hidden"), true);
+    tools.eval(&pick("failed"));
+    tools.wait_for("document.getElementById('jobs-summary').textContent === '2 failed jobs.'");
+    assert_eq!(tools.eval(JOB_CELLS), rows(&all[..2]));
+
+    // Retry: the failed job is queued again, and the list says so.
+    tools.eval(&format!(
+        "document.querySelector('.job-retry[data-id=\"{hostile}\"]').click()"
+    ));
+    tools.wait_for("document.getElementById('jobs-answer').textContent.startsWith('Retried')");
+    assert_eq!(
+        tools.eval("document.getElementById('jobs-answer').textContent"),
+        format!("Retried: #{hostile} is queued.")
+    );
+    tools.wait_for("document.getElementById('jobs-summary').textContent === '1 failed job.'");
+    assert_eq!(tools.eval(JOB_CELLS), rows(&all[..1]));
+    let retried = listed_jobs(&server, "").await;
+    let job = retried.iter().find(|j| j["id"] == hostile).unwrap();
+    assert_eq!(
+        (
+            &job["state"],
+            &job["reason"],
+            &job["error"],
+            &job["attempts"]
+        ),
+        (
+            &serde_json::json!("queued"),
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            &serde_json::json!(0)
+        ),
+        "{job}"
+    );
+    tools.eval(&pick(""));
+    tools.wait_for("document.getElementById('jobs-summary').textContent === '6 jobs.'");
+    assert_eq!(tools.eval(JOB_CELLS), rows(&retried));
+    assert_eq!(
+        tools.eval(&format!(
+            "document.querySelector('#jobs-rows tr[data-id=\"{hostile}\"] .job-state').textContent"
+        )),
+        "queued"
+    );
+
+    // Someone else retries the other failed job first: the page's retry is refused, says
+    // why as text, and the list shows the job as it is now.
+    let res = server
+        .client
+        .post(server.url(&format!("/v1/agent/jobs/{letters}/retry")))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let res = server
+        .client
+        .post(server.url(&format!("/v1/agent/jobs/{letters}/retry")))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 409);
+    let conflict: serde_json::Value = res.json().await.unwrap();
+    let message = conflict["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("`queued`"), "{conflict}");
+    tools.eval(&format!(
+        "{{ const b = document.querySelector('.job-retry[data-id=\"{letters}\"]'); \
+         b.focus(); b.click(); }}"
+    ));
+    tools.wait_for("document.getElementById('jobs-answer').textContent.startsWith('Refused')");
+    assert_eq!(
+        tools.eval("document.getElementById('jobs-answer').textContent"),
+        format!("Refused (409): {message}")
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('jobs-answer').classList.contains('error')"),
+        true
+    );
+    tools.wait_for("document.querySelectorAll('#jobs-rows .job-retry').length === 0");
+    assert_eq!(tools.eval(JOB_CELLS), rows(&listed_jobs(&server, "").await));
+    assert_eq!(tools.eval("document.activeElement.id"), "jobs-refresh");
+
+    // A job's Message-ID links to the request its persona would send for it.
+    assert_eq!(
+        tools.eval(&format!(
+            "document.querySelector('#jobs-rows tr[data-id=\"{}\"] .job-message a').getAttribute('href')",
+            id_of("<job-queued@example.com>")
+        )),
+        "#persona=agent&message=%3Cjob-queued%40example.com%3E"
+    );
+    tools.eval(&format!(
+        "document.querySelector('#jobs-rows tr[data-id=\"{}\"] .job-message a').click()",
+        id_of("<job-queued@example.com>")
+    ));
+    tools.wait_for("document.getElementById('status').textContent === 'Resolved.'");
+    assert_eq!(
+        tools.eval("document.getElementById('message-id').value"),
+        "<job-queued@example.com>"
+    );
+    let summary = tools.eval("document.getElementById('request-summary').textContent");
+    assert!(
+        summary
+            .as_str()
+            .unwrap()
+            .starts_with("agent · message <job-queued@example.com> · "),
+        "{summary}"
+    );
+    assert_eq!(tools.eval("document.title"), "protege inspector");
+
+    tools.call(
+        "Emulation.setDeviceMetricsOverride",
+        serde_json::json!({"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": true}),
+    );
+    tools.wait_for("window.innerWidth === 360");
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true,
+        "{}",
+        tools.eval("document.documentElement.scrollWidth")
+    );
+    tools.eval("document.getElementById('jobs-panel').scrollIntoView()");
+    capture(&mut tools, &dir.join("jobs-narrow.png"), (360, 800));
 }

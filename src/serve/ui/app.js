@@ -3,7 +3,8 @@
 // textContent, never as markup. The token lives in this tab's sessionStorage and goes
 // out only in the Authorization header. A waiting draft's text (written by a model, from
 // mail written by strangers) is decoded from its stored bytes and shown as text too; its
-// HTML alternative is never shown.
+// HTML alternative is never shown. An agent job's reason and error (a provider's error
+// body, words of a mail) are text too.
 "use strict";
 
 (() => {
@@ -104,6 +105,14 @@
     $("forget-token").hidden = !token();
     fillPersonas();
     const pre = fragment();
+    fillForm(pre);
+    await Promise.all([loadThreads(), loadDrafts(), loadJobs()]);
+    status(personas.length + (personas.length === 1 ? " persona" : " personas") + " loaded.");
+    if (pre.persona && (pre.message || pre.responsibility)) await resolve();
+  }
+
+  /** Fills the request form with the fragment's preselection `pre`. */
+  function fillForm(pre) {
     if (pre.persona) selectValue($("persona"), pre.persona);
     fillResponsibilities();
     if (pre.now) $("now").value = pre.now;
@@ -111,11 +120,21 @@
       setTrigger("responsibility");
       selectValue($("responsibility"), pre.responsibility);
     } else if (pre.message) {
+      setTrigger("message");
       $("message-id").value = pre.message;
     }
-    await Promise.all([loadThreads(), loadDrafts()]);
-    status(personas.length + (personas.length === 1 ? " persona" : " personas") + " loaded.");
-    if (pre.persona && (pre.message || pre.responsibility)) await resolve();
+  }
+
+  /** A preselection given after the page loaded (a link of the page, or a fragment typed
+   * into the address bar): the request it names, resolved and shown. */
+  async function preselect() {
+    if ($("inspector").hidden) return;
+    const pre = fragment();
+    if (!pre.persona || !(pre.message || pre.responsibility)) return;
+    if (!selectValue($("persona"), pre.persona)) return status("No persona " + pre.persona + " is loaded.", true);
+    fillForm(pre);
+    await resolve();
+    if (!$("request-panel").hidden) $("request-panel").scrollIntoView();
   }
 
   function selectValue(select, value) {
@@ -775,6 +794,119 @@
     await loadDrafts();
   }
 
+  // ---- Agent jobs ------------------------------------------------------------------
+
+  const JOB_LIMIT = 100;
+  /** The most characters of a job's error shown in its row; the whole text is its title. */
+  const ERROR_CHARS = 80;
+  /** `seq` drops the answers of an earlier listing (another state picked meanwhile). */
+  const jobs = { seq: 0 };
+
+  function jobsAnswer(text, isError) {
+    const node = $("jobs-answer");
+    node.textContent = text;
+    node.classList.toggle("error", Boolean(isError));
+  }
+
+  /** `text` cut to `limit` characters (code points), `…` closing a cut text. */
+  function truncate(text, limit) {
+    const chars = Array.from(text);
+    return chars.length <= limit ? text : chars.slice(0, limit).join("") + "…";
+  }
+
+  async function loadJobs() {
+    const seq = ++jobs.seq;
+    const state = $("jobs-state").value;
+    let rows;
+    try {
+      const query = "limit=" + JOB_LIMIT + (state ? "&state=" + encodeURIComponent(state) : "");
+      rows = (await api("v1/agent/jobs?" + query)).jobs || [];
+    } catch (e) {
+      if (seq !== jobs.seq) return;
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      $("jobs-summary").textContent = "Cannot list the jobs: " + e.message;
+      $("jobs-rows").replaceChildren();
+      $("jobs").hidden = true;
+      return;
+    }
+    if (seq !== jobs.seq) return;
+    const what = (state ? state + " " : "") + (rows.length === 1 ? "job" : "jobs");
+    $("jobs-summary").textContent =
+      rows.length === 0
+        ? "No " + (state ? state + " " : "") + "job."
+        : rows.length + " " + what + (rows.length === JOB_LIMIT ? " (the newest " + JOB_LIMIT + " listed)." : ".");
+    $("jobs-rows").replaceChildren(...rows.map(jobRow));
+    $("jobs").hidden = rows.length === 0;
+  }
+
+  function jobRow(row) {
+    const tr = el("tr", "job-row state-" + row.state);
+    tr.dataset.id = String(row.id);
+    const message = el("td", "job-message");
+    if (row.message_id) {
+      // The request the job's persona would send for its message, in the panel above.
+      const link = el("a", null, row.message_id);
+      const params = new URLSearchParams({ persona: row.persona, message: row.message_id });
+      link.href = "#" + params.toString();
+      link.title = "The request of " + row.persona + " for this message";
+      link.addEventListener("click", (event) => {
+        if (link.hash !== location.hash) return; // hashchange resolves it
+        event.preventDefault();
+        preselect();
+      });
+      message.append(link);
+    } else if (row.slot_id !== null && row.slot_id !== undefined) {
+      message.textContent = "responsibility slot " + row.slot_id;
+    }
+    const updated = el("td", "job-updated", stamp(row.updated_at));
+    updated.title = "created " + row.created_at + " · updated " + row.updated_at + (row.next_attempt_at ? " · next attempt " + row.next_attempt_at : "");
+    const error = el("td", "job-error");
+    if (row.error) {
+      error.textContent = truncate(row.error, ERROR_CHARS);
+      error.title = row.error;
+    }
+    const action = el("td", "job-action");
+    if (row.state === "failed") {
+      const button = el("button", "job-retry", "Retry");
+      button.type = "button";
+      button.dataset.id = String(row.id);
+      button.setAttribute("aria-label", "Retry job #" + row.id);
+      button.addEventListener("click", () => retryJob(row.id, button));
+      action.append(button);
+    }
+    tr.append(
+      el("td", "job-id", "#" + row.id),
+      el("td", "job-persona", row.persona),
+      el("td", "job-state", row.state),
+      el("td", "job-reason", row.reason || ""),
+      el("td", "job-attempts", row.attempts),
+      message,
+      el("td", "job-run", row.run_id || ""),
+      updated,
+      error,
+      action,
+    );
+    return tr;
+  }
+
+  /** Queues failed job `id` again, shows the route's answer, and lists the jobs anew. */
+  async function retryJob(id, button) {
+    const focused = document.activeElement === button;
+    button.disabled = true;
+    jobsAnswer("Retrying #" + id + "…");
+    let job = null;
+    try {
+      job = await api("v1/agent/jobs/" + encodeURIComponent(id) + "/retry", {});
+    } catch (e) {
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      jobsAnswer("Refused (" + e.code + "): " + e.message, true);
+    }
+    if (job) jobsAnswer("Retried: #" + job.id + " is " + job.state + ".");
+    await loadJobs();
+    // The button is gone with its row: the focus stays in the panel.
+    if (focused && !button.isConnected) $("jobs-refresh").focus();
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     $("token-form").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -809,6 +941,9 @@
       radio.addEventListener("change", () => setTrigger(trigger()));
     }
     $("drafts-refresh").addEventListener("click", loadDrafts);
+    $("jobs-refresh").addEventListener("click", loadJobs);
+    $("jobs-state").addEventListener("change", loadJobs);
+    window.addEventListener("hashchange", preselect);
     $("draft-form").addEventListener("submit", (event) => event.preventDefault());
     $("draft-approve").addEventListener("click", () => decide(true));
     $("draft-reject").addEventListener("click", () => decide(false));
