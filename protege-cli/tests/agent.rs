@@ -923,3 +923,32 @@ async fn a_call_that_needs_approval_waits_and_runs_with_the_input_a_person_appro
         assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
     }
 }
+
+#[tokio::test]
+async fn a_reply_is_offered_the_reply_tools_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let root = root_with(
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+        "reply_tools = [\"lookup_order\"]",
+    );
+    let engine = engine_of(root.path(), &url).await;
+    engine
+        .ingest_mail(
+            mail("<o1@example.com>", "Zoe <zoe@example.com>", "").as_bytes(),
+            Some(Direction::Inbound),
+        )
+        .await
+        .unwrap();
+    let input = protege::ResolveInput::reply("support", "<o1@example.com>")
+        .format(protege::Format::Anthropic);
+    let body = engine.resolve(&input).await.unwrap().body;
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lookup_order"]);
+}

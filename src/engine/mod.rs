@@ -805,6 +805,19 @@ impl Engine {
             .model
             .as_deref()
             .or_else(|| info.model.as_ref().and_then(|m| m.name.as_deref()));
+        // A reply run of an agent persona is offered its `[agent] reply_tools` only.
+        let info = match info
+            .agent
+            .as_ref()
+            .filter(|a| is_reply && a.reply_tools.is_some())
+        {
+            Some(agent) => {
+                let mut limited = (**info).clone();
+                limited.tools.retain(|t| agent.offers_reply_tool(&t.name));
+                std::sync::Arc::new(limited)
+            }
+            None => info.clone(),
+        };
         let mut builder = Context::builder(info.clone(), self.inner.config.clone(), trigger)
             .db(conn.clone())
             .tokenizer(Tokenizer::for_optional_model(model_name));
