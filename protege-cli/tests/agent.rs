@@ -756,24 +756,9 @@ async fn agent_run_prints_each_round_and_stores_the_reply_waiting() {
 async fn a_call_that_needs_approval_waits_and_runs_with_the_input_a_person_approved() {
     let dir = tempfile::tempdir().unwrap();
     for (url, _) in every_backend(dir.path(), "agent_approval").await {
-        let approve_round = |tag: &str| {
-            let mut answer = standin::anthropic_tool_use(&[
-                ("lookup_order", json!({"order": "A-1042"})),
-                ("tracking_log", json!({"order": "A-1042"})),
-            ]);
-            for (i, block) in answer["content"]
-                .as_array_mut()
-                .unwrap()
-                .iter_mut()
-                .enumerate()
-            {
-                block["id"] = json!(format!("toolu_01{tag}{:020}", i + 1));
-            }
-            answer
-        };
         let provider = StandIn::start([
-            Scripted::Json(200, approve_round("P")),
-            Scripted::Json(200, approve_round("Q")),
+            Scripted::Json(200, two_calls("P")),
+            Scripted::Json(200, two_calls("Q")),
             Scripted::Json(200, standin::anthropic_text(ANSWER)),
             Scripted::Json(200, standin::anthropic_text(ANSWER)),
         ])

@@ -446,13 +446,16 @@ impl Agent {
             agent: &agent,
         };
 
-        loop {
+        // Where the run stands is read once; afterwards each recorded round says it.
+        let mut going_on = next.is_some() || engine.run(&run_id).await?.run.status == "started";
+        while going_on {
             ensure(lost)?;
-            let record = engine.run(&run_id).await?;
-            if record.run.status != "started" {
-                break;
-            }
-            let (round, response, resumed_round) = match engine.pending_round(&run_id).await? {
+            // A round whose response is stored (a resumed job) is never asked again.
+            let stored = match next {
+                Some(_) => None,
+                None => engine.pending_round(&run_id).await?,
+            };
+            let (round, response, resumed_round) = match stored {
                 Some(pending) => (pending.round, pending.response, true),
                 None => {
                     let (round, body) = match next.take() {
@@ -478,7 +481,7 @@ impl Agent {
             let pending = engine
                 .record_response(&run_id, round, response.clone())
                 .await?;
-            let text = response_text(engine, &run_id, round).await;
+            let text = response_text(format, &response);
             // Calls that wait for a person: decided for this round, or the run waits.
             let decision = job
                 .approval
@@ -572,7 +575,7 @@ impl Agent {
             match step {
                 // The next round's body, as the step gives it: not built again.
                 Ok(Step::Continue { round, body }) => next = Some((round, body)),
-                Ok(Step::Done { .. } | Step::Stopped { .. }) => break,
+                Ok(Step::Done { .. } | Step::Stopped { .. }) => going_on = false,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -1007,16 +1010,14 @@ impl CallContext<'_> {
     }
 }
 
-/// The text the model wrote in round `round` of `run_id`, for the report.
-async fn response_text(engine: &Engine, run_id: &str, round: u32) -> String {
-    engine
-        .pending_round(run_id)
-        .await
-        .ok()
-        .flatten()
-        .filter(|p| p.round == round)
-        .map(|p| p.parsed.message.content.text())
-        .unwrap_or_default()
+/// The text the model wrote in `response`, for the report.
+fn response_text(format: ProviderFormat, response: &Value) -> String {
+    let bytes = response.to_string();
+    let parsed = match format {
+        ProviderFormat::Anthropic => protege_core::wire::from_anthropic_response(bytes.as_bytes()),
+        ProviderFormat::OpenAiChat => protege_core::wire::from_openai_response(bytes.as_bytes()),
+    };
+    parsed.map(|r| r.message.content.text()).unwrap_or_default()
 }
 
 /// The job's end after the provider's error `e`.

@@ -9,24 +9,11 @@ use super::App;
 use super::error::ApiError;
 use super::extract::{Json, JsonBody};
 use super::handlers::json_text;
+use super::outbox::{ListQuery, to_json};
 use crate::db::JobFilter;
 
 /// The most jobs one listing answers.
 const MAX_LIMIT: u64 = 500;
-
-fn to_json(value: &impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
-    serde_json::to_value(value)
-        .map_err(|e| ApiError::internal(format!("cannot serialise the answer: {e}")))
-}
-
-/// The query string of `GET /v1/agent/jobs`.
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ListQuery {
-    state: Option<String>,
-    persona: Option<String>,
-    limit: Option<u64>,
-}
 
 /// `GET /v1/agent/jobs`: the jobs, newest first.
 pub(super) async fn list(

@@ -18,7 +18,8 @@ use crate::outbox::{Composed, OutboxFilter};
 /// The most rows one listing or claim answers.
 const MAX_LIMIT: u64 = 500;
 
-fn to_json(value: &impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
+/// `value` as JSON, or a 500 naming what failed.
+pub(super) fn to_json(value: &impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
     serde_json::to_value(value)
         .map_err(|e| ApiError::internal(format!("cannot serialise the answer: {e}")))
 }
@@ -46,13 +47,13 @@ pub(super) async fn compose(
     json_text(status, &to_json(&composed)?)
 }
 
-/// The query string of `GET /v1/outbox`.
+/// The query string of `GET /v1/outbox` and `GET /v1/agent/jobs`.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
-    state: Option<String>,
-    persona: Option<String>,
-    limit: Option<u64>,
+    pub(super) state: Option<String>,
+    pub(super) persona: Option<String>,
+    pub(super) limit: Option<u64>,
 }
 
 /// `GET /v1/outbox`: the rows, newest first.

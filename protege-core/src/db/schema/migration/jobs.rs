@@ -119,29 +119,23 @@ async fn create_jobs(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbErr
                 .to_owned(),
         )
         .await?;
-    for (name, cols, unique) in [
-        ("idx_agent_jobs_message", vec![J::MessageId], true),
-        ("idx_agent_jobs_slot", vec![J::SlotId], true),
-        (
-            "idx_agent_jobs_state_due",
-            vec![J::State, J::NextAttemptAt],
-            false,
-        ),
-        (
-            "idx_agent_jobs_persona_state",
-            vec![J::Persona, J::State],
-            false,
-        ),
-    ] {
-        let mut index = Index::create();
-        index.name(name).table(agent_job::Entity).if_not_exists();
-        for col in cols {
-            index.col(col);
-        }
-        if unique {
-            index.unique();
-        }
-        manager.create_index(index).await?;
-    }
-    Ok(())
+    super::create_indexes(
+        manager,
+        agent_job::Entity,
+        &[
+            ("idx_agent_jobs_message", &[J::MessageId][..], true),
+            ("idx_agent_jobs_slot", &[J::SlotId], true),
+            (
+                "idx_agent_jobs_state_due",
+                &[J::State, J::NextAttemptAt],
+                false,
+            ),
+            (
+                "idx_agent_jobs_persona_state",
+                &[J::Persona, J::State],
+                false,
+            ),
+        ],
+    )
+    .await
 }

@@ -54,6 +54,26 @@ impl MigratorTrait for Migrator {
     }
 }
 
+/// Creates the indexes of `table`, each `(name, columns, unique)`, unless they exist.
+pub(super) async fn create_indexes<T: IntoIden + Clone, C: IntoIden + Clone>(
+    manager: &SchemaManager<'_>,
+    table: T,
+    indexes: &[(&str, &[C], bool)],
+) -> Result<(), DbErr> {
+    for (name, cols, unique) in indexes {
+        let mut index = Index::create();
+        index.name(*name).table(table.clone()).if_not_exists();
+        for col in cols.iter() {
+            index.col(col.clone());
+        }
+        if *unique {
+            index.unique();
+        }
+        manager.create_index(index).await?;
+    }
+    Ok(())
+}
+
 /// Column helpers that pick the right type for the backend.
 pub(super) struct Types(pub(super) DbBackend);
 

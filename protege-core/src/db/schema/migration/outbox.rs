@@ -95,29 +95,15 @@ async fn create_outbox(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbE
                 .to_owned(),
         )
         .await?;
-    for (name, cols, unique) in [
-        ("idx_outbox_message", vec![O::MessageId], true),
-        ("idx_outbox_run", vec![O::RunId], true),
-        (
-            "idx_outbox_state_due",
-            vec![O::State, O::NextAttemptAt],
-            false,
-        ),
-        (
-            "idx_outbox_persona_state",
-            vec![O::Persona, O::State],
-            false,
-        ),
-    ] {
-        let mut index = Index::create();
-        index.name(name).table(outbox::Entity).if_not_exists();
-        for col in cols {
-            index.col(col);
-        }
-        if unique {
-            index.unique();
-        }
-        manager.create_index(index).await?;
-    }
-    Ok(())
+    super::create_indexes(
+        manager,
+        outbox::Entity,
+        &[
+            ("idx_outbox_message", &[O::MessageId][..], true),
+            ("idx_outbox_run", &[O::RunId], true),
+            ("idx_outbox_state_due", &[O::State, O::NextAttemptAt], false),
+            ("idx_outbox_persona_state", &[O::Persona, O::State], false),
+        ],
+    )
+    .await
 }
