@@ -937,3 +937,101 @@ async fn a_reply_is_offered_the_reply_tools_only() {
         .collect();
     assert_eq!(names, ["lookup_order"]);
 }
+
+#[tokio::test]
+async fn a_refused_key_pauses_every_job_of_the_persona_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_pause").await {
+        let refused = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        let provider = StandIn::start([Scripted::status(401, &[], refused)])
+            .await
+            .unwrap();
+        let root = root_with(&provider.base_url(), "http://127.0.0.1:9", "");
+        let engine = engine_of(root.path(), &url).await;
+        for (id, from) in [
+            ("<a1@example.com>", "Zoe <zoe@example.com>"),
+            ("<a2@example.com>", "Kim <kim@example.com>"),
+        ] {
+            engine
+                .ingest_mail(mail(id, from, "").as_bytes(), Some(Direction::Inbound))
+                .await
+                .unwrap();
+        }
+        let worker = agent(&engine, "w");
+        let first = worker.work_once().await.unwrap().unwrap();
+        assert_eq!(
+            (first.state.as_str(), first.reason.as_deref()),
+            ("queued", Some("paused")),
+            "{url}"
+        );
+        assert_eq!(
+            first.error.as_deref(),
+            Some(
+                format!("the provider refused the persona's access with HTTP 401: {refused}")
+                    .as_str()
+            )
+        );
+        // The persona's other job waits as long: nothing may run now.
+        assert!(worker.work_once().await.unwrap().is_none(), "{url}");
+        for id in ["<a1@example.com>", "<a2@example.com>"] {
+            let job = job_of(&engine, id).await;
+            assert_eq!(
+                (job.state.as_str(), job.reason.as_deref()),
+                ("queued", Some("paused")),
+                "{url}: {id}"
+            );
+            assert!(job.next_attempt_at.is_some(), "{url}: {id}");
+        }
+        assert_eq!(provider.requests().len(), 1, "{url}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_retry_queues_every_failed_job_of_a_persona() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let refusal = r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#;
+    let provider = StandIn::start([
+        Scripted::status(400, &[], refusal),
+        Scripted::status(400, &[], refusal),
+    ])
+    .await
+    .unwrap();
+    let root = root_with(&provider.base_url(), "http://127.0.0.1:9", "");
+    let engine = engine_of(root.path(), &url).await;
+    for (id, from) in [
+        ("<f1@example.com>", "Zoe <zoe@example.com>"),
+        ("<f2@example.com>", "Kim <kim@example.com>"),
+    ] {
+        engine
+            .ingest_mail(mail(id, from, "").as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+    }
+    let reports = agent(&engine, "w").work().await.unwrap();
+    assert!(reports.iter().all(|r| r.state == "failed"), "{reports:?}");
+    let out = common::server::protege(root.path(), &url)
+        .args([
+            "agent",
+            "retry",
+            "--state",
+            "failed",
+            "--persona",
+            "support",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, json!({"retried": 2}));
+    for id in ["<f1@example.com>", "<f2@example.com>"] {
+        let job = job_of(&engine, id).await;
+        assert_eq!((job.state.as_str(), job.attempts), ("queued", 0), "{id}");
+    }
+    // A job id and `--state` exclude each other.
+    let out = common::server::protege(root.path(), &url)
+        .args(["agent", "retry", "3", "--state", "failed"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

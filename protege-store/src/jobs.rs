@@ -658,3 +658,63 @@ fn run_status(run_id: &str, from: &str, to: &str) -> UpdateStatement {
         .and_where(Expr::col(run_row::Column::Status).eq(from))
         .to_owned()
 }
+
+/// Holds back the queued jobs of `persona` until `until` with `reason` (the provider refused
+/// the persona's access): none of them is claimed before. Returns how many changed.
+pub async fn pause_persona(
+    db: &DatabaseConnection,
+    persona: &str,
+    until: DateTime<Utc>,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    use agent_job::Column as J;
+    let update = Query::update()
+        .table(agent_job::Entity)
+        .value(J::NextAttemptAt, until)
+        .value(J::Reason, reason)
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Persona).eq(persona))
+        .and_where(Expr::col(J::State).eq(state::QUEUED))
+        .and_where(
+            Expr::col(J::NextAttemptAt)
+                .is_null()
+                .or(Expr::col(J::NextAttemptAt).lt(until)),
+        )
+        .to_owned();
+    Ok(db
+        .execute_raw(dates::statement(db, &update))
+        .await?
+        .rows_affected())
+}
+
+/// Queues every failed job again (of `persona` only, and updated at or after `since`, when
+/// named), due now, their counts of claims reset; returns how many.
+pub async fn retry_failed_jobs(
+    db: &DatabaseConnection,
+    persona: Option<&str>,
+    since: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    use agent_job::Column as J;
+    let mut update = Query::update();
+    update
+        .table(agent_job::Entity)
+        .value(J::State, state::QUEUED)
+        .value(J::Reason, Option::<String>::None)
+        .value(J::Error, Option::<String>::None)
+        .value(J::NextAttemptAt, Option::<DateTime<Utc>>::None)
+        .value(J::Attempts, 0)
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::State).eq(state::FAILED));
+    if let Some(persona) = persona {
+        update.and_where(Expr::col(J::Persona).eq(persona));
+    }
+    if let Some(since) = since {
+        update.and_where(Expr::col(J::UpdatedAt).gte(since));
+    }
+    Ok(db
+        .execute_raw(dates::statement(db, &update))
+        .await?
+        .rows_affected())
+}

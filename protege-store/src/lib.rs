@@ -51,8 +51,9 @@ pub use fixture::{
 };
 pub use forget::{Forgotten, forget, forget_key};
 pub use jobs::{
-    AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, claim_job, decide_calls, end_job, renew_job,
-    retry_job, set_job_run, take_job, wait_for_approval,
+    AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, claim_job, decide_calls, end_job,
+    pause_persona, renew_job, retry_failed_jobs, retry_job, set_job_run, take_job,
+    wait_for_approval,
 };
 pub use outbox::{
     Change, NewReply, OPERATOR_HOLD, StoredReply, claim, drop_recipients, edit_reply, hold,

@@ -328,6 +328,12 @@ impl Agent {
         if !ended {
             report.lease_lost = true;
         }
+        // The provider refused the persona's access: its other jobs wait as long.
+        if let JobEnd::Queued { at, reason, .. } = &end
+            && reason == "paused"
+        {
+            db::pause_persona(&conn, &job.persona, *at, reason, Utc::now()).await?;
+        }
         metrics::counter!("protege_agent_jobs_total", "persona" => job.persona.clone(), "state" => state)
             .increment(1);
         if state == db::job_state::SKIPPED {

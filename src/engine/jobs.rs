@@ -136,4 +136,14 @@ impl Engine {
         }
         self.agent_job(id).await
     }
+
+    /// Queues every failed job again (of `persona`, updated at or after `since`, when
+    /// named), due now; how many.
+    pub async fn retry_failed_jobs(
+        &self,
+        persona: Option<&str>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<u64, EngineError> {
+        Ok(db::retry_failed_jobs(self.db().await?, persona, since, Utc::now()).await?)
+    }
 }

@@ -24,7 +24,18 @@ pub(crate) async fn run(env: &Env, command: &AgentCommand) -> CliResult {
             };
             print(&json!({ "jobs": engine.agent_jobs(&filter).await? }))
         }
-        AgentCommand::Retry { job } => print(&engine.retry_job(*job).await?),
+        AgentCommand::Retry {
+            job,
+            persona,
+            since,
+            ..
+        } => match job {
+            Some(job) => print(&engine.retry_job(*job).await?),
+            None => {
+                let retried = engine.retry_failed_jobs(persona.as_deref(), *since).await?;
+                print(&json!({ "retried": retried }))
+            }
+        },
         AgentCommand::Run {
             persona,
             message,

@@ -380,11 +380,24 @@ pub(crate) enum AgentCommand {
         #[arg(long, default_value_t = 50)]
         limit: u64,
     },
-    /// Queue a failed job again, due now; print the job.
-    #[command(after_help = "Example:\n  protege agent retry 12")]
+    /// Queue a failed job again, due now, and print it; or, with `--state failed`, every
+    /// failed job (of one persona, since a time) and print how many.
+    #[command(
+        after_help = "Examples:\n  protege agent retry 12\n  protege agent retry --state failed --persona support --since 2026-12-01T00:00:00Z"
+    )]
     Retry {
         /// The job's id.
-        job: i64,
+        #[arg(required_unless_present = "state", conflicts_with = "state")]
+        job: Option<i64>,
+        /// Every job in this state (only `failed` can be retried).
+        #[arg(long, value_parser = ["failed"])]
+        state: Option<String>,
+        /// With --state: only this persona's jobs.
+        #[arg(long, requires = "state")]
+        persona: Option<String>,
+        /// With --state: only the jobs that failed at or after this time.
+        #[arg(long, value_name = "RFC3339", value_parser = parse_now, requires = "state")]
+        since: Option<DateTime<Utc>>,
     },
     /// Answer one message in the foreground, printing each round: the provider and the
     /// tools are called, the run recorded, and the reply stored `waiting` (unless `--send`).
