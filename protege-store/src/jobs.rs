@@ -232,14 +232,7 @@ async fn claim_one(
         });
     };
     let txn = protege_core::db::lock::begin_thread(db, thread).await?;
-    let in_thread = || -> SimpleExpr {
-        let mut messages = Query::select();
-        messages
-            .column(M::Id)
-            .from(message::Entity)
-            .and_where(Expr::col(M::EmailThreadId).eq(thread));
-        Expr::col(J::MessageId).in_subquery(messages)
-    };
+    let in_thread = || Expr::col(J::MessageId).in_subquery(thread_messages(thread));
     // Another job of the thread at work, or a reply of it waiting for a person.
     let mut busy = jobs_select();
     busy.and_where(in_thread())
@@ -258,14 +251,7 @@ async fn claim_one(
         .expr(Expr::val(1))
         .from(outbox::Entity)
         .and_where(Expr::col(outbox::Column::State).eq(outbox_state::WAITING))
-        .and_where({
-            let mut messages = Query::select();
-            messages
-                .column(M::Id)
-                .from(message::Entity)
-                .and_where(Expr::col(M::EmailThreadId).eq(thread));
-            Expr::col(outbox::Column::MessageId).in_subquery(messages)
-        })
+        .and_where(Expr::col(outbox::Column::MessageId).in_subquery(thread_messages(thread)))
         .limit(1);
     let reply_waits = txn
         .query_one_raw(dates::statement(&txn, &waiting_reply))
@@ -335,6 +321,15 @@ async fn claim_one(
         resumed,
         superseded,
     }))
+}
+
+/// The ids of the messages of thread `thread`.
+fn thread_messages(thread: i64) -> sea_orm::sea_query::SelectStatement {
+    Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
+        .to_owned()
 }
 
 /// The conditional update that claims job `id`; the job as it left it, and whether a
@@ -408,6 +403,39 @@ pub enum JobEnd {
     },
 }
 
+impl JobEnd {
+    /// The state it leaves the job in.
+    pub fn state(&self) -> &'static str {
+        match self {
+            JobEnd::Done => state::DONE,
+            JobEnd::Skipped(_) => state::SKIPPED,
+            JobEnd::Waiting => state::WAITING,
+            JobEnd::Failed { .. } => state::FAILED,
+            JobEnd::Queued { .. } => state::QUEUED,
+        }
+    }
+
+    /// The reason it records (`approval` for a run that waits; none when done).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            JobEnd::Done => None,
+            JobEnd::Waiting => Some("approval"),
+            JobEnd::Skipped(reason)
+            | JobEnd::Failed { reason, .. }
+            | JobEnd::Queued { reason, .. } => Some(reason),
+        }
+    }
+
+    /// The error it records, if any.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            JobEnd::Failed { error, .. } => Some(error),
+            JobEnd::Queued { error, .. } => error.as_deref(),
+            JobEnd::Done | JobEnd::Skipped(_) | JobEnd::Waiting => None,
+        }
+    }
+}
+
 /// An update of job `id` that applies only while `owner` holds its lease at `now`.
 fn leased(id: i64, owner: &str, now: DateTime<Utc>) -> UpdateStatement {
     use agent_job::Column as J;
@@ -470,45 +498,30 @@ pub async fn end_job<C: ConnectionTrait>(
     update
         .value(J::LeaseOwner, Option::<String>::None)
         .value(J::LeaseUntil, Option::<DateTime<Utc>>::None);
+    update
+        .value(J::State, end.state())
+        .value(J::Reason, end.reason());
     match end {
         JobEnd::Done => {
-            update
-                .value(J::State, state::DONE)
-                .value(J::Reason, Option::<String>::None)
-                .value(J::Error, Option::<String>::None);
+            update.value(J::Error, Option::<String>::None);
         }
-        JobEnd::Skipped(reason) => {
-            update
-                .value(J::State, state::SKIPPED)
-                .value(J::Reason, reason.as_str());
+        JobEnd::Failed { error, .. } => {
+            update.value(J::Error, error.as_str());
         }
-        JobEnd::Waiting => {
+        JobEnd::Queued { at, error, .. } => {
             update
-                .value(J::State, state::WAITING)
-                .value(J::Reason, "approval");
-        }
-        JobEnd::Failed { reason, error } => {
-            update
-                .value(J::State, state::FAILED)
-                .value(J::Reason, reason.as_str())
-                .value(J::Error, error.as_str());
-        }
-        JobEnd::Queued { at, reason, error } => {
-            update
-                .value(J::State, state::QUEUED)
                 .value(J::NextAttemptAt, *at)
-                .value(J::Reason, reason.as_str())
                 .value(J::Error, error.clone());
         }
+        JobEnd::Skipped(_) | JobEnd::Waiting => {}
     }
     changed(db, &update).await
 }
 
-/// Queues failed job `id` again, due now, its count of claims reset; false unless it was
-/// `failed`.
-pub async fn retry_job(db: &DatabaseConnection, id: i64, now: DateTime<Utc>) -> Result<bool> {
+/// The update that queues failed jobs again, due now, their counts of claims reset.
+fn requeue_failed(now: DateTime<Utc>) -> UpdateStatement {
     use agent_job::Column as J;
-    let update = Query::update()
+    Query::update()
         .table(agent_job::Entity)
         .value(J::State, state::QUEUED)
         .value(J::Reason, Option::<String>::None)
@@ -516,9 +529,15 @@ pub async fn retry_job(db: &DatabaseConnection, id: i64, now: DateTime<Utc>) -> 
         .value(J::NextAttemptAt, Option::<DateTime<Utc>>::None)
         .value(J::Attempts, 0)
         .value(J::UpdatedAt, now)
-        .and_where(Expr::col(J::Id).eq(id))
         .and_where(Expr::col(J::State).eq(state::FAILED))
-        .to_owned();
+        .to_owned()
+}
+
+/// Queues failed job `id` again, due now, its count of claims reset; false unless it was
+/// `failed`.
+pub async fn retry_job(db: &DatabaseConnection, id: i64, now: DateTime<Utc>) -> Result<bool> {
+    let mut update = requeue_failed(now);
+    update.and_where(Expr::col(agent_job::Column::Id).eq(id));
     changed(db, &update).await
 }
 
@@ -697,16 +716,7 @@ pub async fn retry_failed_jobs(
     now: DateTime<Utc>,
 ) -> Result<u64> {
     use agent_job::Column as J;
-    let mut update = Query::update();
-    update
-        .table(agent_job::Entity)
-        .value(J::State, state::QUEUED)
-        .value(J::Reason, Option::<String>::None)
-        .value(J::Error, Option::<String>::None)
-        .value(J::NextAttemptAt, Option::<DateTime<Utc>>::None)
-        .value(J::Attempts, 0)
-        .value(J::UpdatedAt, now)
-        .and_where(Expr::col(J::State).eq(state::FAILED));
+    let mut update = requeue_failed(now);
     if let Some(persona) = persona {
         update.and_where(Expr::col(J::Persona).eq(persona));
     }

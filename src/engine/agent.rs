@@ -313,10 +313,10 @@ impl Agent {
                 return Ok(report);
             }
         };
-        let (state, reason, error) = describe(&end);
+        let state = end.state();
         report.state = state.to_owned();
-        report.reason = reason;
-        report.error = error;
+        report.reason = end.reason().map(str::to_owned);
+        report.error = end.error().map(str::to_owned);
         let ended = match (&end, &report.run_id) {
             // The run waits with its job, in one transaction.
             (JobEnd::Waiting, Some(run_id)) => {
@@ -789,8 +789,8 @@ struct Decision {
     decision: String,
     /// Who decided, as given.
     by: String,
-    /// When (RFC 3339).
-    at: String,
+    /// When.
+    at: chrono::DateTime<Utc>,
     /// Why, for a rejection.
     #[serde(default)]
     reason: Option<String>,
@@ -881,7 +881,7 @@ impl Engine {
             round,
             decision: "approved".to_owned(),
             by: by.to_owned(),
-            at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            at: Utc::now(),
             reason: None,
             calls: decided,
         };
@@ -903,7 +903,7 @@ impl Engine {
             round,
             decision: "rejected".to_owned(),
             by: by.to_owned(),
-            at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            at: Utc::now(),
             reason: Some(reason.to_owned()),
             calls: waiting
                 .iter()
@@ -1060,23 +1060,6 @@ fn provider_end(e: ProviderError, job: &agent_job::Model, agent: &PersonaAgent) 
     }
 }
 
-/// The state, reason and error an end leaves a job with.
-fn describe(end: &JobEnd) -> (&'static str, Option<String>, Option<String>) {
-    match end {
-        JobEnd::Done => (db::job_state::DONE, None, None),
-        JobEnd::Skipped(reason) => (db::job_state::SKIPPED, Some(reason.clone()), None),
-        JobEnd::Waiting => (db::job_state::WAITING, Some("approval".to_owned()), None),
-        JobEnd::Failed { reason, error } => (
-            db::job_state::FAILED,
-            Some(reason.clone()),
-            Some(error.clone()),
-        ),
-        JobEnd::Queued { reason, error, .. } => {
-            (db::job_state::QUEUED, Some(reason.clone()), error.clone())
-        }
-    }
-}
-
 /// The label of a skip reason in metrics: its first word (`automated (…)` → `automated`).
 fn gate_label(reason: &str) -> String {
     reason.split(' ').next().unwrap_or_default().to_owned()
@@ -1119,15 +1102,13 @@ async fn renew(
     }
 }
 
-/// The row id of the message `message_id`.
+/// The row id of the message `message_id`, or the error naming an unknown one.
 async fn message_row(
     conn: &sea_orm::DatabaseConnection,
     message_id: &str,
 ) -> Result<i64, EngineError> {
-    db::message_row_of(conn, message_id).await?.ok_or_else(|| {
-        EngineError::new(
-            EngineErrorKind::NotFound,
-            format!("unknown message `{message_id}`: no message with this Message-ID"),
-        )
-    })
+    match db::message_row_of(conn, message_id).await? {
+        Some(row) => Ok(row),
+        None => Err(super::unknown_message(conn, message_id).await),
+    }
 }

@@ -2,7 +2,7 @@
 //! job ([`Engine::job_rule`]), the listing of `GET /v1/agent/jobs` and `protege agent
 //! jobs`, and the retry of a failed job.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use protege_core::db::entities::agent_job;
@@ -29,18 +29,14 @@ pub struct JobInfo {
     pub run_id: Option<String>,
     /// How many times it was claimed.
     pub attempts: i32,
-    /// When it may run again (RFC 3339, UTC).
-    pub next_attempt_at: Option<String>,
+    /// When it may run again.
+    pub next_attempt_at: Option<DateTime<Utc>>,
     /// The last error.
     pub error: Option<String>,
     /// When it was made.
-    pub created_at: String,
+    pub created_at: DateTime<Utc>,
     /// When it last changed.
-    pub updated_at: String,
-}
-
-fn time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+    pub updated_at: DateTime<Utc>,
 }
 
 impl Engine {
@@ -80,10 +76,10 @@ impl Engine {
             reason: row.reason,
             run_id: row.run_id,
             attempts: row.attempts,
-            next_attempt_at: row.next_attempt_at.map(time),
+            next_attempt_at: row.next_attempt_at,
             error: row.error,
-            created_at: time(row.created_at),
-            updated_at: time(row.updated_at),
+            created_at: row.created_at,
+            updated_at: row.updated_at,
         })
     }
 
