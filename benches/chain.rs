@@ -1,6 +1,9 @@
 //! A static chain of LoadText(template), LoadFile(literal), LoadFile(templated path) and
 //! LoadText(closure) against the same renders and reads written by hand, in one run.
-//! Prints the ratio chain / baseline (target ≤ 1.2).
+//! Prints the ratio chain / baseline (target ≤ 1.2). Then the wire formats: one request
+//! (instructions, a thread of ten mails, a tool round, three tools) as an OpenAI Responses
+//! body against the same request as a Chat Completions body, and the ratio Responses /
+//! Chat Completions (target ≤ 1.1).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -8,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
 use criterion::Criterion;
+use protege::wire::{ModelSpec, to_openai, to_openai_responses};
 use protege::{
-    AppConfig, Chain, Context, LoadFile, LoadText, Message, PersonaInfo, Responsibility, Role,
-    StaticChain, Trigger, message,
+    AppConfig, CacheHints, Chain, Context, LoadFile, LoadText, Message, PersonaInfo, Request,
+    Responsibility, Role, StaticChain, ToolCall, ToolDef, Trigger, message,
 };
 
 const GREETING: &str =
@@ -40,7 +44,7 @@ fn setup() -> (tempfile::TempDir, Context) {
             name: "digest".into(),
             schedule: "0 8 * * *".into(),
             instructions: "Summarise.".into(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         }),
     )
     .now(Utc.with_ymd_and_hms(2026, 7, 1, 12, 0, 0).unwrap())
@@ -132,6 +136,97 @@ fn median_time(mut f: impl FnMut(), iters: u32, rounds: usize) -> Duration {
     samples[rounds / 2]
 }
 
+/// A reply run's request: instructions, ten mails of a thread, a tool round with two
+/// calls, the new mail, three tools and a conversation key.
+fn wire_request() -> Request {
+    let mut messages = vec![message(
+        Role::System,
+        "You are Acme's support agent. Answer briefly and politely.\n".repeat(20),
+    )];
+    for i in 0..10 {
+        let line = "Could you tell me where my order is? It has been a while. ".repeat(6);
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        messages.push(message(role, format!("Message {i}: {line}")));
+    }
+    let order = serde_json::json!({"order": "A-1042"});
+    messages.push(message(Role::Assistant, "").with_tool_calls(vec![
+        ToolCall::new("call_LookupA1042", "lookup_order", order.clone()),
+        ToolCall::new("call_TrackA1042", "tracking_log", order),
+    ]));
+    messages.push(
+        message(Role::Tool, r#"{"order":"A-1042","status":"shipped"}"#)
+            .with_tool_call_id("call_LookupA1042"),
+    );
+    messages.push(message(Role::Tool, "carrier timeout").with_tool_call_id("call_TrackA1042"));
+    messages.push(message(
+        Role::User,
+        "Thanks! Can you also refund the shipping?",
+    ));
+    let tools = ["lookup_order", "tracking_log", "issue_refund"]
+        .into_iter()
+        .map(|name| ToolDef {
+            name: name.into(),
+            description: format!("The {name} tool of the order system"),
+            input_schema: serde_json::json!({"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}),
+        })
+        .collect();
+    Request {
+        messages,
+        tools,
+        cache: CacheHints {
+            history_end: Some(10),
+            key: Some("0123456789abcdef".into()),
+        },
+        ..Default::default()
+    }
+}
+
+/// The same request as a Responses body and as a Chat Completions body: criterion's
+/// figures, then the ratio measured interleaved.
+fn wire_bodies(c: &mut Criterion) {
+    let request = wire_request();
+    let model = ModelSpec::new("gpt-5").max_tokens(1024);
+    let mut group = c.benchmark_group("wire");
+    group.bench_function("openai_responses_body", |b| {
+        b.iter(|| black_box(to_openai_responses(black_box(&request), &model).unwrap()))
+    });
+    group.bench_function("openai_chat_body", |b| {
+        b.iter(|| black_box(to_openai(black_box(&request), &model).unwrap()))
+    });
+    group.finish();
+    let mut responses_t = Vec::new();
+    let mut chat_t = Vec::new();
+    for _ in 0..5 {
+        responses_t.push(median_time(
+            || {
+                black_box(to_openai_responses(black_box(&request), &model).unwrap());
+            },
+            2_000,
+            11,
+        ));
+        chat_t.push(median_time(
+            || {
+                black_box(to_openai(black_box(&request), &model).unwrap());
+            },
+            2_000,
+            11,
+        ));
+    }
+    responses_t.sort();
+    chat_t.sort();
+    let (rt, ct) = (responses_t[2], chat_t[2]);
+    println!(
+        "wire: responses body {:?}, chat completions body {:?}, ratio responses/chat = {:.3} (target <= 1.1)",
+        rt,
+        ct,
+        rt.as_secs_f64() / ct.as_secs_f64()
+    );
+}
+
 fn main() {
     let (dir, ctx) = setup();
     let chain = StaticChain::new((
@@ -182,4 +277,6 @@ fn main() {
         bt,
         ct.as_secs_f64() / bt.as_secs_f64()
     );
+
+    wire_bodies(&mut c);
 }

@@ -26,9 +26,10 @@
 //! - [`db`]: the database — connecting, importing mail, finding a message
 //!   ([`db::load_message`]) and its thread ([`db::thread_messages`]), and SeaORM itself
 //!   ([`db::sea_orm`]) for queries of your own;
-//! - [`wire`]: a finished [`Request`] as an OpenAI or Anthropic request body
-//!   ([`wire::to_openai`], [`wire::to_anthropic`]), and the provider's answer back as a
-//!   [`wire::ModelResponse`] ([`wire::from_openai_response`],
+//! - [`wire`]: a finished [`Request`] as an OpenAI Chat Completions, OpenAI Responses or
+//!   Anthropic request body ([`wire::to_openai`], [`wire::to_openai_responses`],
+//!   [`wire::to_anthropic`]), and the provider's answer back as a [`wire::ModelResponse`]
+//!   ([`wire::from_openai_response`], [`wire::from_openai_responses_response`],
 //!   [`wire::from_anthropic_response`]);
 //! - [`config`]: TOML personas on their own, with their diagnostics and hot reload.
 //!
@@ -130,7 +131,7 @@
 //!     name: "daily-digest".into(),
 //!     schedule: "0 8 * * *".into(),
 //!     instructions: "Summarise yesterday's open threads.".into(),
-//!     tools: Vec::new(),
+//!     ..Responsibility::default()
 //! };
 //! let scheduled = Context::builder(persona, AppConfig::new("."), Trigger::Responsibility(digest))
 //!     .now("2026-01-06T08:00:00Z".parse().unwrap())
@@ -221,7 +222,8 @@ pub mod runs {
 #[cfg(feature = "agent")]
 pub mod agent {
     pub use crate::engine::{
-        Agent, ApprovedCall, CallReport, Foreground, JOB_LEASE, JobReport, RoundReport,
+        Agent, ApprovedCall, CallReport, DueSlot, Foreground, JOB_LEASE, JobReport, McpStatus,
+        PersonaMcp, RoundReport,
     };
     pub use protege_agent::*;
 }

@@ -152,7 +152,7 @@ async fn cache_report_mistakes_say_what_is_wrong() {
         err("stable", 1, Format::Messages).await,
         (
             EngineErrorKind::BadRequest,
-            "a cache report needs a provider's wire format: `openai`, `anthropic` or `provider`"
+            "a cache report needs a provider's wire format: `openai`, `openai-responses`, `anthropic` or `provider`"
                 .into()
         )
     );

@@ -204,7 +204,7 @@ fn digest() -> Responsibility {
         name: "daily-digest".into(),
         schedule: "0 8 * * *".into(),
         instructions: "Summarise yesterday's open threads.".into(),
-        tools: Vec::new(),
+        ..Responsibility::default()
     }
 }
 

@@ -331,7 +331,7 @@ async fn a_responsibility_run_sees_no_message() {
         name: "daily-digest".into(),
         schedule: "0 8 * * *".into(),
         instructions: "Summarise yesterday's open threads.".into(),
-        tools: Vec::new(),
+        ..Responsibility::default()
     };
     let ctx = Context::builder(
         persona(),
@@ -563,7 +563,7 @@ async fn load_record_failures_name_the_resolver_and_its_position() {
             name: "digest".into(),
             schedule: "0 8 * * *".into(),
             instructions: String::new(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         }),
     )
     .db(ctx.db().unwrap().clone())

@@ -162,3 +162,86 @@ async fn the_plain_router_serves_without_a_token_and_without_metrics() {
     let metrics = Request::get("/p/metrics").body(Body::empty()).unwrap();
     assert_eq!(send(&app, metrics).await.0, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_resolve_and_run_routes_speak_openai_responses() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir).await;
+    let app = axum::Router::new().nest("/p", protege::serve::router(engine.clone()));
+    let input = r#"{"persona":"billing","message_id":"<label-1@example.com>","format":"openai-responses","now":"2026-03-10T08:00:00Z"}"#;
+    let post = |uri: &str, body: String| {
+        Request::post(uri)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let expected = engine
+        .resolve(
+            &ResolveInput::reply("billing", "<label-1@example.com>")
+                .format(Format::OpenaiResponses)
+                .now("2026-03-10T08:00:00Z".parse().unwrap()),
+        )
+        .await
+        .unwrap()
+        .body;
+    // `o4-mini` reasons: the body asks for its encrypted reasoning, and keeps no state.
+    assert_eq!(
+        (&expected["store"], &expected["include"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!(["reasoning.encrypted_content"])
+        )
+    );
+    let mut text = serde_json::to_string_pretty(&expected).unwrap();
+    text.push('\n');
+    assert_eq!(
+        send(&app, post("/p/v1/resolve", input.to_owned())).await,
+        (StatusCode::OK, text)
+    );
+
+    // A run of a message sent to the persona, with the model of the request.
+    let input = r#"{"persona":"support","message_id":"<refund-1@example.com>","format":"openai-responses","model":"gpt-5","now":"2026-03-10T08:00:00Z"}"#;
+    let expected = engine
+        .resolve(&serde_json::from_str(input).unwrap())
+        .await
+        .unwrap()
+        .body;
+    let (status, started) = send(&app, post("/p/v1/runs", input.to_owned())).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let started: serde_json::Value = serde_json::from_str(&started).unwrap();
+    assert_eq!(
+        (&started["round"], &started["body"], &expected["model"]),
+        (
+            &serde_json::json!(0),
+            &expected,
+            &serde_json::json!("gpt-5")
+        )
+    );
+    let run_id = started["run_id"].as_str().unwrap();
+    let refusal: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            project()
+                .join("protege-core/tests/fixtures/responses/openai-responses/good-refusal.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let round = serde_json::json!({"round": 0, "response": refusal, "results": []});
+    assert_eq!(
+        send(&app, post(&format!("/p/v1/runs/{run_id}/rounds"), round.to_string())).await,
+        (
+            StatusCode::OK,
+            concat!(
+                "{\n  \"status\": \"stopped\",\n  \"text\": \"I can't help with that request.\",\n",
+                "  \"usage\": {\n    \"input\": 31,\n    \"output\": 9,\n    \"cache_read\": 0,\n    \"cache_write\": 0\n  },\n",
+                "  \"stop_reason\": \"refusal\"\n}\n"
+            )
+            .to_owned()
+        )
+    );
+    let shown = engine.run(run_id).await.unwrap();
+    assert_eq!(
+        (shown.run.format.as_str(), shown.run.status.as_str()),
+        ("openai-responses", "stopped")
+    );
+}

@@ -1,11 +1,11 @@
 //! The runtime of protege's agent (§17–§19 of the design):
 //!
 //! - **providers**: [`ProviderClient`] sends one round's request to Anthropic's Messages API
-//!   or OpenAI's Chat Completions API, retries what a retry can mend (429, 529, 5xx, a reset
-//!   connection, a timeout; backoff with full jitter, `retry-after` honoured) and sorts the
-//!   rest into [`ProviderError`]: `Retry` (back to the queue), `Poison` (the job fails) or
-//!   `Pause` (the persona's jobs wait). Each call is a `gen_ai` client span with the
-//!   provider's usage.
+//!   or OpenAI's Chat Completions or Responses API, retries what a retry can mend (429, 529,
+//!   5xx, a reset connection, a timeout; backoff with full jitter, `retry-after` honoured)
+//!   and sorts the rest into [`ProviderError`]: `Retry` (back to the queue), `Poison` (the
+//!   job fails) or `Pause` (the persona's jobs wait). Each call is a `gen_ai` client span
+//!   with the provider's usage.
 //! - **tools**: [`call_http`] makes one signed call of an `http` tool and turns its answer,
 //!   failure included, into a [`ToolOutcome`] for the model; [`signature`] and [`verify`]
 //!   are the signing scheme tools check; [`check_input`] checks a call's input against the
@@ -38,7 +38,7 @@ mod tools;
 
 pub use delivery::{Delivery, LEASE, Pass, Personas};
 pub use http::{http_client, install_crypto_provider};
-pub use mcp::{DESCRIPTION_CHARS, LeftOut, LeftOutReason, McpLoadError, McpTools};
+pub use mcp::{DESCRIPTION_CHARS, LeftOut, LeftOutReason, McpLoadError, McpTools, server_label};
 pub use provider::{
     ERROR_BODY_BYTES, ProviderCall, ProviderClient, ProviderError, ProviderFormat, ProviderReply,
 };

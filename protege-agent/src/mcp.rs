@@ -179,7 +179,7 @@ impl McpTools {
         http: reqwest::Client,
     ) -> Result<Self, McpLoadError> {
         let mut tools = Self {
-            server: label(&entry.server),
+            server: server_label(&entry.server),
             target: entry.server.clone(),
             token: token.filter(|t| !t.is_empty()),
             http,
@@ -418,7 +418,9 @@ impl McpTools {
 }
 
 /// How a server is named: a URL without credentials, query or fragment, or a command.
-fn label(server: &McpServer) -> String {
+/// How the server of an `mcp` entry is named in errors, logs and reports: its URL without
+/// credentials, query or fragment, or its command.
+pub fn server_label(server: &McpServer) -> String {
     match server {
         McpServer::Url(url) => match reqwest::Url::parse(url) {
             Ok(mut parsed) => {
@@ -689,8 +691,8 @@ mod tests {
     #[test]
     fn labels_leave_out_credentials_and_query() {
         let url = McpServer::Url("https://user:pw@kb.internal/mcp?key=1#x".to_owned());
-        assert_eq!(label(&url), "https://kb.internal/mcp");
+        assert_eq!(server_label(&url), "https://kb.internal/mcp");
         let command = McpServer::Command(vec!["kb-server".to_owned(), "--stdio".to_owned()]);
-        assert_eq!(label(&command), "kb-server --stdio");
+        assert_eq!(server_label(&command), "kb-server --stdio");
     }
 }

@@ -1,6 +1,6 @@
 //! One round's request to a model provider (§17 "Providers"): the body §13 builds, sent to
-//! Anthropic's Messages API or OpenAI's Chat Completions API, retried where a retry can help,
-//! and sorted into what the job does next when it cannot.
+//! Anthropic's Messages API or OpenAI's Chat Completions or Responses API, retried where a
+//! retry can help, and sorted into what the job does next when it cannot.
 //!
 //! | answer | what [`ProviderClient::call`] does |
 //! | --- | --- |
@@ -33,6 +33,8 @@ pub enum ProviderFormat {
     Anthropic,
     /// OpenAI Chat Completions: `POST /v1/chat/completions`, key as a bearer token.
     OpenAiChat,
+    /// OpenAI Responses: `POST /v1/responses`, key as a bearer token.
+    OpenAiResponses,
 }
 
 impl ProviderFormat {
@@ -40,7 +42,7 @@ impl ProviderFormat {
     pub fn system(self) -> &'static str {
         match self {
             Self::Anthropic => "anthropic",
-            Self::OpenAiChat => "openai",
+            Self::OpenAiChat | Self::OpenAiResponses => "openai",
         }
     }
 
@@ -53,6 +55,7 @@ impl ProviderFormat {
         let path = match self {
             Self::Anthropic => "messages",
             Self::OpenAiChat => "chat/completions",
+            Self::OpenAiResponses => "responses",
         };
         if base.ends_with("/v1") {
             format!("{base}/{path}")
@@ -415,7 +418,9 @@ impl ProviderClient {
     ) -> Result<reqwest::RequestBuilder, Failure> {
         let (name, value) = match call.format {
             ProviderFormat::Anthropic => ("x-api-key", call.api_key.to_owned()),
-            ProviderFormat::OpenAiChat => ("authorization", format!("Bearer {}", call.api_key)),
+            ProviderFormat::OpenAiChat | ProviderFormat::OpenAiResponses => {
+                ("authorization", format!("Bearer {}", call.api_key))
+            }
         };
         let mut value = HeaderValue::try_from(value).map_err(|_| {
             Failure::Final(ProviderError::Pause {
@@ -481,7 +486,9 @@ fn model_of(body: &Value) -> &str {
 /// Records the response's model, id and token counts on the call's span.
 fn record_usage(span: &Span, format: ProviderFormat, body: &Value) {
     let (input, output) = match format {
-        ProviderFormat::Anthropic => ("input_tokens", "output_tokens"),
+        ProviderFormat::Anthropic | ProviderFormat::OpenAiResponses => {
+            ("input_tokens", "output_tokens")
+        }
         ProviderFormat::OpenAiChat => ("prompt_tokens", "completion_tokens"),
     };
     let usage = &body["usage"];
@@ -507,6 +514,7 @@ mod tests {
     fn endpoints_add_v1_once() {
         let a = ProviderFormat::Anthropic;
         let o = ProviderFormat::OpenAiChat;
+        let r = ProviderFormat::OpenAiResponses;
         assert_eq!(
             a.endpoint("https://api.anthropic.com"),
             "https://api.anthropic.com/v1/messages"
@@ -526,6 +534,18 @@ mod tests {
         assert_eq!(
             o.endpoint("http://127.0.0.1:8080/proxy"),
             "http://127.0.0.1:8080/proxy/v1/chat/completions"
+        );
+        assert_eq!(
+            r.endpoint("https://api.openai.com"),
+            "https://api.openai.com/v1/responses"
+        );
+        assert_eq!(
+            r.endpoint("https://api.openai.com/v1/"),
+            "https://api.openai.com/v1/responses"
+        );
+        assert_eq!(
+            r.endpoint("http://127.0.0.1:8080/proxy"),
+            "http://127.0.0.1:8080/proxy/v1/responses"
         );
     }
 

@@ -1,6 +1,7 @@
 //! A provider stand-in for tests (cargo feature `standin`): an HTTP server on
 //! `127.0.0.1` that speaks Anthropic's `POST /v1/messages` and OpenAI's
-//! `POST /v1/chat/completions`, answers from a script, and records what it received.
+//! `POST /v1/chat/completions` and `POST /v1/responses`, answers from a script, and records
+//! what it received.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -18,13 +19,15 @@
 //! ```
 //!
 //! With `PROTEGE_WIRECHECK` naming the `wirecheck` program, every request body is checked
-//! (`wirecheck anthropic|openai`) and so is every JSON answer sent with status 200
-//! (`anthropic-response|openai-response`; error bodies are outside wirecheck's scope). The
+//! (`wirecheck anthropic|openai|openai-responses`) and so is every JSON answer sent with
+//! status 200 (`anthropic-response|openai-response|openai-responses-response`; error bodies
+//! are outside wirecheck's scope). The
 //! bodies are kept and checked together, one `wirecheck` run per mode, when the test calls
 //! [`StandIn::wire_failures`], or else when the stand-in is dropped, which then panics on a
 //! failure so that no exchange goes unchecked. With `PROTEGE_WIRE_OUT` naming a folder,
-//! each request body is also written there as `standin-PID-N.anthropic.json` or
-//! `.openai.json`, for CI's wirecheck pass over the bodies tests wrote.
+//! each request body is also written there as `standin-PID-N.anthropic.json`,
+//! `.openai.json` or `.openai-responses.json`, for CI's wirecheck pass over the bodies tests
+//! wrote.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -137,6 +140,7 @@ fn modes(path: &str) -> Option<(&'static str, &'static str)> {
     match path {
         "/v1/messages" => Some(("anthropic", "anthropic-response")),
         "/v1/chat/completions" => Some(("openai", "openai-response")),
+        "/v1/responses" => Some(("openai-responses", "openai-responses-response")),
         _ => None,
     }
 }
@@ -531,5 +535,96 @@ fn openai_completion(message: Value, finish_reason: &str) -> Value {
             }
         },
         "service_tier": "default"
+    })
+}
+
+/// An OpenAI Responses answer (status 200) of a reasoning model (`gpt-5-2025-08-07`): one
+/// `reasoning` item with its `encrypted_content`, then one `function_call` per `(name,
+/// input)`, call ids `call_…01`, `call_…02`, … (as [`openai_call_id`]), item ids
+/// `fc_…01`, …, `status` `completed`, usage 100 input and 20 output tokens. The shape is
+/// that of recorded answers of `POST /v1/responses` with `store: false` and `include:
+/// ["reasoning.encrypted_content"]`.
+pub fn openai_responses_function_calls(calls: &[(&str, Value)]) -> Value {
+    let mut output = vec![responses_reasoning()];
+    output.extend(calls.iter().enumerate().map(|(i, (name, input))| {
+        json!({
+            "id": format!("fc_{:046}", i + 1),
+            "type": "function_call",
+            "status": "completed",
+            "arguments": input.to_string(),
+            "call_id": openai_call_id(i),
+            "name": name
+        })
+    }));
+    openai_response(output)
+}
+
+/// An OpenAI Responses answer (status 200) of a reasoning model (`gpt-5-2025-08-07`): one
+/// `reasoning` item with its `encrypted_content`, then one assistant `message` with `text`,
+/// `status` `completed`, usage 100 input and 20 output tokens.
+pub fn openai_responses_text(text: &str) -> Value {
+    openai_response(vec![
+        responses_reasoning(),
+        json!({
+            "id": format!("msg_{:046}", 1),
+            "type": "message",
+            "status": "completed",
+            "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}],
+            "role": "assistant"
+        }),
+    ])
+}
+
+/// The encrypted content of the reasoning item of [`openai_responses_text`] and
+/// [`openai_responses_function_calls`].
+pub const OPENAI_REASONING_CONTENT: &str =
+    "gAAAAABStandInEncryptedReasoning00000000000000000000000000000000";
+
+fn responses_reasoning() -> Value {
+    json!({
+        "id": format!("rs_{:046}", 1),
+        "type": "reasoning",
+        "encrypted_content": OPENAI_REASONING_CONTENT,
+        "summary": []
+    })
+}
+
+fn openai_response(output: Vec<Value>) -> Value {
+    json!({
+        "id": "resp_StandIn0000000000000000000000000000000000000000",
+        "object": "response",
+        "created_at": 1_754_925_861,
+        "status": "completed",
+        "background": false,
+        "error": null,
+        "incomplete_details": null,
+        "instructions": null,
+        "max_output_tokens": null,
+        "max_tool_calls": null,
+        "model": "gpt-5-2025-08-07",
+        "output": output,
+        "parallel_tool_calls": true,
+        "previous_response_id": null,
+        "prompt_cache_key": null,
+        "reasoning": {"effort": "medium", "summary": null},
+        "safety_identifier": null,
+        "service_tier": "default",
+        "store": false,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_logprobs": 0,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": 20,
+            "output_tokens_details": {"reasoning_tokens": 12},
+            "total_tokens": 120
+        },
+        "user": null,
+        "metadata": {}
     })
 }

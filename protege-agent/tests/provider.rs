@@ -85,6 +85,41 @@ async fn openai_requests_use_a_bearer_key_and_one_v1() {
 }
 
 #[tokio::test]
+async fn openai_responses_requests_go_to_v1_responses_with_a_bearer_key_and_are_retried() {
+    let calls = [("lookup_order", json!({"order": "A1"}))];
+    let standin = StandIn::start([
+        Scripted::status(500, &[], "internal error"),
+        Scripted::Json(200, standin::openai_responses_function_calls(&calls)),
+    ])
+    .await
+    .unwrap();
+    let base = standin.base_url();
+    let body = openai_responses_body();
+    let reply = client()
+        .call(&call(ProviderFormat::OpenAiResponses, &base, &body))
+        .await
+        .expect("the second attempt succeeds");
+    assert_eq!(reply.attempts, 2);
+    assert_eq!(reply.body, standin::openai_responses_function_calls(&calls));
+    let requests = standin.requests();
+    assert_eq!(
+        requests
+            .iter()
+            .map(|r| (r.method.as_str(), r.path.as_str()))
+            .collect::<Vec<_>>(),
+        [("POST", "/v1/responses"), ("POST", "/v1/responses")]
+    );
+    assert_eq!(
+        requests[1].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(requests[1].header("x-api-key"), None);
+    assert_eq!(requests[1].header("anthropic-version"), None);
+    assert_eq!(requests[1].json(), openai_responses_body());
+    no_wire_failures(&standin);
+}
+
+#[tokio::test]
 async fn a_529_is_retried() {
     let (standin, result) = anthropic(vec![
         Scripted::status(529, &[], &overloaded()),

@@ -127,7 +127,9 @@ fn run_main(registry: Registry) -> ExitCode {
 
 async fn run(command: Command, env: &Env) -> CliResult {
     match command {
-        Command::Check { no_env } => personas::check(env, !no_env).await,
+        Command::Check { no_env, no_mcp } => {
+            personas::check(env, !no_env, !no_env && !no_mcp).await
+        }
         Command::Db { command } => match command {
             DbCommand::Migrate => db::migrate(env).await,
             DbCommand::Import { file } => db::import(env, &file).await,

@@ -39,6 +39,11 @@ impl Calls {
 /// A tool server: `/lookup` and `/tracking` answer JSON after checking the signature;
 /// each call is recorded with whether its signature held.
 async fn tool_server() -> (String, Calls) {
+    tool_server_after(Duration::ZERO).await
+}
+
+/// [`tool_server`], answering each call `delay` after it came.
+async fn tool_server_after(delay: Duration) -> (String, Calls) {
     let calls = Calls::default();
     let record = |tool: &'static str, calls: Calls| {
         move |headers: HeaderMap, body: Bytes| {
@@ -57,6 +62,7 @@ async fn tool_server() -> (String, Calls) {
                     .lock()
                     .unwrap()
                     .push((id, tool.to_owned(), input, valid));
+                tokio::time::sleep(delay).await;
                 match tool {
                     "lookup_order" => r#"{"order":"A-1042","status":"shipped"}"#,
                     _ => "9 March: left the warehouse",
@@ -297,6 +303,233 @@ async fn mail_posted_is_answered_through_two_rounds_of_signed_parallel_calls_on_
 }
 
 #[tokio::test]
+async fn a_due_slot_is_run_and_its_answer_sent_to_the_responsibility_as_a_new_thread_on_every_backend()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_slot").await {
+        let provider = StandIn::start([Scripted::Json(
+            200,
+            standin::anthropic_text("Two threads wait: A-1042 and A-7."),
+        )])
+        .await
+        .unwrap();
+        let root = root_with(&provider.base_url(), "http://127.0.0.1:9", "");
+        let file = root.path().join("personas/support.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(
+            &file,
+            format!(
+                "{text}\n[[responsibilities]]\nname = \"daily\"\nschedule = \"0 8 * * *\"\n\
+                 instructions = \"List the open threads.\"\nto = [\"team@acme.test\"]\n\
+                 subject = \"Digest: {{{{ responsibility.name }}}}\"\n\n\
+                 [[responsibility_resolvers]]\nuse = \"LoadText\"\n\
+                 template = \"{{{{ responsibility.instructions }}}}\"\n\n\
+                 [[responsibility_resolvers]]\nuse = \"OpenThreads\"\n"
+            ),
+        )
+        .unwrap();
+        let engine = engine_of(root.path(), &url).await;
+        // Seen at 07:59; its 08:00 slot fires once.
+        let seen = "2026-03-10T07:59:00Z".parse().unwrap();
+        assert!(engine.due_slots(seen).await.unwrap().is_empty(), "{url}");
+        let fired = engine
+            .fire_due("2026-03-10T08:00:05Z".parse().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(fired.len(), 1, "{url}");
+        let report = agent(&engine, "w1").work_once().await.unwrap().unwrap();
+        assert_eq!(report.state, "done", "{url}: {report:?}");
+        // A scheduled run offers its responsibility's tools only: none here.
+        let request = provider.requests()[0].json();
+        assert!(
+            request
+                .get("tools")
+                .is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+            "{url}: {request}"
+        );
+        let entry = engine
+            .outbox_entry(report.outbox.unwrap(), true)
+            .await
+            .unwrap();
+        assert_eq!(entry.state, "queued", "{url}");
+        let raw = entry.raw.unwrap();
+        assert!(raw.contains("\r\nTo: team@acme.test\r\n"), "{raw}");
+        assert!(raw.contains("\r\nSubject: Digest: daily\r\n"), "{raw}");
+        assert!(
+            raw.contains("\r\nAuto-Submitted: auto-generated\r\n"),
+            "{raw}"
+        );
+        assert!(!raw.contains("In-Reply-To:"), "{raw}");
+        assert!(raw.contains("Two threads wait: A-1042 and A-7."), "{raw}");
+        // Firing again at a later tick makes nothing new.
+        assert!(
+            engine
+                .fire_due("2026-03-10T08:00:10Z".parse().unwrap())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
+    }
+}
+
+#[tokio::test]
+async fn a_delivery_report_is_skipped_as_a_bounce_even_when_automated_mail_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let provider = StandIn::start([]).await.unwrap();
+    let root = root_with(
+        &provider.base_url(),
+        "http://127.0.0.1:9",
+        "answer_automated = true",
+    );
+    let engine = engine_of(root.path(), &url).await;
+    let date = chrono::Utc::now().to_rfc2822();
+    let report = format!(
+        "From: MAILER-DAEMON@mx.example.com\r\nTo: support@acme.test\r\nSubject: Undelivered\r\n\
+         Message-ID: <dsn@mx.example.com>\r\nDate: {date}\r\n\
+         Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nNot delivered.\r\n\
+         --b\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <reply@acme.test>\r\n\
+         --b--\r\n"
+    );
+    engine
+        .ingest_mail(report.as_bytes(), Some(Direction::Inbound))
+        .await
+        .unwrap();
+    let job = job_of(&engine, "<dsn@mx.example.com>").await;
+    assert_eq!(
+        (job.state.as_str(), job.reason.as_deref()),
+        ("skipped", Some("bounce"))
+    );
+    assert!(provider.requests().is_empty());
+}
+
+/// An OpenAI Responses answer calling `lookup_order` and `tracking_log` with call ids made
+/// of `tag`, its reasoning item first.
+fn responses_two_calls(tag: &str) -> Value {
+    let mut answer = standin::openai_responses_function_calls(&[
+        ("lookup_order", json!({"order": "A-1042"})),
+        ("tracking_log", json!({"order": "A-1042"})),
+    ]);
+    for (i, item) in answer["output"].as_array_mut().unwrap()[1..]
+        .iter_mut()
+        .enumerate()
+    {
+        item["call_id"] = json!(format!("call_{tag}{:020}", i + 1));
+    }
+    answer
+}
+
+/// A persona with `[model] provider = "openai"` and `api = "responses"` is answered over
+/// `POST /v1/responses`: each round's request carries the previous rounds' reasoning items
+/// (with their `encrypted_content`) and calls, and one `function_call_output` per result.
+#[tokio::test]
+async fn a_responses_persona_carries_its_reasoning_through_the_rounds() {
+    let provider = StandIn::start([
+        Scripted::Json(200, responses_two_calls("A")),
+        Scripted::Json(200, responses_two_calls("B")),
+        Scripted::Json(200, standin::openai_responses_text(ANSWER)),
+    ])
+    .await
+    .unwrap();
+    let (tools, calls) = tool_server().await;
+    let root = root_with(&provider.base_url(), &tools, "");
+    let file = root.path().join("personas/support.toml");
+    let persona = std::fs::read_to_string(&file).unwrap().replace(
+        "provider = \"anthropic\"\nname = \"claude-sonnet-4-5\"",
+        "provider = \"openai\"\napi = \"responses\"\nname = \"gpt-5\"",
+    );
+    std::fs::write(&file, persona).unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        root.path().join("agent.db").display()
+    );
+    let engine = engine_of(root.path(), &url).await;
+    engine
+        .ingest_mail(
+            mail("<r1@example.com>", "Zoe <zoe@example.com>", "").as_bytes(),
+            Some(Direction::Inbound),
+        )
+        .await
+        .unwrap();
+    let reports = agent(&engine, "w1").work().await.unwrap();
+    assert_eq!(
+        reports
+            .iter()
+            .map(|r| (r.state.as_str(), r.rounds.len()))
+            .collect::<Vec<_>>(),
+        [("done", 3)],
+        "{reports:?}"
+    );
+    assert_eq!(calls.all().len(), 4);
+    let requests = provider.requests();
+    assert_eq!(
+        requests
+            .iter()
+            .map(|r| (r.path.as_str(), r.header("authorization")))
+            .collect::<Vec<_>>(),
+        [("/v1/responses", Some(format!("Bearer {KEY}").as_str())); 3]
+    );
+    // The kinds of the input items of each request, and the reasoning they carry.
+    let kinds = |n: usize| -> Vec<String> {
+        requests[n].json()["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| {
+                let kind = item["type"].as_str().unwrap_or_default();
+                match item["call_id"].as_str() {
+                    Some(id) => format!("{kind} {id}"),
+                    None => kind.to_owned(),
+                }
+            })
+            .collect()
+    };
+    assert_eq!(kinds(0), ["message"]);
+    assert_eq!(
+        kinds(2),
+        [
+            "message",
+            "reasoning",
+            "function_call call_A00000000000000000001",
+            "function_call call_A00000000000000000002",
+            "function_call_output call_A00000000000000000001",
+            "function_call_output call_A00000000000000000002",
+            "reasoning",
+            "function_call call_B00000000000000000001",
+            "function_call call_B00000000000000000002",
+            "function_call_output call_B00000000000000000001",
+            "function_call_output call_B00000000000000000002",
+        ]
+    );
+    let last = requests[2].json();
+    assert_eq!(
+        (
+            &last["input"][1]["encrypted_content"],
+            &last["store"],
+            &last["include"]
+        ),
+        (
+            &json!(standin::OPENAI_REASONING_CONTENT),
+            &json!(false),
+            &json!(["reasoning.encrypted_content"])
+        )
+    );
+    assert_eq!(provider.wire_failures(), Vec::<String>::new());
+    let job = job_of(&engine, "<r1@example.com>").await;
+    let run = engine.run(job.run_id.as_deref().unwrap()).await.unwrap();
+    assert_eq!(
+        (
+            run.run.format.as_str(),
+            run.run.status.as_str(),
+            run.run.rounds
+        ),
+        ("openai-responses", "done", 3)
+    );
+}
+
+#[tokio::test]
 async fn the_gate_skips_automated_mail_without_asking_the_provider_on_every_backend() {
     let dir = tempfile::tempdir().unwrap();
     for (url, _) in every_backend(dir.path(), "agent_gate").await {
@@ -427,14 +660,17 @@ async fn a_throttling_provider_is_waited_for_and_a_refusal_fails_the_job_with_it
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_whose_worker_died_is_resumed_without_asking_the_provider_again() {
     let dir = tempfile::tempdir().unwrap();
     for (url, _) in every_backend(dir.path(), "agent_resume").await {
-        let provider = StandIn::start([Scripted::Json(200, standin::anthropic_text(ANSWER))])
-            .await
-            .unwrap();
-        let (tools, calls) = tool_server().await;
+        let provider = StandIn::start([
+            Scripted::Json(200, two_calls("R")),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+        ])
+        .await
+        .unwrap();
+        let (tools, calls) = tool_server_after(Duration::from_millis(1500)).await;
         let root = root_with(&provider.base_url(), &tools, "");
         let engine = engine_of(root.path(), &url).await;
         engine
@@ -445,29 +681,20 @@ async fn a_job_whose_worker_died_is_resumed_without_asking_the_provider_again() 
             .await
             .unwrap();
         // A worker claims the job, starts its run and stores round 0's response, then dies
-        // before any tool answers; its lease runs out.
-        let conn = engine.db().await.unwrap();
-        let now = chrono::Utc::now();
-        let claimed = db::claim_job(conn, "dead", now + chrono::Duration::seconds(3), now, None)
-            .await
-            .unwrap()
-            .unwrap();
-        let run = engine
-            .start_run(
-                &protege::ResolveInput::reply("support", "<r1@example.com>")
-                    .format(protege::Format::Anthropic),
-            )
-            .await
-            .unwrap();
-        assert!(
-            db::set_job_run(conn, claimed.job.id, "dead", &run.id, now)
-                .await
-                .unwrap()
-        );
-        engine
-            .record_response(&run.id, 0, two_calls("R"))
-            .await
-            .unwrap();
+        // while its tools are still working; its lease runs out.
+        let dead = agent(&engine, "dead").lease(Duration::from_secs(3));
+        let dying = tokio::spawn(async move { dead.work_once().await });
+        let run_id = loop {
+            let job = job_of(&engine, "<r1@example.com>").await;
+            if let Some(run) = job.run_id
+                && engine.pending_round(&run).await.unwrap().is_some()
+            {
+                break run;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        dying.abort();
+        let _ = dying.await;
         // Another worker cannot take it while the lease lives.
         assert!(
             agent(&engine, "w2").work_once().await.unwrap().is_none(),
@@ -476,12 +703,13 @@ async fn a_job_whose_worker_died_is_resumed_without_asking_the_provider_again() 
         tokio::time::sleep(Duration::from_millis(3200)).await;
         let report = agent(&engine, "w2").work_once().await.unwrap().unwrap();
         assert_eq!(report.state, "done", "{url}: {report:?}");
-        assert_eq!(report.run_id.as_deref(), Some(run.id.as_str()));
+        assert_eq!(report.run_id.as_deref(), Some(run_id.as_str()));
         assert!(report.rounds[0].resumed, "round 0 came from the database");
-        // Only the final round was asked of the provider; the calls kept their ids.
-        assert_eq!(provider.requests().len(), 1, "{url}");
+        // Round 0 was asked once, by the worker that died; the calls kept their ids.
+        assert_eq!(provider.requests().len(), 2, "{url}");
         let mut ids: Vec<String> = calls.all().into_iter().map(|c| c.0).collect();
         ids.sort();
+        ids.dedup();
         assert_eq!(
             ids,
             [
@@ -492,6 +720,110 @@ async fn a_job_whose_worker_died_is_resumed_without_asking_the_provider_again() 
         );
         let job = job_of(&engine, "<r1@example.com>").await;
         assert_eq!((job.state.as_str(), job.attempts), ("done", 2), "{url}");
+        // An application cannot start a run of its own for the agent's message.
+        let own = engine
+            .start_run(
+                &protege::ResolveInput::reply("support", "<r1@example.com>")
+                    .format(protege::Format::Anthropic),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(own.kind(), protege::EngineErrorKind::Conflict, "{url}");
+        assert_eq!(
+            own.to_string(),
+            format!(
+                "message `<r1@example.com>` is answered by the agent (job {}, `done`): a run of its own would answer it twice; see `protege agent jobs`",
+                job.id
+            )
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_told_to_stop_finishes_its_round_and_hands_the_job_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let provider = StandIn::start([
+        Scripted::Json(200, two_calls("S")).after(Duration::from_millis(800)),
+        Scripted::Json(200, standin::anthropic_text(ANSWER)),
+    ])
+    .await
+    .unwrap();
+    let (tools, calls) = tool_server().await;
+    let root = root_with(&provider.base_url(), &tools, "");
+    let engine = engine_of(root.path(), &url).await;
+    engine
+        .ingest_mail(
+            mail("<s1@example.com>", "Zoe <zoe@example.com>", "").as_bytes(),
+            Some(Direction::Inbound),
+        )
+        .await
+        .unwrap();
+    let (stop, told) = tokio::sync::watch::channel(false);
+    let worker = agent(&engine, "w1");
+    let running = tokio::spawn(async move { worker.run(Duration::from_millis(20), told).await });
+    // Round 0 is in flight at the provider when the stop comes.
+    while provider.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .unwrap()
+        .unwrap();
+    // The round finished (its calls made and recorded), and the job is back in the queue
+    // without counting as a failed claim.
+    assert_eq!(calls.all().len(), 2);
+    let job = job_of(&engine, "<s1@example.com>").await;
+    assert_eq!(
+        (job.state.as_str(), job.reason.as_deref(), job.attempts),
+        ("queued", Some("released"), 0)
+    );
+    let run = engine.run(job.run_id.as_deref().unwrap()).await.unwrap();
+    assert_eq!((run.run.status.as_str(), run.run.rounds), ("started", 1));
+    // Another worker finishes it with one more request.
+    let report = agent(&engine, "w2").work_once().await.unwrap().unwrap();
+    assert_eq!(report.state, "done", "{report:?}");
+    assert_eq!(provider.requests().len(), 2);
+    assert_eq!(calls.all().len(), 2);
+}
+
+#[tokio::test]
+async fn a_thread_a_person_answered_is_left_to_the_person_unless_after_person_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_person").await {
+        let provider = StandIn::start([Scripted::Json(200, standin::anthropic_text(ANSWER))])
+            .await
+            .unwrap();
+        for (after, state) in [("", "skipped"), ("after_person = \"answer\"", "done")] {
+            let root = root_with(&provider.base_url(), "http://127.0.0.1:9", after);
+            let engine = engine_of(root.path(), &url).await;
+            let id = format!("<p-{state}@example.com>");
+            engine
+                .ingest_mail(
+                    mail(&id, "Zoe <zoe@example.com>", "").as_bytes(),
+                    Some(Direction::Inbound),
+                )
+                .await
+                .unwrap();
+            // A person answers from the shared mailbox before the agent does.
+            let date = chrono::Utc::now().to_rfc2822();
+            let person = format!(
+                "Message-ID: <person-{state}@acme.test>\r\nFrom: Kim <support@acme.test>\r\n\
+                 To: zoe@example.com\r\nSubject: Re: Where is my order?\r\nDate: {date}\r\n\
+                 In-Reply-To: {id}\r\nReferences: {id}\r\n\r\nI'm on it.\r\n"
+            );
+            engine
+                .ingest_mail(person.as_bytes(), Some(Direction::Outbound))
+                .await
+                .unwrap();
+            let report = agent(&engine, "w1").work_once().await.unwrap().unwrap();
+            assert_eq!(report.state, state, "{url}: {report:?}");
+            if state == "skipped" {
+                assert_eq!(report.reason.as_deref(), Some("person_replied"));
+            }
+        }
+        assert_eq!(provider.requests().len(), 1, "{url}");
     }
 }
 
@@ -499,7 +831,7 @@ async fn a_job_whose_worker_died_is_resumed_without_asking_the_provider_again() 
 // its thread while another worker's transaction finishes on another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_workers_answer_each_message_exactly_once_on_every_backend() {
-    const MESSAGES: usize = 30;
+    const MESSAGES: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     for (url, _) in every_backend(dir.path(), "agent_many").await {
         let provider = StandIn::start(
@@ -800,6 +1132,20 @@ async fn a_call_that_needs_approval_waits_and_runs_with_the_input_a_person_appro
         assert_eq!(engine.run(&run_p).await.unwrap().run.status, "waiting");
         // No call of the round is made before the decision.
         assert!(calls.all().is_empty(), "{url}");
+        // The calls it waits for: `tracking_log` only.
+        assert_eq!(
+            engine.waiting_run(&run_p).await.unwrap(),
+            json!({
+                "run_id": run_p,
+                "round": 0,
+                "calls": [{
+                    "tool_call_id": "toolu_01P00000000000000000002",
+                    "name": "tracking_log",
+                    "input": {"order": "A-1042"},
+                }],
+            }),
+            "{url}"
+        );
         let second = worker.work_once().await.unwrap().unwrap();
         assert_eq!(second.state, "waiting", "{url}");
         let run_q = second.run_id.clone().unwrap();
@@ -983,6 +1329,34 @@ async fn a_refused_key_pauses_every_job_of_the_persona_on_every_backend() {
             assert!(job.next_attempt_at.is_some(), "{url}: {id}");
         }
         assert_eq!(provider.requests().len(), 1, "{url}");
+        // `/readyz` names the pause and its reason.
+        let readiness = engine.agent_readiness().await.unwrap();
+        assert_eq!(
+            readiness["paused"]["support"]["reason"],
+            format!("the provider refused the persona's access with HTTP 401: {refused}"),
+            "{url}"
+        );
+        // A worker that loads the persona (it starts, or the file changed) ends the pause.
+        let fresh = agent(&engine, "w2");
+        fresh.load_personas().await;
+        assert!(
+            engine
+                .agent_readiness()
+                .await
+                .unwrap()
+                .get("paused")
+                .is_none(),
+            "{url}"
+        );
+        provider.push([Scripted::Json(200, standin::anthropic_text(ANSWER))]);
+        let report = fresh.work_once().await.unwrap().unwrap();
+        assert_eq!(report.state, "done", "{url}: {report:?}");
+        // Loaded again unchanged, it ends nothing.
+        provider.push([Scripted::status(401, &[], refused)]);
+        let paused = fresh.work_once().await.unwrap().unwrap();
+        assert_eq!(paused.reason.as_deref(), Some("paused"), "{url}");
+        fresh.load_personas().await;
+        assert!(fresh.work_once().await.unwrap().is_none(), "{url}");
     }
 }
 

@@ -318,11 +318,11 @@ async fn protege_keeps_its_tables_in_a_postgresql_schema_of_its_own() {
             )
         })
         .collect();
-    // protege's fourteen tables (its migrations' among them) in `protege`, the customers in
+    // protege's fifteen tables (its migrations' among them) in `protege`, the customers in
     // `public`.
     assert_eq!(
         counts,
-        [("protege".to_owned(), 14), ("public".to_owned(), 1)]
+        [("protege".to_owned(), 15), ("public".to_owned(), 1)]
     );
     conn.clone().close().await.unwrap();
 }
@@ -372,4 +372,49 @@ fn check_requires_the_environment_variables_an_agent_persona_names_unless_no_env
     let ok = (0, "ok: 1 persona (a)\n".to_owned(), String::new());
     assert_eq!(run(&["--no-env"], None), ok);
     assert_eq!(run(&[], Some("sk-test")), ok);
+}
+
+#[test]
+fn check_warns_of_a_draft_persona_that_also_always_asks_for_approval() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/a.toml"),
+        "name = \"a\"\n\n[agent]\nreply = \"draft\"\napproval = \"always\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        check(root.path(), None),
+        (
+            0,
+            "ok: 1 persona (a)\n".to_owned(),
+            "ROOT/personas/a.toml:5:12: warning: `approval = \"always\"` says again what `reply = \"draft\"` says: every reply waits for approval; keep one\n".to_owned()
+        )
+    );
+}
+
+#[test]
+fn check_places_a_bad_openai_api_and_accepts_responses() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("personas")).unwrap();
+    let persona = |api: &str| {
+        format!(
+            "[model]\nprovider = \"openai\"\napi = \"{api}\"\nname = \"gpt-5\"\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Be brief.\"\n"
+        )
+    };
+    std::fs::write(root.join("personas/a.toml"), persona("respones")).unwrap();
+    assert_eq!(
+        check(root, None),
+        (
+            1,
+            String::new(),
+            "ROOT/personas/a.toml:3:7: error: unknown api `respones`, did you mean `responses`?\n  |\n3 | api = \"respones\"\n  |       ^^^^^^^^^^\n\nerror: check failed: 1 problem in 1 persona file\n".to_owned()
+        )
+    );
+    std::fs::write(root.join("personas/a.toml"), persona("responses")).unwrap();
+    assert_eq!(
+        check(root, None),
+        (0, "ok: 1 persona (a)\n".to_owned(), String::new())
+    );
 }

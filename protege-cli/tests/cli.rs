@@ -642,6 +642,85 @@ fn mislabelled_attachments_stay_in_the_note_and_rounds_without_tools_are_text() 
     save_wire("mislabelled", "openai", &run.stdout);
 }
 
+/// `--format openai-responses` prints a Responses body, and so does `--format provider` for
+/// a persona with `[model] provider = "openai"` and `api = "responses"`.
+#[test]
+fn the_responses_format_is_asked_for_or_the_persona_s() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/plain.toml"),
+        "[model]\nprovider = \"openai\"\napi = \"responses\"\nname = \"gpt-5\"\nmax_tokens = 300\ncache = \"off\"\n\n[[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"Be brief.\"\n\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n",
+    )
+    .unwrap();
+    let file = root.path().join("m.eml");
+    std::fs::write(
+        &file,
+        "Message-ID: <r1@example.com>\r\nFrom: Zoe <zoe@example.com>\r\nTo: help@acme.test\r\nSubject: Hi\r\nDate: Mon, 2 Mar 2026 09:00:00 +0000\r\n\r\nWhere is my order?\r\n",
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", root.path().join("t.db").display());
+    let run = protege(
+        &url,
+        root.path(),
+        &["db", "import-eml", file.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let resolve = |format: &str| {
+        protege(
+            &url,
+            root.path(),
+            &[
+                "resolve",
+                "--persona",
+                "plain",
+                "--message",
+                "<r1@example.com>",
+                "--now",
+                NOW,
+                "--format",
+                format,
+            ],
+        )
+    };
+    let expected = concat!(
+        "{\n",
+        "  \"model\": \"gpt-5\",\n",
+        "  \"instructions\": \"Be brief.\",\n",
+        "  \"input\": [\n",
+        "    {\n",
+        "      \"type\": \"message\",\n",
+        "      \"role\": \"user\",\n",
+        "      \"content\": \"From: Zoe <zoe@example.com>\\nTo: help@acme.test\\nCc:\\nDate: Mon, 2 Mar 2026 09:00:00 +0000\\nSubject: Hi\\n\\nWhere is my order?\"\n",
+        "    }\n",
+        "  ],\n",
+        "  \"max_output_tokens\": 300,\n",
+        "  \"store\": false,\n",
+        "  \"include\": [\n",
+        "    \"reasoning.encrypted_content\"\n",
+        "  ]\n",
+        "}\n"
+    );
+    for format in ["openai-responses", "provider"] {
+        let run = resolve(format);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, expected, ""),
+            "{format}"
+        );
+    }
+    save_wire("responses-format", "openai-responses", expected);
+    let run = resolve("responses");
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.starts_with(
+            "error: invalid value 'responses' for '--format <FORMAT>'\n  [possible values: messages, openai, openai-responses, anthropic, provider]\n"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
 /// A persona `plain` whose `[limits]` table holds `limits`, in a fresh app root.
 fn plain_root(limits: &str) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();

@@ -131,6 +131,11 @@ async fn the_stored_bytes_arrive_once_and_a_refused_recipient_is_dropped() {
         );
         let row = engine.outbox_entry(id, true).await.unwrap();
         assert_eq!(row.state, "sent", "{url}");
+        assert_eq!(
+            engine.agent_readiness().await.unwrap()["outbox"],
+            serde_json::json!({"agent": {"state": "up"}}),
+            "{url}"
+        );
         assert!(
             row.smtp_reply
                 .as_deref()
@@ -241,6 +246,14 @@ async fn a_server_that_never_answers_leaves_the_reply_queued() {
         "a failure that is not about the message is not an attempt"
     );
     assert!(row.next_attempt_at.is_some());
+    // `/readyz` tells the token's holder why.
+    assert_eq!(
+        engine.agent_readiness().await.unwrap()["outbox"],
+        serde_json::json!({"agent": {
+            "state": "down",
+            "reason": format!("no answer from 127.0.0.1:{port} within 2 s"),
+        }})
+    );
 }
 
 #[tokio::test]

@@ -250,7 +250,7 @@ async fn provider_format_needs_a_provider() {
         (err.kind(), err.to_string().as_str()),
         (
             EngineErrorKind::InvalidInput,
-            "persona `plain` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`"
+            "persona `plain` names no provider: set `provider` in its `[model]` table or ask for `openai`, `openai-responses` or `anthropic`"
         )
     );
     let out = engine

@@ -1,12 +1,16 @@
 //! The inspector page (`/ui`) in a real browser: headless Chromium against a running
-//! `protege serve`, the rendered DOM checked, waiting drafts decided and the agent's failed
-//! jobs retried through the page (over the DevTools protocol), and screenshots saved under
-//! `target/inspector/`. Chromium is `PROTEGE_TEST_CHROMIUM` (a path), else
-//! `/usr/bin/chromium`; without either the test says it was skipped and passes.
+//! `protege serve`, the rendered DOM checked, waiting drafts decided, the agent's failed
+//! jobs retried and the tool calls its runs wait for approved or rejected through the page
+//! (over the DevTools protocol), and screenshots saved under `target/inspector/`. Chromium
+//! is `PROTEGE_TEST_CHROMIUM` (a path), else `/usr/bin/chromium`; without either the test
+//! says it was skipped and passes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use protege_agent::standin::{self, Scripted, StandIn};
 
 mod common;
 use common::project;
@@ -956,6 +960,10 @@ async fn waiting_drafts_are_shown_as_text_and_decided_in_the_page() {
         date,
     )
     .await;
+    // The drafts come from runs of the runs API, as an application owning its loop makes
+    // them. Mail to a persona with an `[agent]` table gets a job, and a message with a job
+    // is the agent's to answer; no agent runs here, so those jobs are taken away first.
+    common::server::execute(&db, "DELETE FROM agent_jobs").await;
     let a = drafted(&server, "agent", "<order-a@example.com>", ANSWER).await;
     let b = drafted(&server, "agent", "<order-b@example.com>", ANSWER).await;
     let c = drafted(&server, "letters", "<order-c@example.com>", HOSTILE).await;
@@ -1543,4 +1551,490 @@ async fn agent_jobs_are_listed_filtered_and_retried_in_the_page() {
     );
     tools.eval("document.getElementById('jobs-panel').scrollIntoView()");
     capture(&mut tools, &dir.join("jobs-narrow.png"), (360, 800));
+}
+
+/// The key the provider stand-in is called with.
+const KEY: &str = "sk-test-inspector-key-0123456789";
+/// The secret the `issue_refund` tool's calls are signed with.
+const SECRET: &str = "tool-secret-inspector-0123456789";
+/// The address of the persona of the approvals' test, [`approving_root`].
+const SUPPORT: &str = "support@acme.test";
+
+/// The environment of a `serve --agent` whose persona names these.
+const AGENT_ENV: [(&str, &str); 2] = [
+    ("PROTEGE_TEST_AGENT_KEY", KEY),
+    ("PROTEGE_TEST_TOOL_SECRET", SECRET),
+];
+
+/// One call the refund tool received: its call id, its input, and whether its signature
+/// held.
+type Refund = (String, serde_json::Value, bool);
+
+/// A tool server whose `/refund` records each call it receives and answers a refund.
+async fn refund_server() -> (String, Arc<Mutex<Vec<Refund>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let record = received.clone();
+    let refund = move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+        let record = record.clone();
+        async move {
+            let now = chrono::Utc::now().timestamp();
+            let valid = protege::agent::verify_headers(SECRET, &headers, &body, now).is_ok();
+            let id = headers
+                .get("x-protege-tool-call")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let input = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+            record.lock().unwrap().push((id, input, valid));
+            r#"{"refund":"R-7","status":"issued"}"#
+        }
+    };
+    let app = axum::Router::new().route("/refund", axum::routing::post(refund));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
+/// An app root whose `support` persona answers mail through the model at `provider`, and
+/// whose one tool, `issue_refund` at `tools`, needs a person's approval.
+fn approving_root(provider: &str, tools: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    let persona = format!(
+        r#"addresses = ["support@acme.test"]
+
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+max_tokens = 1024
+base_url = "{provider}"
+api_key_env = "PROTEGE_TEST_AGENT_KEY"
+
+[agent]
+unauthenticated = "send"
+
+[[tools]]
+name = "issue_refund"
+description = "Refund an order"
+input_schema = {{ type = "object", properties = {{ order = {{ type = "string" }}, amount = {{ type = "number" }}, note = {{ type = "string" }} }}, required = ["order", "amount"] }}
+http = {{ url = "{tools}/refund", secret_env = "PROTEGE_TEST_TOOL_SECRET" }}
+approval = true
+
+[[message_resolvers]]
+use = "LoadText"
+template = "You are Acme's support agent."
+
+[[message_resolvers]]
+use = "ThreadHistory"
+"#
+    );
+    std::fs::write(root.path().join("personas/support.toml"), persona).unwrap();
+    root
+}
+
+/// An Anthropic answer calling `issue_refund` once with `input`, as call `id`.
+fn refund_call(id: &str, input: serde_json::Value) -> serde_json::Value {
+    let mut answer = standin::anthropic_tool_use(&[("issue_refund", input)]);
+    answer["content"][0]["id"] = serde_json::json!(id);
+    answer
+}
+
+/// Polls the jobs of `server` until the job of `message` is in `state` (at most 60 s):
+/// the job.
+async fn job_in_state(server: &Server, message: &str, state: &str) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        let jobs = listed_jobs(server, "").await;
+        if let Some(job) = jobs
+            .iter()
+            .find(|j| j["message_id"] == message && j["state"] == state)
+        {
+            return job.clone();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the job of {message} never became {state}: {jobs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The waiting calls as the page lists them: the item's call id, the tool's name, the call
+/// id shown, the input's text, its label, and whether the label names the text area.
+const CALL_ITEMS: &str = "[...document.querySelectorAll('#calls-list .waiting-call')].map(li => { \
+     const input = li.querySelector('textarea'); const label = li.querySelector('label'); \
+     return [li.dataset.id, li.querySelector('.call-name').textContent, \
+       li.querySelector('.call-id').textContent, input.value, label.textContent, \
+       label.htmlFor === input.id]; })";
+
+/// The text of the element with `id` in the page, as a JavaScript expression.
+fn text_js(id: &str) -> String {
+    format!("document.getElementById({}).textContent", js(id))
+}
+
+/// Clicks job `job`'s Review button (focused first, as a keyboard would) and waits for the
+/// calls its run waits for.
+fn review(tools: &mut DevTools, job: i64) {
+    tools.wait_for(&format!(
+        "document.querySelector('.job-review[data-id=\"{job}\"]') !== null"
+    ));
+    tools.eval(&format!(
+        "{{ const b = document.querySelector('.job-review[data-id=\"{job}\"]'); b.focus(); b.click(); }}"
+    ));
+    tools.wait_for(
+        "!document.getElementById('calls-form').hidden && \
+         document.querySelectorAll('#calls-list .waiting-call').length > 0",
+    );
+}
+
+/// Sets the text of the first call's input as a person typing it would.
+fn type_input(tools: &mut DevTools, text: &str) {
+    tools.eval(&format!(
+        "{{ const t = document.getElementById('call-input-0'); t.value = {}; \
+         t.dispatchEvent(new Event('input')); }}",
+        js(text)
+    ));
+}
+
+/// The model's input of every `issue_refund` call of the stand-in: markup in its note.
+fn asked() -> serde_json::Value {
+    serde_json::json!({"amount": 25, "note": "<img src=x onerror=alert(1)>", "order": "A-1042"})
+}
+
+/// The call id of the stand-in's call for the mail tagged `tag`.
+fn call_id(tag: char) -> String {
+    format!("toolu_01{tag}{:020}", 1)
+}
+
+/// The id and run of the job of `message` once it waits.
+async fn waiting_job(server: &Server, message: &str) -> (i64, String) {
+    let job = job_in_state(server, message, "waiting").await;
+    (
+        job["id"].as_i64().unwrap(),
+        job["run_id"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_a_run_waits_for_are_approved_edited_or_rejected_in_the_page() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let answer = |text: &str| Scripted::Json(200, standin::anthropic_text(text));
+    let provider = StandIn::start([
+        Scripted::Json(200, refund_call(&call_id('R'), asked())),
+        answer("Hello Zoe,\n\nyour refund of 20 is issued.\n\nAcme Support"),
+        Scripted::Json(200, refund_call(&call_id('S'), asked())),
+        answer("Hello Zoe,\n\nyour order was refunded on 9 March already.\n\nAcme Support"),
+        Scripted::Json(200, refund_call(&call_id('T'), asked())),
+        answer("Hello Zoe,\n\nno refund is due.\n\nAcme Support"),
+    ])
+    .await
+    .unwrap();
+    let (tools_url, refunds) = refund_server().await;
+    let root = approving_root(&provider.base_url(), &tools_url);
+    let db = format!(
+        "sqlite://{}?mode=rwc",
+        root.path().join("calls.db").display()
+    );
+    let server = Server::start_env(
+        root.path(),
+        &db,
+        Some(TOKEN),
+        &["--agent", "--no-watch"],
+        &AGENT_ENV,
+    );
+    let date = chrono::Utc::now().to_rfc2822();
+    inbound(&server, "<refund-r@example.com>", SUPPORT, &date, "").await;
+    let job = job_in_state(&server, "<refund-r@example.com>", "waiting").await;
+
+    let mut tools = DevTools::open(&chromium, &server.url("/ui"), 1280, 900);
+    tools.wait_for("!document.getElementById('token-panel').hidden");
+    tools.eval(&format!(
+        "document.getElementById('token').value = {}; \
+         document.getElementById('token-form').requestSubmit()",
+        js(TOKEN)
+    ));
+    tools.wait_for("document.querySelectorAll('#jobs-rows tr').length === 1");
+    let mut cells = job_cells(&job, "", false);
+    cells[9] = serde_json::json!("Review calls");
+    assert_eq!(tools.eval(JOB_CELLS), serde_json::json!([cells]));
+    let id = job["id"].as_i64().unwrap();
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('.job-review')].map(b => [b.dataset.id, b.getAttribute('aria-label'), b.getAttribute('aria-controls'), b.getAttribute('aria-expanded'), b.type])"),
+        serde_json::json!([[
+            id.to_string(),
+            format!("Review the calls job #{id} waits for"),
+            "calls",
+            "false",
+            "button"
+        ]])
+    );
+    assert_eq!(tools.eval("document.getElementById('calls').hidden"), true);
+
+    edited_and_approved(&mut tools, &server, &refunds).await;
+    rejected_with_a_reason(&mut tools, &server, &provider, &date).await;
+    decided_elsewhere_first(&mut tools, &server, &date).await;
+    assert_eq!(refunds.lock().unwrap().len(), 1);
+
+    // Closed: the job no longer waits, so the focus goes to the panel's Refresh button.
+    tools.eval("document.getElementById('jobs-refresh').click()");
+    tools.wait_for("document.querySelectorAll('.job-review').length === 0");
+    tools.eval("document.getElementById('calls-close').click()");
+    assert_eq!(tools.eval("document.getElementById('calls').hidden"), true);
+    assert_eq!(tools.eval("document.activeElement.id"), "jobs-refresh");
+    assert_eq!(tools.eval("document.title"), "protege inspector");
+    assert_eq!(provider.wire_failures(), Vec::<String>::new());
+}
+
+/// The first mail's call, reviewed: shown as the model asked for it, its markup as text;
+/// refused with no one named, with an input that is no JSON and with one the schema
+/// refuses; then approved with an edited input, which the tool receives exactly, once.
+async fn edited_and_approved(tools: &mut DevTools, server: &Server, refunds: &Mutex<Vec<Refund>>) {
+    let (job, run) = waiting_job(server, "<refund-r@example.com>").await;
+    let first = call_id('R');
+    review(tools, job);
+    assert_eq!(tools.eval(CALL_ITEMS), call_items(&first));
+    assert_eq!(
+        tools.eval(&text_js("calls-head")),
+        format!("Calls job #{job} waits for")
+    );
+    assert_eq!(
+        tools.eval(&text_js("calls-summary")),
+        format!("support · run {run} · round 0 · 1 call waits.")
+    );
+    assert_eq!(tools.eval("document.activeElement.id"), "calls-head");
+    assert_eq!(
+        tools.eval(&format!(
+            "document.querySelector('.job-review[data-id=\"{job}\"]').getAttribute('aria-expanded')"
+        )),
+        "true"
+    );
+    assert_eq!(
+        tools.eval(
+            "document.querySelectorAll('img, iframe, object, embed, script:not([src])').length"
+        ),
+        0
+    );
+    // The item's own elements only: head, name, id, field, label, text area, error.
+    assert_eq!(
+        tools.eval(
+            "document.querySelector('#calls-list .waiting-call').querySelectorAll('*').length"
+        ),
+        7
+    );
+
+    // Nobody named: nothing is sent.
+    tools.eval("document.getElementById('calls-approve').click()");
+    assert_eq!(
+        tools.eval(&text_js("calls-answer")),
+        "Type who decides in “Decided by”."
+    );
+    assert_eq!(tools.eval("document.activeElement.id"), "calls-by");
+    tools.eval("document.getElementById('calls-by').value = 'Ana Operator'");
+
+    // An input that is no JSON: its error shown, nothing sent.
+    let broken = "{\"order\": \"A-1042\", amount: 20}";
+    type_input(tools, broken);
+    tools.eval("document.getElementById('calls-approve').click()");
+    let parse_error = tools.eval(&format!(
+        "(() => {{ try {{ JSON.parse({}); }} catch (e) {{ return e.message; }} }})()",
+        js(broken)
+    ));
+    assert_eq!(
+        tools.eval(&text_js("calls-answer")),
+        format!("Nothing was sent: the input of issue_refund ({first}) is no valid JSON.")
+    );
+    assert_eq!(
+        tools.eval(&text_js("call-error-0")),
+        format!(
+            "This input is no valid JSON: {}",
+            parse_error.as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        tools.eval("[document.activeElement.id, document.activeElement.getAttribute('aria-invalid'), document.activeElement.getAttribute('aria-describedby')]"),
+        serde_json::json!(["call-input-0", "true", "call-error-0"])
+    );
+
+    // An input the tool's schema refuses: the route's answer, the run still waiting.
+    let refused = serde_json::json!({"amount": "twenty", "note": "<img src=x onerror=alert(1)>", "order": "A-1042"});
+    type_input(tools, &serde_json::to_string_pretty(&refused).unwrap());
+    assert_eq!(
+        tools.eval("document.getElementById('call-error-0').hidden"),
+        true
+    );
+    tools.eval("document.getElementById('calls-approve').click()");
+    tools.wait_for("document.getElementById('calls-answer').textContent.startsWith('Refused')");
+    assert_eq!(
+        tools.eval(&text_js("calls-answer")),
+        format!(
+            "Refused (422): the input of call `{first}` (issue_refund) does not match the tool's schema: $.amount: \"twenty\" is not of type \"number\""
+        )
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('calls-answer').classList.contains('error')"),
+        true
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('calls-approve').disabled"),
+        false
+    );
+    let (status, body) = server
+        .get(&format!("/v1/runs/{run}/waiting"), Some(TOKEN))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(refunds.lock().unwrap().is_empty());
+    screenshots_of_the_calls(tools);
+
+    // Approved with an input the schema accepts: the tool receives exactly it, once.
+    let edited = serde_json::json!({"amount": 20, "note": "<img src=x onerror=alert(1)>", "order": "A-1042"});
+    type_input(tools, &serde_json::to_string_pretty(&edited).unwrap());
+    tools.eval("document.getElementById('calls-approve').click()");
+    tools.wait_for("document.getElementById('calls-answer').textContent.startsWith('Approved')");
+    assert_eq!(
+        tools.eval(&text_js("calls-answer")),
+        format!("Approved with 1 edited input: run {run} goes on, job #{job} is queued.")
+    );
+    assert_eq!(
+        tools.eval(&text_js("calls-summary")),
+        format!("support · run {run} · round 0 · approved by Ana Operator.")
+    );
+    assert_eq!(
+        tools.eval("document.getElementById('calls-form').hidden"),
+        true
+    );
+    assert_eq!(tools.eval("document.activeElement.id"), "calls-head");
+    job_in_state(server, "<refund-r@example.com>", "done").await;
+    assert_eq!(*refunds.lock().unwrap(), [(first, edited, true)]);
+    tools.eval("document.getElementById('jobs-refresh').click()");
+    tools.wait_for(
+        "document.querySelectorAll('.job-review').length === 0 && \
+         document.querySelector('#jobs-rows .job-state').textContent === 'done'",
+    );
+}
+
+/// The calls section as the page shows it with a refused input, at 1280 and 360 px wide
+/// (where it fits the window): `waiting-calls.png` and `waiting-calls-narrow.png`.
+fn screenshots_of_the_calls(tools: &mut DevTools) {
+    let dir = screenshots();
+    tools.eval("document.getElementById('calls').scrollIntoView()");
+    capture(tools, &dir.join("waiting-calls.png"), (1280, 900));
+    let metrics = |width: u32, height: u32| serde_json::json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600});
+    tools.call("Emulation.setDeviceMetricsOverride", metrics(360, 800));
+    tools.wait_for("window.innerWidth === 360");
+    assert_eq!(
+        tools.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        true,
+        "{}",
+        tools.eval("document.documentElement.scrollWidth")
+    );
+    tools.eval("document.getElementById('calls').scrollIntoView()");
+    capture(tools, &dir.join("waiting-calls-narrow.png"), (360, 800));
+    tools.call("Emulation.setDeviceMetricsOverride", metrics(1280, 900));
+    tools.wait_for("window.innerWidth === 1280");
+}
+
+/// The calls the page lists for the stand-in's call `id`, as [`CALL_ITEMS`] reads them.
+fn call_items(id: &str) -> serde_json::Value {
+    serde_json::json!([[
+        id,
+        "issue_refund",
+        id,
+        serde_json::to_string_pretty(&asked()).unwrap(),
+        format!("Input of issue_refund ({id}), as JSON"),
+        true
+    ]])
+}
+
+/// A second mail's call rejected in the page with a reason, which the model is told in
+/// the tool's result; who decides is remembered from the first decision.
+async fn rejected_with_a_reason(
+    tools: &mut DevTools,
+    server: &Server,
+    provider: &StandIn,
+    date: &str,
+) {
+    inbound(server, "<refund-s@example.com>", SUPPORT, date, "").await;
+    let (job, run) = waiting_job(server, "<refund-s@example.com>").await;
+    let second = call_id('S');
+    tools.eval("document.getElementById('jobs-refresh').click()");
+    review(tools, job);
+    assert_eq!(tools.eval(CALL_ITEMS), call_items(&second));
+    assert_eq!(
+        tools.eval("document.getElementById('calls-by').value"),
+        "Ana Operator"
+    );
+    tools.eval("document.getElementById('calls-reject').click()");
+    assert_eq!(
+        tools.eval(&text_js("calls-answer")),
+        "Type the reason of the rejection: the model is told it."
+    );
+    assert_eq!(tools.eval("document.activeElement.id"), "calls-reason");
+    let reason = "the order was refunded on 9 March";
+    tools.eval(&format!(
+        "document.getElementById('calls-reason').value = {}; \
+         document.getElementById('calls-reject').click()",
+        js(reason)
+    ));
+    tools.wait_for("document.getElementById('calls-answer').textContent.startsWith('Rejected')");
+    assert_eq!(
+        tools.eval(&text_js("calls-answer")),
+        format!("Rejected: run {run} goes on, job #{job} is queued.")
+    );
+    job_in_state(server, "<refund-s@example.com>", "done").await;
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    let told = requests[3].json();
+    let last = told["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last,
+        serde_json::json!({"role": "user", "content": [{
+            "type": "tool_result",
+            "tool_use_id": second,
+            "content": format!("rejected by an operator: {reason}"),
+            "is_error": true,
+            "cache_control": {"type": "ephemeral"}
+        }]}),
+        "{told}"
+    );
+}
+
+/// A third mail's call, reviewed in the page but rejected through the route first: the
+/// page's approval is refused, says why, and leaves nothing to decide.
+async fn decided_elsewhere_first(tools: &mut DevTools, server: &Server, date: &str) {
+    inbound(server, "<refund-t@example.com>", SUPPORT, date, "").await;
+    let (job, run) = waiting_job(server, "<refund-t@example.com>").await;
+    tools.eval("document.getElementById('jobs-refresh').click()");
+    review(tools, job);
+    let (status, body) = server
+        .post(
+            &format!("/v1/runs/{run}/reject"),
+            "application/json",
+            serde_json::json!({"by": "Bo Backup", "reason": "no refund is due"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    tools.eval("document.getElementById('calls-approve').click()");
+    tools.wait_for("document.getElementById('calls-answer').textContent.startsWith('Refused')");
+    // The run goes on meanwhile: `started`, or already `done`.
+    let conflict = tools.eval(&text_js("calls-answer"));
+    assert!(
+        ["started", "done"].iter().any(|status| conflict
+            == format!(
+                "Refused (409): run `{run}` is `{status}`: only a `waiting` run can be approved"
+            )
+            .as_str()),
+        "{conflict}"
+    );
+    assert_eq!(
+        tools.eval(&text_js("calls-summary")),
+        format!("support · run {run} · round 0 · no longer waiting.")
+    );
+    assert_eq!(
+        tools.eval("[...document.querySelectorAll('#calls-form .decide')].map(b => b.disabled)"),
+        serde_json::json!([true, true])
+    );
+    job_in_state(server, "<refund-t@example.com>", "done").await;
 }

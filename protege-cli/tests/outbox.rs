@@ -465,6 +465,105 @@ async fn forgetting_the_customer_removes_her_replies_and_their_bytes() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_waits_for_a_reply_being_sent_and_removes_it_once_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "protege_outbox_forget_sending").await {
+        // Authenticated: the reply is queued, and a worker claims it.
+        let root = root_with("");
+        let (engine, run) = finished_run(root.path(), &url, true).await;
+        let reply = outbox_of(engine.compose_reply(&run).await.unwrap());
+        let claimed = engine
+            .claim_outbox("smtp-worker", 1, std::time::Duration::from_secs(60), None)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1, "{url}");
+        let forgetting = {
+            let engine = engine.clone();
+            // The reply goes to her Reply-To.
+            tokio::spawn(async move { engine.forget("zoe.lee@example.com", false).await })
+        };
+        // The SMTP exchange is under way: nothing is removed meanwhile.
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        assert!(!forgetting.is_finished(), "{url}");
+        assert_eq!(
+            engine.outbox_entry(reply.id, false).await.unwrap().state,
+            "sending",
+            "{url}"
+        );
+        // The server said 250: the worker records it, and only then the erasure runs.
+        engine
+            .mark_sent(reply.id, "smtp-worker", "250 2.0.0 Ok: queued as 1")
+            .await
+            .unwrap();
+        let removed = tokio::time::timeout(std::time::Duration::from_secs(30), forgetting)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(removed.outbox, 1, "{url}");
+        let gone = engine.outbox_entry(reply.id, true).await.unwrap_err();
+        assert_eq!(gone.kind(), EngineErrorKind::NotFound, "{url}");
+    }
+}
+
+/// A delivery report of the mail server `mx.example.com` returning the headers of the
+/// message `returned`.
+fn delivery_report(id: &str, returned: &str) -> String {
+    format!(
+        "From: MAILER-DAEMON@mx.example.com\r\nTo: support@acme.test\r\n\
+         Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: {id}\r\n\
+         Date: Wed, 11 Mar 2026 10:00:00 +0000\r\n\
+         Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nThe mail could not be delivered.\r\n\
+         --b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.com\r\n\r\n\
+         Final-Recipient: rfc822; zoe.lee@example.com\r\nAction: failed\r\nStatus: 5.1.1\r\n\
+         --b\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: support@acme.test\r\n\
+         Message-ID: {returned}\r\nSubject: Re: Where is my order?\r\n\
+         --b--\r\n"
+    )
+}
+
+#[tokio::test]
+async fn a_delivery_report_marks_the_sent_reply_it_returns_bounced_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "protege_outbox_bounce").await {
+        let root = root_with("");
+        let (engine, run) = finished_run(root.path(), &url, true).await;
+        let reply = outbox_of(engine.compose_reply(&run).await.unwrap());
+        // A report before the reply was sent marks nothing.
+        let early = delivery_report("<dsn-0@mx.example.com>", &reply.message_id);
+        engine
+            .ingest_mail(early.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        assert_eq!(
+            engine.outbox_entry(reply.id, false).await.unwrap().state,
+            "queued",
+            "{url}"
+        );
+        engine
+            .claim_outbox("smtp-worker", 1, std::time::Duration::from_secs(60), None)
+            .await
+            .unwrap();
+        engine
+            .mark_sent(reply.id, "smtp-worker", "250 2.0.0 Ok")
+            .await
+            .unwrap();
+        let report = delivery_report("<dsn-1@mx.example.com>", &reply.message_id);
+        engine
+            .ingest_mail(report.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let row = engine.outbox_entry(reply.id, false).await.unwrap();
+        assert_eq!(
+            (row.state.as_str(), row.reason.as_deref()),
+            ("bounced", Some("delivery report <dsn-1@mx.example.com>")),
+            "{url}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_subject_too_long_for_one_header_line_composes_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -714,7 +714,7 @@ async fn runs_refuse_what_they_cannot_record() {
         ),
         (
             EngineErrorKind::BadRequest,
-            "a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`"
+            "a run needs a provider's wire format: ask for `openai`, `openai-responses`, `anthropic` or `provider`"
                 .to_owned()
         )
     );
@@ -943,7 +943,7 @@ async fn the_command_line_records_a_run() {
         (
             2,
             "",
-            "error: a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`\n"
+            "error: a run needs a provider's wire format: ask for `openai`, `openai-responses`, `anthropic` or `provider`\n"
         )
     );
     let (code, out, err) = cli_run(

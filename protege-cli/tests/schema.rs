@@ -300,13 +300,43 @@ const MISTAKES: &[Mistake] = &[
         schema: &["/responsibilities/0"],
     },
     Mistake {
+        toml: "[[responsibilities]]\nname = \"daily\"\nschedule = \"0 8 * * *\"\ntimezone = \"Europe Paris\"",
+        reader: "p.toml:4:12: error: unknown time zone `Europe Paris`, did you mean `Europe/Paris`?",
+        schema: &["/responsibilities/0/timezone"],
+    },
+    Mistake {
+        toml: "[[responsibilities]]\nname = \"daily\"\nschedule = \"0 8 * * *\"\nto = [\"the team\"]",
+        reader: "p.toml:4:7: error: `the team` is not an email address",
+        schema: &["/responsibilities/0/to/0"],
+    },
+    Mistake {
+        toml: "[[responsibilities]]\nname = \"daily\"\nschedule = \"0 8 * * *\"\nsubject = \"Open\\nthreads\"",
+        reader: "p.toml:4:11: error: `subject` must be one line: no control characters (line breaks, tabs, NUL …)",
+        schema: &["/responsibilities/0/subject"],
+    },
+    Mistake {
+        toml: "[[responsibilities]]\nname = \"daily\"\nschedule = \"0 8 * * *\"\ncatch_up = \"some\"",
+        reader: "p.toml:4:12: error: unknown `catch_up` value `some`, expected `latest`, `all` or `none`",
+        schema: &["/responsibilities/0/catch_up"],
+    },
+    Mistake {
+        toml: "[agent]\nmax_catch_up = 0",
+        reader: "p.toml:2:16: error: `max_catch_up` must be a positive integer, found `0`",
+        schema: &["/agent/max_catch_up"],
+    },
+    Mistake {
+        toml: "[[message_resolvers]]\nuse = \"OpenThreads\"\nwithin = \"1w\"",
+        reader: "p.toml:3:10: error: `within` must be a duration: a positive integer and a unit `s`, `m`, `h` or `d`, such as `\"90s\"` or `\"2d\"`; found `1w`",
+        schema: &["/message_resolvers/0/within"],
+    },
+    Mistake {
         toml: "message_resolvers = \"LoadText\"",
         reader: "p.toml:1:21: error: `message_resolvers` must be an array, found a string",
         schema: &["/message_resolvers"],
     },
     Mistake {
         toml: "[[message_resolvers]]\ntemplate = \"x\"",
-        reader: "p.toml:1:1: error: resolver entry needs `use`, one of `LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`, `CorrespondentHistory`",
+        reader: "p.toml:1:1: error: resolver entry needs `use`, one of `LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`, `CorrespondentHistory`, `OpenThreads`",
         schema: &["/message_resolvers/0"],
     },
     Mistake {

@@ -219,6 +219,8 @@ fn man_writes_a_page_per_command_into_a_folder() {
         "protege-agent-retry",
         "protege-agent-run",
         "protege-agent-work",
+        "protege-agent-due",
+        "protege-agent-tick",
         "protege-diff",
         "protege-completions",
         "protege-man",

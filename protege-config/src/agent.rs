@@ -16,8 +16,8 @@ use protege_core::{
     Unauthenticated,
 };
 use protege_schema::{
-    AFTER_PERSON, AGENT, APPROVALS, DURATION_MAX_DAYS, FROM_NAME_MAX_CHARS, OUTBOX, REPLY_MODES,
-    TLS_MODES, UNAUTHENTICATED, is_identifier, key_names,
+    AFTER_PERSON, AGENT, APPROVALS, DURATION_MAX_DAYS, DurationError, FROM_NAME_MAX_CHARS, OUTBOX,
+    REPLY_MODES, TLS_MODES, UNAUTHENTICATED, is_identifier, key_names, parse_duration,
 };
 use toml::de::DeValue;
 
@@ -103,6 +103,7 @@ pub(crate) fn agent(
         ("max_replies_per_day", &mut agent.max_replies_per_day),
         ("provider_attempts", &mut agent.provider_attempts),
         ("max_attempts", &mut agent.max_attempts),
+        ("max_catch_up", &mut agent.max_catch_up),
     ] {
         if let Some(v) = get(t, key)
             && let Some(n) = reader::positive(sink, v, Quoted(key))
@@ -201,7 +202,7 @@ pub(crate) fn outbox(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaOutbox {
         outbox.ca_file = non_blank(sink, v, "ca_file").map(PathBuf::from);
     }
     if let Some(v) = get(t, "from_name") {
-        outbox.from_name = from_name(sink, v);
+        outbox.from_name = one_line(sink, v, "from_name", FROM_NAME_MAX_CHARS);
     }
     outbox
 }
@@ -268,25 +269,31 @@ pub(crate) fn non_blank(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Op
     Some(text.to_owned())
 }
 
-/// `from_name`: one line of at most [`FROM_NAME_MAX_CHARS`] characters, not blank.
-fn from_name(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<String> {
-    let name = non_blank(sink, value, "from_name")?;
-    if name.contains(char::is_control) {
+/// The text under `key` (`from_name`, a responsibility's `subject`): one line of at most
+/// `max` characters, not blank.
+pub(crate) fn one_line(
+    sink: &mut Sink<'_>,
+    value: &Value<'_>,
+    key: &str,
+    max: usize,
+) -> Option<String> {
+    let text = non_blank(sink, value, key)?;
+    if text.contains(char::is_control) {
         sink.error(
             value.span(),
-            "`from_name` must be one line: no control characters (line breaks, tabs, NUL …)",
+            format!("`{key}` must be one line: no control characters (line breaks, tabs, NUL …)"),
         );
         return None;
     }
-    let chars = name.chars().count();
-    if chars > FROM_NAME_MAX_CHARS {
+    let chars = text.chars().count();
+    if chars > max {
         sink.error(
             value.span(),
-            format!("`from_name` must be at most {FROM_NAME_MAX_CHARS} characters, found {chars}"),
+            format!("`{key}` must be at most {max} characters, found {chars}"),
         );
         return None;
     }
-    Some(name)
+    Some(text)
 }
 
 /// A duration such as `"90s"`, `"11m"`, `"48h"` or `"2d"`, at most [`DURATION_MAX_DAYS`]
@@ -313,44 +320,6 @@ pub(crate) fn duration(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Opt
         ),
     );
     None
-}
-
-/// Why a text is not a duration.
-#[derive(Debug, PartialEq, Eq)]
-enum DurationError {
-    /// It is not a positive integer and a unit.
-    Malformed,
-    /// It is longer than [`DURATION_MAX_DAYS`] days.
-    TooLong,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, DurationError> {
-    let Some(unit) = text.chars().last() else {
-        return Err(DurationError::Malformed);
-    };
-    let digits = &text[..text.len() - unit.len_utf8()];
-    let seconds_per_unit: u64 = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86_400,
-        _ => return Err(DurationError::Malformed),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(DurationError::Malformed);
-    }
-    if digits.bytes().all(|b| b == b'0') {
-        return Err(DurationError::Malformed);
-    }
-    let seconds = digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(seconds_per_unit))
-        .ok_or(DurationError::TooLong)?;
-    if seconds > DURATION_MAX_DAYS * 86_400 {
-        return Err(DurationError::TooLong);
-    }
-    Ok(Duration::from_secs(seconds))
 }
 
 /// `smtp`: the scheme says how the connection is secured, the port defaults by it.
@@ -522,31 +491,6 @@ pub(crate) fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("11m"), Ok(Duration::from_secs(660)));
-        assert_eq!(parse_duration("48h"), Ok(Duration::from_secs(48 * 3600)));
-        assert_eq!(
-            parse_duration("365d"),
-            Ok(Duration::from_secs(365 * 86_400))
-        );
-        assert_eq!(parse_duration("366d"), Err(DurationError::TooLong));
-        assert_eq!(
-            parse_duration("99999999999999999999s"),
-            Err(DurationError::TooLong)
-        );
-        for bad in [
-            "", "s", "0s", "00m", "2", "2 d", "2D", "+2d", "-2d", "2.5h", "1w", "2dd", "²d",
-        ] {
-            assert_eq!(
-                parse_duration(bad),
-                Err(DurationError::Malformed),
-                "{bad:?}"
-            );
-        }
-    }
 
     #[test]
     fn smtp_urls() {

@@ -1,6 +1,6 @@
 //! Loading a persona, stage 4 of 4, for the built-in resolvers: their TOML options
 //! (`LoadText`, `LoadFile`, `LoadRecord`, `ThreadHistory`, `ThreadSummary`,
-//! `CorrespondentHistory`), read from an
+//! `CorrespondentHistory`, `OpenThreads`), read from an
 //! entry of a chain ([`chains`](crate::chains)).
 //!
 //! Which keys an entry may have, which are required and how each value is read come from
@@ -11,13 +11,13 @@
 use std::ops::Range;
 
 use protege_core::{
-    BoxResolver, CorrespondentHistory, LoadFile, LoadRecord, LoadText, OrderBy, Role, Template,
-    ThreadHistory, ThreadSummary, WhereValue, Window,
+    BoxResolver, CorrespondentHistory, LoadFile, LoadRecord, LoadText, OpenThreads, OrderBy, Role,
+    Template, ThreadHistory, ThreadSummary, WhereValue, Window,
 };
 use protege_schema::names::{Scope, Trigger};
 use protege_schema::{
-    Builtin, CORRESPONDENT_HISTORY, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OptionSpec, QUOTED,
-    ROLES, THREAD_HISTORY, THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
+    Builtin, CORRESPONDENT_HISTORY, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OPEN_THREADS,
+    OptionSpec, QUOTED, ROLES, THREAD_HISTORY, THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
 };
 use toml::de::{DeTable, DeValue};
 
@@ -69,6 +69,8 @@ enum Read {
     Quoted(protege_core::Quoted),
     /// A boolean.
     Flag(bool),
+    /// A duration.
+    Duration(std::time::Duration),
 }
 
 /// The options of one entry, read: each given option with its value, `None` where the value
@@ -246,6 +248,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
             }
             Kind::Quoted => parse_quoted(self.sink, value).map(Read::Quoted),
             Kind::Flag => reader::boolean(self.sink, value, what).map(Read::Flag),
+            Kind::Duration => crate::agent::duration(self.sink, value, key).map(Read::Duration),
             // A closure has no TOML form; `read_entry` reads TOML options only.
             Kind::Closure => None,
         }
@@ -354,6 +357,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
             record,
             summary: self.name == "ThreadSummary",
             thread: self.name == "CorrespondentHistory",
+            open_thread: self.name == "OpenThreads",
             vars: self.vars,
         }
     }
@@ -520,6 +524,22 @@ pub(crate) fn correspondent_history(o: &mut Options<'_, '_, '_>) -> Option<BoxRe
             ("template", Some(Read::Template(t))) => r.template(t.clone()),
             ("role", Some(Read::Role(role))) => r.role(*role),
             ("quoted", Some(Read::Quoted(q))) => r.quoted(*q),
+            _ => r,
+        };
+    }
+    entry.ok.then(|| BoxResolver::new(r))
+}
+
+/// `OpenThreads`: `within`, `limit`, `template` (variable `thread`), `role`.
+pub(crate) fn open_threads(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
+    let entry = o.read_entry(&OPEN_THREADS);
+    let mut r = OpenThreads::new();
+    for (name, read) in &entry.values {
+        r = match (*name, read) {
+            ("within", Some(Read::Duration(d))) => r.within(*d),
+            ("limit", Some(Read::Count(n))) => r.limit(*n),
+            ("template", Some(Read::Template(t))) => r.template(t.clone()),
+            ("role", Some(Read::Role(role))) => r.role(*role),
             _ => r,
         };
     }

@@ -115,6 +115,40 @@ impl Persona {
     }
 }
 
+impl Persona {
+    /// What `protege check` warns of in this persona, at the key in `source` (the text it was
+    /// parsed from): settings that load but say something twice or in vain. So far: `[agent]
+    /// reply = "draft"` with `approval = "always"` (they mean the same).
+    ///
+    /// ```
+    /// use protege::config::{Persona, Registry};
+    /// let source = "[agent]\nreply = \"draft\"\napproval = \"always\"\n";
+    /// let persona = Persona::parse("p.toml".as_ref(), source, &Registry::new()).unwrap();
+    /// let warnings = persona.warnings(source);
+    /// assert_eq!((warnings[0].line(), warnings[0].column()), (3, 12));
+    /// ```
+    pub fn warnings(&self, source: &str) -> Vec<Diagnostic> {
+        let Some(agent) = &self.info.agent else {
+            return Vec::new();
+        };
+        let (doc, _) = DeTable::parse_recoverable(source);
+        let doc = doc.get_ref();
+        let mut out = Vec::new();
+        if agent.reply == protege_core::ReplyMode::Draft
+            && agent.approval == protege_core::Approval::Always
+            && let Some(v) = table(doc, "agent").and_then(|t| get(t, "approval"))
+        {
+            out.push(Diagnostic::new(
+                &self.path,
+                source,
+                v.span(),
+                "`approval = \"always\"` says again what `reply = \"draft\"` says: every reply waits for approval; keep one",
+            ));
+        }
+        out
+    }
+}
+
 /// The table under `key`, when it is one.
 fn table<'a, 'i>(doc: &'a DeTable<'i>, key: &str) -> Option<&'a DeTable<'i>> {
     match get(doc, key)?.get_ref() {

@@ -5,7 +5,8 @@
 //! An editor reads it through taplo's `#:schema` directive (Even Better TOML in VS Code).
 //! It says what the reader says of a key's place and type, of required keys, of the values
 //! a setting takes and of numbers' ranges; the reader alone checks what JSON Schema cannot
-//! say (templates and the names they use, duplicate names, a cron expression's fields).
+//! say (templates and the names they use, duplicate names, a cron expression's fields, which
+//! time zones exist).
 
 use protege_schema::{
     Applies, BUILTINS, Builtin, Default, Key, Kind, OptionSpec, ROLES, Shape, TOOL_RUNNERS, WINDOWS,
@@ -16,6 +17,9 @@ use crate::registry::Registry;
 
 /// The pattern of a table or column name.
 const IDENTIFIER: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
+
+/// The pattern of a duration: a positive integer and a unit.
+const DURATION: &str = "^0*[1-9][0-9]*[smhd]$";
 
 /// The pattern of a tool's name.
 const TOOL_NAME: &str = "^[A-Za-z0-9_-]{1,64}$";
@@ -140,6 +144,7 @@ fn option(o: &OptionSpec) -> Value {
         Kind::Window => json!({ "enum": WINDOWS }),
         Kind::Quoted => json!({ "enum": protege_schema::QUOTED }),
         Kind::Flag => json!({ "type": "boolean" }),
+        Kind::Duration => json!({ "type": "string", "pattern": DURATION }),
         Kind::Closure => json!({}),
     };
     describe(&mut value, o.doc, o.default);
@@ -177,7 +182,7 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
         Shape::OneOf(values) => json!({ "enum": values }),
         Shape::Positive { max } => json!({ "type": "integer", "minimum": 1, "maximum": max }),
         Shape::Flag => json!({ "type": "boolean" }),
-        Shape::Duration => json!({ "type": "string", "pattern": "^0*[1-9][0-9]*[smhd]$" }),
+        Shape::Duration => json!({ "type": "string", "pattern": DURATION }),
         Shape::SmtpUrl => json!({
             "type": "string",
             "pattern": "^smtps?://([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$",
@@ -235,6 +240,10 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
         Shape::Tools(keys) => json!({ "type": "array", "items": tool_entry(keys, registry) }),
         Shape::ToolName => json!({ "type": "string", "pattern": TOOL_NAME }),
         Shape::Cron => json!({ "type": "string", "pattern": "^\\s*\\S+(\\s+\\S+){4}\\s*$" }),
+        Shape::TimeZone => json!({
+            "type": "string",
+            "pattern": "^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$",
+        }),
         Shape::ObjectSchema => json!({
             "type": "object",
             "required": ["type"],

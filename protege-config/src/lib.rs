@@ -26,7 +26,8 @@
 //!
 //! Loading a persona runs in stages, one module each, read top to bottom: `source` (the
 //! file's text), `syntax` (TOML), `persona` (the schema, with `agent` for the `[agent]`
-//! and `[outbox]` tables and `tools` for `[[tools]]`), `chains` (the resolver entries,
+//! and `[outbox]` tables, `tools` for `[[tools]]` and `responsibilities` for
+//! `[[responsibilities]]`), `chains` (the resolver entries,
 //! with `registry` and `builtins` for each resolver's options); `set` loads a folder of
 //! them and `watch` reloads it.
 
@@ -44,6 +45,7 @@ mod persona;
 mod reader;
 mod registry;
 mod resources;
+mod responsibilities;
 mod set;
 mod source;
 mod syntax;

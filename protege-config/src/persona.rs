@@ -1,31 +1,31 @@
 //! Loading a persona, stage 3 of 4: the persona schema. [`Persona::parse`] runs the
 //! stages in order: the TOML syntax ([`syntax`](crate::syntax)), then the top-level keys
-//! and tables read here (`name`, `addresses`, `[model]`, `[limits]`, `[mail]`,
-//! `[[responsibilities]]`; `[agent]` and `[outbox]` in [`agent`](crate::agent),
-//! `[[tools]]` in [`tools`](crate::tools)), then the resolver chains
-//! ([`chains`](crate::chains)). Stage 1, the file's text, is [`source`](crate::source);
-//! a folder of personas is [`PersonaSet`](crate::PersonaSet).
+//! and tables read here (`name`, `addresses`, `[model]`, `[limits]`, `[mail]`; `[agent]`
+//! and `[outbox]` in [`agent`](crate::agent), `[[tools]]` in [`tools`](crate::tools),
+//! `[[responsibilities]]` in [`responsibilities`](crate::responsibilities)), then the
+//! resolver chains ([`chains`](crate::chains)). Stage 1, the file's text, is
+//! [`source`](crate::source); a folder of personas is [`PersonaSet`](crate::PersonaSet).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{
-    CacheMode, DynChain, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider,
-    Responsibility,
+    CacheMode, DynChain, ModelConfig, OpenaiApi, PersonaInfo, PersonaLimits, PersonaMail, Provider,
 };
 use protege_schema::{
-    CACHE_MODES, LIMITS, MAIL, MODEL, PERSONA, PROVIDERS, RESPONSIBILITY, key_names,
+    CACHE_MODES, LIMITS, MAIL, MODEL, OPENAI_APIS, PERSONA, PROVIDERS, key_names,
 };
 use toml::de::{DeTable, DeValue};
 
 use crate::agent::{self, is_loopback};
 use crate::chains::chain;
-use crate::diagnostic::{Diagnostics, lowercase_first, suggestion};
-use crate::reader::{self, Sink, Value, entries, get, required, unknown_keys};
+use crate::diagnostic::{Diagnostics, suggestion};
+use crate::reader::{self, Quoted, Sink, Value, get, unknown_keys};
 use crate::registry::Registry;
+use crate::responsibilities;
 use crate::syntax;
 use crate::templates::Templates;
-use crate::tools::{self, ToolNames};
+use crate::tools;
 
 /// A validated persona: what it is, and its two resolver chains, built once at load.
 ///
@@ -131,7 +131,7 @@ fn read(
         .and_then(|v| reader::string(sink, v, "`instructions`"))
         .unwrap_or_default();
     let addresses = get(doc, "addresses")
-        .map(|v| addresses(sink, v))
+        .map(|v| addresses(sink, v, "addresses"))
         .unwrap_or_default();
     let vars = match get(doc, "vars") {
         Some(v) => {
@@ -157,7 +157,7 @@ fn read(
         .map(|v| agent::outbox(sink, v))
         .unwrap_or_default();
     let responsibilities = get(doc, "responsibilities")
-        .map(|v| responsibilities(sink, v, &tools.names))
+        .map(|v| responsibilities::read(sink, v, &tools.names))
         .unwrap_or_default();
     let message_chain = chain(
         sink,
@@ -198,13 +198,15 @@ fn read(
     })
 }
 
-fn addresses(sink: &mut Sink<'_>, value: &Value<'_>) -> Vec<String> {
-    let Some(items) = reader::array(sink, value, "`addresses`") else {
+/// An array of bare email addresses under `key` (`addresses`, a responsibility's `to`),
+/// each trimmed; every other value is reported.
+pub(crate) fn addresses(sink: &mut Sink<'_>, value: &Value<'_>, key: &str) -> Vec<String> {
+    let Some(items) = reader::array(sink, value, Quoted(key)) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        if let Some(a) = reader::string(sink, item, &format!("`addresses[{i}]`")) {
+        if let Some(a) = reader::string(sink, item, &format!("`{key}[{i}]`")) {
             if a.contains('@') && !a.trim().contains(char::is_whitespace) {
                 out.push(a.trim().to_owned());
             } else {
@@ -236,6 +238,9 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
                 None
             }
         };
+    }
+    if let Some(v) = get(t, "api") {
+        model.api = api(sink, v, &model, get(t, "provider").is_some());
     }
     if let Some(v) = get(t, "name") {
         model.name = reader::string(sink, v, "`name`");
@@ -292,6 +297,46 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
         model.timeout = agent::duration(sink, v, "timeout");
     }
     Some(model)
+}
+
+/// `[model] api`: one of OpenAI's APIs, so only with `provider = "openai"` (`provider_written`:
+/// whether the table names a provider at all, which may be an unknown one already reported).
+fn api(
+    sink: &mut Sink<'_>,
+    v: &Value<'_>,
+    model: &ModelConfig,
+    provider_written: bool,
+) -> Option<OpenaiApi> {
+    let name = reader::string(sink, v, "`api`")?;
+    let Some(api) = OpenaiApi::parse(&name) else {
+        let hint = suggestion(&name, OPENAI_APIS);
+        let message = if hint.is_empty() {
+            format!("unknown api `{name}`, expected `chat` or `responses`")
+        } else {
+            format!("unknown api `{name}`{hint}")
+        };
+        sink.error(v.span(), message);
+        return None;
+    };
+    match model.provider {
+        Some(Provider::Openai) => Some(api),
+        Some(Provider::Anthropic) => {
+            sink.error(
+                v.span(),
+                "`api` chooses between OpenAI's APIs; `provider = \"anthropic\"` has only the Messages API: remove `api` or set `provider = \"openai\"`",
+            );
+            None
+        }
+        // An unknown provider is reported at `provider`.
+        None if provider_written => None,
+        None => {
+            sink.error(
+                v.span(),
+                "`api` chooses between OpenAI's APIs and needs `provider = \"openai\"` in the same table",
+            );
+            None
+        }
+    }
 }
 
 /// The `[limits]` table: positive integers replacing the application's template budget,
@@ -386,114 +431,4 @@ pub fn addresses_in(source: &str) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-fn responsibilities(
-    sink: &mut Sink<'_>,
-    value: &Value<'_>,
-    tools: &ToolNames,
-) -> Vec<Responsibility> {
-    let mut out: Vec<Responsibility> = Vec::new();
-    // Every name seen, also of entries with other problems, so that a duplicate is
-    // reported whatever else is wrong with either entry.
-    let mut seen: Vec<String> = Vec::new();
-    for (entry, t) in entries(sink, value, "responsibilities") {
-        unknown_keys(
-            sink,
-            t,
-            &key_names(RESPONSIBILITY),
-            " in `[[responsibilities]]`",
-        );
-        let name = required(sink, entry, t, "name", "a responsibility").and_then(|v| {
-            let n = reader::string(sink, v, "`name`")?;
-            if n.trim().is_empty() {
-                sink.error(v.span(), "`name` must not be empty");
-                return None;
-            }
-            if seen.contains(&n) {
-                sink.error(v.span(), format!("duplicate responsibility `{n}`"));
-                return None;
-            }
-            seen.push(n.clone());
-            Some(n)
-        });
-        let schedule = required(sink, entry, t, "schedule", "a responsibility").and_then(|v| {
-            let s = reader::string(sink, v, "`schedule`")?;
-            match check_cron(&s) {
-                Ok(()) => Some(s),
-                Err(message) => {
-                    sink.error(v.span(), message);
-                    None
-                }
-            }
-        });
-        let instructions = get(t, "instructions")
-            .and_then(|v| reader::string(sink, v, "`instructions`"))
-            .unwrap_or_default();
-        let tools = match get(t, "tools") {
-            Some(v) => tools.check(sink, v, "tools"),
-            None => Some(Vec::new()),
-        };
-        if let (Some(name), Some(schedule), Some(tools)) = (name, schedule, tools) {
-            out.push(Responsibility {
-                name,
-                schedule,
-                instructions,
-                tools,
-            });
-        }
-    }
-    out
-}
-
-/// Checks a standard 5-field cron expression (minute hour day-of-month month day-of-week).
-///
-/// Remembers the verdicts of the last schedules seen: a folder of personas repeats a few
-/// schedules, and parsing one costs more than the rest of its persona file.
-fn check_cron(schedule: &str) -> Result<(), String> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, PoisonError};
-    static SEEN: Mutex<Option<HashMap<String, Result<(), String>>>> = Mutex::new(None);
-    const REMEMBERED: usize = 256;
-    if let Some(verdict) = SEEN
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-        .and_then(|seen| seen.get(schedule))
-    {
-        return verdict.clone();
-    }
-    let verdict = parse_cron(schedule);
-    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
-    let seen = seen.get_or_insert_with(HashMap::new);
-    if seen.len() >= REMEMBERED {
-        seen.clear();
-    }
-    seen.insert(schedule.to_owned(), verdict.clone());
-    verdict
-}
-
-fn parse_cron(schedule: &str) -> Result<(), String> {
-    let fields = schedule.split_whitespace().count();
-    if fields != 5 {
-        return Err(format!(
-            "invalid schedule `{schedule}`: expected 5 fields (minute hour day-of-month month day-of-week), found {fields}"
-        ));
-    }
-    let parser = croner::parser::CronParser::builder()
-        .seconds(croner::parser::Seconds::Disallowed)
-        .year(croner::parser::Year::Disallowed)
-        .build();
-    parser.parse(schedule).map(|_| ()).map_err(|e| {
-        let detail = match e {
-            croner::errors::CronError::ComponentError(m)
-            | croner::errors::CronError::InvalidPattern(m)
-            | croner::errors::CronError::IllegalCharacters(m) => m,
-            other => other.to_string(),
-        };
-        format!(
-            "invalid schedule `{schedule}`: {}",
-            lowercase_first(&detail)
-        )
-    })
 }

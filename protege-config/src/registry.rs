@@ -15,13 +15,14 @@ type BuiltinFactory = for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<Box
 
 /// The reader of each built-in of the shared table (names, aliases and options come from
 /// `protege-schema`).
-const BUILTIN_FACTORIES: [(&str, BuiltinFactory); 6] = [
+const BUILTIN_FACTORIES: [(&str, BuiltinFactory); 7] = [
     ("LoadText", builtins::load_text),
     ("LoadFile", builtins::load_file),
     ("LoadRecord", builtins::load_record),
     ("ThreadHistory", builtins::thread_history),
     ("ThreadSummary", builtins::thread_summary),
     ("CorrespondentHistory", builtins::correspondent_history),
+    ("OpenThreads", builtins::open_threads),
 ];
 
 struct Entry {
@@ -31,7 +32,8 @@ struct Entry {
 }
 
 /// The resolvers personas can `use`: the built-ins (`LoadText`, `LoadFile`, `LoadRecord`,
-/// `ThreadHistory`, `ThreadSummary`, `CorrespondentHistory`, with `LoadTextResolver`-style
+/// `ThreadHistory`, `ThreadSummary`, `CorrespondentHistory`, `OpenThreads`, with
+/// `LoadTextResolver`-style
 /// long names as aliases) plus the custom types registered with [`Registry::register`].
 ///
 /// ```
@@ -45,7 +47,8 @@ struct Entry {
 ///         "LoadRecord",
 ///         "ThreadHistory",
 ///         "ThreadSummary",
-///         "CorrespondentHistory"
+///         "CorrespondentHistory",
+///         "OpenThreads"
 ///     ]
 /// );
 /// ```

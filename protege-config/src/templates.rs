@@ -24,6 +24,7 @@ struct Seen {
     record: bool,
     summary: bool,
     thread: bool,
+    open_thread: bool,
     /// A hash of the persona's `[vars]` keys (`None` when they were unknown): equal keys,
     /// or two lists whose 64-bit hashes under random keys collide.
     vars: Option<u64>,
@@ -42,7 +43,16 @@ impl Templates {
     ) -> protege_core::Result<(Template, Vec<Problem>)> {
         let vars = scope.vars.map(|keys| self.keys.hash_one(keys));
         let mut hasher = self.keys.build_hasher();
-        (name, text, scope.record, scope.summary, scope.thread, vars).hash(&mut hasher);
+        (
+            name,
+            text,
+            scope.record,
+            scope.summary,
+            scope.thread,
+            scope.open_thread,
+            vars,
+        )
+            .hash(&mut hasher);
         std::mem::discriminant(&scope.trigger).hash(&mut hasher);
         let key = hasher.finish();
         if let Some(seen) = self.seen.get(&key)
@@ -52,6 +62,7 @@ impl Templates {
             && seen.record == scope.record
             && seen.summary == scope.summary
             && seen.thread == scope.thread
+            && seen.open_thread == scope.open_thread
             && seen.vars == vars
         {
             return Ok((seen.template.clone(), seen.problems.clone()));
@@ -66,6 +77,7 @@ impl Templates {
             record: scope.record,
             summary: scope.summary,
             thread: scope.thread,
+            open_thread: scope.open_thread,
             vars,
             problems: problems.clone(),
         });

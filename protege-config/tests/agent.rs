@@ -105,6 +105,7 @@ fn an_empty_agent_table_is_there_with_the_defaults() {
         give_up_after: Duration::from_secs(24 * 3600),
         pause: Duration::from_secs(600),
         reply_tools: None,
+        max_catch_up: 24,
     };
     assert_eq!(agent("[agent]"), Some(expected.clone()));
     assert_eq!(PersonaAgent::default(), expected);

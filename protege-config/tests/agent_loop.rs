@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use protege_config::{Persona, PersonaSet, Registry};
 use protege_core::{
-    AfterPerson, Approval, BuiltinTool, HttpTool, McpServer, McpTool, ModelConfig, PersonaAgent,
-    PersonaTool, Provider, READ_ATTACHMENT_DESCRIPTION, ReplyMode, Responsibility, ToolDef,
-    ToolRunner, Unauthenticated,
+    AfterPerson, Approval, BuiltinTool, HttpTool, McpServer, McpTool, ModelConfig, OpenaiApi,
+    PersonaAgent, PersonaTool, Provider, READ_ATTACHMENT_DESCRIPTION, ReplyMode, Responsibility,
+    ToolDef, ToolRunner, Unauthenticated,
 };
 use serde_json::json;
 
@@ -120,6 +120,48 @@ fn every_model_key_of_the_agent_is_read() {
             Some("https://gateway.acme.test/openai"),
             Duration::from_secs(90)
         )
+    );
+}
+
+#[test]
+fn openai_s_api_chooses_the_responses_format_and_is_written_only_when_set() {
+    let responses = model("[model]\nprovider = \"openai\"\napi = \"responses\"\nname = \"gpt-5\"");
+    let chat = model("[model]\nprovider = \"openai\"\napi = \"chat\"");
+    let default = model("[model]\nprovider = \"openai\"");
+    assert_eq!(
+        [&responses, &chat, &default].map(|m| (m.api, m.uses_responses())),
+        [
+            (Some(OpenaiApi::Responses), true),
+            (Some(OpenaiApi::Chat), false),
+            (None, false)
+        ]
+    );
+    let value = serde_json::to_value(&responses).unwrap();
+    assert_eq!(
+        value,
+        json!({"provider": "openai", "api": "responses", "name": "gpt-5", "max_tokens": null, "cache": "auto"})
+    );
+    assert_eq!(
+        serde_json::from_value::<ModelConfig>(value).unwrap(),
+        responses
+    );
+    assert_eq!(serde_json::to_value(&default).unwrap()["api"], json!(null));
+    // Every mistake at its place (the file's line 2 is `provider`, line 3 `api`).
+    assert_eq!(
+        [
+            error("[model]\nprovider = \"openai\"\napi = \"respones\""),
+            error("[model]\nprovider = \"openai\"\napi = 2"),
+            error("[model]\nprovider = \"anthropic\"\napi = \"chat\""),
+            error("[model]\nname = \"gpt-5\"\napi = \"responses\""),
+            error("[model]\nprovider = \"mistral\"\napi = \"responses\""),
+        ],
+        [
+            "p.toml:3:7: error: unknown api `respones`, did you mean `responses`?",
+            "p.toml:3:7: error: `api` must be a string, found an integer",
+            "p.toml:3:7: error: `api` chooses between OpenAI's APIs; `provider = \"anthropic\"` has only the Messages API: remove `api` or set `provider = \"openai\"`",
+            "p.toml:3:7: error: `api` chooses between OpenAI's APIs and needs `provider = \"openai\"` in the same table",
+            "p.toml:2:12: error: unknown provider `mistral`, expected `openai` or `anthropic`",
+        ]
     );
 }
 
@@ -427,14 +469,13 @@ fn responsibilities_name_the_tools_of_their_runs() {
             Responsibility {
                 name: "digest".into(),
                 schedule: "0 8 * * *".into(),
-                instructions: String::new(),
                 tools: vec!["lookup_order".into()],
+                ..Responsibility::default()
             },
             Responsibility {
                 name: "weekly".into(),
                 schedule: "0 9 * * 1".into(),
-                instructions: String::new(),
-                tools: Vec::new(),
+                ..Responsibility::default()
             },
         ]
     );
@@ -821,6 +862,7 @@ fn the_design_example_loads_into_these_values() {
         info.model,
         Some(ModelConfig {
             provider: Some(Provider::Anthropic),
+            api: None,
             name: Some("claude-sonnet-4-5".into()),
             max_tokens: None,
             cache: protege_core::CacheMode::Auto,

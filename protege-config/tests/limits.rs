@@ -48,7 +48,7 @@ fn run(persona: Persona, config: AppConfig) -> (Result<Vec<usize>, String>, Dura
                 name: "digest".into(),
                 schedule: "0 8 * * *".into(),
                 instructions: String::new(),
-                tools: Vec::new(),
+                ..Responsibility::default()
             }),
         )
         .build();

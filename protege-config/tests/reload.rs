@@ -56,7 +56,7 @@ fn context(info: Arc<PersonaInfo>, root: &Path) -> Context {
         name: "check".into(),
         schedule: "0 8 * * *".into(),
         instructions: String::new(),
-        tools: Vec::new(),
+        ..Responsibility::default()
     };
     Context::builder(
         info,

@@ -80,6 +80,19 @@ pub enum AfterPerson {
     Answer,
 }
 
+/// What happens to the slots of a responsibility missed while no agent ran
+/// (`[[responsibilities]] catch_up`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum CatchUp {
+    /// Only the newest missed slot fires.
+    #[default]
+    Latest,
+    /// The newest missed slots fire, at most `[agent] max_catch_up` of them.
+    All,
+    /// None fires: only a slot that is on time does.
+    None,
+}
+
 /// A tool protege carries itself (`[[tools]] builtin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BuiltinTool {
@@ -92,6 +105,7 @@ names!(Approval { Never => "never", Always => "always", FirstContact => "first_c
 names!(Unauthenticated { Draft => "draft", Send => "send", Skip => "skip" });
 names!(AfterPerson { Skip => "skip", Answer => "answer" });
 names!(BuiltinTool { ReadAttachment => "read_attachment" });
+names!(CatchUp { Latest => "latest", All => "all", None => "none" });
 
 /// The description the model reads of `read_attachment`, unless the entry gives its own.
 pub const READ_ATTACHMENT_DESCRIPTION: &str = "Read an attachment of this email thread by its id (the `id` the attachments list shows): its text, or the image or document itself.";
@@ -155,6 +169,10 @@ pub const DEFAULT_JOB_GIVE_UP_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// refused its key or model (401, 403, 404), unless the file changes first (10 minutes).
 pub const DEFAULT_PAUSE: Duration = Duration::from_secs(10 * 60);
 
+/// The default of `[agent] max_catch_up`: the most missed slots of one responsibility that
+/// `catch_up = "all"` fires at once.
+pub const DEFAULT_MAX_CATCH_UP: u32 = 24;
+
 /// The default of `[model] timeout`: the most one provider request may take (120 s).
 pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -212,6 +230,9 @@ pub struct PersonaAgent {
     /// every tool of the persona. The names are checked at load: each is a tool of the
     /// persona, or matches the `allow` of one of its `mcp` entries.
     pub reply_tools: Option<Vec<String>>,
+    /// `max_catch_up` (default [`DEFAULT_MAX_CATCH_UP`]): the most missed slots of one
+    /// responsibility that `catch_up = "all"` fires at once.
+    pub max_catch_up: u32,
 }
 
 impl Default for PersonaAgent {
@@ -236,6 +257,7 @@ impl Default for PersonaAgent {
             give_up_after: DEFAULT_JOB_GIVE_UP_AFTER,
             pause: DEFAULT_PAUSE,
             reply_tools: None,
+            max_catch_up: DEFAULT_MAX_CATCH_UP,
         }
     }
 }

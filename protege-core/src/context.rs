@@ -24,7 +24,7 @@ use crate::tokens::Tokenizer;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
-    /// OpenAI Chat Completions.
+    /// OpenAI: Chat Completions, or Responses with `[model] api = "responses"`.
     Openai,
     /// Anthropic Messages.
     Anthropic,
@@ -48,12 +48,46 @@ impl Provider {
     }
 }
 
+/// Which of OpenAI's APIs a persona's requests use (`[model] api`, with `provider =
+/// "openai"` only): Chat Completions (the default) or Responses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenaiApi {
+    /// Chat Completions: `POST /v1/chat/completions`.
+    #[default]
+    Chat,
+    /// Responses: `POST /v1/responses`.
+    Responses,
+}
+
+impl OpenaiApi {
+    /// The value as written in a persona file: `chat` or `responses`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenaiApi::Chat => "chat",
+            OpenaiApi::Responses => "responses",
+        }
+    }
+
+    /// The API of a value as written in a persona file, `None` for any other.
+    pub fn parse(name: &str) -> Option<OpenaiApi> {
+        match name {
+            "chat" => Some(OpenaiApi::Chat),
+            "responses" => Some(OpenaiApi::Responses),
+            _ => None,
+        }
+    }
+}
+
 /// The `[model]` table of a persona: used by the wire formats, and by the agent to reach
 /// the provider.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelConfig {
     /// The provider, when set.
     pub provider: Option<Provider>,
+    /// `api` as written (OpenAI only): Chat Completions when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<OpenaiApi>,
     /// The model name, e.g. `claude-sonnet-4-5`.
     pub name: Option<String>,
     /// The output token budget.
@@ -93,6 +127,12 @@ impl ModelConfig {
         self.base_url
             .as_deref()
             .or_else(|| self.provider.map(Provider::default_base_url))
+    }
+
+    /// Whether the persona's requests use OpenAI's Responses API: `provider = "openai"`
+    /// with `api = "responses"`.
+    pub fn uses_responses(&self) -> bool {
+        self.provider == Some(Provider::Openai) && self.api == Some(OpenaiApi::Responses)
     }
 
     /// The most one provider request may take: `timeout`, else
@@ -152,11 +192,14 @@ mod seconds_text {
 }
 
 /// A scheduled task of a persona.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The keys a file may leave out have their defaults in [`Default`], so a responsibility
+/// built in Rust names the rest with `..Responsibility::default()`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Responsibility {
     /// The name, unique within the persona.
     pub name: String,
-    /// The 5-field cron expression.
+    /// The 5-field cron expression, read on the wall clock of [`timezone`](Self::timezone).
     pub schedule: String,
     /// What to do.
     pub instructions: String,
@@ -164,6 +207,50 @@ pub struct Responsibility {
     /// The names are checked at load as `[agent] reply_tools` are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// `timezone`: the IANA time zone of [`schedule`](Self::schedule) (default UTC).
+    #[serde(default, skip_serializing_if = "is_utc")]
+    pub timezone: chrono_tz::Tz,
+    /// `to`: the addresses a scheduled run's answer is sent to, bare (none by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+    /// `subject`: the subject of a scheduled run's answer, one line (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// `catch_up`: what happens to the slots missed while no agent ran (default
+    /// [`CatchUp::Latest`](crate::CatchUp::Latest)).
+    #[serde(
+        default,
+        skip_serializing_if = "is_latest",
+        serialize_with = "catch_up_name",
+        deserialize_with = "catch_up_of_name"
+    )]
+    pub catch_up: crate::CatchUp,
+}
+
+fn is_utc(zone: &chrono_tz::Tz) -> bool {
+    *zone == chrono_tz::Tz::UTC
+}
+
+fn is_latest(catch_up: &crate::CatchUp) -> bool {
+    *catch_up == crate::CatchUp::Latest
+}
+
+fn catch_up_name<S: serde::Serializer>(
+    catch_up: &crate::CatchUp,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(catch_up.as_str())
+}
+
+fn catch_up_of_name<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<crate::CatchUp, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    crate::CatchUp::parse(&name).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown `catch_up` value `{name}`, expected `latest`, `all` or `none`"
+        ))
+    })
 }
 
 /// What a persona is, apart from its chains: the data templates and wire formats read.

@@ -249,7 +249,7 @@ mod tests {
             name: "digest".into(),
             schedule: "0 8 * * *".into(),
             instructions: String::new(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         });
         let mut builder =
             Context::builder(PersonaInfo::new("support"), AppConfig::new(root), trigger);

@@ -15,7 +15,7 @@
 //! let chain = DynChain::new().with(LoadText::template("You are {{ persona.name }}."));
 //! let responsibility = Responsibility {
 //!     name: "digest".into(), schedule: "0 8 * * *".into(), instructions: "Sum up.".into(),
-//!     tools: Vec::new(),
+//!     ..Responsibility::default()
 //! };
 //! let ctx = Context::builder(PersonaInfo::new("support"), AppConfig::new("."),
 //!     Trigger::Responsibility(responsibility)).build();
@@ -37,7 +37,8 @@
 //!   time ([`DynChain`]), [`StaticChain`] for the ones [`resolvers!`] builds, and
 //!   [`assemble`] for a finished request with a report per resolver;
 //! - the built-in resolvers: [`LoadText`], [`LoadFile`], [`LoadRecord`], [`ThreadHistory`],
-//!   [`ThreadSummary`] and [`CorrespondentHistory`];
+//!   [`ThreadSummary`], [`CorrespondentHistory`] and [`OpenThreads`];
+//! - when a responsibility is due: [`Schedule`] and its [`Slot`]s;
 //! - templates ([`Template`]) and token counts ([`Tokenizer`], [`Calibration`]);
 //! - [`db`]: connecting, migrating and reading mail back (importing it is `protege-store`'s);
 //! - [`wire`]: a request as an OpenAI or Anthropic request body, and a provider's answer
@@ -67,6 +68,7 @@ mod render;
 mod request;
 mod resolver;
 mod resolvers;
+mod schedule;
 mod source;
 mod template;
 mod tokens;
@@ -79,9 +81,9 @@ pub use request::{build_request, user_turn};
 
 // A run's input.
 pub use agent_config::{
-    AfterPerson, Approval, BuiltinTool, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER,
-    DEFAULT_JOB_GIVE_UP_AFTER, DEFAULT_MAX_AGE, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CC,
-    DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY, DEFAULT_MAX_REPLIES_PER_DAY,
+    AfterPerson, Approval, BuiltinTool, CatchUp, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER,
+    DEFAULT_JOB_GIVE_UP_AFTER, DEFAULT_MAX_AGE, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CATCH_UP,
+    DEFAULT_MAX_CC, DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY, DEFAULT_MAX_REPLIES_PER_DAY,
     DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY, DEFAULT_MODEL_TIMEOUT, DEFAULT_PAUSE,
     DEFAULT_PROVIDER_ATTEMPTS, DEFAULT_TOOL_TIMEOUT, HttpTool, McpServer, McpTool, PersonaAgent,
     PersonaOutbox, PersonaTool, READ_ATTACHMENT_DESCRIPTION, ReplyMode, SmtpSecurity, SmtpServer,
@@ -89,7 +91,7 @@ pub use agent_config::{
 };
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,
-    MailStats, ModelConfig, PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted,
+    MailStats, ModelConfig, OpenaiApi, PersonaInfo, PersonaLimits, PersonaMail, Provider, Quoted,
     Responsibility, Trigger,
 };
 pub use protege_mail::{
@@ -97,6 +99,12 @@ pub use protege_mail::{
     MailLimits, MailMessage, PriorBodies, Stripped, bare_address, cap_text, one_line, rfc3339_z,
     strip_quoted,
 };
+
+// When responsibilities are due.
+/// The IANA time zones of responsibilities (`chrono-tz`), re-exported so an application
+/// names one with the same version.
+pub use chrono_tz::Tz;
+pub use schedule::{Due, LOCAL_TIME_FORMAT, ON_TIME, Schedule, Slot, parse_cron};
 
 // Resolvers, chains and the finished request.
 pub use assemble::{Assembled, Step, StepReport};
@@ -106,8 +114,8 @@ pub use source::{Source, describe as describe_sources};
 
 // The built-in resolvers and their option types.
 pub use resolvers::{
-    CorrespondentHistory, LoadFile, LoadRecord, LoadRecordFn, LoadText, OrderBy, ThreadHistory,
-    ThreadSummary, WhereValue, Window,
+    CorrespondentHistory, LoadFile, LoadRecord, LoadRecordFn, LoadText, OpenThreads, OrderBy,
+    ThreadHistory, ThreadSummary, WhereValue, Window,
 };
 
 // Options of a resolver, set by name from TOML and from `resolvers!`.

@@ -68,7 +68,7 @@ fn scheduled_ctx(root: &std::path::Path) -> Context {
             name: "daily-digest".into(),
             schedule: "0 8 * * *".into(),
             instructions: "Summarise.".into(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         }),
     )
     .now(Utc.with_ymd_and_hms(2026, 7, 1, 12, 0, 0).unwrap())
@@ -224,7 +224,7 @@ async fn undefined_values_are_errors_naming_them() {
             name: "r".into(),
             schedule: "0 8 * * *".into(),
             instructions: "x".into(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         }),
     )
     .build();

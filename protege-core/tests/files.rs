@@ -20,7 +20,7 @@ fn ctx(root: &Path, page: &str) -> Context {
             name: "digest".into(),
             schedule: "0 8 * * *".into(),
             instructions: String::new(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         }),
     )
     .build()

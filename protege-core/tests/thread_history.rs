@@ -503,7 +503,7 @@ async fn no_database_or_scheduled_run_gives_nothing() {
                 name: "d".into(),
                 schedule: "0 8 * * *".into(),
                 instructions: "x".into(),
-                tools: Vec::new(),
+                ..Responsibility::default()
             }),
         )
         .db(db.clone())

@@ -808,6 +808,7 @@ fn anthropic_blocks_to_text_and_calls() {
         },
         stop_reason: "tool_use".into(),
         outcome: Outcome::ToolCalls,
+        output: Vec::new(),
     };
     assert_eq!(from_anthropic_response(body.as_bytes()).unwrap(), expected);
 
@@ -992,6 +993,7 @@ fn openai_refusal_choices_and_usage() {
         },
         stop_reason: "refusal".into(),
         outcome: Outcome::Stopped,
+        output: Vec::new(),
     };
     assert_eq!(parse(body.as_bytes()).unwrap(), expected);
 

@@ -40,7 +40,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::TextTemplate(ty, source) => quote_spanned!(span=> #krate::#ty::template(#source)),
         Ctor::TextFn(ty, closure) => quote_spanned!(span=> #krate::#ty::from_fn(#closure)),
         Ctor::File(ty, path) => quote_spanned!(span=> #krate::#ty::new(#path)),
-        Ctor::History(ty) | Ctor::Summary(ty) | Ctor::Correspondent(ty) => {
+        Ctor::History(ty) | Ctor::Summary(ty) | Ctor::Correspondent(ty) | Ctor::OpenThreads(ty) => {
             quote_spanned!(span=> #krate::#ty::new())
         }
         Ctor::RecordLoader(ty, loader) => quote_spanned!(span=> #krate::#ty::from_loader(#loader)),
@@ -53,6 +53,9 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         let arg = match arg {
             CallArg::Expr(e) => quote!(#e),
             CallArg::Role(variant) => quote!(#krate::Role::#variant),
+            CallArg::Seconds(seconds, at) => {
+                quote_spanned!(*at=> ::std::time::Duration::from_secs(#seconds))
+            }
             CallArg::Word(ty, variant) => {
                 let ty = proc_macro2::Ident::new(ty, variant.span());
                 quote!(#krate::#ty::#variant)
@@ -289,8 +292,42 @@ mod tests {
                 "unknown option `tread` for `CorrespondentHistory`, did you mean `threads`? (valid options: `threads`, `messages`, `template`, `role`, `quoted`)",
                 "unknown `quoted` mode `strp`, did you mean `strip`? (modes: `keep`, `strip`)",
                 "`quoted` takes `strip` or `keep`, e.g. `quoted = strip`",
-                "LoadText template line 1: `thread` exists only in the `template` of `CorrespondentHistory`",
+                "LoadText template line 1: `thread` exists only in the `template` of `CorrespondentHistory` and of `OpenThreads`",
                 "CorrespondentHistory template line 1: `thread` has no attribute `subjct`, did you mean `subject`?",
+            ]
+        );
+    }
+
+    #[test]
+    fn open_threads_reads_its_window_at_compile_time() {
+        let out = expand(quote! {
+            use OpenThreads;
+            use OpenThreads(within = "3d", limit = 5, template = "{{ thread.subject }} {{ thread.since }}", role = user);
+            use OpenThreads(within = window());
+        });
+        let r = ":: protege_core :: __private :: resolver";
+        assert_eq!(
+            out,
+            format!(
+                ":: protege_core :: StaticChain :: new ((\
+                 {r} (:: protege_core :: OpenThreads :: new ()) , \
+                 {r} (:: protege_core :: OpenThreads :: new () . within (:: std :: time :: Duration :: from_secs (259200u64)) . limit (5) . template_str (\"{{{{ thread.subject }}}} {{{{ thread.since }}}}\") . role (:: protege_core :: Role :: User)) , \
+                 {r} (:: protege_core :: OpenThreads :: new () . within (window ())) ,))"
+            )
+        );
+        assert_eq!(
+            errors(quote! {
+                use OpenThreads(3);
+                use OpenThreads(within = "1w", limt = 2);
+                use OpenThreads(within = "400d");
+                use OpenThreads(template = "{{ thread.summary }}");
+            }),
+            vec![
+                "`OpenThreads` takes no positional argument; use named options such as `within = \"3d\"`",
+                "unknown option `limt` for `OpenThreads`, did you mean `limit`? (valid options: `within`, `limit`, `template`, `role`)",
+                "`within` must be a duration: a positive integer and a unit `s`, `m`, `h` or `d`, such as `\"90s\"` or `\"2d\"`; found `1w`",
+                "`within` must be at most 365 days, found `400d`",
+                "OpenThreads template line 1: `thread` has no attribute `summary`, expected one of `id`, `subject`, `messages`, `since`, `from`",
             ]
         );
     }

@@ -30,7 +30,7 @@ pub use fence::Fence;
 pub use html_text::{html_to_text, html_to_text_counted};
 pub use mail::{
     Attachment, DEFAULT_ATTACHMENT_PARTS, DEFAULT_MESSAGE_TEXT_BYTES, Direction, Email, MailLimits,
-    MailMessage, address_key, bare_address, cap_text, rfc3339_z,
+    MailMessage, address_key, bare_address, cap_text, header_date, rfc3339_z,
 };
 pub use quoted::{PriorBodies, STRIP_RULES, Stripped, strip_quoted};
 pub use reply_headers::{MAX_KEPT_AUTH_RESULTS, MAX_KEPT_REFERENCES, ReplyHeaders};

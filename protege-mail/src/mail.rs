@@ -337,11 +337,10 @@ impl Email {
         out.push_str(&one_line(&self.from));
         push_list(out, "\nTo:", &self.to);
         push_list(out, "\nCc:", &self.cc);
-        // RFC 2822 in UTC, day not zero-padded.
         let _ = write!(
             out,
             "\nDate: {}\nSubject: {}",
-            self.sent_at.format_with_items(rfc2822_utc().iter()),
+            header_date(&self.sent_at),
             one_line(&self.subject)
         );
     }
@@ -363,6 +362,12 @@ impl Email {
             );
         }
     }
+}
+
+/// `at` as the `Date:` line of a rendered message shows it: RFC 2822 in UTC, the day not
+/// zero-padded (`Mon, 5 Jan 2026 10:00:00 +0000`).
+pub fn header_date(at: &DateTime<Utc>) -> impl std::fmt::Display + '_ {
+    at.format_with_items(rfc2822_utc().iter())
 }
 
 /// The `Date:` header format, RFC 2822 in UTC with the day not zero-padded, parsed once.

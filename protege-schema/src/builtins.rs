@@ -20,6 +20,15 @@ pub const CORRESPONDENT_MESSAGES: u64 = 4;
 /// `CorrespondentHistory`'s default `template`, rendered once per earlier thread.
 pub const CORRESPONDENT_TEMPLATE: &str = "Earlier thread with this correspondent: {{ thread.subject }}\n{% if thread.summary %}\nSummary: {{ thread.summary }}{% else %}{% for m in thread.messages %}\n{{ m }}\n{% endfor %}{% endif %}";
 
+/// `OpenThreads`' default `within`: threads whose newest message is older are left out.
+pub const OPEN_THREADS_WITHIN: &str = "7d";
+
+/// `OpenThreads`' default `limit`: the most threads listed.
+pub const OPEN_THREADS_LIMIT: u64 = 20;
+
+/// `OpenThreads`' default `template`, rendered once per open thread: one line each.
+pub const OPEN_THREADS_TEMPLATE: &str = "- {{ thread.subject }} ({{ thread.messages }} message{% if thread.messages != 1 %}s{% endif %}, waiting since {{ thread.since }}, from {{ thread.from }}, thread {{ thread.id }})";
+
 /// The roles a `role` option takes, as written.
 pub const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
 
@@ -58,6 +67,9 @@ pub enum Kind {
     Quoted,
     /// A boolean.
     Flag,
+    /// A duration: a positive integer and a unit, `s`, `m`, `h` or `d` (`"90s"`, `"7d"`),
+    /// a string in TOML and a string literal (or a `std::time::Duration`) in `resolvers!`.
+    Duration,
     /// A Rust closure (`resolvers!` only).
     Closure,
 }
@@ -499,14 +511,49 @@ pub const CORRESPONDENT_HISTORY: Builtin = Builtin {
     ],
 };
 
+/// `OpenThreads`: the persona's threads waiting for an answer (for digests).
+pub const OPEN_THREADS: Builtin = Builtin {
+    name: "OpenThreads",
+    aliases: &["OpenThreadsResolver"],
+    positional: None,
+    options: &[
+        option(
+            "within",
+            Kind::Duration,
+            Default::Word(OPEN_THREADS_WITHIN),
+            "\"3d\"",
+            "\"3d\"",
+            "threads whose newest message is older than this are left out, such as `\"24h\"`",
+        ),
+        option(
+            "limit",
+            Kind::Count,
+            Default::Count(OPEN_THREADS_LIMIT),
+            "10",
+            "10",
+            "the most threads listed, longest waiting first",
+        ),
+        option(
+            "template",
+            Kind::Template,
+            Default::Text(OPEN_THREADS_TEMPLATE),
+            "\"- {{ thread.subject }} ({{ thread.from }})\"",
+            "\"- {{ thread.subject }} ({{ thread.from }})\"",
+            "the line of each open thread (variable `thread`: `id`, `subject`, `messages`, `since`, `from`), trimmed; lines are joined by a line break",
+        ),
+        role("who speaks the message"),
+    ],
+};
+
 /// Every built-in resolver, in the order the docs and the registry list them.
-pub const BUILTINS: [&Builtin; 6] = [
+pub const BUILTINS: [&Builtin; 7] = [
     &LOAD_TEXT,
     &LOAD_FILE,
     &LOAD_RECORD,
     &THREAD_HISTORY,
     &THREAD_SUMMARY,
     &CORRESPONDENT_HISTORY,
+    &OPEN_THREADS,
 ];
 
 /// The built-in called `name` (or one of its aliases).

@@ -22,6 +22,7 @@
 
 mod builtins;
 mod docs;
+mod duration;
 mod persona;
 mod suggest;
 
@@ -31,21 +32,26 @@ pub mod names;
 // The table: each built-in, its options and how each is read.
 pub use builtins::{
     Applies, BUILTINS, Builtin, CORRESPONDENT_HISTORY, Default, Kind, LOAD_FILE, LOAD_RECORD,
-    LOAD_TEXT, OptionSpec, Positional, THREAD_HISTORY, THREAD_SUMMARY, builtin,
+    LOAD_TEXT, OPEN_THREADS, OptionSpec, Positional, THREAD_HISTORY, THREAD_SUMMARY, builtin,
 };
 
 // The values the table refers to: defaults, the valid roles and windows, identifiers.
 pub use builtins::{
     CORRESPONDENT_MESSAGES, CORRESPONDENT_TEMPLATE, CORRESPONDENT_THREADS, HISTORY_LIMIT,
-    HISTORY_RESULT_LIMIT, QUOTED, ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
+    HISTORY_RESULT_LIMIT, OPEN_THREADS_LIMIT, OPEN_THREADS_TEMPLATE, OPEN_THREADS_WITHIN, QUOTED,
+    ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
 };
 
 // The keys of a persona file outside its chains.
 pub use persona::{
-    AFTER_PERSON, AGENT, APPROVALS, BUILTIN_TOOLS, CACHE_MODES, DURATION_MAX_DAYS,
-    FROM_NAME_MAX_CHARS, HTTP_TOOL, Key, LIMITS, MAIL, MCP_TOOL, MODEL, OUTBOX, PERSONA, PROVIDERS,
-    REPLY_MODES, RESPONSIBILITY, Shape, TLS_MODES, TOOL, TOOL_RUNNERS, UNAUTHENTICATED, key_names,
+    AFTER_PERSON, AGENT, APPROVALS, BUILTIN_TOOLS, CACHE_MODES, CATCH_UP, DURATION_MAX_DAYS,
+    FROM_NAME_MAX_CHARS, HTTP_TOOL, Key, LIMITS, MAIL, MCP_TOOL, MODEL, OPENAI_APIS, OUTBOX,
+    PERSONA, PROVIDERS, REPLY_MODES, RESPONSIBILITY, SUBJECT_MAX_CHARS, Shape, TLS_MODES, TOOL,
+    TOOL_RUNNERS, UNAUTHENTICATED, key_names,
 };
+
+// Durations, as persona files and `resolvers!` write them.
+pub use duration::{DurationError, parse_duration};
 
 // The README's options table, rendered from the table.
 pub use docs::markdown_table;

@@ -79,6 +79,9 @@ pub enum Shape {
     ToolName,
     /// A standard cron expression of 5 fields.
     Cron,
+    /// An IANA time zone name, as the time zone database spells it (`Europe/Paris`,
+    /// `America/New_York`, `UTC`).
+    TimeZone,
     /// A JSON Schema object with `type = "object"`.
     ObjectSchema,
     /// A chain: an array of resolver entries, each naming its resolver with `use`.
@@ -110,6 +113,9 @@ const fn key(name: &'static str, shape: Shape, default: Default, doc: &'static s
 /// The providers `[model] provider` names.
 pub const PROVIDERS: [&str; 2] = ["openai", "anthropic"];
 
+/// The APIs `[model] api` names (with `provider = "openai"`).
+pub const OPENAI_APIS: [&str; 2] = ["chat", "responses"];
+
 /// The modes of `[model] cache`.
 pub const CACHE_MODES: [&str; 2] = ["auto", "off"];
 
@@ -140,6 +146,12 @@ pub const DURATION_MAX_DAYS: u64 = 365;
 
 /// The most characters of `[outbox] from_name`.
 pub const FROM_NAME_MAX_CHARS: usize = 200;
+
+/// The values of `[[responsibilities]] catch_up`.
+pub const CATCH_UP: [&str; 3] = ["latest", "all", "none"];
+
+/// The most characters of `[[responsibilities]] subject`.
+pub const SUBJECT_MAX_CHARS: usize = 200;
 
 /// The top level of a persona file.
 pub const PERSONA: &[Key] = &[
@@ -230,6 +242,12 @@ pub const MODEL: &[Key] = &[
         Shape::OneOf(&PROVIDERS),
         Default::Unset("none"),
         "the provider whose wire format `protege serve` answers with by default",
+    ),
+    key(
+        "api",
+        Shape::OneOf(&OPENAI_APIS),
+        Default::Word("chat"),
+        "with `provider = \"openai\"`: `chat` for Chat Completions bodies, `responses` for Responses bodies (`openai-responses`)",
     ),
     key(
         "name",
@@ -449,6 +467,14 @@ pub const AGENT: &[Key] = &[
         Default::Unset("every tool"),
         "the tools a reply run offers, by name",
     ),
+    key(
+        "max_catch_up",
+        Shape::Positive {
+            max: u32::MAX as u64,
+        },
+        Default::Count(24),
+        "the most missed slots of one responsibility that `catch_up = \"all\"` fires after downtime",
+    ),
 ];
 
 /// `[outbox]`.
@@ -637,6 +663,32 @@ pub const RESPONSIBILITY: &[Key] = &[
         Shape::ToolNames,
         Default::Unset("none"),
         "the tools a scheduled run of the agent offers, by name",
+    ),
+    key(
+        "timezone",
+        Shape::TimeZone,
+        Default::Word("UTC"),
+        "the IANA time zone whose wall clock `schedule` is read on, such as `Europe/Paris`",
+    ),
+    key(
+        "to",
+        Shape::Addresses,
+        Default::Unset("none"),
+        "the email addresses a scheduled run's answer is sent to",
+    ),
+    key(
+        "subject",
+        Shape::OneLine {
+            max: SUBJECT_MAX_CHARS,
+        },
+        Default::Unset("none"),
+        "the subject of a scheduled run's answer: one line of at most 200 characters",
+    ),
+    key(
+        "catch_up",
+        Shape::OneOf(&CATCH_UP),
+        Default::Word("latest"),
+        "after downtime: `latest` fires the newest missed slot, `all` the newest `[agent] max_catch_up` of them, `none` none",
     ),
 ];
 

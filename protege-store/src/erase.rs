@@ -9,17 +9,19 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::time::Duration;
 
-use sea_orm::sea_query::{Alias, Expr, Query, SelectStatement};
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Expr, LockType, Query, SelectStatement};
 use sea_orm::{
     ConnectionTrait, DatabaseTransaction, DbErr, EntityName, ExprTrait, TransactionTrait,
 };
 
-use protege_core::Result;
 use protege_core::db::entities::{
     agent_job, attachment, email_thread, message, message_address, message_strip, outbox, run,
     run_round, thread_summary, tool_use,
 };
+use protege_core::{Error, ErrorKind, Result};
 
 use crate::store::IN_CHUNK;
 
@@ -83,28 +85,105 @@ impl fmt::Display for Removed {
     }
 }
 
+/// How long an erasure waits for a reply of the messages it removes that is being sent
+/// (an SMTP exchange under a live lease) before it gives up.
+pub(crate) const SENDING_WAIT: Duration = Duration::from_secs(300);
+
+/// How often an erasure that waits for a reply being sent looks again.
+const SENDING_POLL: Duration = Duration::from_millis(200);
+
+/// What one attempt of an erasure came to: its counts, or the outbox row of a reply of its
+/// messages that is being sent (nothing was removed; the attempt is made again once the
+/// exchange is over).
+pub(crate) enum Attempt {
+    Done(Removed),
+    Sending(i64),
+}
+
+/// Runs `attempt` (an erasure in a transaction of its own) until no reply of the messages
+/// it removes is being sent, at most [`SENDING_WAIT`]: a reply whose SMTP exchange is under
+/// way is sent, and recorded, before its message goes; a queued or waiting one is removed
+/// with it and never sent. Gives up with an [`ErrorKind::Conflict`] error naming the row.
+pub(crate) async fn waiting_for_sending<F, Fut>(mut attempt: F) -> Result<Removed>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Attempt>>,
+{
+    let deadline = std::time::Instant::now() + SENDING_WAIT;
+    loop {
+        match attempt().await? {
+            Attempt::Done(removed) => return Ok(removed),
+            Attempt::Sending(id) if std::time::Instant::now() >= deadline => {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "the reply of outbox row {id} has been being sent for over {} s: nothing was removed; try again once it is sent",
+                        SENDING_WAIT.as_secs()
+                    ),
+                ));
+            }
+            Attempt::Sending(_) => tokio::time::sleep(SENDING_POLL).await,
+        }
+    }
+}
+
 /// Ends the transaction of an erasure, `txn` (begun with the import lock), whose deletes
 /// gave `outcome`: committed, or rolled back for a dry run (the counts are still those
-/// of a real run at that moment) and on an error.
+/// of a real run at that moment), when a reply is being sent, and on an error.
 pub(crate) async fn finish(
     txn: DatabaseTransaction,
-    outcome: Result<Removed>,
+    outcome: Result<Attempt>,
     dry_run: bool,
-) -> Result<Removed> {
+) -> Result<Attempt> {
     match outcome {
-        Ok(counts) => {
+        Ok(Attempt::Done(counts)) => {
             if dry_run {
                 txn.rollback().await?;
             } else {
                 txn.commit().await?;
             }
-            Ok(counts)
+            Ok(Attempt::Done(counts))
+        }
+        Ok(sending) => {
+            txn.rollback().await?;
+            Ok(sending)
         }
         Err(err) => {
             txn.rollback().await.ok();
             Err(err)
         }
     }
+}
+
+/// The outbox row of one of `messages` whose reply is being sent now (`sending` under a
+/// live lease), if any. The outbox rows of `messages` are locked for the transaction
+/// (PostgreSQL, MariaDB; SQLite's write lock does it there), so no worker claims one of
+/// them until it ends.
+async fn sending_row<C: ConnectionTrait>(
+    db: &C,
+    messages: &[i64],
+    now: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    use outbox::Column as O;
+    for chunk in messages.chunks(IN_CHUNK) {
+        let rows = Query::select()
+            .columns([O::Id, O::State, O::LeaseUntil])
+            .from(outbox::Entity)
+            .and_where(Expr::col(O::MessageId).is_in(chunk.iter().copied()))
+            .lock(LockType::Update)
+            .to_owned();
+        for row in db
+            .query_all_raw(protege_core::db::dates::statement(db, &rows))
+            .await?
+        {
+            let state: String = row.try_get_by_index(1)?;
+            let until: Option<DateTime<Utc>> = row.try_get_by_index(2)?;
+            if state == protege_core::db::outbox_state::SENDING && until.is_some_and(|u| u >= now) {
+                return Ok(Some(row.try_get_by_index(0)?));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Deletes, in `db` (a transaction), the messages whose row ids are `messages` with their
@@ -115,7 +194,10 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     db: &C,
     messages: &[i64],
     threads: &[i64],
-) -> Result<Removed> {
+) -> Result<Attempt> {
+    if let Some(id) = sending_row(db, messages, Utc::now()).await? {
+        return Ok(Attempt::Sending(id));
+    }
     let mut out = Removed::default();
     for chunk in threads.chunks(IN_CHUNK) {
         out.thread_summaries += delete_in(
@@ -182,7 +264,7 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
             .to_owned();
         out.email_threads += db.execute(&empty).await?.rows_affected();
     }
-    Ok(out)
+    Ok(Attempt::Done(out))
 }
 
 /// `DELETE FROM table WHERE column IN (ids)`: the rows removed.

@@ -17,7 +17,7 @@ use protege_core::db::entities::message_address;
 use protege_core::{Error, ErrorKind, Result};
 use protege_mail::address_key;
 
-use crate::erase::{Removed, finish, remove_messages};
+use crate::erase::{Attempt, Removed, finish, remove_messages, waiting_for_sending};
 
 /// What [`forget`] removed (or, for a dry run, would remove): rows per table.
 pub type Forgotten = Removed;
@@ -105,13 +105,16 @@ fn stored_forms(key: &str) -> Vec<String> {
 /// [`ErrorKind::InvalidInput`] error.
 pub async fn forget(db: &DatabaseConnection, address: &str, dry_run: bool) -> Result<Forgotten> {
     let key = key_of(address)?;
-    let txn = protege_core::db::lock::begin_import(db).await?;
-    let outcome = erase(&txn, &key).await;
-    finish(txn, outcome, dry_run).await
+    waiting_for_sending(|| async {
+        let txn = protege_core::db::lock::begin_import(db).await?;
+        let outcome = erase(&txn, &key).await;
+        finish(txn, outcome, dry_run).await
+    })
+    .await
 }
 
 /// The deletes of [`forget`], in `db` (a transaction).
-async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Result<Forgotten> {
+async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Result<Attempt> {
     use message_address::Column as A;
     let found = Query::select()
         .columns([A::MessageId, A::EmailThreadId])
@@ -127,7 +130,9 @@ async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Resu
     let messages: Vec<i64> = messages.into_iter().collect();
     let threads: Vec<i64> = threads.into_iter().collect();
     let removed = remove_messages(db, &messages, &threads).await?;
-    resubject(db, &threads).await?;
+    if let Attempt::Done(_) = removed {
+        resubject(db, &threads).await?;
+    }
     Ok(removed)
 }
 

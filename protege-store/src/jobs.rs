@@ -69,7 +69,10 @@ impl JobRule {
                 })
             })?;
         let from = bare(&eml.email.from);
-        let gate_reason = if self.installation.contains(&from)
+        // A delivery report is never answered, whatever `answer_automated` says.
+        let gate_reason = if eml.bounce_of.is_some() {
+            Some("bounce".to_owned())
+        } else if self.installation.contains(&from)
             || eml
                 .loop_marks
                 .iter()
@@ -102,10 +105,21 @@ pub(crate) async fn insert_job<C: ConnectionTrait>(
     job: &NewJob,
     now: DateTime<Utc>,
 ) -> Result<()> {
+    insert_job_row(txn, (Some(message), None), job, now).await
+}
+
+/// Stores a job that answers message row `message` or fires slot row `slot` (exactly one
+/// of the two is set): `queued`, or `skipped` with the gate's reason.
+pub(crate) async fn insert_job_row<C: ConnectionTrait>(
+    txn: &C,
+    (message, slot): (Option<i64>, Option<i64>),
+    job: &NewJob,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let row = agent_job::ActiveModel {
         id: NotSet,
-        message_id: sea_orm::Set(Some(message)),
-        slot_id: sea_orm::Set(None),
+        message_id: sea_orm::Set(message),
+        slot_id: sea_orm::Set(slot),
         persona: sea_orm::Set(job.persona.clone()),
         state: sea_orm::Set(
             if job.gate_reason.is_some() {
@@ -375,6 +389,10 @@ async fn claim_update<C: ConnectionTrait>(
     Ok(Some((job, resumed)))
 }
 
+/// The reason of a job handed back by a worker that stops (SIGTERM) between two rounds:
+/// queued, due at once, its claim not counted against `[agent] max_attempts`.
+pub const RELEASED: &str = "released";
+
 /// How a job's run ends, or why it goes back to the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobEnd {
@@ -391,7 +409,7 @@ pub enum JobEnd {
         /// The error, e.g. the provider's error body.
         error: String,
     },
-    /// Back to the queue until `at`: `reason` (`retry`, `deferred`, `paused`) and the
+    /// Back to the queue until `at`: `reason` (`retry`, `deferred`, `paused`, [`RELEASED`]) and the
     /// error that sent it back, if any.
     Queued {
         /// When it is due again.
@@ -508,10 +526,14 @@ pub async fn end_job<C: ConnectionTrait>(
         JobEnd::Failed { error, .. } => {
             update.value(J::Error, error.as_str());
         }
-        JobEnd::Queued { at, error, .. } => {
+        JobEnd::Queued { at, error, reason } => {
             update
                 .value(J::NextAttemptAt, *at)
                 .value(J::Error, error.clone());
+            // A job handed back by a worker that stops is not a claim that failed.
+            if reason == RELEASED {
+                update.value(J::Attempts, Expr::col(J::Attempts).sub(1));
+            }
         }
         JobEnd::Skipped(_) | JobEnd::Waiting => {}
     }
@@ -700,6 +722,29 @@ pub async fn pause_persona(
                 .is_null()
                 .or(Expr::col(J::NextAttemptAt).lt(until)),
         )
+        .to_owned();
+    Ok(db
+        .execute_raw(dates::statement(db, &update))
+        .await?
+        .rows_affected())
+}
+
+/// Ends the pause of `persona`'s queued jobs (its file changed, or an agent started): they
+/// are due at `now`. Returns how many changed.
+pub async fn resume_paused(
+    db: &DatabaseConnection,
+    persona: &str,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    use agent_job::Column as J;
+    let update = Query::update()
+        .table(agent_job::Entity)
+        .value(J::NextAttemptAt, now)
+        .value(J::UpdatedAt, now)
+        .and_where(Expr::col(J::Persona).eq(persona))
+        .and_where(Expr::col(J::State).eq(state::QUEUED))
+        .and_where(Expr::col(J::Reason).eq("paused"))
+        .and_where(Expr::col(J::NextAttemptAt).gt(now))
         .to_owned();
     Ok(db
         .execute_raw(dates::statement(db, &update))

@@ -26,6 +26,7 @@
 //! - `forget`: erasing a correspondent, and `prune`: dropping old threads (§15), both
 //!   through `erase`, the deletes of a set of messages with what hangs on them;
 //! - `runs`: a run's row and each of its rounds (§13);
+//! - `slots`: a responsibility first seen, and a slot fired with its job (§19);
 //! - `packet`: keeping each row under the server's packet limit on MySQL/MariaDB.
 
 mod eml;
@@ -37,6 +38,7 @@ mod outbox;
 mod packet;
 mod prune;
 mod runs;
+mod slots;
 mod store;
 
 pub use eml::{
@@ -51,8 +53,8 @@ pub use fixture::{
 };
 pub use forget::{Forgotten, forget, forget_key};
 pub use jobs::{
-    AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, claim_job, decide_calls, end_job,
-    pause_persona, renew_job, retry_failed_jobs, retry_job, set_job_run, take_job,
+    AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, RELEASED, claim_job, decide_calls, end_job,
+    pause_persona, renew_job, resume_paused, retry_failed_jobs, retry_job, set_job_run, take_job,
     wait_for_approval,
 };
 pub use outbox::{
@@ -69,4 +71,5 @@ pub use runs::{
     abandon_run, insert_run, message_id_of, message_key_of, persona_runs, record_pending,
     record_round, stop_run, usage_sample_stats, usage_samples,
 };
+pub use slots::{fire_slot, see_responsibility};
 pub use store::{StoredSummary, store_summary};

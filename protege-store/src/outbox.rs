@@ -13,6 +13,7 @@ use protege_core::db::entities::{message, outbox};
 use protege_core::{Email, Error, ErrorKind, Result};
 
 use crate::store;
+use protege_mail::eml::parse::thread_subject;
 
 pub use protege_core::db::outbox_state as state;
 
@@ -21,8 +22,8 @@ pub use protege_core::db::outbox_state as state;
 pub struct NewReply {
     /// The message it answers (`messages.id`); the reply is stored only while it exists.
     pub trigger: Option<i64>,
-    /// The thread it joins.
-    pub thread: i64,
+    /// The thread it joins; `None` for a new thread (the answer of a scheduled run).
+    pub thread: Option<i64>,
     /// The run whose answer it is.
     pub run_id: Option<String>,
     /// The persona that sends it.
@@ -46,12 +47,41 @@ pub struct NewReply {
 /// What [`store_reply`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredReply {
-    /// The reply was stored: its outbox row.
-    Stored(Box<outbox::Model>),
+    /// The reply was stored: its outbox row, and its thread.
+    Stored(Box<outbox::Model>, i64),
     /// The run had a reply already: outbox row `id`, unchanged.
     Existing(i64),
     /// The trigger is gone (erased meanwhile): nothing was stored.
     TriggerGone,
+}
+
+/// Marks `bounced` the sent replies whose Message-IDs are in `returned` (the messages a
+/// delivery report returns), with the report's Message-ID as the reason; in `txn`, the
+/// transaction that stores the report. Returns how many changed.
+pub(crate) async fn mark_bounced<C: ConnectionTrait>(
+    txn: &C,
+    returned: &[String],
+    report: &str,
+) -> Result<u64> {
+    use outbox::Column as O;
+    let replies = Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::MessageId).is_in(returned.iter().cloned()))
+        .to_owned();
+    let update = Query::update()
+        .table(outbox::Entity)
+        .value(O::State, state::BOUNCED)
+        .value(O::Reason, format!("delivery report {report}"))
+        .value(O::UpdatedAt, Utc::now())
+        .and_where(Expr::col(O::State).eq(state::SENT))
+        .and_where(Expr::col(O::MessageId).in_subquery(replies))
+        .to_owned();
+    let rows = txn
+        .execute_raw(dates::statement(txn, &update))
+        .await?
+        .rows_affected();
+    Ok(rows)
 }
 
 /// Stores `reply`: its message in its thread and its outbox row, in one transaction under
@@ -91,15 +121,18 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
     }
     // A reply dated at or after its trigger never starts its thread earlier: the thread's
     // start is not touched then.
-    let stored = if trigger_sent_at.is_some_and(|at| at <= reply.email.sent_at) {
-        store::insert_into_thread(&txn, reply.thread, &reply.email).await?
-    } else {
-        let subject = reply.email.subject.clone();
-        store::insert_email(&txn, Some(reply.thread), &subject, &reply.email)
-            .await?
-            .map(|(_, id)| id)
+    let stored = match reply.thread {
+        Some(thread) if trigger_sent_at.is_some_and(|at| at <= reply.email.sent_at) => {
+            store::insert_into_thread(&txn, thread, &reply.email)
+                .await?
+                .map(|id| (thread, id))
+        }
+        thread => {
+            let subject = thread_subject(&reply.email.subject);
+            store::insert_email(&txn, thread, &subject, &reply.email).await?
+        }
     };
-    let Some(message_row) = stored else {
+    let Some((thread, message_row)) = stored else {
         txn.rollback().await?;
         return Err(Error::new(
             ErrorKind::Conflict,
@@ -151,7 +184,7 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
         Ok(id) => {
             txn.commit().await?;
             row.id = id;
-            Ok(StoredReply::Stored(Box::new(row)))
+            Ok(StoredReply::Stored(Box::new(row), thread))
         }
         Err(e) => {
             txn.rollback().await?;

@@ -19,7 +19,7 @@ use protege_core::db::entities::message;
 use protege_core::{Error, ErrorKind, Result};
 use protege_mail::in_range;
 
-use crate::erase::{Removed, finish, remove_messages};
+use crate::erase::{Attempt, Removed, finish, remove_messages, waiting_for_sending};
 use crate::store::IN_CHUNK;
 
 /// What [`prune`] removed (or, for a dry run, would remove): rows per table.
@@ -127,12 +127,15 @@ pub async fn prune(
         .and_then(|age| now.checked_sub_signed(age))
         // Before 1970 no stored message is older.
         .filter(in_range);
-    let txn = protege_core::db::lock::begin_import(db).await?;
-    let outcome = match cutoff {
-        Some(cutoff) => drop_older(&txn, cutoff).await,
-        None => Ok(Removed::default()),
-    };
-    finish(txn, outcome, dry_run).await
+    waiting_for_sending(|| async {
+        let txn = protege_core::db::lock::begin_import(db).await?;
+        let outcome = match cutoff {
+            Some(cutoff) => drop_older(&txn, cutoff).await,
+            None => Ok(Attempt::Done(Removed::default())),
+        };
+        finish(txn, outcome, dry_run).await
+    })
+    .await
 }
 
 /// The deletes of [`prune`], in `db` (a transaction): the threads whose newest message was
@@ -140,7 +143,7 @@ pub async fn prune(
 async fn drop_older<C: ConnectionTrait + TransactionTrait>(
     db: &C,
     cutoff: DateTime<Utc>,
-) -> Result<Removed> {
+) -> Result<Attempt> {
     use message::Column as M;
     // The cut-off is bound as a `DATETIME` on MySQL/MariaDB (see `db::dates`).
     let old = Query::select()

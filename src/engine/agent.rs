@@ -19,9 +19,11 @@ use protege_agent::{
 };
 use protege_core::db::entities::agent_job;
 use protege_core::{
-    BuiltinTool, PersonaAgent, PersonaInfo, Provider, ReplyMode, ToolRunner, bare_address,
+    AfterPerson, BuiltinTool, PersonaAgent, PersonaInfo, Provider, ReplyMode, ToolRunner,
+    bare_address,
 };
 
+use super::mcp::{EnvReader, PersonaMcp};
 use super::outbox::Composed;
 use super::run::{PendingCall, RoundInput, Step, ToolResult};
 use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput};
@@ -36,9 +38,6 @@ const FIRST_REQUEUE: Duration = Duration::from_secs(30);
 
 /// The longest wait of a job sent back to the queue.
 const MAX_REQUEUE: Duration = Duration::from_secs(3600);
-
-/// Reads an environment variable.
-type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// One round as a worker made it: what `protege agent run` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,6 +113,11 @@ pub struct Agent {
     owner: String,
     lease: Duration,
     env: EnvReader,
+    /// The personas as this worker last saw them: a paused persona whose file changed
+    /// resumes.
+    seen: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<PersonaInfo>>>>,
+    /// Set once [`Agent::run`] is told to stop: the job in flight ends after its round.
+    stopping: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -126,6 +130,88 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Engine {
+    /// How the MCP servers of the personas the agent has run stand, by persona name
+    /// (what `/readyz` reports).
+    pub fn mcp_status(&self) -> Vec<(String, Vec<super::McpStatus>)> {
+        self.inner.mcp.status()
+    }
+
+    /// What `/readyz` reports of the agent to a request carrying the token: `mcp`, each
+    /// persona's MCP servers (`up`, or `down` with the reason), and `paused`, each persona
+    /// whose jobs wait for a refused key or model (`until`, `reason`), and `outbox`, each
+    /// sending persona's SMTP server as its last delivery found it (`up`, or `down` with the
+    /// reason while a reply waits to be tried again); a key is left out when it has nothing
+    /// to say.
+    pub async fn agent_readiness(&self) -> Result<serde_json::Map<String, Value>, EngineError> {
+        let mut out = serde_json::Map::new();
+        let mcp: serde_json::Map<String, Value> = self
+            .mcp_status()
+            .into_iter()
+            .map(|(persona, entries)| (persona, json!(entries)))
+            .collect();
+        if !mcp.is_empty() {
+            out.insert("mcp".to_owned(), Value::Object(mcp));
+        }
+        let conn = self.db().await?;
+        let now = Utc::now();
+        let mut paused = serde_json::Map::new();
+        let mut outbox = serde_json::Map::new();
+        for persona in self.personas() {
+            let info = persona.info();
+            // The SMTP server of a persona that sends, as its last delivery found it.
+            if info.outbox.smtp.is_some() {
+                let state = match db::last_delivery(conn, &info.name).await? {
+                    Some(row) if row.state == protege_store::outbox_state::QUEUED => {
+                        json!({ "state": "down", "reason": row.smtp_reply })
+                    }
+                    _ => json!({ "state": "up" }),
+                };
+                outbox.insert(info.name.clone(), state);
+            }
+            if info.agent.is_none() {
+                continue;
+            }
+            if let Some(job) = db::paused_job(conn, &info.name, now).await? {
+                paused.insert(
+                    info.name.clone(),
+                    json!({
+                        "until": job.next_attempt_at,
+                        "reason": job.error,
+                    }),
+                );
+            }
+        }
+        if !paused.is_empty() {
+            out.insert("paused".to_owned(), Value::Object(paused));
+        }
+        if !outbox.is_empty() {
+            out.insert("outbox".to_owned(), Value::Object(outbox));
+        }
+        Ok(out)
+    }
+
+    /// Connects the MCP servers of every loaded persona with `mcp` entries once, without
+    /// keeping the connections (`protege check`): how each entry stands, by persona. `env`
+    /// reads the tokens.
+    pub async fn check_mcp(
+        &self,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<Vec<(String, Vec<super::McpStatus>)>, EngineError> {
+        let env: EnvReader = Arc::new(env);
+        let http = protege_agent::http_client()?;
+        let mut out = Vec::new();
+        for persona in self.personas() {
+            let info = persona.info();
+            let wanted = super::mcp::wanted(info, &env);
+            if wanted.is_empty() {
+                continue;
+            }
+            let mcp = super::mcp::connect(info, wanted, None, &http).await;
+            out.push((info.name.clone(), mcp.status()));
+        }
+        Ok(out)
+    }
+
     /// The agent's worker named `owner` (its leases carry the name); see [`Agent`].
     pub fn agent(&self, owner: impl Into<String>) -> Result<Agent, EngineError> {
         let http = protege_agent::http_client()?;
@@ -136,8 +222,18 @@ impl Engine {
             owner: owner.into(),
             lease: JOB_LEASE,
             env: Arc::new(|name| std::env::var(name).ok()),
+            seen: Arc::default(),
+            stopping: Arc::default(),
         })
     }
+}
+
+/// What a job answers.
+enum Answers {
+    /// An inbound message: a reply run.
+    Message(Box<protege_core::MailMessage>),
+    /// A responsibility's slot: a scheduled run.
+    Slot(protege_core::Responsibility),
 }
 
 /// What ends a claim early.
@@ -185,6 +281,46 @@ impl Agent {
         self
     }
 
+    /// Takes the personas as they are now: connects the MCP servers of every loaded persona
+    /// with an `[agent]` table (again for those whose file changed), and ends the pause of
+    /// a persona seen for the first time or whose file changed (a new key may be in place).
+    /// How each MCP entry stands, by persona.
+    pub async fn load_personas(&self) -> Vec<(String, Vec<super::McpStatus>)> {
+        for persona in self.engine.personas() {
+            let info = persona.info();
+            if info.agent.is_none() {
+                continue;
+            }
+            self.engine
+                .inner
+                .mcp
+                .ensure(info, &self.env, &self.http)
+                .await;
+            let changed = match self.seen.lock() {
+                Ok(mut seen) => match seen.get(&info.name) {
+                    Some(before) if Arc::ptr_eq(before, info) || **before == **info => false,
+                    _ => {
+                        seen.insert(info.name.clone(), info.clone());
+                        true
+                    }
+                },
+                Err(_) => false,
+            };
+            if changed && let Ok(conn) = self.engine.db().await {
+                match db::resume_paused(conn, &info.name, Utc::now()).await {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::info!(persona = %info.name, jobs = n, "paused jobs resume: the persona was loaded again")
+                    }
+                    Err(e) => {
+                        tracing::warn!(persona = %info.name, "paused jobs could not resume: {e}")
+                    }
+                }
+            }
+        }
+        self.engine.mcp_status()
+    }
+
     /// Claims one job that may run now and runs it; `None` when there is none.
     pub async fn work_once(&self) -> Result<Option<JobReport>, EngineError> {
         let now = Utc::now();
@@ -216,6 +352,18 @@ impl Agent {
     /// Runs jobs until `stop` turns true, looking for new ones every `interval`; a job in
     /// flight finishes its round first.
     pub async fn run(&self, interval: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        // The job in flight sees the stop between two rounds.
+        let stopping = self.stopping.clone();
+        let mut told = stop.clone();
+        let _watch = AbortOnDrop(tokio::spawn(async move {
+            while !*told.borrow_and_update() {
+                if told.changed().await.is_err() {
+                    return;
+                }
+            }
+            stopping.store(true, Ordering::SeqCst);
+        }));
+        self.load_personas().await;
         loop {
             if *stop.borrow() {
                 return;
@@ -225,6 +373,8 @@ impl Agent {
                 Ok(None) => {}
                 Err(e) => tracing::warn!("the agent could not claim a job: {e}"),
             }
+            // While idle: a reloaded persona's MCP servers are listed again.
+            self.load_personas().await;
             tokio::select! {
                 () = tokio::time::sleep(interval) => {}
                 _ = stop.changed() => {}
@@ -282,13 +432,15 @@ impl Agent {
     ) -> Result<JobReport, EngineError> {
         let conn = self.engine.db().await?.clone();
         let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew(
+        // Stopped when the job ends, and when this future is dropped (a caller's timeout, a
+        // cancelled task): a dead worker's lease must run out.
+        let renewer = AbortOnDrop(tokio::spawn(renew(
             conn.clone(),
             job.id,
             self.owner.clone(),
             self.lease,
             lost.clone(),
-        ));
+        )));
         let mut report = JobReport {
             job: job.id,
             persona: job.persona.clone(),
@@ -304,7 +456,7 @@ impl Agent {
         let end = self
             .steps(&job, resumed, foreground, &lost, &mut report, on_round)
             .await;
-        renewer.abort();
+        drop(renewer);
         let end = match end {
             Ok(end) | Err(Stop::End(end)) => end,
             Err(Stop::Lost) => {
@@ -376,24 +528,52 @@ impl Agent {
                 ),
             });
         }
-        let Some(message_row) = job.message_id else {
-            return Ok(JobEnd::Failed {
-                reason: "error".to_owned(),
-                error: "a scheduled job needs the responsibilities' runtime".to_owned(),
-            });
-        };
-        let Some(trigger) = db::load_message_by_row(conn, message_row).await? else {
-            return Ok(JobEnd::Skipped("trigger_gone".to_owned()));
+        // What the job answers: a message, or a responsibility's slot.
+        let answers = match (job.message_id, job.slot_id) {
+            (Some(row), _) => match db::load_message_by_row(conn, row).await? {
+                Some(trigger) => Answers::Message(Box::new(trigger)),
+                None => return Ok(JobEnd::Skipped("trigger_gone".to_owned())),
+            },
+            (None, Some(slot)) => {
+                use sea_orm::EntityTrait;
+                let row = protege_core::db::entities::responsibility_slot::Entity::find_by_id(slot)
+                    .one(conn)
+                    .await
+                    .map_err(protege_core::Error::from)?;
+                let found = row.and_then(|row| {
+                    info.responsibilities
+                        .iter()
+                        .find(|r| r.name == row.responsibility)
+                        .cloned()
+                });
+                match found {
+                    Some(responsibility) => Answers::Slot(responsibility),
+                    None => return Ok(JobEnd::Skipped("responsibility_gone".to_owned())),
+                }
+            }
+            (None, None) => {
+                return Ok(JobEnd::Failed {
+                    reason: "error".to_owned(),
+                    error: "the job answers neither a message nor a slot".to_owned(),
+                });
+            }
         };
         if foreground.is_none() {
             if agent.reply == ReplyMode::Off {
                 return Ok(JobEnd::Skipped("reply_off".to_owned()));
             }
-            if let Some(end) = self
-                .caps(&job.persona, &agent, trigger.thread_id, &trigger.from)
-                .await?
-            {
-                return Ok(end);
+            if let Answers::Message(trigger) = &answers {
+                if agent.after_person == AfterPerson::Skip
+                    && db::person_replied(conn, trigger.thread_id).await?
+                {
+                    return Ok(JobEnd::Skipped("person_replied".to_owned()));
+                }
+                if let Some(end) = self
+                    .caps(&job.persona, &agent, trigger.thread_id, &trigger.from)
+                    .await?
+                {
+                    return Ok(end);
+                }
             }
         }
         let Some(model) = info.model.clone() else {
@@ -404,6 +584,7 @@ impl Agent {
         };
         let format = match model.provider {
             Some(Provider::Anthropic) => ProviderFormat::Anthropic,
+            Some(Provider::Openai) if model.uses_responses() => ProviderFormat::OpenAiResponses,
             Some(Provider::Openai) => ProviderFormat::OpenAiChat,
             None => {
                 return Ok(JobEnd::Failed {
@@ -423,15 +604,45 @@ impl Agent {
             });
         };
         let base_url = model.base_url().unwrap_or_default().to_owned();
+        // The persona's MCP tools: connected at its first job and after its file changed.
+        let mcp = engine.inner.mcp.ensure(info, &self.env, &self.http).await;
+        // Tool results are fenced like the thread's mail; a scheduled run has no thread.
+        let fence = match (&answers, info.mail.fence) {
+            (Answers::Message(trigger), true) => Some(protege_mail::Fence::new(
+                &engine.fence_key(conn).await?,
+                &trigger.thread_id.to_string(),
+            )),
+            _ => None,
+        };
+        // The tools a scheduled run may call: its responsibility's `tools` only.
+        let only: Option<Vec<String>> = match &answers {
+            Answers::Message(_) => None,
+            Answers::Slot(responsibility) => Some(responsibility.tools.clone()),
+        };
 
         // The run: resumed, or started now.
         let mut next: Option<(u32, Value)> = None;
         let run_id = match self.live_run(job).await? {
             Some(id) => id,
             None => {
-                let input = ResolveInput::reply(job.persona.clone(), trigger.message_id.clone())
-                    .format(Format::Provider);
-                let run = engine.start_run(&input).await?;
+                let input = match &answers {
+                    Answers::Message(trigger) => {
+                        ResolveInput::reply(job.persona.clone(), trigger.message_id.clone())
+                    }
+                    Answers::Slot(responsibility) => {
+                        ResolveInput::scheduled(job.persona.clone(), responsibility.name.clone())
+                    }
+                }
+                .format(Format::Provider);
+                let extra: Vec<protege_core::ToolDef> = mcp
+                    .as_deref()
+                    .map(|m| m.tools().cloned().collect())
+                    .unwrap_or_default();
+                let offer = super::Offer {
+                    extra: &extra,
+                    only: only.as_deref(),
+                };
+                let run = engine.start_run_offering(&input, &offer, true).await?;
                 ensure(lost)?;
                 if !db::set_job_run(conn, job.id, &self.owner, &run.id, Utc::now()).await? {
                     return Err(Stop::Lost);
@@ -441,21 +652,40 @@ impl Agent {
             }
         };
         report.run_id = Some(run_id.clone());
+        let (correspondent, authenticated, thread) = match &answers {
+            Answers::Message(trigger) => (
+                bare_address(&trigger.from).to_lowercase(),
+                engine.sender_authenticated(&persona, trigger),
+                Some(trigger.thread_id),
+            ),
+            Answers::Slot(_) => (String::new(), false, None),
+        };
         let context = CallContext {
             run_id: &run_id,
             persona: &job.persona,
-            correspondent: bare_address(&trigger.from).to_lowercase(),
-            authenticated: engine.sender_authenticated(&persona, &trigger),
-            thread: trigger.thread_id,
+            correspondent,
+            authenticated,
+            thread,
             dry_run: foreground.is_some_and(|f| f.no_tools),
             info,
             agent: &agent,
+            mcp: mcp.as_deref(),
+            fence: fence.as_ref(),
+            only: only.as_deref(),
         };
 
         // Where the run stands is read once; afterwards each recorded round says it.
         let mut going_on = next.is_some() || engine.run(&run_id).await?.run.status == "started";
         while going_on {
             ensure(lost)?;
+            // A worker told to stop hands the job back between two rounds.
+            if self.stopping.load(Ordering::SeqCst) {
+                return Ok(JobEnd::Queued {
+                    at: Utc::now(),
+                    reason: db::RELEASED.to_owned(),
+                    error: None,
+                });
+            }
             // A round whose response is stored (a resumed job) is never asked again.
             let stored = match next {
                 Some(_) => None,
@@ -682,7 +912,7 @@ impl Agent {
                 "`{name}` is not a tool of this run: call one of the tools you were given"
             ));
         }
-        if let Some(def) = context.info.tools.iter().find(|t| t.name == name)
+        if let Some(def) = context.definition(name)
             && let Err(why) = protege_agent::check_input(&def.input_schema, &call.input)
         {
             metrics::counter!("protege_tool_calls_total", "tool" => name.to_owned(), "outcome" => "invalid_input")
@@ -720,9 +950,20 @@ impl Agent {
             Some(ToolRunner::Builtin(BuiltinTool::ReadAttachment)) => {
                 self.read_attachment(context, &call.input).await
             }
-            Some(ToolRunner::Mcp(_)) => ToolOutcome::error(format!(
-                "`{name}` is an MCP tool, and this process does not reach MCP servers"
-            )),
+            Some(ToolRunner::Mcp(_)) => {
+                // The MCP client counts its calls itself.
+                let out = match context.mcp.and_then(|m| m.offering(name)) {
+                    Some((tools, _, entry)) => {
+                        tools
+                            .call(name, &call.input, entry.timeout, context.result_limit())
+                            .await
+                    }
+                    None => ToolOutcome::error(format!(
+                        "`{name}` is not offered now: its MCP server is down"
+                    )),
+                };
+                return context.fenced(out);
+            }
             None => ToolOutcome::error(format!(
                 "`{name}` is run by the application, not by the agent: it cannot be called here"
             )),
@@ -730,7 +971,7 @@ impl Agent {
         let outcome = if out.is_error { "error" } else { "ok" };
         metrics::counter!("protege_tool_calls_total", "tool" => name.to_owned(), "outcome" => outcome)
             .increment(1);
-        out
+        context.fenced(out)
     }
 
     /// The built-in `read_attachment`: an attachment of the trigger's thread by id.
@@ -744,7 +985,10 @@ impl Agent {
             Ok(conn) => conn,
             Err(e) => return ToolOutcome::error(format!("the attachment cannot be read: {e}")),
         };
-        let found = match db::attachment_in_thread(conn, context.thread, &id).await {
+        let Some(thread) = context.thread else {
+            return ToolOutcome::error("a scheduled run has no thread: it has no attachments");
+        };
+        let found = match db::attachment_in_thread(conn, thread, &id).await {
             Ok(found) => found,
             Err(e) => return ToolOutcome::error(format!("the attachment cannot be read: {e}")),
         };
@@ -833,6 +1077,7 @@ impl Engine {
         calls: &[ApprovedCall],
     ) -> Result<Value, EngineError> {
         let (round, waiting, info) = self.waiting_calls(run_id, "approved").await?;
+        let mcp = self.inner.mcp.get(&info.name);
         let mut decided: Vec<DecidedCall> = Vec::new();
         for approved in calls {
             if decided
@@ -854,7 +1099,17 @@ impl Engine {
                 )));
             };
             let input = approved.input.clone().unwrap_or_else(|| call.input.clone());
-            if let Some(def) = info.tools.iter().find(|t| t.name == call.name)
+            let mcp_def = || {
+                mcp.as_deref()
+                    .and_then(|m| m.tools().find(|t| t.name == call.name).cloned())
+            };
+            let def = info
+                .tools
+                .iter()
+                .find(|t| t.name == call.name)
+                .cloned()
+                .or_else(mcp_def);
+            if let Some(def) = def
                 && let Err(why) = protege_agent::check_input(&def.input_schema, &input)
             {
                 return Err(invalid(format!(
@@ -920,6 +1175,18 @@ impl Engine {
 
     /// The pending round of waiting run `run_id`, its calls that wait for a person, and
     /// its persona; the errors of a run that does not wait.
+    /// The calls run `run_id` waits for (`GET /v1/runs/{id}/waiting`, the inspector):
+    /// `{"run_id", "round", "calls": [{"tool_call_id", "name", "input"}]}`, each call as the
+    /// model asked for it; [`EngineErrorKind::Conflict`] unless the run is `waiting`.
+    pub async fn waiting_run(&self, run_id: &str) -> Result<Value, EngineError> {
+        let (round, calls, _) = self.waiting_calls(run_id, "decided").await?;
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({ "tool_call_id": c.tool_call_id, "name": c.name, "input": c.input }))
+            .collect();
+        Ok(json!({ "run_id": run_id, "round": round, "calls": calls }))
+    }
+
     async fn waiting_calls(
         &self,
         run_id: &str,
@@ -982,29 +1249,61 @@ struct CallContext<'a> {
     persona: &'a str,
     correspondent: String,
     authenticated: bool,
-    thread: i64,
+    /// The trigger's thread; `None` in a scheduled run.
+    thread: Option<i64>,
     dry_run: bool,
     info: &'a PersonaInfo,
     agent: &'a PersonaAgent,
+    /// The persona's MCP servers, when it has `mcp` entries.
+    mcp: Option<&'a PersonaMcp>,
+    /// The fence of the trigger's thread, with `[mail] fence`: tool results are fenced like
+    /// mail bodies.
+    fence: Option<&'a protege_mail::Fence>,
+    /// The tools a scheduled run may call (`[[responsibilities]] tools`); `None` for a
+    /// reply run, limited by `[agent] reply_tools`.
+    only: Option<&'a [String]>,
 }
 
 impl CallContext<'_> {
-    /// Whether the tool `name` is offered to a reply run.
+    /// The definition of the tool `name`: the persona's own, or its MCP server's.
+    fn definition(&self, name: &str) -> Option<&protege_core::ToolDef> {
+        self.info
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .or_else(|| self.mcp?.tools().find(|t| t.name == name))
+    }
+
+    /// Whether the tool `name` is offered to the run.
     fn offered(&self, name: &str) -> bool {
-        let declared = self.info.tools.iter().any(|t| t.name == name);
-        let allowed = self
-            .agent
-            .reply_tools
-            .as_ref()
-            .is_none_or(|list| list.iter().any(|t| t == name));
-        declared && allowed
+        let allowed = match self.only {
+            Some(only) => only.iter().any(|t| t == name),
+            None => self.agent.offers_reply_tool(name),
+        };
+        self.definition(name).is_some() && allowed
     }
 
     /// Whether a call of `name` waits for a person.
     fn needs_approval(&self, name: &str) -> bool {
-        !self.dry_run
-            && self.offered(name)
-            && self.info.tool_runner(name).is_some_and(|t| t.approval)
+        if self.dry_run || !self.offered(name) {
+            return false;
+        }
+        match self.mcp.and_then(|m| m.offering(name)) {
+            Some((_, approval, _)) if !self.info.tools.iter().any(|t| t.name == name) => approval,
+            _ => self.info.tool_runner(name).is_some_and(|t| t.approval),
+        }
+    }
+
+    /// `out` as the model reads it: with `[mail] fence`, between the thread's fence lines,
+    /// as text from outside.
+    fn fenced(&self, out: ToolOutcome) -> ToolOutcome {
+        match self.fence {
+            Some(fence) => ToolOutcome {
+                content: fence.wrap(&out.content).0,
+                is_error: out.is_error,
+            },
+            None => out,
+        }
     }
 
     /// The most bytes a result may hold (`[limits] tool_result_bytes`).
@@ -1022,6 +1321,9 @@ fn response_text(format: ProviderFormat, response: &Value) -> String {
     let parsed = match format {
         ProviderFormat::Anthropic => protege_core::wire::from_anthropic_response(bytes.as_bytes()),
         ProviderFormat::OpenAiChat => protege_core::wire::from_openai_response(bytes.as_bytes()),
+        ProviderFormat::OpenAiResponses => {
+            protege_core::wire::from_openai_responses_response(bytes.as_bytes())
+        }
     };
     parsed.map(|r| r.message.content.text()).unwrap_or_default()
 }
@@ -1076,6 +1378,15 @@ fn ensure(lost: &AtomicBool) -> Result<(), Stop> {
         Err(Stop::Lost)
     } else {
         Ok(())
+    }
+}
+
+/// A task aborted when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -122,7 +122,8 @@ impl std::fmt::Display for CacheReport {
 impl Engine {
     /// Resolves the reply run of `persona` for every inbound message of thread
     /// `thread_id`, oldest first, each at the time the message was sent, encodes each
-    /// request in `format` (`openai`, `anthropic`, or `provider` for the persona's own),
+    /// request in `format` (`openai`, `openai-responses`, `anthropic`, or `provider` for the
+    /// persona's own),
     /// and reports for each its input tokens and the tokens of the prefix it shares with
     /// the previous request up to where the provider caches.
     pub async fn cache_report(
@@ -146,16 +147,14 @@ impl Engine {
         model: Option<&str>,
     ) -> Result<CacheReport, EngineError> {
         let info = self.require_persona(persona)?.info().clone();
-        let provider = match format {
-            Format::Openai => Provider::Openai,
-            Format::Anthropic => Provider::Anthropic,
-            Format::Provider => match info.model.as_ref().and_then(|m| m.provider) {
-                Some(p) => p,
+        let wire = match format {
+            Format::Provider => match Format::of_model(info.model.as_ref()) {
+                Some(wire) => wire,
                 None => {
                     return Err(EngineError::new(
                         EngineErrorKind::InvalidInput,
                         format!(
-                            "persona `{persona}` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`"
+                            "persona `{persona}` names no provider: set `provider` in its `[model]` table or ask for `openai`, `openai-responses` or `anthropic`"
                         ),
                     ));
                 }
@@ -163,13 +162,14 @@ impl Engine {
             Format::Messages => {
                 return Err(EngineError::new(
                     EngineErrorKind::BadRequest,
-                    "a cache report needs a provider's wire format: `openai`, `anthropic` or `provider`",
+                    "a cache report needs a provider's wire format: `openai`, `openai-responses`, `anthropic` or `provider`",
                 ));
             }
+            wire => wire,
         };
-        let wire = match provider {
-            Provider::Openai => Format::Openai,
-            Provider::Anthropic => Format::Anthropic,
+        let provider = match wire {
+            Format::Anthropic => Provider::Anthropic,
+            _ => Provider::Openai,
         };
         let conn = self.db().await?;
         let messages = protege_core::db::thread_inbound_messages(conn, thread_id)

@@ -16,10 +16,40 @@ pub enum Format {
     Messages,
     /// An OpenAI Chat Completions request body.
     Openai,
+    /// An OpenAI Responses request body (`openai-responses`).
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
     /// An Anthropic Messages request body.
     Anthropic,
     /// The body of the persona's `[model] provider` (an error when it has none).
     Provider,
+}
+
+impl Format {
+    /// The wire format of a persona's `[model]`: its `provider`, and for OpenAI its `api`;
+    /// `None` without a provider.
+    pub(crate) fn of_model(model: Option<&protege_core::ModelConfig>) -> Option<Format> {
+        let model = model?;
+        match model.provider? {
+            protege_core::Provider::Openai if model.uses_responses() => {
+                Some(Format::OpenaiResponses)
+            }
+            protege_core::Provider::Openai => Some(Format::Openai),
+            protege_core::Provider::Anthropic => Some(Format::Anthropic),
+        }
+    }
+
+    /// The format's name in JSON and on the command line: `messages`, `openai`,
+    /// `openai-responses`, `anthropic` or `provider`; also a run's `format` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Messages => "messages",
+            Format::Openai => "openai",
+            Format::OpenaiResponses => "openai-responses",
+            Format::Anthropic => "anthropic",
+            Format::Provider => "provider",
+        }
+    }
 }
 
 /// One resolve: which persona, which trigger (a message to answer or a responsibility to

@@ -13,12 +13,16 @@ mod forget;
 mod input;
 mod jobs;
 mod mail;
+#[cfg(feature = "agent")]
+mod mcp;
 mod message_id;
 mod outbox;
 mod prune;
 mod replica;
 mod run;
 mod runs_report;
+#[cfg(feature = "agent")]
+mod schedule;
 mod stored;
 mod summary;
 mod trace;
@@ -28,9 +32,10 @@ use std::sync::Arc;
 
 use protege_config::{Diagnostic, Diagnostics, Event, Persona, PersonaSet, Registry, Watch};
 use protege_core::db;
-use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
+use protege_core::wire::{ModelSpec, to_anthropic, to_openai, to_openai_responses};
 use protege_core::{
-    AppConfig, Calibration, Context, Provider, Request, StepReport, Tokenizer, Trigger, assemble,
+    AppConfig, Calibration, Context, PersonaInfo, Request, StepReport, Tokenizer, ToolDef, Trigger,
+    assemble,
 };
 use sea_orm::DatabaseConnection;
 use tokio::sync::{OnceCell, broadcast};
@@ -43,6 +48,8 @@ pub use error::{EngineError, EngineErrorKind};
 pub use input::{Format, ResolveInput};
 pub use jobs::JobInfo;
 pub use mail::{EmlImport, EmlImported};
+#[cfg(feature = "agent")]
+pub use mcp::{McpStatus, PersonaMcp};
 pub use outbox::{Claimed, Composed, DEFAULT_LEASE, MAX_SUBJECT_CHARS, OutboxEntry, retry_after};
 #[cfg(feature = "serve")]
 pub(crate) use run::Recorded;
@@ -51,6 +58,8 @@ pub use run::{
     ToolResult,
 };
 pub use runs_report::{RunCacheReport, RunCacheRow};
+#[cfg(feature = "agent")]
+pub use schedule::DueSlot;
 pub use summary::SUMMARY_MAX_BYTES;
 
 /// The result of [`Engine::resolve`].
@@ -420,6 +429,8 @@ impl EngineBuilder {
                 applied: std::sync::OnceLock::new(),
                 events,
                 fits: calibrate::Fits::default(),
+                #[cfg(feature = "agent")]
+                mcp: mcp::McpCatalog::default(),
                 fence_key: match self.fence_key {
                     Some(key) => OnceCell::new_with(Some(Arc::from(key.as_bytes()))),
                     None => OnceCell::new(),
@@ -427,6 +438,36 @@ impl EngineBuilder {
             }),
         })
     }
+}
+
+/// What a run offers besides its persona's defaults (the agent's runs): `extra` tools (its
+/// MCP servers'), and for a scheduled run of the agent `only` the tools named
+/// (`[[responsibilities]] tools`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Offer<'a> {
+    pub(crate) extra: &'a [ToolDef],
+    pub(crate) only: Option<&'a [String]>,
+}
+
+/// `info` with the tools a run offers: the persona's own and `offer`'s, a reply run of an
+/// agent persona limited to its `[agent] reply_tools`, and a run limited to `offer.only`.
+fn offered_tools(info: &Arc<PersonaInfo>, is_reply: bool, offer: &Offer<'_>) -> Arc<PersonaInfo> {
+    let limit = info
+        .agent
+        .as_ref()
+        .filter(|a| is_reply && a.reply_tools.is_some());
+    if limit.is_none() && offer.extra.is_empty() && offer.only.is_none() {
+        return info.clone();
+    }
+    let mut offered = (**info).clone();
+    offered.tools.extend(offer.extra.iter().cloned());
+    if let Some(agent) = limit {
+        offered.tools.retain(|t| agent.offers_reply_tool(&t.name));
+    }
+    if let Some(only) = offer.only {
+        offered.tools.retain(|t| only.contains(&t.name));
+    }
+    Arc::new(offered)
 }
 
 /// The receiver made with the reload channel, until [`Engine::events`] hands it out.
@@ -476,6 +517,9 @@ struct Inner {
     events: Option<(broadcast::Sender<Event>, FirstReceiver)>,
     /// The token calibrations of the models, as [`Engine::calibration`] keeps them.
     fits: calibrate::Fits,
+    /// The MCP connections of the agent's personas.
+    #[cfg(feature = "agent")]
+    mcp: mcp::McpCatalog,
     /// The fence key: given, or read from the database at the first fenced resolve.
     fence_key: OnceCell<Arc<[u8]>>,
 }
@@ -716,17 +760,19 @@ impl Engine {
     /// Resolves `input`: runs the persona's chain for the trigger, appends the user turn
     /// and the tools, validates, and encodes the request in the asked format.
     pub async fn resolve(&self, input: &ResolveInput) -> Result<Resolution, EngineError> {
-        Ok(self.resolve_with_parts(input).await?.0)
+        Ok(self.resolve_with_parts(input, &Offer::default()).await?.0)
     }
 
     /// [`Engine::resolve`], with what a run keeps of it besides the resolution, under a
-    /// `protege.resolve` span (see [`trace`]).
+    /// `protege.resolve` span (see [`trace`]); `offer` is what an agent's run offers
+    /// besides the persona's tools.
     pub(crate) async fn resolve_with_parts(
         &self,
         input: &ResolveInput,
+        offer: &Offer<'_>,
     ) -> Result<(Resolution, ResolvedParts), EngineError> {
         let span = trace::resolve_span(input);
-        let out = self.resolve_traced(input, &span).await;
+        let out = self.resolve_traced(input, offer, &span).await;
         if let Err(e) = &out {
             trace::record_error(&span, e);
         }
@@ -738,12 +784,13 @@ impl Engine {
     async fn resolve_traced(
         &self,
         input: &ResolveInput,
+        offer: &Offer<'_>,
         span: &tracing::Span,
     ) -> Result<(Resolution, ResolvedParts), EngineError> {
         if let Some(replica) = self.inner.replica.as_ref() {
             if !replica.is_down() {
                 let attempt = match replica.conn().await {
-                    Ok(conn) => self.resolve_on(conn, input, span).await,
+                    Ok(conn) => self.resolve_on(conn, input, offer, span).await,
                     Err(e) => Err(ResolveFailure::Failed(e)),
                 };
                 match attempt {
@@ -758,7 +805,7 @@ impl Engine {
             }
             replica.count_fallback();
         }
-        self.resolve_on(self.db().await?, input, span)
+        self.resolve_on(self.db().await?, input, offer, span)
             .await
             .map_err(ResolveFailure::into_error)
     }
@@ -770,6 +817,7 @@ impl Engine {
         &self,
         conn: &DatabaseConnection,
         input: &ResolveInput,
+        offer: &Offer<'_>,
         span: &tracing::Span,
     ) -> Result<(Resolution, ResolvedParts), ResolveFailure> {
         self.personas_ready()?;
@@ -789,10 +837,12 @@ impl Engine {
         let info = persona.info();
         let model = match input.format {
             Format::Messages => None,
-            Format::Openai | Format::Anthropic | Format::Provider => Some(ModelSpec::resolve(
-                info.model.as_ref(),
-                input.model.as_deref(),
-            )?),
+            Format::Openai | Format::OpenaiResponses | Format::Anthropic | Format::Provider => {
+                Some(ModelSpec::resolve(
+                    info.model.as_ref(),
+                    input.model.as_deref(),
+                )?)
+            }
         };
         let format = wire_format(info, input.format)?;
         let trigger = trigger(conn, info, input).await?;
@@ -805,19 +855,7 @@ impl Engine {
             .model
             .as_deref()
             .or_else(|| info.model.as_ref().and_then(|m| m.name.as_deref()));
-        // A reply run of an agent persona is offered its `[agent] reply_tools` only.
-        let info = match info
-            .agent
-            .as_ref()
-            .filter(|a| is_reply && a.reply_tools.is_some())
-        {
-            Some(agent) => {
-                let mut limited = (**info).clone();
-                limited.tools.retain(|t| agent.offers_reply_tool(&t.name));
-                std::sync::Arc::new(limited)
-            }
-            None => info.clone(),
-        };
+        let info = offered_tools(info, is_reply, offer);
         let mut builder = Context::builder(info.clone(), self.inner.config.clone(), trigger)
             .db(conn.clone())
             .tokenizer(Tokenizer::for_optional_model(model_name));
@@ -950,17 +988,15 @@ pub(crate) struct ResolvedParts {
 /// The wire format a resolve asked for, `provider` replaced by the persona's.
 fn wire_format(info: &protege_core::PersonaInfo, format: Format) -> Result<Format, EngineError> {
     match format {
-        Format::Provider => match info.model.as_ref().and_then(|m| m.provider) {
-            Some(Provider::Openai) => Ok(Format::Openai),
-            Some(Provider::Anthropic) => Ok(Format::Anthropic),
-            None => Err(EngineError::new(
+        Format::Provider => Format::of_model(info.model.as_ref()).ok_or_else(|| {
+            EngineError::new(
                 EngineErrorKind::InvalidInput,
                 format!(
-                    "persona `{}` names no provider: set `provider` in its `[model]` table or ask for `openai` or `anthropic`",
+                    "persona `{}` names no provider: set `provider` in its `[model]` table or ask for `openai`, `openai-responses` or `anthropic`",
                     info.name
                 ),
-            )),
-        },
+            )
+        }),
         other => Ok(other),
     }
 }
@@ -1031,6 +1067,7 @@ fn encode(
 ) -> Result<serde_json::Value, EngineError> {
     Ok(match (format, model) {
         (Format::Openai, Some(m)) => to_openai(request, &m)?,
+        (Format::OpenaiResponses, Some(m)) => to_openai_responses(request, &m)?,
         (Format::Anthropic, Some(m)) => to_anthropic(request, &m)?,
         _ => serde_json::to_value(request).map_err(|e| {
             EngineError::new(

@@ -166,9 +166,7 @@ impl Engine {
             }
         };
         let Some(trigger_row) = run.message_id else {
-            return Err(invalid(format!(
-                "run `{run_id}` answers a responsibility, not a message: it has no one to reply to"
-            )));
+            return self.compose_scheduled(&run, text, now, held).await;
         };
         let Some(trigger) = db::load_message_by_row(conn, trigger_row).await? else {
             return Ok(skipped("trigger_gone"));
@@ -225,7 +223,7 @@ impl Engine {
         }
         let new = NewReply {
             trigger: Some(trigger_row),
-            thread: trigger.thread_id,
+            thread: Some(trigger.thread_id),
             run_id: Some(run.id.clone()),
             persona: run.persona.clone(),
             email: stored_email(&reply),
@@ -236,15 +234,133 @@ impl Engine {
             reason,
             now,
         };
-        match protege_store::store_reply(conn, &new).await? {
-            StoredReply::Stored(row) => Ok(Composed::Reply {
-                outbox: Box::new(entry_of(*row, reply.message_id, trigger.thread_id, false)),
+        self.store_composed(&new, reply.message_id).await
+    }
+
+    /// Stores `new` (whose Message-ID is `message_id`) and answers its outbox row.
+    async fn store_composed(
+        &self,
+        new: &NewReply,
+        message_id: String,
+    ) -> Result<Composed, EngineError> {
+        match protege_store::store_reply(self.db().await?, new).await? {
+            StoredReply::Stored(row, thread) => Ok(Composed::Reply {
+                outbox: Box::new(entry_of(*row, message_id, thread, false)),
             }),
             StoredReply::Existing(id) => Ok(Composed::Reply {
                 outbox: Box::new(self.outbox_entry(id, false).await?),
             }),
             StoredReply::TriggerGone => Ok(skipped("trigger_gone")),
         }
+    }
+
+    /// The answer `text` of the scheduled run `run` (§18 "Scheduled runs"): a new thread
+    /// from the persona's first address to the responsibility's `to`, with its `subject`
+    /// (a template that sees `now` and `responsibility`; the responsibility's name when
+    /// unset). `reply = "draft"` and `approval = "always"` hold it; `first_contact` does not.
+    /// Skipped (`no_recipient`) when the responsibility names no one: the answer stays in
+    /// the run.
+    async fn compose_scheduled(
+        &self,
+        run: &run_row::Model,
+        text: String,
+        now: DateTime<Utc>,
+        held: Option<&str>,
+    ) -> Result<Composed, EngineError> {
+        let persona = self.require_persona(&run.persona)?;
+        let name = run.responsibility.clone().unwrap_or_default();
+        let Some(responsibility) = persona
+            .info
+            .responsibilities
+            .iter()
+            .find(|r| r.name == name)
+        else {
+            return Ok(skipped("responsibility_gone"));
+        };
+        if responsibility.to.is_empty() {
+            return Ok(skipped("no_recipient"));
+        }
+        if text.trim().is_empty() {
+            return Ok(skipped("no_reply"));
+        }
+        let subject = match &responsibility.subject {
+            None => responsibility.name.clone(),
+            Some(template) => {
+                let vars = serde_json::json!({
+                    "now": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    "responsibility": responsibility,
+                });
+                let rendered = protege_core::Template::compile("subject", template.as_str())
+                    .and_then(|t| t.render(&minijinja::Value::from(minijinja::value::Serde(&vars))))
+                    .map_err(|e| {
+                        invalid(format!(
+                            "the `subject` of responsibility `{name}` of persona `{}` does not render: {e}",
+                            run.persona
+                        ))
+                    })?;
+                protege_mail::one_line(rendered.trim()).into_owned()
+            }
+        };
+        let length = subject.chars().count();
+        if length > MAX_SUBJECT_CHARS {
+            return Err(invalid(format!(
+                "the subject of responsibility `{name}` renders {length} characters, over the {MAX_SUBJECT_CHARS} of one mail header line: no answer is composed"
+            )));
+        }
+        let from = persona
+            .info
+            .addresses
+            .first()
+            .map(|a| bare_address(a).to_lowercase())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "persona `{}` has no address to send from",
+                    persona.name()
+                ))
+            })?;
+        let to = responsibility.to.clone();
+        let reply = Reply {
+            from: from.clone(),
+            from_name: persona.info.outbox.from_name.clone(),
+            to: to.clone(),
+            cc: Vec::new(),
+            subject,
+            message_id: Engine::new_message_id(&persona),
+            in_reply_to: None,
+            references: Vec::new(),
+            date: now,
+            auto_submitted: AutoSubmitted::AutoGenerated,
+            loop_address: loop_address(&persona),
+            text: text.clone(),
+            html: persona.info.agent.as_ref().is_some_and(|a| a.html),
+        };
+        let raw = reply_bytes(&reply)?;
+        let mut reason = persona
+            .info
+            .agent
+            .as_ref()
+            .is_some_and(|a| a.always_drafts())
+            .then(|| "draft".to_owned());
+        if self.holds_a_secret(&text).await {
+            reason = Some("contains a secret".to_owned());
+        }
+        if reason.is_none() {
+            reason = held.map(str::to_owned);
+        }
+        let new = NewReply {
+            trigger: None,
+            thread: None,
+            run_id: Some(run.id.clone()),
+            persona: run.persona.clone(),
+            email: stored_email(&reply),
+            raw,
+            envelope_from: from,
+            recipients: to.iter().map(|a| bare_address(a).to_lowercase()).collect(),
+            waiting: reason.is_some(),
+            reason,
+            now,
+        };
+        self.store_composed(&new, reply.message_id).await
     }
 
     /// Whether `text` holds the value of a secret protege holds (§17): the fence key, the

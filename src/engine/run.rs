@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use protege_core::db::entities::{run as run_row, run_round};
 use protege_core::wire::{
     ModelResponse, ModelSpec, Outcome, Usage, from_anthropic_response, from_openai_response,
+    from_openai_responses_response,
 };
 use protege_core::{
     CacheHints, CacheMode, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, Message, Request, Role,
@@ -209,7 +210,7 @@ pub struct RunInfo {
     pub message_id: Option<String>,
     /// The responsibility fired; `None` for a reply run.
     pub responsibility: Option<String>,
-    /// `openai` or `anthropic`.
+    /// `openai`, `openai-responses` or `anthropic`.
     pub format: String,
     /// The model.
     pub model: String,
@@ -297,20 +298,47 @@ impl StoredRequest {
 
 impl Engine {
     /// Starts a run of `input` (a reply to an inbound message or a responsibility), in a
-    /// provider's format (`openai`, `anthropic`, or `provider` for the persona's):
+    /// provider's format (`openai`, `openai-responses`, `anthropic`, or `provider` for the
+    /// persona's):
     /// resolves it as [`Engine::resolve`] does, stores the run, and returns its id and
     /// round 0's body. The canonical `messages` format is a
     /// [`EngineErrorKind::BadRequest`]: a run parses the provider's responses.
     pub async fn start_run(&self, input: &ResolveInput) -> Result<Run, EngineError> {
+        self.start_run_offering(input, &super::Offer::default(), false)
+            .await
+    }
+
+    /// [`Engine::start_run`] with what `offer` adds to the persona's tools; `for_agent`
+    /// when the agent starts it, the only one that may start a run for a message that has
+    /// an agent job.
+    pub(crate) async fn start_run_offering(
+        &self,
+        input: &ResolveInput,
+        offer: &super::Offer<'_>,
+        for_agent: bool,
+    ) -> Result<Run, EngineError> {
         if input.format == Format::Messages {
             return Err(EngineError::new(
                 EngineErrorKind::BadRequest,
-                "a run needs a provider's wire format: ask for `openai`, `anthropic` or `provider`",
+                "a run needs a provider's wire format: ask for `openai`, `openai-responses`, `anthropic` or `provider`",
             ));
         }
-        let (out, parts) = self.resolve_with_parts(input).await?;
+        let (out, parts) = self.resolve_with_parts(input, offer).await?;
         if let (Some(id), Some(row)) = (&input.message_id, parts.message_row) {
             self.check_addressed(&input.persona, id, row).await?;
+            // A job the agent skipped leaves the message to the application.
+            if !for_agent
+                && let Some(job) = db::job_of_message(self.db().await?, row).await?
+                && job.state != db::job_state::SKIPPED
+            {
+                return Err(EngineError::new(
+                    EngineErrorKind::Conflict,
+                    format!(
+                        "message `{id}` is answered by the agent (job {}, `{}`): a run of its own would answer it twice; see `protege agent jobs`",
+                        job.id, job.state
+                    ),
+                ));
+            }
         }
         let spec = parts
             .model
@@ -337,7 +365,7 @@ impl Engine {
             persona: input.persona.clone(),
             message_id: parts.message_row,
             responsibility: input.responsibility.clone(),
-            format: format_name(parts.format).to_owned(),
+            format: parts.format.as_str().to_owned(),
             model: spec.name,
             request_sha256: sha256_hex(&body_bytes),
             request: serde_json::to_string(&stored).unwrap_or_default(),
@@ -458,6 +486,7 @@ impl Engine {
             let (max_rounds, max_bytes) = self.run_limits(&run.persona);
             check_results(&run, input.round, &response, results, max_bytes)?;
             check_response(&run, input.round, &response)?;
+            check_reasoning_model(&run, input.round, &input.response, &response)?;
             self.check_thread_call_ids(&run, input.round, &response)
                 .await?;
             // The rounds stored: the pending one, if any, and those before it, whose call
@@ -593,6 +622,7 @@ impl Engine {
             }
             check_next(&run, number)?;
             check_response(&run, number, &response)?;
+            check_reasoning_model(&run, number, raw, &response)?;
             self.check_thread_call_ids(&run, number, &response).await?;
             let stored = db::load_rounds(conn, &run.id).await?;
             if let Some(stored) = stored.iter().find(|r| r.round == round) {
@@ -1095,21 +1125,80 @@ fn broken(run: &run_row::Model, what: &str) -> EngineError {
 
 /// A stored response (JSON text) parsed in the run's format.
 fn parse_response_text(run: &run_row::Model, text: &str) -> Result<ModelResponse, EngineError> {
-    let parsed = match run.format.as_str() {
-        "openai" => from_openai_response(text.as_bytes()),
-        _ => from_anthropic_response(text.as_bytes()),
-    };
-    parsed.map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::InvalidInput))
+    parse_in(run, text.as_bytes())
 }
 
 /// `response` parsed in the run's format.
 fn parse_response(run: &run_row::Model, response: &Value) -> Result<ModelResponse, EngineError> {
-    let bytes = serde_json::to_vec(response).unwrap_or_default();
-    let parsed = match run.format.as_str() {
-        "openai" => from_openai_response(&bytes),
-        _ => from_anthropic_response(&bytes),
+    parse_in(run, &serde_json::to_vec(response).unwrap_or_default())
+}
+
+/// The response `bytes` parsed in the run's format.
+fn parse_in(run: &run_row::Model, bytes: &[u8]) -> Result<ModelResponse, EngineError> {
+    let parsed = match run_format(run) {
+        Format::Openai => from_openai_response(bytes),
+        Format::OpenaiResponses => from_openai_responses_response(bytes),
+        _ => from_anthropic_response(bytes),
     };
     parsed.map_err(|e| EngineError::from(e).with_kind(EngineErrorKind::InvalidInput))
+}
+
+/// The wire format of `run` (its `format` column).
+fn run_format(run: &run_row::Model) -> Format {
+    match run.format.as_str() {
+        "openai" => Format::Openai,
+        "openai-responses" => Format::OpenaiResponses,
+        _ => Format::Anthropic,
+    }
+}
+
+/// Refuses a Responses answer of `run` (round `round`, `raw` as given) whose reasoning
+/// items another model wrote: its `model` is neither the run's model nor a dated snapshot
+/// of it (`gpt-5` and `gpt-5-2025-08-07`). Encrypted reasoning is sent back to the model
+/// of the run in the next round, and only the model that wrote it can read it.
+fn check_reasoning_model(
+    run: &run_row::Model,
+    round: u32,
+    raw: &Value,
+    response: &ModelResponse,
+) -> Result<(), EngineError> {
+    let reasoning = response
+        .output
+        .iter()
+        .any(|item| item.get("type").and_then(Value::as_str) == Some("reasoning"));
+    let Some(model) = raw.get("model").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    if !reasoning || same_model(&run.model, model) {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        EngineErrorKind::InvalidInput,
+        format!(
+            "round {round}'s response in run `{}` carries reasoning items of model `{}`, but the run is for model `{}`: encrypted reasoning goes back only to the model that wrote it (the run's model or a dated snapshot of it, such as `{}-2025-08-07`)",
+            run.id,
+            model.escape_debug(),
+            run.model,
+            run.model
+        ),
+    ))
+}
+
+/// Whether `answered` (a response's `model`) is the model `asked` for: the same name, or
+/// `asked` followed by a snapshot date, `-YYYY-MM-DD`.
+fn same_model(asked: &str, answered: &str) -> bool {
+    if asked == answered {
+        return true;
+    }
+    let Some(date) = answered
+        .strip_prefix(asked)
+        .and_then(|rest| rest.strip_prefix('-'))
+    else {
+        return false;
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = date.split('-').collect();
+    matches!(parts.as_slice(), [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2))
 }
 
 /// Checks that `results` answer exactly the tool calls of `response` (round `round` of
@@ -1127,8 +1216,10 @@ fn check_results(
     for r in results {
         if !calls.iter().any(|c| c.id == r.tool_call_id) {
             return Err(invalid(format!(
-                "the result for `{}` answers no tool call of round {round}'s response in run `{}`",
-                r.tool_call_id, run.id
+                "the result for `{}` answers no tool call of round {round}'s response in run `{}`{}",
+                r.tool_call_id,
+                run.id,
+                responses_pairing(run, response, &r.tool_call_id)
             )));
         }
         if !answered.insert(r.tool_call_id.as_str()) {
@@ -1155,6 +1246,43 @@ fn check_results(
         )));
     }
     Ok(())
+}
+
+/// What an OpenAI Responses run adds to the error of a result for an unknown call: results
+/// go back as `function_call_output` items paired by `call_id`, and a result naming the
+/// `id` of a `function_call` item (`fc_...`) is named with its call's `call_id`.
+fn responses_pairing(run: &run_row::Model, response: &ModelResponse, id: &str) -> String {
+    if run_format(run) != Format::OpenaiResponses {
+        return String::new();
+    }
+    let item_of = response.output.iter().find(|item| {
+        item.get("type").and_then(Value::as_str) == Some("function_call")
+            && item.get("id").and_then(Value::as_str) == Some(id)
+    });
+    match item_of
+        .and_then(|item| item.get("call_id"))
+        .and_then(Value::as_str)
+    {
+        Some(call_id) => format!(
+            " (its `function_call_output` would name an unknown `call_id`): `{id}` is the `id` of the `function_call` item whose `call_id` is `{call_id}`, which a result names"
+        ),
+        None => format!(
+            " (its `function_call_output` would name an unknown `call_id`); the calls are {}",
+            calls_list(&response.message.tool_calls)
+        ),
+    }
+}
+
+/// The ids of `calls` for an error: `` `a`, `b` `` or `none`.
+fn calls_list(calls: &[protege_core::ToolCall]) -> String {
+    if calls.is_empty() {
+        return "none".to_owned();
+    }
+    calls
+        .iter()
+        .map(|c| format!("`{}`", c.id))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether `text` is 1 to 64 characters from `a-zA-Z0-9_-`: what both providers accept as
@@ -1271,16 +1399,31 @@ fn next_body(run: &run_row::Model, rounds: &[ParsedRound]) -> Result<Value, Engi
         history_end: stored.history_end,
         key: stored.cache_key,
     };
+    let format = run_format(run);
+    if format == Format::OpenaiResponses {
+        // Round 0's request, then each round's output items as the answer gave them (its
+        // reasoning included) and one `function_call_output` per result.
+        let mut body = encode(&request, format, Some(spec))?;
+        if let Some(Value::Array(input)) = body.get_mut("input") {
+            for r in rounds {
+                input.extend(r.response.output.iter().cloned());
+                input.extend(r.response.message.tool_calls.iter().filter_map(|call| {
+                    let result = r.results.iter().find(|x| x.tool_call_id == call.id)?;
+                    Some(json!({
+                        "type": "function_call_output",
+                        "call_id": call.id,
+                        "output": result.content,
+                    }))
+                }));
+            }
+        }
+        return Ok(body);
+    }
     for r in rounds {
         request
             .messages
             .extend(round_messages(r.response.message.clone(), &r.results));
     }
-    let format = if run.format == "openai" {
-        Format::Openai
-    } else {
-        Format::Anthropic
-    };
     encode(&request, format, Some(spec))
 }
 
@@ -1358,13 +1501,6 @@ fn micros(at: DateTime<Utc>) -> DateTime<Utc> {
     use chrono::Timelike as _;
     at.with_nanosecond(at.nanosecond() / 1000 * 1000)
         .unwrap_or(at)
-}
-
-fn format_name(format: Format) -> &'static str {
-    match format {
-        Format::Openai => "openai",
-        _ => "anthropic",
-    }
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -197,10 +197,10 @@ enum Previous {
 }
 
 fn provider_of(run: &run_row::Model) -> Provider {
-    if run.format == "openai" {
-        Provider::Openai
-    } else {
+    if run.format == "anthropic" {
         Provider::Anthropic
+    } else {
+        Provider::Openai
     }
 }
 

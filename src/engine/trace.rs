@@ -88,9 +88,10 @@ pub(super) fn round_span(run_id: &str, round: u32) -> Span {
     )
 }
 
-/// Records on `span` the run's persona, provider and model and the provider's `usage` for
-/// the round. `gen_ai.usage.input_tokens` counts every input token, those read from and
-/// written to the cache included, as the conventions ask.
+/// Records on `span` the run's persona, provider (`openai` for both of OpenAI's formats, as
+/// the conventions name it) and model and the provider's `usage` for the round.
+/// `gen_ai.usage.input_tokens` counts every input token, those read from and written to the
+/// cache included, as the conventions ask.
 pub(super) fn record_usage(span: &Span, persona: &str, format: &str, model: &str, usage: &Usage) {
     if span.is_disabled() {
         return;
@@ -100,7 +101,12 @@ pub(super) fn record_usage(span: &Span, persona: &str, format: &str, model: &str
         .saturating_add(usage.cache_read)
         .saturating_add(usage.cache_write);
     span.record("protege.persona", persona);
-    span.record("gen_ai.provider.name", format);
+    let provider = if format == "openai-responses" {
+        "openai"
+    } else {
+        format
+    };
+    span.record("gen_ai.provider.name", provider);
     span.record("gen_ai.request.model", model);
     span.record("gen_ai.usage.input_tokens", int64(input));
     span.record("gen_ai.usage.output_tokens", int64(usage.output));

@@ -30,7 +30,8 @@ pub(super) async fn readyz(
 ) -> Result<Response, ApiError> {
     let Some(reason) = not_ready(&app).await else {
         // The replica is reported, never required: reads fall back to the primary.
-        let body = match app.engine.ping_read_replica().await {
+        #[cfg_attr(not(feature = "agent"), allow(unused_mut))]
+        let mut body = match app.engine.ping_read_replica().await {
             None => json!({ "status": "ready" }),
             Some(Ok(())) => json!({ "status": "ready", "read_replica": "up" }),
             Some(Err(e)) => {
@@ -38,6 +39,17 @@ pub(super) async fn readyz(
                 json!({ "status": "ready", "read_replica": "down" })
             }
         };
+        // The agent's parts are reported to the token's holder, never required.
+        #[cfg(feature = "agent")]
+        if app.token.is_some()
+            && authorized(&app, &headers)
+            && let Some(object) = body.as_object_mut()
+        {
+            match app.engine.agent_readiness().await {
+                Ok(report) => object.extend(report),
+                Err(e) => tracing::warn!(error = %e, "the agent's report failed"),
+            }
+        }
         return Ok(axum::Json(body).into_response());
     };
     tracing::warn!(reason = %reason, "not ready");

@@ -54,6 +54,15 @@ pub(super) async fn retry(
     json_text(StatusCode::OK, &to_json(&job)?)
 }
 
+/// `GET /v1/runs/{id}/waiting`: the calls a waiting run waits for; 409 unless it waits.
+#[cfg(feature = "agent")]
+pub(super) async fn waiting(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    json_text(StatusCode::OK, &app.engine.waiting_run(&id).await?)
+}
+
 /// The body of `POST /v1/runs/{id}/approve`: who approves, and every waiting call once.
 #[cfg(feature = "agent")]
 #[derive(Debug, serde::Deserialize)]

@@ -163,7 +163,8 @@ impl Service {
                 .route(
                     "/v1/runs/{id}/reject",
                     limited(post(jobs::reject), DECISION_LIMIT),
-                );
+                )
+                .route("/v1/runs/{id}/waiting", get(jobs::waiting));
         }
         routes
             .route("/ui", get(ui::page))

@@ -28,6 +28,11 @@ pub(crate) fn openai_body() -> Value {
     json!({"model": "gpt-4o", "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hi."}]})
 }
 
+/// A valid OpenAI Responses request of a reasoning model, stateless.
+pub(crate) fn openai_responses_body() -> Value {
+    json!({"model": "gpt-5", "instructions": "You are terse.", "input": [{"type": "message", "role": "user", "content": "Say hi."}], "store": false, "include": ["reasoning.encrypted_content"]})
+}
+
 /// A call with the test key, a 5 s timeout and 5 attempts.
 pub(crate) fn call<'a>(
     format: ProviderFormat,

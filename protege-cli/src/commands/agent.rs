@@ -1,8 +1,10 @@
-//! `agent jobs|retry|run|work` (§17), printing the JSON the HTTP routes answer; `run`
-//! prints each round as it is recorded.
+//! `agent jobs|retry|run|work|due|tick` (§17, §19), printing the JSON the HTTP routes
+//! answer; `run` prints each round as it is recorded, `due` one line per slot.
 
-use protege::agent::{Foreground, RoundReport};
+use chrono::Utc;
+use protege::agent::{DueSlot, Foreground, JobReport, RoundReport};
 use protege::db::JobFilter;
+use protege::{LOCAL_TIME_FORMAT, one_line, rfc3339_z};
 use serde_json::json;
 
 use super::args::AgentCommand;
@@ -69,17 +71,47 @@ pub(crate) async fn run(env: &Env, command: &AgentCommand) -> CliResult {
             } else {
                 agent.work().await?
             };
-            let summary: Vec<_> = reports
-                .iter()
-                .map(|r| {
-                    json!({
-                        "job": r.job, "persona": r.persona, "run_id": r.run_id,
-                        "state": r.state, "reason": r.reason, "rounds": r.rounds.len(),
-                        "outbox": r.outbox,
-                    })
-                })
-                .collect();
-            print(&json!({ "jobs": summary }))
+            print(&json!({ "jobs": summary(&reports) }))
+        }
+        AgentCommand::Due { now } => {
+            let mut lines = String::new();
+            for slot in engine.due_slots(now.unwrap_or_else(Utc::now)).await? {
+                lines.push_str(&due_line(&slot));
+            }
+            output::out(&lines)
+        }
+        AgentCommand::Tick { now } => {
+            let fired = engine.fire_due(now.unwrap_or_else(Utc::now)).await?;
+            let agent = engine.agent(format!("tick-{}", std::process::id()))?;
+            let reports = agent.work().await?;
+            print(&json!({ "fired": fired, "jobs": summary(&reports) }))
         }
     }
+}
+
+/// The jobs a worker ran, as `agent work` and `agent tick` print them.
+fn summary(reports: &[JobReport]) -> Vec<serde_json::Value> {
+    reports
+        .iter()
+        .map(|r| {
+            json!({
+                "job": r.job, "persona": r.persona, "run_id": r.run_id,
+                "state": r.state, "reason": r.reason, "rounds": r.rounds.len(),
+                "outbox": r.outbox,
+            })
+        })
+        .collect()
+}
+
+/// One line of `agent due`: the persona, the responsibility, the wall-clock time and its
+/// zone, the instant in UTC, separated by tabs.
+fn due_line(slot: &DueSlot) -> String {
+    format!(
+        "{}\t{}\t{} {}\t{}\n",
+        one_line(&slot.persona),
+        one_line(&slot.responsibility),
+        slot.local.format(LOCAL_TIME_FORMAT),
+        slot.timezone,
+        rfc3339_z(&slot.at)
+    )
 }

@@ -77,14 +77,21 @@ pub(crate) enum Command {
     ///
     /// The environment variables a persona names (`[model] api_key_env`, a tool's
     /// `secret_env` or `token_env` with an `[agent]` table; `[outbox] password_env` with an
-    /// `[agent]` table or an `[outbox] smtp` server) must be set, unless --no-env.
+    /// `[agent]` table or an `[outbox] smtp` server) must be set, unless --no-env. The
+    /// personas' MCP servers are reached and their tools printed with the descriptions the
+    /// model reads (unless --no-mcp or --no-env): a server that is down is a warning, a tool
+    /// whose name another tool of the persona has is an error.
     #[command(
-        after_help = "Examples:\n  protege check --personas personas/\n  protege check --database postgres://app@db.internal/app\n  protege check --no-env                         in CI, without the secrets"
+        after_help = "Examples:\n  protege check --personas personas/\n  protege check --database postgres://app@db.internal/app\n  protege check --no-env                         in CI, without the secrets\n  protege check --no-mcp                         without starting MCP servers"
     )]
     Check {
-        /// Skip the checks of environment variables (for CI without secrets).
+        /// Skip the checks of environment variables (for CI without secrets); MCP servers
+        /// are not reached either.
         #[arg(long)]
         no_env: bool,
+        /// Do not start or reach the personas' MCP servers (their tools are not listed).
+        #[arg(long)]
+        no_mcp: bool,
     },
     /// Create or upgrade the schema, import fixtures.
     Db {
@@ -428,6 +435,29 @@ pub(crate) enum AgentCommand {
         #[arg(long)]
         once: bool,
     },
+    /// List the responsibilities' slots due now, one line each: the persona, the
+    /// responsibility, the wall-clock time with its zone, and the instant in UTC. A
+    /// responsibility seen for the first time is recorded as seen now.
+    #[command(
+        after_help = "Examples:\n  protege agent due\n  protege agent due --now 2026-03-29T06:00:00Z"
+    )]
+    Due {
+        /// The clock, for everything the command does (default: now).
+        #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
+        now: Option<DateTime<Utc>>,
+    },
+    /// Fire the slots due now (each a job), then work through the jobs that may run, in the
+    /// foreground: for deployments driven by cron instead of `serve --agent`. Prints the
+    /// jobs made and the jobs run, as JSON.
+    #[command(
+        after_help = "Examples (from cron, each minute):\n  protege agent tick\n  protege agent tick --now 2026-03-29T06:00:00Z"
+    )]
+    Tick {
+        /// The clock for the slots, the agent's first look at a responsibility included
+        /// (default: now).
+        #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
+        now: Option<DateTime<Utc>>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -564,9 +594,11 @@ pub(crate) enum Format {
     Messages,
     /// An OpenAI Chat Completions request body.
     Openai,
+    /// An OpenAI Responses request body.
+    OpenaiResponses,
     /// An Anthropic Messages request body.
     Anthropic,
-    /// The body of the persona's `[model] provider`.
+    /// The body of the persona's `[model] provider` (and `api`).
     Provider,
 }
 
@@ -619,6 +651,8 @@ pub(crate) enum ExplainFormat {
 pub(crate) enum WireFormat {
     /// OpenAI Chat Completions bodies.
     Openai,
+    /// OpenAI Responses bodies.
+    OpenaiResponses,
     /// Anthropic Messages bodies.
     Anthropic,
 }

@@ -15,6 +15,7 @@ pub(crate) async fn run(env: &Env, args: &CacheReportArgs) -> CliResult {
     };
     let format = match args.format {
         Some(WireFormat::Openai) => protege::Format::Openai,
+        Some(WireFormat::OpenaiResponses) => protege::Format::OpenaiResponses,
         Some(WireFormat::Anthropic) => protege::Format::Anthropic,
         None => protege::Format::Provider,
     };

@@ -7,7 +7,7 @@ use protege::config::{Diagnostic, process_env, render};
 use super::{CliResult, Env, Failure, output};
 
 /// `check`; `check_env` unless `--no-env`.
-pub(crate) async fn check(env: &Env, check_env: bool) -> CliResult {
+pub(crate) async fn check(env: &Env, check_env: bool, reach_mcp: bool) -> CliResult {
     let engine = env.engine().await?;
     let names = match engine.check()? {
         Ok(names) => names,
@@ -33,6 +33,22 @@ pub(crate) async fn check(env: &Env, check_env: bool) -> CliResult {
             return Err(failed(&problems));
         }
     }
+    for persona in engine.personas() {
+        if let Ok(source) = std::fs::read_to_string(persona.path()) {
+            for w in persona.warnings(&source) {
+                output::err(&format!(
+                    "{}:{}:{}: warning: {}\n",
+                    w.path().display(),
+                    w.line(),
+                    w.column(),
+                    w.message()
+                ))?;
+            }
+        }
+    }
+    if reach_mcp {
+        check_mcp(&engine).await?;
+    }
     output::out(&format!(
         "ok: {} {} ({})\n",
         names.len(),
@@ -43,6 +59,56 @@ pub(crate) async fn check(env: &Env, check_env: bool) -> CliResult {
         },
         names.join(", ")
     ))
+}
+
+/// Reaches the MCP servers of the personas and prints, for each, the tools the model is
+/// offered with their descriptions and the tools left out; a server down is a warning on
+/// stderr, a tool whose name is taken an error.
+async fn check_mcp(engine: &Engine) -> CliResult {
+    let mut text = String::new();
+    let mut clashes = Vec::new();
+    for (persona, entries) in engine.check_mcp(process_env).await? {
+        for entry in entries {
+            match entry.reason {
+                None => {
+                    text.push_str(&format!(
+                        "mcp {persona} {}: up, {} {}\n",
+                        entry.server,
+                        entry.tools.len(),
+                        if entry.tools.len() == 1 {
+                            "tool"
+                        } else {
+                            "tools"
+                        }
+                    ));
+                    for (name, description) in entry.tools.iter().zip(&entry.descriptions) {
+                        text.push_str(&format!("  {name}: {}\n", one_line(description)));
+                    }
+                    for left in &entry.left_out {
+                        text.push_str(&format!("  {left}\n"));
+                    }
+                }
+                Some(reason) if entry.clash => clashes.push(format!(
+                    "persona `{persona}`: MCP server `{}`: {reason}",
+                    entry.server
+                )),
+                Some(reason) => output::err(&format!(
+                    "warning: persona `{persona}`: MCP server `{}` is down, its tools are not offered: {reason}\n",
+                    entry.server
+                ))?,
+            }
+        }
+    }
+    output::out(&text)?;
+    match clashes.len() {
+        0 => Ok(()),
+        _ => Err(Failure::invalid(clashes.join("\n"))),
+    }
+}
+
+/// A description on one line: its line breaks as spaces.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The environment variables the loaded personas name that this process does not have,

@@ -32,6 +32,7 @@ pub(crate) fn input(args: &ResolveArgs) -> ResolveInput {
         format: match args.format {
             Format::Messages => protege::Format::Messages,
             Format::Openai => protege::Format::Openai,
+            Format::OpenaiResponses => protege::Format::OpenaiResponses,
             Format::Anthropic => protege::Format::Anthropic,
             Format::Provider => protege::Format::Provider,
         },

@@ -74,6 +74,11 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         let lease = Duration::from_secs(args.job_lease);
         tokio::spawn(answer(engine.clone(), lease, stopping_rx.clone()))
     });
+    // The responsibilities' slots, fired as they fall due; the agent runs their jobs.
+    let schedules = args.agent.then(|| {
+        let (engine, stop) = (engine.clone(), stopping_rx.clone());
+        tokio::spawn(async move { engine.run_schedules(SCHEDULE_INTERVAL, stop).await })
+    });
     let router = Service::new(engine)
         .token(token)
         .deadline(Duration::from_secs_f64(args.deadline))
@@ -116,6 +121,11 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         && tokio::time::timeout(DRAIN, agent).await.is_err()
     {
         tracing::warn!("an agent job still in flight after 30 s; exiting");
+    }
+    if let Some(schedules) = schedules
+        && tokio::time::timeout(DRAIN, schedules).await.is_err()
+    {
+        tracing::warn!("slots still being fired after 30 s; exiting");
     }
     tracing::info!("stopped");
     Ok(())
@@ -165,6 +175,10 @@ async fn answer(
 
 /// How often the agent looks for jobs when it found none.
 const AGENT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How often the responsibilities' due slots are looked for: a slot fires within this of
+/// its instant, well inside the minute that `catch_up = "none"` counts as on time.
+const SCHEDULE_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How often the delivery worker looks for replies that may leave.
 const DELIVERY_INTERVAL: Duration = Duration::from_secs(2);

@@ -163,6 +163,13 @@ pub async fn begin_thread(
     Ok(txn)
 }
 
+/// Begins a transaction that writes at once: it reads committed data (PostgreSQL, MySQL)
+/// or holds the database's write lock from its start (SQLite), so a unique key another
+/// writer takes meanwhile is a conflict it sees, never a stale snapshot.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    begin_exclusive(db).await
+}
+
 /// A transaction that reads committed data (PostgreSQL, MySQL) or holds the write lock
 /// from its start (SQLite).
 async fn begin_exclusive(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {

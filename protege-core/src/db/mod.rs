@@ -42,11 +42,11 @@ pub use read::{
 // them, out of the documented surface (an application reads through `Engine`).
 pub use read::jobs::{
     JobFilter, attachment_in_thread, job_of_message, job_state, jobs_select, list_jobs, load_job,
-    message_row_of, replies_since, select_jobs, tokens_since,
+    message_row_of, paused_job, person_replied, replies_since, select_jobs, tokens_since,
 };
 pub use read::{
-    OutboxFilter, claimable_outbox, first_contacts, list_outbox, load_outbox, may_claim,
-    outbox_of_run, outbox_state,
+    OutboxFilter, claimable_outbox, first_contacts, last_delivery, list_outbox, load_outbox,
+    may_claim, outbox_of_run, outbox_state,
 };
 #[doc(hidden)]
 pub use read::{
@@ -54,6 +54,7 @@ pub use read::{
     load_run, persona_addressed, recent_inbound_to, replayed_tool_use, runs_of_message,
     thread_inbound_messages,
 };
+pub use read::{first_seen, newest_slot};
 pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.

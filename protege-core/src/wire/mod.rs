@@ -1,14 +1,19 @@
-//! Provider wire formats: a [`Request`](crate::Request) as an OpenAI Chat Completions or an
-//! Anthropic Messages request body, ready to send as is, and the provider's answer back as a
-//! [`ModelResponse`] ([`from_openai_response`], [`from_anthropic_response`]).
+//! Provider wire formats: a [`Request`](crate::Request) as an OpenAI Chat Completions, an
+//! OpenAI Responses or an Anthropic Messages request body, ready to send as is, and the
+//! provider's answer back as a [`ModelResponse`] ([`from_openai_response`],
+//! [`from_openai_responses_response`], [`from_anthropic_response`]).
 
 mod anthropic;
 mod openai;
+mod openai_responses;
 mod prefix;
 mod response;
 
 pub use anthropic::{DEFAULT_MAX_TOKENS, to_anthropic};
 pub use openai::to_openai;
+pub use openai_responses::{
+    from_openai_responses_response, is_reasoning_model, to_openai_responses,
+};
 pub use prefix::{PrefixUnit, cached_tokens, prefix_units};
 pub use response::{ModelResponse, Outcome, Usage, from_anthropic_response, from_openai_response};
 

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
 
 /// Whether `model` is an o-series reasoning model, which takes `max_completion_tokens`.
-fn is_o_series(model: &str) -> bool {
+pub(super) fn is_o_series(model: &str) -> bool {
     let mut chars = model.chars();
     chars.next() == Some('o') && chars.next().is_some_and(|c| c.is_ascii_digit())
 }

@@ -31,7 +31,8 @@ pub(crate) fn unit_tokens(json: &str) -> usize {
 }
 
 /// The units of a body in the provider's cache order. Anthropic: each tool, each `system`
-/// block, then each block of each message; OpenAI: each tool, then each message whole.
+/// block, then each block of each message; OpenAI: each tool, then each message whole (a
+/// Responses body: its `instructions`, then each `input` item whole).
 pub fn prefix_units(body: &Value, provider: Provider) -> Vec<PrefixUnit> {
     let mut units = Vec::new();
     let tools = body.get("tools").and_then(Value::as_array);
@@ -64,7 +65,16 @@ pub fn prefix_units(body: &Value, provider: Provider) -> Vec<PrefixUnit> {
             }
         }
         Provider::Openai => {
-            for m in messages.into_iter().flatten() {
+            // A Responses body: its `instructions`, then each `input` item whole.
+            if let Some(Value::String(text)) = body.get("instructions") {
+                units.push(unit("system", true, &text_block(text)));
+            }
+            let items = body.get("input").and_then(Value::as_array);
+            for m in messages
+                .into_iter()
+                .flatten()
+                .chain(items.into_iter().flatten())
+            {
                 let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
                 units.push(unit(role, true, m));
             }

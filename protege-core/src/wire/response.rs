@@ -1,6 +1,7 @@
 //! Provider responses: the body of an OpenAI Chat Completions or Anthropic Messages answer
 //! as a [`ModelResponse`], the canonical assistant [`Message`] with the [`Usage`] billed and
-//! why the model stopped.
+//! why the model stopped (OpenAI Responses answers: `openai_responses.rs`, with the helpers
+//! of this file).
 //!
 //! The body is walked as a [`serde_json::Value`], so every error names the JSON path of
 //! what is wrong (`$.content[2].input`, `$.usage.input_tokens`). Fields these functions do
@@ -38,10 +39,17 @@ pub struct ModelResponse {
     /// The provider's own value: `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`,
     /// `refusal`, ... (Anthropic `stop_reason`); `stop`, `tool_calls`, `length`,
     /// `content_filter`, ... (OpenAI `finish_reason`), or `refusal` for an OpenAI message
-    /// whose `refusal` is set.
+    /// whose `refusal` is set; `completed`, or the `incomplete_details.reason` of an
+    /// incomplete answer (`max_output_tokens`, `content_filter`, ...), for OpenAI Responses.
     pub stop_reason: String,
     /// What the caller does next, whichever the provider.
     pub outcome: Outcome,
+    /// The output items of an OpenAI Responses answer that the next request of its run sends
+    /// back as input items, as the answer gave them and in its order: its `message` and
+    /// `function_call` items and its `reasoning` items with their `encrypted_content`.
+    /// Empty for the other formats, whose next request is built from `message` alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<Value>,
 }
 
 /// What a response asks of the caller.
@@ -186,7 +194,7 @@ pub fn from_openai_response(body: &[u8]) -> Result<ModelResponse> {
     let calls = openai_calls(msg, &path, !matches!(finish, "length" | "content_filter"))?;
     let content = optional_string(msg, &path, "content")?;
     let refusal = optional_string(msg, &path, "refusal")?;
-    let usage = openai_usage(root)?;
+    let usage = openai_usage(root, &CHAT_USAGE)?;
     if let Some(refusal) = refusal {
         let text = Content::Text(refusal.to_owned());
         return Ok(response(text, calls, usage, "refusal", Outcome::Stopped));
@@ -206,20 +214,43 @@ pub fn from_openai_response(body: &[u8]) -> Result<ModelResponse> {
     Ok(response(text, calls, usage, finish, outcome))
 }
 
-type Object = Map<String, Value>;
+pub(super) type Object = Map<String, Value>;
 
 /// The longest value an error quotes, in characters.
 const QUOTED_CHARS: usize = 60;
 
-fn invalid(detail: String) -> Error {
+pub(super) fn invalid(detail: String) -> Error {
     Error::new(ErrorKind::InvalidInput, detail)
 }
 
-fn parse(body: &[u8]) -> Result<Value> {
+/// What kind of provider answer `obj` looks like, unless it is `not`: for the hint of an
+/// error about a body of the wrong format.
+pub(super) fn looks_like(obj: &Object, not: &str) -> Option<&'static str> {
+    let object = obj.get("object").and_then(Value::as_str);
+    let kind = if object.is_some_and(|o| o.starts_with("chat.completion"))
+        || obj.contains_key("choices")
+    {
+        CHAT_COMPLETIONS
+    } else if object == Some("response") {
+        RESPONSES
+    } else if obj.get("type").and_then(Value::as_str) == Some("message") {
+        ANTHROPIC
+    } else {
+        return None;
+    };
+    (kind != not).then_some(kind)
+}
+
+/// The names [`looks_like`] gives.
+pub(super) const CHAT_COMPLETIONS: &str = "an OpenAI Chat Completions response";
+pub(super) const RESPONSES: &str = "an OpenAI Responses response";
+pub(super) const ANTHROPIC: &str = "an Anthropic Messages response";
+
+pub(super) fn parse(body: &[u8]) -> Result<Value> {
     serde_json::from_slice(body).map_err(|e| invalid(format!("the response is not JSON: {e}")))
 }
 
-fn response(
+pub(super) fn response(
     content: Content,
     calls: Vec<ToolCall>,
     usage: Usage,
@@ -236,11 +267,12 @@ fn response(
         usage,
         stop_reason: stop_reason.to_owned(),
         outcome,
+        output: Vec::new(),
     }
 }
 
 /// One text is a plain text, several are text parts, none is an empty text.
-fn text_content(mut texts: Vec<String>) -> Content {
+pub(super) fn text_content(mut texts: Vec<String>) -> Content {
     match texts.len() {
         0 => Content::Text(String::new()),
         1 => Content::Text(texts.pop().unwrap_or_default()),
@@ -249,7 +281,7 @@ fn text_content(mut texts: Vec<String>) -> Content {
 }
 
 /// `text` cut to [`QUOTED_CHARS`] characters for an error message.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     match text.char_indices().nth(QUOTED_CHARS) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
@@ -257,7 +289,7 @@ fn quoted(text: &str) -> String {
 }
 
 /// A value as an error shows it: `missing`, `null`, a quoted string or number, or its kind.
-fn shown(value: Option<&Value>) -> String {
+pub(super) fn shown(value: Option<&Value>) -> String {
     match value {
         None => "missing".into(),
         Some(Value::Null) => "null".into(),
@@ -268,18 +300,18 @@ fn shown(value: Option<&Value>) -> String {
     }
 }
 
-fn field<'a>(obj: &'a Object, path: &str, key: &str) -> Result<&'a Value> {
+pub(super) fn field<'a>(obj: &'a Object, path: &str, key: &str) -> Result<&'a Value> {
     obj.get(key)
         .ok_or_else(|| invalid(format!("`{path}.{key}` is missing")))
 }
 
-fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Object> {
+pub(super) fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Object> {
     value
         .as_object()
         .ok_or_else(|| invalid(format!("`{path}` must be a JSON object")))
 }
 
-fn string<'a>(obj: &'a Object, path: &str, key: &str) -> Result<&'a str> {
+pub(super) fn string<'a>(obj: &'a Object, path: &str, key: &str) -> Result<&'a str> {
     field(obj, path, key)?
         .as_str()
         .ok_or_else(|| invalid(format!("`{path}.{key}` must be a string")))
@@ -295,7 +327,7 @@ fn optional_string<'a>(obj: &'a Object, path: &str, key: &str) -> Result<Option<
 }
 
 /// A token count: null or absent is 0.
-fn count(obj: &Object, path: &str, key: &str) -> Result<u64> {
+pub(super) fn count(obj: &Object, path: &str, key: &str) -> Result<u64> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(0),
         Some(value) => value
@@ -317,10 +349,10 @@ fn stop_value<'a>(obj: &'a Object, path: &str, key: &str) -> Result<&'a str> {
 
 /// The tool call ids met so far, with the path of each.
 #[derive(Default)]
-struct SeenIds(HashMap<String, String>);
+pub(super) struct SeenIds(HashMap<String, String>);
 
 impl SeenIds {
-    fn check(&mut self, id: &str, path: String) -> Result<()> {
+    pub(super) fn check(&mut self, id: &str, path: String) -> Result<()> {
         if let Some(first) = self.0.get(id) {
             return Err(invalid(format!(
                 "`{path}` repeats the tool call id `{}` of `{first}`",
@@ -341,15 +373,9 @@ fn anthropic_root(root: &Value) -> Result<&Object> {
         )));
     };
     if obj.get("type").and_then(Value::as_str) != Some("message") {
-        let other = obj
-            .get("object")
-            .and_then(Value::as_str)
-            .is_some_and(|o| o.starts_with("chat.completion"))
-            || obj.contains_key("choices");
-        let hint = if other {
-            "; the body looks like an OpenAI Chat Completions response"
-        } else {
-            ""
+        let hint = match looks_like(obj, ANTHROPIC) {
+            Some(other) => format!("; the body looks like {other}"),
+            None => String::new(),
         };
         return Err(invalid(format!(
             "{NOT}: `$.type` is {}, expected `message`{hint}",
@@ -412,10 +438,9 @@ fn openai_root(root: &Value) -> Result<&Object> {
         )));
     };
     if obj.get("object").and_then(Value::as_str) != Some("chat.completion") {
-        let hint = if obj.get("type").and_then(Value::as_str) == Some("message") {
-            "; the body looks like an Anthropic Messages response"
-        } else {
-            ""
+        let hint = match looks_like(obj, CHAT_COMPLETIONS) {
+            Some(other) => format!("; the body looks like {other}"),
+            None => String::new(),
         };
         return Err(invalid(format!(
             "{NOT}: `$.object` is {}, expected `chat.completion`{hint}",
@@ -482,7 +507,7 @@ fn openai_calls(msg: &Object, path: &str, read_arguments: bool) -> Result<Vec<To
 }
 
 /// The JSON object a call's `arguments` string holds.
-fn arguments_object(arguments: &str, path: &str) -> Result<Value> {
+pub(super) fn arguments_object(arguments: &str, path: &str) -> Result<Value> {
     match serde_json::from_str::<Value>(arguments) {
         Ok(input @ Value::Object(_)) => Ok(input),
         Ok(other) => Err(invalid(format!(
@@ -497,29 +522,47 @@ fn arguments_object(arguments: &str, path: &str) -> Result<Value> {
     }
 }
 
-fn openai_usage(root: &Object) -> Result<Usage> {
+/// The names an OpenAI usage object gives its counts: Chat Completions' or Responses'.
+pub(super) struct UsageKeys {
+    /// The input tokens, cached ones included.
+    pub(super) input: &'static str,
+    /// The object holding `cached_tokens` and `cache_write_tokens`.
+    pub(super) details: &'static str,
+    /// The output tokens.
+    pub(super) output: &'static str,
+}
+
+/// Chat Completions' usage.
+const CHAT_USAGE: UsageKeys = UsageKeys {
+    input: "prompt_tokens",
+    details: "prompt_tokens_details",
+    output: "completion_tokens",
+};
+
+/// The usage of an OpenAI answer, its names `keys`.
+pub(super) fn openai_usage(root: &Object, keys: &UsageKeys) -> Result<Usage> {
     let usage = match root.get("usage") {
         None | Some(Value::Null) => return Ok(Usage::default()),
         Some(usage) => object(usage, "$.usage")?,
     };
-    const DETAILS: &str = "$.usage.prompt_tokens_details";
-    let (cached, written) = match usage.get("prompt_tokens_details") {
+    let details_path = format!("$.usage.{}", keys.details);
+    let (cached, written) = match usage.get(keys.details) {
         None | Some(Value::Null) => (0, 0),
         Some(details) => {
-            let details = object(details, DETAILS)?;
+            let details = object(details, &details_path)?;
             (
-                count(details, DETAILS, "cached_tokens")?,
-                count(details, DETAILS, "cache_write_tokens")?,
+                count(details, &details_path, "cached_tokens")?,
+                count(details, &details_path, "cache_write_tokens")?,
             )
         }
     };
     Ok(Usage {
-        // The prompt tokens less those read from and written to the cache, as Anthropic's
-        // `input_tokens` counts: the four counts add up to the prompt.
-        input: count(usage, "$.usage", "prompt_tokens")?
+        // The input tokens less those read from and written to the cache, as Anthropic's
+        // `input_tokens` counts: the four counts add up to the input.
+        input: count(usage, "$.usage", keys.input)?
             .saturating_sub(cached)
             .saturating_sub(written),
-        output: count(usage, "$.usage", "completion_tokens")?,
+        output: count(usage, "$.usage", keys.output)?,
         cache_read: cached,
         cache_write: written,
     })

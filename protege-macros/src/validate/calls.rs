@@ -319,8 +319,10 @@ pub(super) enum Own {
     Record,
     /// `summary` (a ThreadSummary template).
     Summary,
-    /// `thread` (a CorrespondentHistory template).
+    /// `thread`, an earlier thread (a CorrespondentHistory template).
     Thread,
+    /// `thread`, an open thread (an OpenThreads template).
+    OpenThread,
 }
 
 /// Parses a string-literal template with minijinja; a syntax error points at the literal.
@@ -347,6 +349,7 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
         record: own == Own::Record,
         summary: own == Own::Summary,
         thread: own == Own::Thread,
+        open_thread: own == Own::OpenThread,
         vars: None,
     };
     let problems = protege_schema::names::check(&source, &scope, |name, candidates| {
@@ -354,6 +357,46 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
     });
     for p in problems {
         ctxt.error(lit.span(), format!("{what} line {}: {}", p.line, p.message));
+    }
+}
+
+/// A duration option (`within = "3d"`): a string literal is read as in TOML at compile time
+/// and becomes a `std::time::Duration` of its seconds; any other expression is passed as
+/// it is (a `Duration` of the user's).
+pub(super) fn duration_call(n: Named, ctxt: &Ctxt) -> Option<Call> {
+    let Some(lit) = str_literal(&n.value) else {
+        return Some(Call {
+            method: n.key,
+            arg: CallArg::Expr(n.value),
+        });
+    };
+    let text = lit.value();
+    match protege_schema::parse_duration(&text) {
+        Ok(d) => Some(Call {
+            method: n.key,
+            arg: CallArg::Seconds(d.as_secs(), lit.span()),
+        }),
+        Err(protege_schema::DurationError::TooLong) => {
+            ctxt.error(
+                lit.span(),
+                format!(
+                    "`{}` must be at most {} days, found `{text}`",
+                    n.key,
+                    protege_schema::DURATION_MAX_DAYS
+                ),
+            );
+            None
+        }
+        Err(protege_schema::DurationError::Malformed) => {
+            ctxt.error(
+                lit.span(),
+                format!(
+                    "`{}` must be a duration: a positive integer and a unit `s`, `m`, `h` or `d`, such as `\"90s\"` or `\"2d\"`; found `{text}`",
+                    n.key
+                ),
+            );
+            None
+        }
     }
 }
 

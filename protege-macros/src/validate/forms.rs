@@ -7,8 +7,8 @@ use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit};
 
 use super::calls::{
-    Own, QUOTED_MODE, WINDOW, applies, check_template, is_template, list, option_call, order_calls,
-    str_literal, where_calls, word_variant,
+    Own, QUOTED_MODE, WINDOW, applies, check_template, duration_call, is_template, list,
+    option_call, order_calls, str_literal, where_calls, word_variant,
 };
 use super::{Call, CallArg, Ctor};
 use crate::ast::Named;
@@ -76,6 +76,7 @@ impl Form {
             "ThreadHistory" => Some(self.thread_history(ctxt)),
             "ThreadSummary" => Some(self.thread_summary(ctxt)),
             "CorrespondentHistory" => Some(self.correspondent_history(ctxt)),
+            "OpenThreads" => Some(self.open_threads(ctxt)),
             "LoadRecord" => self.load_record(ctxt),
             other => {
                 ctxt.error(span, format!("`{other}` has no form in `resolvers!`"));
@@ -205,6 +206,18 @@ impl Form {
         Ctor::Correspondent(self.ident.clone())
     }
 
+    /// `OpenThreads`: named options only.
+    fn open_threads(&mut self, ctxt: &Ctxt) -> Ctor {
+        if let Some(p) = self.first.take() {
+            ctxt.error(
+                p.span(),
+                "`OpenThreads` takes no positional argument; use named options \
+                 such as `within = \"3d\"`",
+            );
+        }
+        Ctor::OpenThreads(self.ident.clone())
+    }
+
     /// `LoadRecord`: a loader closure or a table, and the options of that form only.
     fn load_record(&mut self, ctxt: &Ctxt) -> Option<Ctor> {
         let table = self.take("table");
@@ -284,6 +297,7 @@ impl Form {
             "LoadRecord" => Own::Record,
             "ThreadSummary" => Own::Summary,
             "CorrespondentHistory" => Own::Thread,
+            "OpenThreads" => Own::OpenThread,
             _ => Own::Nothing,
         };
         let mut calls = self.calls;
@@ -301,6 +315,10 @@ impl Form {
                             arg: CallArg::Word(QUOTED_MODE.ty, variant),
                         });
                     }
+                    continue;
+                }
+                Some(Kind::Duration) => {
+                    calls.extend(duration_call(n, ctxt));
                     continue;
                 }
                 Some(Kind::Step) => {

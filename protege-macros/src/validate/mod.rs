@@ -50,6 +50,8 @@ pub(crate) enum Ctor {
     Summary(Ident),
     /// `CorrespondentHistory::new()`.
     Correspondent(Ident),
+    /// `OpenThreads::new()`.
+    OpenThreads(Ident),
     /// `LoadRecord::from_loader(expr)`.
     RecordLoader(Ident, Expr),
     /// `LoadRecord::table(expr)`.
@@ -76,6 +78,9 @@ pub(crate) enum CallArg {
     Expr(Expr),
     /// A bare role word: the `Role` variant, spanned at the user's word.
     Role(Ident),
+    /// A duration read at compile time: `std::time::Duration::from_secs(N)`, spanned at the
+    /// user's literal.
+    Seconds(u64, proc_macro2::Span),
     /// A word naming a variant (`window = stable`, `quoted = strip`, or the same as a
     /// string): the type (`Window`, `Quoted`) and the variant, spanned at the user's word.
     Word(&'static str, Ident),

@@ -4,7 +4,7 @@
 //! Decided once, when the message is parsed; the agent's gate reads the result from the
 //! job, never the headers again.
 
-use mail_parser::{HeaderValue, Message};
+use mail_parser::{HeaderValue, Message, MessageParser, MimeHeaders, PartType};
 
 /// The local parts of addresses that take no replies.
 const NO_REPLY_LOCAL_PARTS: [&str; 4] = ["noreply", "no-reply", "donotreply", "do-not-reply"];
@@ -41,6 +41,50 @@ pub fn automated(message: &Message<'_>, from: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The Message-IDs a delivery report (RFC 3464: `multipart/report;
+/// report-type=delivery-status`) reports on: of the returned message (`message/rfc822`) or
+/// its headers (`text/rfc822-headers`), bracketed, deduplicated. `None` for a message that
+/// is no delivery report; an empty list for one that names no message.
+pub fn bounce_of(message: &Message<'_>) -> Option<Vec<String>> {
+    let root = message.root_part();
+    let content_type = root.content_type()?;
+    let report = content_type.ctype().eq_ignore_ascii_case("multipart")
+        && content_type
+            .subtype()
+            .is_some_and(|s| s.eq_ignore_ascii_case("report"))
+        && content_type
+            .attribute("report-type")
+            .is_some_and(|t| t.eq_ignore_ascii_case("delivery-status"));
+    if !report {
+        return None;
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for part in message.parts.iter().skip(1) {
+        let id = match &part.body {
+            PartType::Message(returned) => returned.message_id().map(str::to_owned),
+            PartType::Text(text)
+                if part.content_type().is_some_and(|ct| {
+                    ct.ctype().eq_ignore_ascii_case("text")
+                        && ct
+                            .subtype()
+                            .is_some_and(|s| s.eq_ignore_ascii_case("rfc822-headers"))
+                }) =>
+            {
+                MessageParser::default()
+                    .parse_headers(text.as_bytes())
+                    .and_then(|headers| headers.message_id().map(str::to_owned))
+            }
+            _ => None,
+        };
+        if let Some(id) = id.map(|id| format!("<{}>", id.trim_matches(['<', '>'])))
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+        }
+    }
+    Some(ids)
 }
 
 /// Whether `from` is an address that takes no replies (`noreply@…` and its spellings).
@@ -98,7 +142,6 @@ fn text_of(value: &HeaderValue<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mail_parser::MessageParser;
 
     fn verdict(headers: &str, from: &str) -> Option<String> {
         let raw = format!("From: {from}\r\nTo: s@acme.test\r\n{headers}Subject: x\r\n\r\nbody\r\n");
@@ -144,6 +187,41 @@ mod tests {
             verdict("", "mailer-daemon@mx.example.com").as_deref(),
             Some("sender `mailer-daemon`")
         );
+    }
+
+    #[test]
+    fn a_delivery_report_names_the_messages_it_returns() {
+        let report = |returned: &str| {
+            format!(
+                "From: MAILER-DAEMON@mx.example.com\r\nTo: support@acme.test\r\n\
+                 Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: <dsn-1@mx.example.com>\r\n\
+                 Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n\
+                 --b\r\nContent-Type: text/plain\r\n\r\nI could not deliver it.\r\n\
+                 --b\r\nContent-Type: message/delivery-status\r\n\r\n\
+                 Reporting-MTA: dns; mx.example.com\r\n\r\nFinal-Recipient: rfc822; zoe@example.com\r\nAction: failed\r\nStatus: 5.1.1\r\n\
+                 --b\r\n{returned}\r\n--b--\r\n"
+            )
+        };
+        let ids = |raw: &str| bounce_of(&MessageParser::default().parse(raw.as_bytes()).unwrap());
+        let headers = "Content-Type: text/rfc822-headers\r\n\r\nFrom: support@acme.test\r\n\
+                       Message-ID: <reply-1@acme.test>\r\nSubject: Re: Order\r\n";
+        assert_eq!(
+            ids(&report(headers)),
+            Some(vec!["<reply-1@acme.test>".to_owned()])
+        );
+        let whole = "Content-Type: message/rfc822\r\n\r\nFrom: support@acme.test\r\n\
+                     Message-ID: <reply-2@acme.test>\r\nSubject: Re: Order\r\n\r\nHello\r\n";
+        assert_eq!(
+            ids(&report(whole)),
+            Some(vec!["<reply-2@acme.test>".to_owned()])
+        );
+        // A report without the returned message names none; other mail is no report.
+        assert_eq!(
+            ids(&report("Content-Type: text/plain\r\n\r\nnothing")),
+            Some(vec![])
+        );
+        let plain = "From: zoe@example.com\r\nSubject: Hi\r\n\r\nHello\r\n";
+        assert_eq!(ids(plain), None);
     }
 
     #[test]

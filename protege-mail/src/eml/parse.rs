@@ -57,6 +57,9 @@ pub struct ParsedEml {
     pub automated: Option<String>,
     /// The values of its `X-Protege-Loop` headers, lowercased.
     pub loop_marks: Vec<String>,
+    /// For a delivery report (a bounce), the Message-IDs of the messages it returns; `None`
+    /// for other mail (see [`gate::bounce_of`](super::gate::bounce_of)).
+    pub bounce_of: Option<Vec<String>>,
 }
 
 /// Who a message claims to be from, and the headers that show whether it arrived from
@@ -208,6 +211,7 @@ pub fn parse_eml(
     let (text_body, html_body, unsplit) = bodies(raw, &message);
     let automated = super::gate::automated(&message, &from);
     let loop_marks = super::gate::loop_marks(&message);
+    let bounce_of = super::gate::bounce_of(&message);
 
     let (attachments, oversized) = attachments(
         raw,
@@ -245,6 +249,7 @@ pub fn parse_eml(
         unsplit,
         automated,
         loop_marks,
+        bounce_of,
     })
 }
 

@@ -14,7 +14,7 @@ use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
 use minijinja::machinery::{Span, parse};
 use minijinja::syntax::SyntaxConfig;
 
-use super::variables::{GLOBALS, VARIABLES, attributes};
+use super::variables::{GLOBALS, OPEN_THREAD, VARIABLES, attributes};
 
 /// Which trigger the chain of a template runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +37,10 @@ pub struct Scope<'a> {
     pub record: bool,
     /// Whether `summary` exists (a ThreadSummary template).
     pub summary: bool,
-    /// Whether `thread` exists (a CorrespondentHistory template).
+    /// Whether `thread` exists as an earlier thread (a CorrespondentHistory template).
     pub thread: bool,
+    /// Whether `thread` exists as an open thread (an OpenThreads template).
+    pub open_thread: bool,
     /// The keys of the persona's `[vars]`, when known; `None` skips the `persona.vars.X` check.
     pub vars: Option<&'a [&'a str]>,
 }
@@ -419,7 +421,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
                     "`summary` exists only in the `template` of `ThreadSummary`".to_owned()
                 }
                 "thread" => {
-                    "`thread` exists only in the `template` of `CorrespondentHistory`".to_owned()
+                    "`thread` exists only in the `template` of `CorrespondentHistory` and of `OpenThreads`".to_owned()
                 }
                 _ => "`record` exists only in the per-record `template` of `LoadRecord`".to_owned(),
             };
@@ -429,7 +431,12 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
         let Some(first) = steps.first() else {
             return;
         };
-        let Some(known) = attributes(name) else {
+        let known = if name == "thread" && self.scope.open_thread {
+            Some(OPEN_THREAD)
+        } else {
+            attributes(name)
+        };
+        let Some(known) = known else {
             return;
         };
         if known.is_empty() {
@@ -483,7 +490,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
             "responsibility" => self.scope.trigger != Trigger::Message,
             "record" => self.scope.record,
             "summary" => self.scope.summary,
-            "thread" => self.scope.thread,
+            "thread" => self.scope.thread || self.scope.open_thread,
             _ => true,
         }
     }
@@ -567,6 +574,7 @@ mod tests {
             record,
             summary: false,
             thread: false,
+            open_thread: false,
             vars: Some(&["company", "team"]),
         };
         check(source, &scope, suggest)
@@ -677,6 +685,7 @@ mod tests {
             record: false,
             summary: false,
             thread: false,
+            open_thread: false,
             vars: None,
         };
         assert_eq!(check("{{ persona.vars.anything }}", &scope, suggest), []);
@@ -710,8 +719,8 @@ mod tests {
                 .map(|p| p.message)
                 .collect::<Vec<_>>(),
             [
-                "`thread` exists only in the `template` of `CorrespondentHistory`",
-                "`thread` exists only in the `template` of `CorrespondentHistory`"
+                "`thread` exists only in the `template` of `CorrespondentHistory` and of `OpenThreads`",
+                "`thread` exists only in the `template` of `CorrespondentHistory` and of `OpenThreads`"
             ]
         );
         assert_eq!(
@@ -720,6 +729,26 @@ mod tests {
                 .map(|p| p.message)
                 .collect::<Vec<_>>(),
             ["`thread` has no attribute `subjet`, did you mean `subject`?"]
+        );
+        // An open thread has its own attributes.
+        let open_thread = Scope {
+            open_thread: true,
+            ..scope
+        };
+        assert_eq!(
+            check(
+                "{{ thread.id }} {{ thread.subject }} {{ thread.messages }} {{ thread.since }} {{ thread.from }}",
+                &open_thread,
+                suggest
+            ),
+            []
+        );
+        assert_eq!(
+            check("{{ thread.summary }}", &open_thread, suggest)
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>(),
+            ["`thread` has no attribute `summary`, did you mean `subject`?"]
         );
     }
 

@@ -4,7 +4,7 @@
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
 /// `mail`, `correlation_id`, `now`, `record` (only in a LoadRecord per-record template),
 /// `summary` (only in a ThreadSummary template) and `thread` (only in a CorrespondentHistory
-/// template).
+/// or an OpenThreads template).
 pub const VARIABLES: &[&str] = &[
     "persona",
     "message",
@@ -41,6 +41,10 @@ pub const MAIL: &[&str] = &["fence_note"];
 
 /// The attributes of `thread`, an earlier thread of a CorrespondentHistory template.
 pub const THREAD: &[&str] = &["subject", "summary", "messages"];
+
+/// The attributes of `thread`, an open thread of an OpenThreads template: its id, subject,
+/// count of messages, the date it waits since and the address it waits for.
+pub const OPEN_THREAD: &[&str] = &["id", "subject", "messages", "since", "from"];
 
 /// The functions minijinja itself defines for every template.
 pub const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];

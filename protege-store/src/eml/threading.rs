@@ -315,6 +315,15 @@ impl Threader {
                     txn.rollback().await?;
                     return Err(e);
                 }
+                // A delivery report marks the replies it returns, with it or not at all.
+                if let Some(returned) = eml.bounce_of.as_ref().filter(|ids| !ids.is_empty())
+                    && direction == Direction::Inbound
+                    && let Err(e) =
+                        crate::outbox::mark_bounced(&txn, returned, &email.message_id).await
+                {
+                    txn.rollback().await?;
+                    return Err(e);
+                }
                 txn.commit().await?;
                 // A batch's start times of threads are only a cache: this one may be stale.
                 self.created.remove(&thread);

@@ -4,7 +4,8 @@
 // out only in the Authorization header. A waiting draft's text (written by a model, from
 // mail written by strangers) is decoded from its stored bytes and shown as text too; its
 // HTML alternative is never shown. An agent job's reason and error (a provider's error
-// body, words of a mail) are text too.
+// body, words of a mail) are text too, and so are the tool calls a run waits for (names,
+// ids and inputs written by a model from mail written by strangers).
 "use strict";
 
 (() => {
@@ -873,6 +874,15 @@
       button.setAttribute("aria-label", "Retry job #" + row.id);
       button.addEventListener("click", () => retryJob(row.id, button));
       action.append(button);
+    } else if (row.state === "waiting" && row.run_id) {
+      const button = el("button", "job-review", "Review calls");
+      button.type = "button";
+      button.dataset.id = String(row.id);
+      button.setAttribute("aria-label", "Review the calls job #" + row.id + " waits for");
+      button.setAttribute("aria-controls", "calls");
+      button.setAttribute("aria-expanded", calls.job !== null && calls.job.id === row.id ? "true" : "false");
+      button.addEventListener("click", () => reviewCalls(row));
+      action.append(button);
     }
     tr.append(
       el("td", "job-id", "#" + row.id),
@@ -905,6 +915,217 @@
     await loadJobs();
     // The button is gone with its row: the focus stays in the panel.
     if (focused && !button.isConnected) $("jobs-refresh").focus();
+  }
+
+  // ---- Tool calls a run waits for ---------------------------------------------------
+
+  const BY_KEY = "protege-decided-by";
+  /** The job reviewed and its run's waiting calls, each with its input's text as shown;
+   * `seq` drops the answers of an earlier review. */
+  const calls = { job: null, run: null, shown: [], base: "", seq: 0 };
+
+  function callsAnswer(text, isError) {
+    const node = $("calls-answer");
+    node.textContent = text;
+    node.classList.toggle("error", Boolean(isError));
+  }
+
+  function setCallButtons(enabled) {
+    for (const button of document.querySelectorAll("#calls-form .decide")) button.disabled = !enabled;
+  }
+
+  /** Marks the Review button of the job reviewed as the one whose calls are open. */
+  function markReviewed() {
+    for (const button of document.querySelectorAll(".job-review")) {
+      const open = calls.job !== null && button.dataset.id === String(calls.job.id);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+  }
+
+  /** Opens the calls the run of waiting job `row` waits for, below the table. */
+  async function reviewCalls(row) {
+    const seq = ++calls.seq;
+    calls.job = row;
+    calls.run = null;
+    calls.shown = [];
+    markReviewed();
+    $("calls").hidden = false;
+    $("calls-head").textContent = "Calls job #" + row.id + " waits for";
+    $("calls-summary").textContent = "Loading…";
+    $("calls-list").replaceChildren();
+    $("calls-form").hidden = true;
+    $("calls-reason").value = "";
+    callsAnswer("");
+    $("calls-head").focus();
+    let waiting;
+    try {
+      waiting = await api("v1/runs/" + encodeURIComponent(row.run_id) + "/waiting");
+    } catch (e) {
+      if (seq !== calls.seq) return;
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      $("calls-summary").textContent = "";
+      callsAnswer("Cannot list the calls (" + e.code + "): " + e.message, true);
+      await loadJobs();
+      return;
+    }
+    if (seq !== calls.seq) return;
+    calls.run = waiting.run_id;
+    const list = waiting.calls || [];
+    calls.base = row.persona + " · run " + waiting.run_id + " · round " + waiting.round;
+    $("calls-summary").textContent = calls.base + " · " + list.length + (list.length === 1 ? " call waits." : " calls wait.");
+    calls.shown = list.map((call) => ({ call, text: JSON.stringify(call.input, null, 2) }));
+    $("calls-list").replaceChildren(...calls.shown.map(callItem));
+    $("calls-form").hidden = false;
+    setCallButtons(true);
+  }
+
+  /** The item of waiting call `shown.call`: its tool, its id, its input editable. */
+  function callItem(shown, i) {
+    const { call, text } = shown;
+    const item = el("li", "waiting-call");
+    item.dataset.id = call.tool_call_id;
+    const head = el("div", "call-head");
+    head.append(el("span", "call-name", call.name), el("span", "call-id", call.tool_call_id));
+    const field = el("div", "field");
+    const label = el("label", null, "Input of " + call.name + " (" + call.tool_call_id + "), as JSON");
+    const input = el("textarea", "call-input");
+    input.id = "call-input-" + i;
+    label.htmlFor = input.id;
+    input.spellcheck = false;
+    input.rows = Math.min(16, Math.max(3, text.split("\n").length + 1));
+    input.value = text;
+    const error = el("p", "call-error");
+    error.id = "call-error-" + i;
+    error.hidden = true;
+    input.setAttribute("aria-describedby", error.id);
+    input.addEventListener("input", () => markInput(input, error, null));
+    field.append(label, input);
+    item.append(head, field, error);
+    return item;
+  }
+
+  /** Shows `message` as the error of a call's input, or clears it when `null`. */
+  function markInput(input, error, message) {
+    error.textContent = message || "";
+    error.hidden = !message;
+    if (message) input.setAttribute("aria-invalid", "true");
+    else input.removeAttribute("aria-invalid");
+  }
+
+  /** Who decides, as typed (and kept for this tab), or `null` after saying it is missing. */
+  function decider() {
+    const by = $("calls-by").value.trim();
+    if (!by) {
+      callsAnswer("Type who decides in “Decided by”.", true);
+      $("calls-by").focus();
+      return null;
+    }
+    try {
+      sessionStorage.setItem(BY_KEY, by);
+    } catch (_) {
+      // Not kept: typed again next time.
+    }
+    return by;
+  }
+
+  /** The approval's calls, each with its input when its text was edited; `null` (nothing
+   * sent) when a text is no JSON, its error shown and the focus on it. */
+  function approvedCalls() {
+    const out = [];
+    let first = null;
+    calls.shown.forEach((shown, i) => {
+      const input = $("call-input-" + i);
+      const error = $("call-error-" + i);
+      const entry = { tool_call_id: shown.call.tool_call_id };
+      if (input.value !== shown.text) {
+        try {
+          entry.input = JSON.parse(input.value);
+          markInput(input, error, null);
+        } catch (e) {
+          markInput(input, error, "This input is no valid JSON: " + e.message);
+          if (first === null) first = { input, call: shown.call };
+        }
+      }
+      out.push(entry);
+    });
+    if (first === null) return out;
+    callsAnswer("Nothing was sent: the input of " + first.call.name + " (" + first.call.tool_call_id + ") is no valid JSON.", true);
+    first.input.focus();
+    return null;
+  }
+
+  /** Approves (`approve`) or rejects the calls shown, shows the route's answer, and lists
+   * the jobs anew. */
+  async function decideCalls(approve) {
+    const job = calls.job;
+    const run = calls.run;
+    if (!job || !run) return;
+    const by = decider();
+    if (by === null) return;
+    const body = { by };
+    if (approve) {
+      const list = approvedCalls();
+      if (list === null) return;
+      body.calls = list;
+    } else {
+      body.reason = $("calls-reason").value.trim();
+      if (!body.reason) {
+        callsAnswer("Type the reason of the rejection: the model is told it.", true);
+        $("calls-reason").focus();
+        return;
+      }
+    }
+    const focused = document.activeElement;
+    setCallButtons(false);
+    callsAnswer(approve ? "Approving…" : "Rejecting…");
+    let done;
+    try {
+      done = await api("v1/runs/" + encodeURIComponent(run) + "/" + (approve ? "approve" : "reject"), body);
+    } catch (e) {
+      if (e.code === 401) return showTokenForm("The token was refused: type it again.");
+      if (calls.job !== job) return loadJobs(); // another job was reviewed meanwhile
+      callsAnswer("Refused (" + e.code + "): " + e.message, true);
+      if (e.code === 409) {
+        // Decided elsewhere: nothing is left to decide here.
+        calls.run = null;
+        $("calls-summary").textContent = calls.base + " · no longer waiting.";
+      } else {
+        setCallButtons(true);
+      }
+      if (focused && focused.disabled) $("calls-head").focus();
+      else if (focused) focused.focus();
+      await loadJobs();
+      return;
+    }
+    if (calls.job !== job) return loadJobs();
+    const edited = approve ? body.calls.filter((c) => c.input !== undefined).length : 0;
+    const jobId = approve && done.job !== undefined ? done.job : job.id;
+    callsAnswer(
+      (approve ? "Approved" : "Rejected") +
+        (edited ? " with " + edited + (edited === 1 ? " edited input" : " edited inputs") : "") +
+        ": run " + done.run_id + " goes on, job #" + jobId + " is queued.",
+    );
+    // Decided: the calls are no longer waiting, the answer stays in view.
+    calls.run = null;
+    $("calls-summary").textContent = calls.base + " · " + (approve ? "approved" : "rejected") + " by " + by + ".";
+    $("calls-form").hidden = true;
+    $("calls-head").focus();
+    await loadJobs();
+  }
+
+  /** Closes the calls section; the focus goes back to the job's Review button, or to the
+   * panel's Refresh button when the job no longer waits. */
+  function closeCalls() {
+    const job = calls.job;
+    calls.seq++;
+    calls.job = null;
+    calls.run = null;
+    calls.shown = [];
+    $("calls").hidden = true;
+    $("calls-list").replaceChildren();
+    markReviewed();
+    const button = job && document.querySelector('.job-review[data-id="' + job.id + '"]');
+    (button || $("jobs-refresh")).focus();
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -947,6 +1168,19 @@
     $("draft-form").addEventListener("submit", (event) => event.preventDefault());
     $("draft-approve").addEventListener("click", () => decide(true));
     $("draft-reject").addEventListener("click", () => decide(false));
+    $("calls-form").addEventListener("submit", (event) => event.preventDefault());
+    $("calls-approve").addEventListener("click", () => decideCalls(true));
+    $("calls-reject").addEventListener("click", () => decideCalls(false));
+    $("calls-close").addEventListener("click", closeCalls);
+    // Escape closes the calls, unless it is pressed in an input being edited.
+    $("calls").addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && event.target.tagName !== "TEXTAREA") closeCalls();
+    });
+    try {
+      $("calls-by").value = sessionStorage.getItem(BY_KEY) || "";
+    } catch (_) {
+      // No session storage: typed each time.
+    }
     $("draft-restore").addEventListener("click", () => {
       $("draft-edit").value = draft.text;
     });

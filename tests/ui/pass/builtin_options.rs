@@ -60,4 +60,11 @@ fn main() {
         use CorrespondentHistory(quoted = strip);
     };
     assert_eq!(chain.names(), ["CorrespondentHistory"; 5]);
+    let chain = protege::resolvers! {
+        use OpenThreads(within = "3d");
+        use OpenThreads(limit = 10);
+        use OpenThreads(template = "- {{ thread.subject }} ({{ thread.from }})");
+        use OpenThreads(role = user);
+    };
+    assert_eq!(chain.names(), ["OpenThreads"; 4]);
 }

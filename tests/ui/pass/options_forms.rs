@@ -111,7 +111,7 @@ fn main() {
             name: "daily".into(),
             schedule: "0 8 * * *".into(),
             instructions: "Sum up.".into(),
-            tools: Vec::new(),
+            ..Responsibility::default()
         }),
     )
     .build();

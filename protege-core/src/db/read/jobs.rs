@@ -114,6 +114,27 @@ pub async fn list_jobs<C: ConnectionTrait>(
     select_jobs(db, &select).await
 }
 
+/// The newest of `persona`'s jobs that wait, queued, for its pause to end after `now` (the
+/// provider refused its key or model), if any: `/readyz`'s report of a paused persona.
+pub async fn paused_job<C: ConnectionTrait>(
+    db: &C,
+    persona: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<agent_job::Model>> {
+    use agent_job::Column as J;
+    let select = jobs_select()
+        .and_where(Expr::col(J::Persona).eq(persona))
+        .and_where(Expr::col(J::State).eq(job_state::QUEUED))
+        .and_where(Expr::col(J::Reason).eq("paused"))
+        .and_where(Expr::col(J::NextAttemptAt).gt(now))
+        // The job the provider refused carries the error; the others were paused with it.
+        .order_by_expr(Expr::col(J::Error).is_null(), Order::Asc)
+        .order_by(J::Id, Order::Desc)
+        .limit(1)
+        .to_owned();
+    Ok(select_jobs(db, &select).await?.into_iter().next())
+}
+
 /// The attachment `attachment_id` of a message of thread `thread`, when there is one (the
 /// newest, should two messages carry the same id).
 pub async fn attachment_in_thread<C: ConnectionTrait>(
@@ -166,6 +187,33 @@ pub async fn replies_since<C: ConnectionTrait>(
         out.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
     }
     Ok(out)
+}
+
+/// Whether the newest outbound message of thread `thread` (in the order they were stored)
+/// is a person's: one no outbox row composed (§17's `person_replied`).
+pub async fn person_replied<C: ConnectionTrait>(db: &C, thread: i64) -> Result<bool> {
+    use crate::db::entities::{message, outbox};
+    let select = Query::select()
+        .column((outbox::Entity, outbox::Column::Id))
+        .from(message::Entity)
+        .left_join(
+            outbox::Entity,
+            Expr::col((outbox::Entity, outbox::Column::MessageId))
+                .equals((message::Entity, message::Column::Id)),
+        )
+        .and_where(Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread))
+        .and_where(Expr::col((message::Entity, message::Column::Direction)).eq("outbound"))
+        .order_by((message::Entity, message::Column::Id), Order::Desc)
+        .limit(1)
+        .to_owned();
+    let Some(row) = db
+        .query_one_raw(crate::db::dates::statement(db, &select))
+        .await?
+    else {
+        return Ok(false);
+    };
+    let outbox: Option<i64> = row.try_get_by_index(0)?;
+    Ok(outbox.is_none())
 }
 
 /// The tokens (input, cached, written and output) of `persona`'s runs started since

@@ -5,8 +5,10 @@
 //! - `history`: the prior turns behind `ThreadHistory`;
 //! - `correspondents`: a correspondent's earlier threads behind `CorrespondentHistory`;
 //! - `summary`: the running summary that applies to a reply run;
+//! - `open_threads`: a persona's threads waiting for an answer, behind `OpenThreads`;
 //! - `records`: `LoadRecord`'s rows of any table, as JSON;
 //! - `runs`: a run and its rounds;
+//! - `slots`: when a responsibility was first seen, and its newest slot fired;
 //! - `rows`: how a row of protege's tables becomes a value, whichever driver read it;
 //! - `embedded`: a SQLite file read through the SQLite C library.
 //!
@@ -46,13 +48,16 @@ pub(crate) mod jobs;
 mod lookup;
 #[cfg(feature = "postgres")]
 mod one_trip;
+pub(crate) mod open_threads;
 mod outbox;
 pub(crate) mod records;
 pub(crate) mod rows;
 mod runs;
+mod slots;
 pub(crate) mod summary;
 
 pub use embedded::{Writes, embedded_statements, embedded_write};
+pub use slots::{first_seen, newest_slot};
 
 use sea_orm::{
     AccessMode, DatabaseConnection, DatabaseTransaction, DbBackend, IsolationLevel,
@@ -80,8 +85,8 @@ pub use lookup::{
     load_message, load_message_by_row, recent_inbound_to, thread_inbound_messages, thread_messages,
 };
 pub use outbox::{
-    OutboxFilter, claimable_outbox, first_contacts, list_outbox, load_outbox, may_claim,
-    outbox_of_run, outbox_state,
+    OutboxFilter, claimable_outbox, first_contacts, last_delivery, list_outbox, load_outbox,
+    may_claim, outbox_of_run, outbox_state,
 };
 pub use runs::{
     call_id_taken_in_thread, load_rounds, load_run, persona_addressed, replayed_tool_use,

@@ -23,6 +23,8 @@ pub mod outbox_state {
     pub const FAILED: &str = "failed";
     /// Rejected by a person.
     pub const REJECTED: &str = "rejected";
+    /// Sent, then returned by a delivery report (a bounce) naming its Message-ID.
+    pub const BOUNCED: &str = "bounced";
 }
 
 /// The condition that an outbox row may be claimed at `now`, its columns named by table
@@ -121,6 +123,24 @@ pub async fn outbox_of_run(db: &DatabaseConnection, run_id: &str) -> Result<Opti
         .columns(columns(outbox::Entity))
         .from(outbox::Entity)
         .and_where(Expr::col((outbox::Entity, outbox::Column::RunId)).eq(run_id))
+        .limit(1);
+    Ok(all!(db, &select, rows::outbox).into_iter().next())
+}
+
+/// The outbox row of `persona` whose delivery was attempted last (it holds the server's
+/// answer or why the server could not be reached), if any: `/readyz`'s outbox report.
+pub async fn last_delivery(
+    db: &DatabaseConnection,
+    persona: &str,
+) -> Result<Option<outbox::Model>> {
+    let mut select = Query::select();
+    select
+        .columns(columns(outbox::Entity))
+        .from(outbox::Entity)
+        .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
+        .and_where(Expr::col((outbox::Entity, outbox::Column::SmtpReply)).is_not_null())
+        .order_by((outbox::Entity, outbox::Column::UpdatedAt), Order::Desc)
+        .order_by((outbox::Entity, outbox::Column::Id), Order::Desc)
         .limit(1);
     Ok(all!(db, &select, rows::outbox).into_iter().next())
 }

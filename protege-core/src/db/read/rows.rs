@@ -115,7 +115,7 @@ pub(crate) const UNSENT_STATES: [&str; 3] = ["waiting", "failed", "rejected"];
 /// The condition that the `messages` row of `table` (a table or alias) is not a reply that
 /// waits, failed or was rejected: mail without an outbox row (received, imported,
 /// recorded) and replies `queued`, `sending` or `sent` are history.
-pub(crate) fn not_unsent_reply<T: sea_orm::sea_query::IntoIden + Copy + 'static>(
+pub(crate) fn not_unsent_reply<T: sea_orm::sea_query::IntoIden + 'static>(
     table: T,
 ) -> sea_orm::sea_query::SimpleExpr {
     use crate::db::entities::outbox;

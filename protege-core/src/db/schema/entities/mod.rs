@@ -1,8 +1,9 @@
 //! The SeaORM entities of the tables: the four of the mail store, the addresses of its
 //! messages (`message_addresses`) and their stripped bodies (`message_strips`),
 //! `thread_summaries`, the runs of §13 (`runs`, `run_rounds`) and the outbox of §18
-//! (`outbox`), the agent's jobs of §17 (`agent_jobs`) and the fired slots of §19
-//! (`responsibility_slots`).
+//! (`outbox`), the agent's jobs of §17 (`agent_jobs`), the fired slots of §19
+//! (`responsibility_slots`) and when each responsibility was first seen
+//! (`responsibilities_seen`).
 //!
 //! Every table has an auto-increment `id`, so insertion order breaks ties everywhere, except
 //! `runs`, whose key is the run's text id (`run_` and a sortable 26-character ULID).
@@ -14,6 +15,7 @@ pub mod message;
 pub mod message_address;
 pub mod message_strip;
 pub mod outbox;
+pub mod responsibility_seen;
 pub mod responsibility_slot;
 pub mod run;
 pub mod run_round;

@@ -15,6 +15,7 @@ mod mail;
 mod outbox;
 mod runs;
 mod settings;
+mod slots;
 mod strips;
 mod summaries;
 
@@ -24,6 +25,7 @@ use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
 use outbox::CreateOutbox;
 use runs::CreateRuns;
 use settings::CreateSettings;
+use slots::SlotTimes;
 use strips::{CreateMessageStrips, MailRulesAgain};
 use summaries::CreateThreadSummaries;
 
@@ -46,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(MailRulesAgain),
             Box::new(CreateOutbox),
             Box::new(CreateAgentJobs),
+            Box::new(SlotTimes),
         ]
     }
 
