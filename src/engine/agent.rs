@@ -1201,10 +1201,11 @@ impl Engine {
         };
         let persona = self.require_persona(&record.run.persona)?;
         let info = persona.info().clone();
+        let mcp = self.inner.mcp.get(&info.name);
         let waiting: Vec<PendingCall> = pending
             .calls
             .into_iter()
-            .filter(|c| info.tool_runner(&c.name).is_some_and(|t| t.approval))
+            .filter(|c| approval_of(&info, mcp.as_deref(), &c.name))
             .collect();
         Ok((pending.round, waiting, info))
     }
@@ -1288,10 +1289,7 @@ impl CallContext<'_> {
         if self.dry_run || !self.offered(name) {
             return false;
         }
-        match self.mcp.and_then(|m| m.offering(name)) {
-            Some((_, approval, _)) if !self.info.tools.iter().any(|t| t.name == name) => approval,
-            _ => self.info.tool_runner(name).is_some_and(|t| t.approval),
-        }
+        approval_of(self.info, self.mcp, name)
     }
 
     /// `out` as the model reads it: with `[mail] fence`, between the thread's fence lines,
@@ -1313,6 +1311,19 @@ impl CallContext<'_> {
             .tool_result_bytes
             .unwrap_or(protege_core::DEFAULT_TOOL_RESULT_BYTES)
     }
+}
+
+/// Whether a call of `name` waits for a person: the `approval` of its `[[tools]]` entry,
+/// or for an MCP tool that of the entry whose server offers it (two entries' `allow` may
+/// both match a name; the server that lists it decides). The agent's run and the listing of
+/// the calls it waits for ask this one question.
+fn approval_of(info: &PersonaInfo, mcp: Option<&PersonaMcp>, name: &str) -> bool {
+    if !info.tools.iter().any(|t| t.name == name)
+        && let Some((_, approval, _)) = mcp.and_then(|m| m.offering(name))
+    {
+        return approval;
+    }
+    info.tool_runner(name).is_some_and(|t| t.approval)
 }
 
 /// The text the model wrote in `response`, for the report.
