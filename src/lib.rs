@@ -222,8 +222,8 @@ pub mod runs {
 #[cfg(feature = "agent")]
 pub mod agent {
     pub use crate::engine::{
-        Agent, ApprovedCall, CallReport, DueSlot, Foreground, JOB_LEASE, JobReport, McpStatus,
-        PersonaMcp, RoundReport,
+        Agent, ApprovedCall, CallReport, DueSlot, Foreground, INBOX_LEASE, InboxPass, JOB_LEASE,
+        JobReport, MAIL_MAX_BYTES, McpStatus, PersonaMcp, Refused, RoundReport,
     };
     pub use protege_agent::*;
 }

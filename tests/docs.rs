@@ -120,3 +120,21 @@ fn the_readme_persona_that_runs_the_agent_loads_with_its_keys() {
         Some("ANTHROPIC_API_KEY")
     );
 }
+
+#[test]
+fn the_readme_mailbox_persona_loads_with_its_keys() {
+    let persona = block_after(&read("README.md"), "## Mailboxes (IMAP)", "toml");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(root.path().join("personas/support.toml"), &persona).unwrap();
+    let (set, diagnostics) =
+        protege::config::PersonaSet::load(root.path().join("personas")).unwrap();
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let inbox = set.get("support").unwrap().info().inbox.clone().unwrap();
+    assert_eq!(inbox.key(), "support@acme.test@imap.acme.test:993/INBOX");
+    assert_eq!(
+        inbox.after,
+        protege::InboxAfter::Move("Processed".to_owned())
+    );
+    assert_eq!(inbox.sent.as_deref(), Some("Sent"));
+}

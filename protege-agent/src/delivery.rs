@@ -82,6 +82,8 @@ pub struct Delivery {
     /// Reads an environment variable (the SMTP password); the process's environment by
     /// default.
     env: EnvReader,
+    /// Notified when a reply is queued in this process: the next pass starts at once.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Delivery {
@@ -105,7 +107,15 @@ impl Delivery {
             owner,
             lease: LEASE,
             env: Arc::new(|name| std::env::var(name).ok()),
+            wake: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// Starts a pass at once when `wake` is notified (a reply queued), not only every
+    /// `interval` of [`run`](Self::run).
+    pub fn wake(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
+        self.wake = wake;
+        self
     }
 
     /// The lease of each claimed row (default [`LEASE`]).
@@ -150,6 +160,7 @@ impl Delivery {
                 let Some(row) = protege_core::db::load_outbox(&self.db, id).await? else {
                     continue;
                 };
+                protege_core::fault("outbox.after_claim");
                 let delivered = self.deliver(&row).await?;
                 metrics::counter!(
                     "protege_outbox_deliveries_total",
@@ -202,6 +213,7 @@ impl Delivery {
             }
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
+                () = self.wake.notified() => {}
                 _ = stop.changed() => {}
             }
         }
@@ -283,6 +295,7 @@ impl Delivery {
         let (db, owner) = (&self.db, self.owner.as_str());
         let outcome = match outcome {
             Outcome::Sent { reply, refused } => {
+                protege_core::fault("outbox.after_250");
                 if !refused.is_empty() {
                     let left: Vec<String> = recipients
                         .iter()

@@ -14,6 +14,9 @@
 //!   them, reconnecting once when the connection was lost.
 //! - **delivery**: [`Delivery`] claims the outbox's queued replies, sends their stored bytes
 //!   over SMTP and records what the server answered.
+//! - **inbox**: [`Imap`] is the IMAP client of `[inbox]`: it connects (TLS, STARTTLS, or
+//!   plain text to a loopback server), lists and fetches a folder's messages by UID, marks
+//!   them and waits for new mail with IDLE.
 //! - **tests**: with the cargo feature `standin`, `standin::StandIn` is a local provider
 //!   that answers from a script and records what it received, for this crate's tests and
 //!   other crates'.
@@ -28,6 +31,7 @@
 
 mod delivery;
 mod http;
+mod imap;
 mod mcp;
 mod provider;
 mod retry;
@@ -38,6 +42,7 @@ mod tools;
 
 pub use delivery::{Delivery, LEASE, Pass, Personas};
 pub use http::{http_client, install_crypto_provider};
+pub use imap::{COMMAND_TIMEOUT, Folder, Imap, ImapAccount, ImapError, Listed};
 pub use mcp::{DESCRIPTION_CHARS, LeftOut, LeftOutReason, McpLoadError, McpTools, server_label};
 pub use provider::{
     ERROR_BODY_BYTES, ProviderCall, ProviderClient, ProviderError, ProviderFormat, ProviderReply,

@@ -10,7 +10,7 @@ use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::ClientId;
 use lettre::transport::smtp::response::Response;
 
-use protege_core::{SmtpSecurity, SmtpServer};
+use protege_core::{SmtpServer, TlsMode};
 
 /// What one attempt sends, and where.
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +110,7 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
         builder.build_rustls().map_err(|e| error_text(&e))
     };
     let wrapper = match server.security {
-        SmtpSecurity::Implicit => match tls(&server.host) {
+        TlsMode::Implicit => match tls(&server.host) {
             Ok(params) => Some(params),
             Err(e) => return Outcome::Connection(e),
         },
@@ -149,7 +149,7 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
         Ok(conn) => conn,
         Err(e) => return Outcome::Connection(error_text(&e)),
     };
-    if server.security == SmtpSecurity::StartTls {
+    if server.security == TlsMode::StartTls {
         if !conn.can_starttls() {
             conn.abort().await;
             return Outcome::Connection(format!(

@@ -112,15 +112,28 @@ pub struct StandIn {
     server: JoinHandle<()>,
 }
 
+/// Answers a request from its JSON body once the script is spent.
+type Responder = Arc<dyn Fn(&Value) -> Scripted + Send + Sync>;
+
 #[derive(Debug)]
 struct Shared {
     script: Mutex<VecDeque<Scripted>>,
+    responder: Mutex<Option<ResponderSlot>>,
     requests: Mutex<Vec<Recorded>>,
     /// Bodies not checked yet: what each is, its wirecheck mode, the body.
     unchecked: Mutex<Vec<(String, &'static str, Vec<u8>)>>,
     wirecheck: Option<PathBuf>,
     wire_out: Option<PathBuf>,
     keep_bodies: AtomicBool,
+}
+
+/// A [`Responder`], shown as such.
+struct ResponderSlot(Responder);
+
+impl std::fmt::Debug for ResponderSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
 }
 
 /// The error that makes the HTTP server drop a connection without answering.
@@ -164,6 +177,7 @@ impl StandIn {
         };
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into_iter().collect()),
+            responder: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
             unchecked: Mutex::new(Vec::new()),
             wirecheck: var("PROTEGE_WIRECHECK"),
@@ -192,6 +206,17 @@ impl StandIn {
     /// on purpose, which CI's wirecheck pass over that folder would refuse.
     pub fn without_wire_out(self) -> Self {
         self.shared.keep_bodies.store(false, Ordering::Relaxed);
+        self
+    }
+
+    /// Answers every request that finds the script spent with `respond(body)`, the
+    /// request's JSON body (`null` when it is not JSON): for a test whose requests arrive in
+    /// an order it does not control, such as several workers answering many messages.
+    pub fn respond_with(
+        self,
+        respond: impl Fn(&Value) -> Scripted + Send + Sync + 'static,
+    ) -> Self {
+        *lock(&self.shared.responder) = Some(ResponderSlot(Arc::new(respond)));
         self
     }
 
@@ -303,7 +328,11 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Respo
         request_mode,
         body.to_vec(),
     );
-    let next = lock(&shared.script).pop_front();
+    let next = lock(&shared.script).pop_front().or_else(|| {
+        let responder = lock(&shared.responder).as_ref().map(|r| r.0.clone())?;
+        let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Some(responder(&value))
+    });
     let mut scripted = next.unwrap_or_else(|| {
         Scripted::Json(
             500,

@@ -113,7 +113,7 @@ fn main() {
     let server = protege::SmtpServer {
         host: "127.0.0.1".into(),
         port: postfix.port(),
-        security: protege::SmtpSecurity::None,
+        security: protege::TlsMode::None,
     };
     // The bytes of one reply, sent again and again by the bare exchange.
     rt.block_on(queued(&engine, 0));

@@ -154,6 +154,7 @@ async fn run(command: Command, env: &Env) -> CliResult {
         Command::Run { command } => commands::run::run(env, &command).await,
         Command::Outbox { command } => commands::outbox::run(env, &command).await,
         Command::Agent { command } => commands::agent::run(env, &command).await,
+        Command::Inbox { command } => commands::agent::inbox(env, &command).await,
         Command::Watch => watch::run(env).await,
         Command::Demo => demo::run(env).await,
         Command::Serve(args) => serve::run(env, &args).await,

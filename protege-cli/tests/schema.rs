@@ -384,6 +384,26 @@ const MISTAKES: &[Mistake] = &[
         reader: "p.toml:4:12: error: invalid `order_by` entry `since descending`: expected `column`, `column asc` or `column desc`",
         schema: &["/message_resolvers/0/order_by"],
     },
+    Mistake {
+        toml: "[inbox]\nimap = \"pop3://mail.acme.test\"\nuser = \"u\"\npassword_env = \"PW\"",
+        reader: "p.toml:2:8: error: invalid `imap` URL: expected `imaps://host[:port][/FOLDER]` (TLS from the first byte) or `imap://host[:port][/FOLDER]` (STARTTLS)",
+        schema: &["/inbox/imap"],
+    },
+    Mistake {
+        toml: "[inbox]\nimap = \"imaps://imap.acme.test\"\nuser = \"u\"\npassword_env = \"PW\"\nafter = \"delete\"",
+        reader: "p.toml:5:9: error: unknown `after` value `delete`, expected `seen` or `move:FOLDER`",
+        schema: &["/inbox/after"],
+    },
+    Mistake {
+        toml: "[inbox]\nimap = \"imaps://imap.acme.test\"\nuser = \"u\"\npassword_env = \"PW\"\nsince = \"2026/11/30\"",
+        reader: "p.toml:5:9: error: `since` must be a day written `YYYY-MM-DD`, such as `\"2026-01-31\"`; found `2026/11/30`",
+        schema: &["/inbox/since"],
+    },
+    Mistake {
+        toml: "[inbox]\nimap = \"imaps://imap.acme.test\"\npassword_env = \"PW\"",
+        reader: "p.toml:1:1: error: `[inbox]` needs `user`",
+        schema: &["/inbox"],
+    },
 ];
 
 #[test]

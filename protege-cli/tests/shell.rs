@@ -221,6 +221,8 @@ fn man_writes_a_page_per_command_into_a_folder() {
         "protege-agent-work",
         "protege-agent-due",
         "protege-agent-tick",
+        "protege-inbox",
+        "protege-inbox-fetch",
         "protege-diff",
         "protege-completions",
         "protege-man",

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use protege_core::{
-    AfterPerson, Approval, PersonaAgent, PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer,
+    AfterPerson, Approval, PersonaAgent, PersonaOutbox, ReplyMode, SmtpServer, TlsMode,
     Unauthenticated,
 };
 use protege_schema::{
@@ -149,7 +149,7 @@ pub(crate) fn outbox(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaOutbox {
                 v.span(),
                 "`tls = \"none\"` applies to the server of `smtp`, and `[outbox]` names none",
             ),
-            (Some(_), Some(server)) if server.security == SmtpSecurity::Implicit => sink.error(
+            (Some(_), Some(server)) if server.security == TlsMode::Implicit => sink.error(
                 v.span(),
                 "`tls = \"none\"` contradicts `smtps://`, which is TLS from the first byte: use `smtp://` for a plain-text loopback server",
             ),
@@ -160,7 +160,7 @@ pub(crate) fn outbox(sink: &mut Sink<'_>, value: &Value<'_>) -> PersonaOutbox {
                     server.host
                 ),
             ),
-            (Some(_), Some(server)) => server.security = SmtpSecurity::None,
+            (Some(_), Some(server)) => server.security = TlsMode::None,
         }
     }
     if let Some(v) = get(t, "user") {
@@ -337,9 +337,9 @@ fn smtp_server(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<SmtpServer> {
 
 fn parse_smtp_url(url: &str) -> Result<SmtpServer, String> {
     let (security, default_port, rest) = if let Some(rest) = url.strip_prefix("smtp://") {
-        (SmtpSecurity::StartTls, 587, rest)
+        (TlsMode::StartTls, 587, rest)
     } else if let Some(rest) = url.strip_prefix("smtps://") {
-        (SmtpSecurity::Implicit, 465, rest)
+        (TlsMode::Implicit, 465, rest)
     } else {
         return Err("expected `smtp://host[:port]` (STARTTLS) or `smtps://host[:port]` (TLS from the first byte)".to_owned());
     };
@@ -423,7 +423,7 @@ fn parse_http_url(url: &str, secret_key: &str) -> Result<HttpUrl, String> {
 
 /// The host (an IPv6 address without its brackets) and the port of the `authority` of a
 /// URL; `example` shows an IPv6 host in brackets.
-fn host_and_port<'a>(
+pub(crate) fn host_and_port<'a>(
     authority: &'a str,
     example: &str,
     default_port: u16,
@@ -501,19 +501,19 @@ mod tests {
         };
         assert_eq!(
             parse_smtp_url("smtp://mail.acme.test"),
-            Ok(server("mail.acme.test", 587, SmtpSecurity::StartTls))
+            Ok(server("mail.acme.test", 587, TlsMode::StartTls))
         );
         assert_eq!(
             parse_smtp_url("smtps://mail.acme.test:2465"),
-            Ok(server("mail.acme.test", 2465, SmtpSecurity::Implicit))
+            Ok(server("mail.acme.test", 2465, TlsMode::Implicit))
         );
         assert_eq!(
             parse_smtp_url("smtps://[2001:db8::1]"),
-            Ok(server("2001:db8::1", 465, SmtpSecurity::Implicit))
+            Ok(server("2001:db8::1", 465, TlsMode::Implicit))
         );
         assert_eq!(
             parse_smtp_url("smtp://[::1]:2525"),
-            Ok(server("::1", 2525, SmtpSecurity::StartTls))
+            Ok(server("::1", 2525, TlsMode::StartTls))
         );
         for bad in [
             "mail.acme.test",

@@ -45,7 +45,7 @@ impl Persona {
         let info = &self.info;
         let agent = info.agent.is_some();
         let delivers = info.outbox.smtp.is_some();
-        if !agent && !delivers {
+        if !agent && !delivers && info.inbox.is_none() {
             return Vec::new();
         }
         let (doc, _) = DeTable::parse_recoverable(source);
@@ -108,6 +108,12 @@ impl Persona {
             && let Some(name) = v.get_ref().as_str()
         {
             check(v.span(), "`[outbox] password_env`", name, "");
+        }
+        if let Some(inbox) = table(doc, "inbox")
+            && let Some(v) = get(inbox, "password_env")
+            && let Some(name) = v.get_ref().as_str()
+        {
+            check(v.span(), "`[inbox] password_env`", name, "");
         }
         let mut diagnostics = sink.diagnostics;
         diagnostics.sort_by_key(|d| (d.line(), d.column()));

@@ -27,6 +27,9 @@ const TOOL_NAME: &str = "^[A-Za-z0-9_-]{1,64}$";
 /// The host and port of a URL: a name or an IPv4 address, or an IPv6 address in brackets.
 const HOST_PORT: &str = "([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?";
 
+/// An IMAP folder's name: printable ASCII, not starting with a space, no `"` or `\`.
+const FOLDER: &str = "[!#-\\[\\]-~][ !#-\\[\\]-~]*";
+
 /// What may follow the host and port of a URL: a path and a query, no fragment.
 const PATH_QUERY: &str = "([/?][^\\s#]*)?";
 
@@ -188,6 +191,16 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
             "pattern": "^smtps?://([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$",
         }),
         Shape::EnvVar => json!({ "type": "string", "pattern": IDENTIFIER }),
+        Shape::ImapUrl => json!({
+            "type": "string",
+            "pattern": format!("^imaps?://{HOST_PORT}(/{FOLDER})?$"),
+        }),
+        Shape::Folder => json!({ "type": "string", "pattern": format!("^{FOLDER}$") }),
+        Shape::InboxAfter => json!({
+            "type": "string",
+            "pattern": format!("^(seen|move:{FOLDER})$"),
+        }),
+        Shape::Date => json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" }),
         Shape::HttpUrl => json!({
             "type": "string",
             "pattern": format!("^https?://{HOST_PORT}{PATH_QUERY}$"),

@@ -39,6 +39,7 @@ mod diagnostic;
 mod env;
 mod error;
 mod event;
+mod inbox;
 mod json_schema;
 mod names;
 mod persona;

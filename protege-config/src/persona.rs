@@ -20,6 +20,7 @@ use toml::de::{DeTable, DeValue};
 use crate::agent::{self, is_loopback};
 use crate::chains::chain;
 use crate::diagnostic::{Diagnostics, suggestion};
+use crate::inbox;
 use crate::reader::{self, Quoted, Sink, Value, get, unknown_keys};
 use crate::registry::Registry;
 use crate::responsibilities;
@@ -156,6 +157,7 @@ fn read(
     let outbox = get(doc, "outbox")
         .map(|v| agent::outbox(sink, v))
         .unwrap_or_default();
+    let inbox = get(doc, "inbox").and_then(|v| inbox::inbox(sink, v));
     let responsibilities = get(doc, "responsibilities")
         .map(|v| responsibilities::read(sink, v, &tools.names))
         .unwrap_or_default();
@@ -189,6 +191,7 @@ fn read(
         mail,
         agent,
         outbox,
+        inbox,
     };
     Some(Persona {
         info: Arc::new(info),

@@ -492,6 +492,13 @@ impl PersonaSet {
                 diagnostics: vec![diagnostic].into(),
             }];
         }
+        if let Some(diagnostic) = shared_mailbox(&state.by_name, &persona, path, &source) {
+            rejected.sources.insert(path.to_owned(), fingerprint);
+            return vec![Event::Rejected {
+                path: path.to_owned(),
+                diagnostics: vec![diagnostic].into(),
+            }];
+        }
         rejected.sources.remove(path);
         let mut events = Vec::new();
         if let Some((old, _)) = &previous
@@ -526,4 +533,46 @@ impl PersonaSet {
 /// Whether a file name in the folder is a persona: `*.toml`, not hidden.
 pub(crate) fn is_persona_file(name: &str) -> bool {
     name.ends_with(".toml") && !name.starts_with('.') && name.len() > ".toml".len()
+}
+
+/// The error of a persona whose `[inbox]` reads a folder another loaded persona (of another
+/// file) reads: one mailbox has one reader, or its mail would be answered twice (§17).
+fn shared_mailbox(
+    loaded: &BTreeMap<String, Arc<Persona>>,
+    persona: &Persona,
+    path: &Path,
+    source: &str,
+) -> Option<Diagnostic> {
+    let folders = |p: &Persona| -> Vec<String> {
+        p.info
+            .inbox
+            .iter()
+            .flat_map(|i| std::iter::once(i.key()).chain(i.sent.as_deref().map(|s| i.key_of(s))))
+            .collect()
+    };
+    let mine = folders(persona);
+    if mine.is_empty() {
+        return None;
+    }
+    let (other, folder) = loaded.values().filter(|o| o.path != path).find_map(|o| {
+        folders(o)
+            .into_iter()
+            .find(|f| mine.contains(f))
+            .map(|f| (o, f))
+    })?;
+    let (doc, _) = toml::de::DeTable::parse_recoverable(source);
+    let span = crate::reader::get(doc.get_ref(), "inbox")
+        .and_then(|t| t.get_ref().as_table())
+        .and_then(|t| crate::reader::get(t, "imap"))
+        .map_or(0..0, |v| v.span());
+    Some(Diagnostic::new(
+        path,
+        source,
+        span,
+        format!(
+            "the mailbox `{folder}` is read by persona `{}` too (`{}`): one mailbox has one persona, or its mail would be answered twice",
+            other.info.name,
+            other.path.display()
+        ),
+    ))
 }

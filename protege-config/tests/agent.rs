@@ -8,7 +8,7 @@ use std::time::Duration;
 use protege_config::{Persona, Registry};
 use protege_core::{
     AfterPerson, Approval, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER, DEFAULT_MAX_CC,
-    PersonaAgent, PersonaOutbox, ReplyMode, SmtpSecurity, SmtpServer, Unauthenticated,
+    PersonaAgent, PersonaOutbox, ReplyMode, SmtpServer, TlsMode, Unauthenticated,
 };
 use protege_schema::{AGENT, APPROVALS, Default, Key, OUTBOX, REPLY_MODES, UNAUTHENTICATED};
 
@@ -54,7 +54,7 @@ fn error(source: &str) -> String {
     errors.remove(0)
 }
 
-fn server(host: &str, port: u16, security: SmtpSecurity) -> Option<SmtpServer> {
+fn server(host: &str, port: u16, security: TlsMode) -> Option<SmtpServer> {
     Some(SmtpServer {
         host: host.to_owned(),
         port,
@@ -166,7 +166,7 @@ fn every_outbox_key_is_read() {
     assert_eq!(
         outbox(source),
         PersonaOutbox {
-            smtp: server("mail.acme.test", 2525, SmtpSecurity::StartTls),
+            smtp: server("mail.acme.test", 2525, TlsMode::StartTls),
             user: Some("support@acme.test".into()),
             password_env: Some("SMTP_PASSWORD".into()),
             give_up_after: Duration::from_secs(48 * 3600),
@@ -182,23 +182,23 @@ fn the_smtp_url_says_the_security_and_the_default_port() {
     let smtp = |url: &str| outbox(&format!("[outbox]\nsmtp = \"{url}\"")).smtp;
     assert_eq!(
         smtp("smtp://mail.acme.test"),
-        server("mail.acme.test", 587, SmtpSecurity::StartTls)
+        server("mail.acme.test", 587, TlsMode::StartTls)
     );
     assert_eq!(
         smtp("smtps://mail.acme.test"),
-        server("mail.acme.test", 465, SmtpSecurity::Implicit)
+        server("mail.acme.test", 465, TlsMode::Implicit)
     );
     assert_eq!(
         smtp("smtps://203.0.113.7:4650"),
-        server("203.0.113.7", 4650, SmtpSecurity::Implicit)
+        server("203.0.113.7", 4650, TlsMode::Implicit)
     );
     assert_eq!(
         smtp("smtp://[2001:db8::25]"),
-        server("2001:db8::25", 587, SmtpSecurity::StartTls)
+        server("2001:db8::25", 587, TlsMode::StartTls)
     );
     assert_eq!(
         smtp("smtp://[2001:db8::25]:25"),
-        server("2001:db8::25", 25, SmtpSecurity::StartTls)
+        server("2001:db8::25", 25, TlsMode::StartTls)
     );
 }
 
@@ -212,7 +212,7 @@ fn tls_none_is_plain_text_to_a_loopback_host() {
     ] {
         assert_eq!(
             outbox(&format!("[outbox]\nsmtp = \"{url}\"\ntls = \"none\"")).smtp,
-            server(host, port, SmtpSecurity::None),
+            server(host, port, TlsMode::None),
             "{url}"
         );
     }

@@ -368,15 +368,17 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-/// How the connection to the SMTP server is secured (`[outbox] smtp` and `tls`).
+/// How the connection to a mail server is secured (`[outbox] smtp` and `tls`, `[inbox]
+/// imap` and `tls`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum SmtpSecurity {
-    /// `smtp://`: STARTTLS, required.
+pub enum TlsMode {
+    /// `smtp://`, `imap://`: STARTTLS, required.
     #[default]
     StartTls,
-    /// `smtps://`: TLS from the first byte.
+    /// `smtps://`, `imaps://`: TLS from the first byte.
     Implicit,
-    /// `smtp://` with `tls = "none"`: plain text, accepted only for a loopback host.
+    /// `smtp://` or `imap://` with `tls = "none"`: plain text, accepted only for a
+    /// loopback host.
     None,
 }
 
@@ -388,7 +390,7 @@ pub struct SmtpServer {
     /// The port (default 587 for `smtp://`, 465 for `smtps://`).
     pub port: u16,
     /// How the connection is secured.
-    pub security: SmtpSecurity,
+    pub security: TlsMode,
 }
 
 /// The default of `[outbox] give_up_after`: how long a reply the server answers with 4xx
@@ -463,5 +465,64 @@ mod tests {
         ] {
             assert!(!glob_matches(pattern, name), "{pattern} {name}");
         }
+    }
+}
+
+/// The default of `[inbox] poll`: how often a server without IDLE is asked for new mail.
+pub const DEFAULT_INBOX_POLL: Duration = Duration::from_secs(60);
+
+/// What is done to a fetched message once it is stored (`[inbox] after`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum InboxAfter {
+    /// `"seen"`: the `\Seen` flag is set; the message stays in the folder.
+    #[default]
+    Seen,
+    /// `"move:FOLDER"`: the message is moved to FOLDER.
+    Move(String),
+}
+
+/// The `[inbox]` table of a persona: the IMAP mailbox its mail is fetched from (§19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonaInbox {
+    /// The server's host name or address (of `imap`).
+    pub host: String,
+    /// The port (default 143 for `imap://`, 993 for `imaps://`).
+    pub port: u16,
+    /// How the connection is secured.
+    pub security: TlsMode,
+    /// The folder read (the URL's path, default `INBOX`).
+    pub folder: String,
+    /// `user`: the IMAP login.
+    pub user: String,
+    /// `password_env`: the environment variable holding the password.
+    pub password_env: String,
+    /// `after`.
+    pub after: InboxAfter,
+    /// `since`: older mail from this day on is stored too (without jobs) on the first sync.
+    pub since: Option<chrono::NaiveDate>,
+    /// `poll` (default [`DEFAULT_INBOX_POLL`]).
+    pub poll: Duration,
+    /// `sent`: the folder of the mail sent from the mailbox, read too (stored outbound).
+    pub sent: Option<String>,
+    /// `ca_file`: a PEM bundle added to the system roots, resolved against the app root.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl PersonaInbox {
+    /// The mailbox as one key: `user@host:port/FOLDER` (lowercased host), what
+    /// `inbox_state` and `inbox_rejects` name it by, and what two personas may not share.
+    pub fn key(&self) -> String {
+        self.key_of(&self.folder)
+    }
+
+    /// [`key`](Self::key) of another folder of the same account (`sent`).
+    pub fn key_of(&self, folder: &str) -> String {
+        format!(
+            "{}@{}:{}/{}",
+            self.user,
+            self.host.to_ascii_lowercase(),
+            self.port,
+            folder
+        )
     }
 }

@@ -284,6 +284,8 @@ pub struct PersonaInfo {
     pub agent: Option<crate::PersonaAgent>,
     /// The `[outbox]` table: the SMTP server its replies leave through.
     pub outbox: crate::PersonaOutbox,
+    /// The `[inbox]` table: the IMAP mailbox its mail is fetched from, if any.
+    pub inbox: Option<crate::PersonaInbox>,
 }
 
 /// The `[mail]` table of a persona: how its mail is imported and how mail bodies are

@@ -58,6 +58,7 @@ mod chain;
 mod context;
 pub mod db;
 mod error;
+mod fault;
 mod file;
 mod limits;
 mod macros;
@@ -82,12 +83,13 @@ pub use request::{build_request, user_turn};
 // A run's input.
 pub use agent_config::{
     AfterPerson, Approval, BuiltinTool, CatchUp, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_GIVE_UP_AFTER,
-    DEFAULT_JOB_GIVE_UP_AFTER, DEFAULT_MAX_AGE, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CATCH_UP,
-    DEFAULT_MAX_CC, DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY, DEFAULT_MAX_REPLIES_PER_DAY,
-    DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY, DEFAULT_MODEL_TIMEOUT, DEFAULT_PAUSE,
-    DEFAULT_PROVIDER_ATTEMPTS, DEFAULT_TOOL_TIMEOUT, HttpTool, McpServer, McpTool, PersonaAgent,
-    PersonaOutbox, PersonaTool, READ_ATTACHMENT_DESCRIPTION, ReplyMode, SmtpSecurity, SmtpServer,
-    ToolRunner, Unauthenticated, glob_matches,
+    DEFAULT_INBOX_POLL, DEFAULT_JOB_GIVE_UP_AFTER, DEFAULT_MAX_AGE, DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_CATCH_UP, DEFAULT_MAX_CC, DEFAULT_MAX_REPLIES_PER_CORRESPONDENT_PER_DAY,
+    DEFAULT_MAX_REPLIES_PER_DAY, DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY, DEFAULT_MODEL_TIMEOUT,
+    DEFAULT_PAUSE, DEFAULT_PROVIDER_ATTEMPTS, DEFAULT_TOOL_TIMEOUT, HttpTool, InboxAfter,
+    McpServer, McpTool, PersonaAgent, PersonaInbox, PersonaOutbox, PersonaTool,
+    READ_ATTACHMENT_DESCRIPTION, ReplyMode, SmtpServer, TlsMode, ToolRunner, Unauthenticated,
+    glob_matches,
 };
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,
@@ -137,6 +139,9 @@ pub use tokens::Tokenizer;
 
 // Errors.
 pub use error::{Error, ErrorKind, Result};
+
+// The points where a test build stops the process.
+pub use fault::{FAULT_ENV, fault};
 
 // Paths the `resolvers!` and `Options` expansions name; not a public API.
 #[doc(hidden)]

@@ -34,6 +34,15 @@ pub enum Shape {
     /// The name of an environment variable: ASCII letters, digits and `_`, not starting
     /// with a digit.
     EnvVar,
+    /// The URL of an IMAP folder: `imap://host[:port][/FOLDER]` or
+    /// `imaps://host[:port][/FOLDER]`, an IPv6 host in brackets.
+    ImapUrl,
+    /// An IMAP folder's name: printable ASCII, not blank, no `"` or `\\`.
+    Folder,
+    /// `"seen"`, or `"move:FOLDER"` with FOLDER as [`Shape::Folder`].
+    InboxAfter,
+    /// A day, `YYYY-MM-DD`.
+    Date,
     /// An `http://` or `https://` URL: a host (an IPv6 address in brackets) and an
     /// optional port, then a path and a query if any; no login, no fragment.
     HttpUrl,
@@ -208,6 +217,12 @@ pub const PERSONA: &[Key] = &[
         Shape::Table(OUTBOX),
         Default::Unset("no SMTP server: the application delivers the replies itself"),
         "the SMTP server replies leave through",
+    ),
+    key(
+        "inbox",
+        Shape::Table(INBOX),
+        Default::Unset("none: mail reaches the persona only when posted or imported"),
+        "the IMAP mailbox the agent fetches the persona's mail from",
     ),
     key(
         "tools",
@@ -528,6 +543,59 @@ pub const OUTBOX: &[Key] = &[
         },
         Default::Unset("none"),
         "the display name of the From header: one line of at most 200 characters",
+    ),
+];
+
+/// `[inbox]`.
+pub const INBOX: &[Key] = &[
+    key(
+        "imap",
+        Shape::ImapUrl,
+        Default::Required,
+        "the mailbox: `imaps://host[:port][/FOLDER]`, TLS from the first byte, port 993 by default, or `imap://host[:port][/FOLDER]`, STARTTLS required, port 143 by default; FOLDER defaults to `INBOX`",
+    ),
+    key(
+        "tls",
+        Shape::OneOf(&TLS_MODES),
+        Default::Unset("STARTTLS for `imap://`, TLS for `imaps://`"),
+        "`none`: plain text, accepted only with `imap://` and a loopback host, `localhost`, `127.0.0.0/8` or `[::1]`",
+    ),
+    key("user", Shape::NonBlank, Default::Required, "the IMAP login"),
+    key(
+        "password_env",
+        Shape::EnvVar,
+        Default::Required,
+        "the name of the environment variable holding the password (an app password at most providers)",
+    ),
+    key(
+        "after",
+        Shape::InboxAfter,
+        Default::Word("seen"),
+        "what is done to a message once stored: `seen` sets `\\Seen`, `move:FOLDER` moves it to FOLDER",
+    ),
+    key(
+        "since",
+        Shape::Date,
+        Default::Unset("none: the first sync stores only mail that arrives after it"),
+        "a day, `YYYY-MM-DD`: the first sync also stores the folder's mail from this day on, without answering it",
+    ),
+    key(
+        "poll",
+        Shape::Duration,
+        Default::Word("60s"),
+        "how often a server without IDLE is asked for new mail, such as `\"30s\"`",
+    ),
+    key(
+        "sent",
+        Shape::Folder,
+        Default::Unset("none"),
+        "the folder of the mail sent from the mailbox, such as `Sent`: read too, so a person's reply from a mail client is stored outbound",
+    ),
+    key(
+        "ca_file",
+        Shape::NonBlank,
+        Default::Unset("none: the system's roots only"),
+        "a PEM bundle of certificates added to the system's roots, relative to the app root",
     ),
 ];
 

@@ -39,6 +39,9 @@ pub struct JobRule {
     /// Every address of every persona of the installation, bare and lowercased: mail from
     /// one of them, or marked as a reply of one, is a `loop`.
     pub installation: Vec<String>,
+    /// The persona whose `[inbox]` the message was fetched from: it answers when no agent
+    /// persona's address is in the To or Cc (mail to an alias, or a Bcc).
+    pub inbox: Option<String>,
 }
 
 /// The job a stored message gets: its persona, and the gate's verdict on its headers.
@@ -53,7 +56,8 @@ pub struct NewJob {
 
 impl JobRule {
     /// The job of `eml` received at `now`, or `None` when no agent persona is addressed:
-    /// the persona whose address comes first in the To, then the Cc.
+    /// the persona whose address comes first in the To, then the Cc, then the persona whose
+    /// inbox it came from.
     pub fn job_of(&self, eml: &ParsedEml, now: DateTime<Utc>) -> Option<NewJob> {
         let bare = |a: &String| protege_core::bare_address(a).trim().to_lowercase();
         let to: Vec<String> = eml.email.to.iter().map(bare).collect();
@@ -66,6 +70,14 @@ impl JobRule {
                     self.personas
                         .iter()
                         .find(|p| p.answer_cc && p.addresses.contains(a))
+                })
+            })
+            .or_else(|| {
+                // Mail naming the persona only in the Cc stays unanswered with
+                // `answer_cc = false`, wherever it was fetched from.
+                let inbox = self.inbox.as_deref()?;
+                self.personas.iter().find(|p| {
+                    p.name == inbox && (p.answer_cc || !cc.iter().any(|a| p.addresses.contains(a)))
                 })
             })?;
         let from = bare(&eml.email.from);
@@ -468,7 +480,7 @@ fn leased(id: i64, owner: &str, now: DateTime<Utc>) -> UpdateStatement {
 }
 
 /// Runs `update`; whether it changed one row.
-async fn changed<C: ConnectionTrait>(db: &C, update: &UpdateStatement) -> Result<bool> {
+pub(crate) async fn changed<C: ConnectionTrait>(db: &C, update: &UpdateStatement) -> Result<bool> {
     Ok(db
         .execute_raw(dates::statement(db, update))
         .await?

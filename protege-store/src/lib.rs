@@ -27,12 +27,14 @@
 //!   through `erase`, the deletes of a set of messages with what hangs on them;
 //! - `runs`: a run's row and each of its rounds (§13);
 //! - `slots`: a responsibility first seen, and a slot fired with its job (§19);
+//! - `inbox`: where the agent stands in each IMAP folder it reads, and what it refused (§19);
 //! - `packet`: keeping each row under the server's packet limit on MySQL/MariaDB.
 
 mod eml;
 mod erase;
 mod fixture;
 mod forget;
+mod inbox;
 mod jobs;
 mod outbox;
 mod packet;
@@ -52,6 +54,10 @@ pub use fixture::{
     parse_fixture,
 };
 pub use forget::{Forgotten, forget, forget_key};
+pub use inbox::{
+    Rejected, begin_storing, claim_inbox, finish_sync, inbox_rejects, inbox_state,
+    raise_highest_uid, reject_message, release_inbox, renew_inbox, reset_inbox,
+};
 pub use jobs::{
     AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, RELEASED, claim_job, decide_calls, end_job,
     pause_persona, renew_job, resume_paused, retry_failed_jobs, retry_job, set_job_run, take_job,

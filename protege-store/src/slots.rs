@@ -100,7 +100,7 @@ pub async fn fire_slot(
 
 /// Runs the one-row `insert` unless a unique key holds its values already; the new row's
 /// id, or `None` when another writer stored the same row first.
-async fn insert_or_skip<C: ConnectionTrait>(
+pub(crate) async fn insert_or_skip<C: ConnectionTrait>(
     db: &C,
     mut insert: InsertStatement,
 ) -> std::result::Result<Option<i64>, DbErr> {

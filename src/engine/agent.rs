@@ -152,6 +152,10 @@ impl Engine {
         if !mcp.is_empty() {
             out.insert("mcp".to_owned(), Value::Object(mcp));
         }
+        let inboxes = self.inner.inboxes.report();
+        if !inboxes.is_empty() {
+            out.insert("inboxes".to_owned(), Value::Object(inboxes));
+        }
         let conn = self.db().await?;
         let now = Utc::now();
         let mut paused = serde_json::Map::new();
@@ -377,6 +381,7 @@ impl Agent {
             self.load_personas().await;
             tokio::select! {
                 () = tokio::time::sleep(interval) => {}
+                () = self.engine.inner.wake.jobs.notified() => {}
                 _ = stop.changed() => {}
             }
         }
@@ -717,6 +722,7 @@ impl Agent {
             let pending = engine
                 .record_response(&run_id, round, response.clone())
                 .await?;
+            protege_core::fault("agent.after_response");
             let text = response_text(format, &response);
             // Calls that wait for a person: decided for this round, or the run waits.
             let decision = job
@@ -790,6 +796,7 @@ impl Agent {
                     &ran,
                 )
                 .await;
+            protege_core::fault("agent.after_tools");
             let round_report = RoundReport {
                 round,
                 resumed: resumed_round,
@@ -1393,7 +1400,7 @@ fn ensure(lost: &AtomicBool) -> Result<(), Stop> {
 }
 
 /// A task aborted when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

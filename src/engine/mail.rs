@@ -89,20 +89,58 @@ impl Engine {
         raw: &[u8],
         direction: Option<Direction>,
     ) -> Result<Ingested, EngineError> {
+        self.ingest_with_jobs(raw, direction, Some(self.job_rule()))
+            .await
+    }
+
+    /// Stores one message fetched from `persona`'s `[inbox]` (§19), as
+    /// [`ingest_mail`](Self::ingest_mail) with the direction decided per message: with
+    /// `jobs`, an inbound message gets its job (for `persona` when no agent persona is in
+    /// its To or Cc); without, none (a first sync's older mail, a re-read, the sent folder).
+    pub async fn ingest_fetched(
+        &self,
+        raw: &[u8],
+        persona: &str,
+        jobs: bool,
+    ) -> Result<Ingested, EngineError> {
+        let span = trace::ingest_span(raw.len());
+        let rule = jobs.then(|| {
+            let mut rule = self.job_rule();
+            rule.inbox = Some(persona.to_owned());
+            rule
+        });
+        let out = self.ingest_with_jobs(raw, None, rule).await;
+        if let Err(e) = &out {
+            trace::record_error(&span, e);
+        }
+        out
+    }
+
+    async fn ingest_with_jobs(
+        &self,
+        raw: &[u8],
+        direction: Option<Direction>,
+        jobs: Option<db::JobRule>,
+    ) -> Result<Ingested, EngineError> {
         let own = self.own(None);
         let mut options = EmlOptions::new(own.addresses, chrono::Utc::now());
         options.direction = direction;
         options.trusted_authserv_ids = own.trusted;
-        options.jobs = Some(self.job_rule());
+        options.jobs = jobs;
         let conn = self.db().await?;
-        db::ingest_eml(conn, raw, &options).await.map_err(|e| {
+        let jobs = options.jobs.is_some();
+        let stored = db::ingest_eml(conn, raw, &options).await.map_err(|e| {
             let kind = match e.kind() {
                 protege_core::ErrorKind::InvalidInput => EngineErrorKind::InvalidInput,
                 protege_core::ErrorKind::Conflict => EngineErrorKind::Conflict,
                 _ => EngineErrorKind::Unavailable,
             };
             EngineError::from(e).with_kind(kind)
-        })
+        })?;
+        if jobs && stored.imported {
+            self.inner.wake.jobs.notify_one();
+        }
+        Ok(stored)
     }
 
     /// Imports the `.eml` and mbox files of `paths` (files or folders), as

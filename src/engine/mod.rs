@@ -10,6 +10,8 @@ mod diff;
 mod error;
 mod fixture;
 mod forget;
+#[cfg(feature = "agent")]
+mod inbox;
 mod input;
 mod jobs;
 mod mail;
@@ -45,6 +47,8 @@ pub use agent::{Agent, ApprovedCall, CallReport, Foreground, JOB_LEASE, JobRepor
 pub use cache_report::{CacheReport, CacheReportRow};
 pub use diff::{DiffOptions, DiffStatus, FirstChange, MAX_DIFF_FILES, PersonaDiff};
 pub use error::{EngineError, EngineErrorKind};
+#[cfg(feature = "agent")]
+pub use inbox::{INBOX_LEASE, InboxPass, MAIL_MAX_BYTES, Refused};
 pub use input::{Format, ResolveInput};
 pub use jobs::JobInfo;
 pub use mail::{EmlImport, EmlImported};
@@ -431,6 +435,9 @@ impl EngineBuilder {
                 fits: calibrate::Fits::default(),
                 #[cfg(feature = "agent")]
                 mcp: mcp::McpCatalog::default(),
+                #[cfg(feature = "agent")]
+                inboxes: inbox::InboxStatus::default(),
+                wake: Wake::default(),
                 fence_key: match self.fence_key {
                     Some(key) => OnceCell::new_with(Some(Arc::from(key.as_bytes()))),
                     None => OnceCell::new(),
@@ -520,8 +527,23 @@ struct Inner {
     /// The MCP connections of the agent's personas.
     #[cfg(feature = "agent")]
     mcp: mcp::McpCatalog,
+    /// How the inbox sessions of this process stand.
+    #[cfg(feature = "agent")]
+    inboxes: inbox::InboxStatus,
     /// The fence key: given, or read from the database at the first fenced resolve.
     fence_key: OnceCell<Arc<[u8]>>,
+    /// Wakes this process's agent worker when a job is made here, and its delivery worker
+    /// when a reply is queued, instead of waiting for their next look.
+    wake: Wake,
+}
+
+/// The wake-ups of the workers of one process.
+#[derive(Debug, Default)]
+pub(crate) struct Wake {
+    /// A job was made.
+    pub(crate) jobs: Arc<tokio::sync::Notify>,
+    /// A reply was stored in the outbox.
+    pub(crate) outbox: Arc<tokio::sync::Notify>,
 }
 
 /// The engine's `Debug`: the database URLs without their passwords, never the fence key.

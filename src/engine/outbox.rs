@@ -243,7 +243,9 @@ impl Engine {
         new: &NewReply,
         message_id: String,
     ) -> Result<Composed, EngineError> {
-        match protege_store::store_reply(self.db().await?, new).await? {
+        let stored = protege_store::store_reply(self.db().await?, new).await?;
+        self.inner.wake.outbox.notify_one();
+        match stored {
             StoredReply::Stored(row, thread) => Ok(Composed::Reply {
                 outbox: Box::new(entry_of(*row, message_id, thread, false)),
             }),
@@ -892,7 +894,8 @@ impl Engine {
             self.db().await?.clone(),
             std::sync::Arc::new(self.inner.set.clone()),
             owner.into(),
-        ))
+        )
+        .wake(self.inner.wake.outbox.clone()))
     }
 }
 

@@ -7,7 +7,7 @@ use protege::db::JobFilter;
 use protege::{LOCAL_TIME_FORMAT, one_line, rfc3339_z};
 use serde_json::json;
 
-use super::args::AgentCommand;
+use super::args::{AgentCommand, InboxCommand};
 use super::run::print;
 use super::{CliResult, Env, output};
 
@@ -85,6 +85,22 @@ pub(crate) async fn run(env: &Env, command: &AgentCommand) -> CliResult {
             let agent = engine.agent(format!("tick-{}", std::process::id()))?;
             let reports = agent.work().await?;
             print(&json!({ "fired": fired, "jobs": summary(&reports) }))
+        }
+    }
+}
+
+/// `inbox fetch`: one pass over a persona's folders, printed as
+/// `{"folders":[{"mailbox", "first_sync", "uid_validity_changed", "stored", "duplicates",
+/// "refused":[{"uid","reason"}]}]}`.
+pub(crate) async fn inbox(env: &Env, command: &InboxCommand) -> CliResult {
+    let engine = env.engine().await?;
+    match command {
+        InboxCommand::Fetch { persona } => {
+            let owner = format!("fetch-{}", std::process::id());
+            let passes = engine
+                .fetch_inbox(persona, &owner, |name| std::env::var(name).ok())
+                .await?;
+            print(&json!({ "folders": passes }))
         }
     }
 }

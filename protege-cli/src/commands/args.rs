@@ -145,6 +145,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AgentCommand,
     },
+    /// Mail in over IMAP (§19): read a persona's `[inbox]` once, as `serve --agent` does
+    /// continuously.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCommand,
+    },
     /// Resolve each persona's recent messages with the live persona folder and with
     /// another one, and print what changes; exit 1 when anything does.
     #[command(
@@ -369,6 +375,22 @@ pub(crate) enum RunCommand {
     Reply {
         /// The run's id.
         run_id: String,
+    },
+}
+
+/// `protege inbox ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum InboxCommand {
+    /// One pass over the persona's `[inbox]` folders: store the new mail (making the
+    /// agent's jobs), mark it, and print what was done as JSON. Fails while a `serve
+    /// --agent` reads the mailbox.
+    #[command(
+        after_help = "Example (from cron, or to debug a mailbox):\n  protege inbox fetch --persona support"
+    )]
+    Fetch {
+        /// The persona whose `[inbox]` is read.
+        #[arg(long)]
+        persona: String,
     },
 }
 
@@ -753,6 +775,11 @@ pub(crate) struct ServeArgs {
     /// lease has run out.
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub(crate) job_lease: u64,
+    /// How long a mailbox folder this process reads stays its own, in seconds (renewed every
+    /// third of it): when the process dies, another replica reads the folder once the lease
+    /// has run out.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) inbox_lease: u64,
 }
 
 /// The longest `--deadline`, `--header-timeout` or `--idle-timeout`: one day. A request is not meant to run longer, and every

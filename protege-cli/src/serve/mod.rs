@@ -79,6 +79,16 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         let (engine, stop) = (engine.clone(), stopping_rx.clone());
         tokio::spawn(async move { engine.run_schedules(SCHEDULE_INTERVAL, stop).await })
     });
+    // The personas' mailboxes, each read by one session across the replicas.
+    let inboxes = args.agent.then(|| {
+        let (engine, stop) = (engine.clone(), stopping_rx.clone());
+        let lease = Duration::from_secs(args.inbox_lease);
+        tokio::spawn(async move {
+            engine
+                .run_inboxes(worker_name(), lease, |name| std::env::var(name).ok(), stop)
+                .await;
+        })
+    });
     let router = Service::new(engine)
         .token(token)
         .deadline(Duration::from_secs_f64(args.deadline))
@@ -121,6 +131,12 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
         && tokio::time::timeout(DRAIN, agent).await.is_err()
     {
         tracing::warn!("an agent job still in flight after 30 s; exiting");
+    }
+    // Each inbox session gives its folder's lease back, so another replica reads on.
+    if let Some(inboxes) = inboxes
+        && tokio::time::timeout(DRAIN, inboxes).await.is_err()
+    {
+        tracing::warn!("inbox sessions still closing after 30 s; exiting");
     }
     if let Some(schedules) = schedules
         && tokio::time::timeout(DRAIN, schedules).await.is_err()

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 #[cfg(unix)]
+pub(crate) mod dovecot;
+#[cfg(unix)]
 pub(crate) mod postfix;
 pub(crate) mod server;
 #[path = "../../../tests/support/snapshot.rs"]

@@ -27,6 +27,13 @@
 //! Several instances run at once (the tests of one binary run in parallel threads): they
 //! share nothing but the Postfix binaries.
 //!
+//! [`Postfix::start_with_lmtp`] starts an instance that hands every message to an LMTP
+//! server on 127.0.0.1 instead (`virtual_transport = lmtp:inet:127.0.0.1:PORT`), such as a
+//! private Dovecot (`common::dovecot`): the recipients are accepted and refused at
+//! `RCPT TO` as above, and the LMTP server stores the mail (nothing is in the Maildirs
+//! [`Postfix::delivered`] reads); a recipient the LMTP server refuses is bounced, like any
+//! failed delivery.
+//!
 //! Postfix must be started as root (its master binds the port and its daemons switch to the
 //! `postfix` user); the tests run as root locally and in CI.
 
@@ -100,6 +107,16 @@ impl Postfix {
 
     /// [`Postfix::start`] with [`Options`].
     pub(crate) fn start_with(options: Options) -> Option<Postfix> {
+        Self::start_delivering(options, None)
+    }
+
+    /// [`Postfix::start_with`], every message handed to the LMTP server on
+    /// `127.0.0.1:lmtp_port` (`virtual_transport`) instead of virtual(8).
+    pub(crate) fn start_with_lmtp(options: Options, lmtp_port: u16) -> Option<Postfix> {
+        Self::start_delivering(options, Some(lmtp_port))
+    }
+
+    fn start_delivering(options: Options, lmtp_port: Option<u16>) -> Option<Postfix> {
         let binary = match std::env::var_os(ENV) {
             Some(binary) if !binary.is_empty() => PathBuf::from(binary),
             _ => {
@@ -135,7 +152,7 @@ impl Postfix {
         };
         postfix.guardian_stdin = postfix.guardian.stdin.take();
         // From here on a panic drops `postfix`, which stops whatever was started.
-        postfix.configure(&options);
+        postfix.configure(&options, lmtp_port);
         postfix.boot();
         Some(postfix)
     }
@@ -234,7 +251,7 @@ impl Postfix {
     }
 
     /// Writes `main.cf`, the tables, and the Maildir base.
-    fn configure(&self, options: &Options) {
+    fn configure(&self, options: &Options, lmtp_port: Option<u16>) {
         let root = self.dir.path();
         // Postfix's daemons run as `postfix` and virtual(8) as `nobody`: both go through it.
         fs::set_permissions(root, fs::Permissions::from_mode(0o755)).expect("chmod the directory");
@@ -248,6 +265,13 @@ impl Postfix {
         let root = root.to_str().expect("a UTF-8 temporary directory");
         let size_limit = match options.message_size_limit {
             Some(limit) => format!("message_size_limit = {limit}\n"),
+            None => String::new(),
+        };
+        let transport = match lmtp_port {
+            Some(port) => format!(
+                "# Every message goes to the LMTP server on 127.0.0.1:{port}, not to virtual(8).\n\
+                 virtual_transport = lmtp:inet:127.0.0.1:{port}\n"
+            ),
             None => String::new(),
         };
         let main_cf = format!(
@@ -290,7 +314,7 @@ default_transport = error:5.7.1 this test server relays nothing
 relay_transport = error:5.7.1 this test server relays nothing
 local_transport = error:5.1.1 this test server has no local users
 notify_classes =
-{size_limit}
+{size_limit}{transport}
 # No DNS anywhere.
 smtp_host_lookup = native
 lmtp_host_lookup = native
@@ -382,7 +406,7 @@ impl Drop for Postfix {
 
 /// `master.cf`: smtpd on 127.0.0.1:PORT and the services delivery needs, none chrooted (a
 /// chroot would need copies of system files in every queue directory), with the postlogd
-/// service `maillog_file` needs.
+/// service `maillog_file` needs and the lmtp client of [`Postfix::start_with_lmtp`].
 fn master_cf(port: u16) -> String {
     format!(
         "\
@@ -404,6 +428,7 @@ error     unix  -       -       n       -       -       error
 retry     unix  -       -       n       -       -       error
 discard   unix  -       -       n       -       -       discard
 virtual   unix  -       n       n       -       -       virtual
+lmtp      unix  -       -       n       -       -       lmtp
 anvil     unix  -       -       n       -       1       anvil
 scache    unix  -       -       n       -       1       scache
 postlog   unix-dgram n  -       n       -       1       postlogd

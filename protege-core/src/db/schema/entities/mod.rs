@@ -3,7 +3,7 @@
 //! `thread_summaries`, the runs of §13 (`runs`, `run_rounds`) and the outbox of §18
 //! (`outbox`), the agent's jobs of §17 (`agent_jobs`), the fired slots of §19
 //! (`responsibility_slots`) and when each responsibility was first seen
-//! (`responsibilities_seen`).
+//! (`responsibilities_seen`), and the IMAP folders read (`inbox_state`, `inbox_rejects`).
 //!
 //! Every table has an auto-increment `id`, so insertion order breaks ties everywhere, except
 //! `runs`, whose key is the run's text id (`run_` and a sortable 26-character ULID).
@@ -11,6 +11,8 @@
 pub mod agent_job;
 pub mod attachment;
 pub mod email_thread;
+pub mod inbox_reject;
+pub mod inbox_state;
 pub mod message;
 pub mod message_address;
 pub mod message_strip;

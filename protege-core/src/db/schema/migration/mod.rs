@@ -10,6 +10,7 @@ use sea_orm::DbBackend;
 use sea_orm_migration::prelude::*;
 
 mod html;
+mod inbox;
 mod jobs;
 mod mail;
 mod outbox;
@@ -20,6 +21,7 @@ mod strips;
 mod summaries;
 
 use html::{ConvertHtmlAgain, StoreHtmlText};
+use inbox::CreateInbox;
 use jobs::CreateAgentJobs;
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
 use outbox::CreateOutbox;
@@ -49,6 +51,7 @@ impl MigratorTrait for Migrator {
             Box::new(CreateOutbox),
             Box::new(CreateAgentJobs),
             Box::new(SlotTimes),
+            Box::new(CreateInbox),
         ]
     }
 
