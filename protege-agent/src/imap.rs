@@ -202,6 +202,35 @@ fn lost(what: &str, error: &async_imap::error::Error) -> ImapError {
     ImapError::Connection(format!("{what}: {}", text(error)))
 }
 
+/// `UID FETCH SET ITEMS`, every answer read.
+async fn uid_fetch(
+    session: &mut Session,
+    set: &str,
+    items: &str,
+) -> Result<Vec<async_imap::types::Fetch>, ImapError> {
+    let fetches = session
+        .uid_fetch(set, items)
+        .await
+        .map_err(|e| lost("UID FETCH", &e))?;
+    fetches
+        .try_collect()
+        .await
+        .map_err(|e| lost("UID FETCH", &e))
+}
+
+/// Adds `flag` to message `uid` (`UID STORE +FLAGS.SILENT`).
+async fn add_flag(session: &mut Session, uid: &str, flag: &str) -> Result<(), ImapError> {
+    let stored = session
+        .uid_store(uid, format!("+FLAGS.SILENT ({flag})"))
+        .await
+        .map_err(|e| lost("UID STORE", &e))?;
+    let _: Vec<_> = stored
+        .try_collect()
+        .await
+        .map_err(|e| lost("UID STORE", &e))?;
+    Ok(())
+}
+
 /// The TLS connector of `account`: the system's roots and those of its `ca_file`.
 fn connector(account: &ImapAccount) -> Result<tokio_rustls::TlsConnector, ImapError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -376,14 +405,7 @@ impl Imap {
         let limit = self.timeout;
         let session = self.session();
         let mut out: Vec<Listed> = within(limit, "UID FETCH", async {
-            let fetches = session
-                .uid_fetch(set, "(UID RFC822.SIZE INTERNALDATE)")
-                .await
-                .map_err(|e| lost("UID FETCH", &e))?;
-            let fetched: Vec<_> = fetches
-                .try_collect()
-                .await
-                .map_err(|e| lost("UID FETCH", &e))?;
+            let fetched = uid_fetch(session, set, "(UID RFC822.SIZE INTERNALDATE)").await?;
             Ok(fetched
                 .iter()
                 .filter_map(|f| {
@@ -408,14 +430,7 @@ impl Imap {
         let limit = self.timeout;
         let session = self.session();
         within(limit, "UID FETCH BODY.PEEK[]", async {
-            let fetches = session
-                .uid_fetch(uid.to_string(), "(UID BODY.PEEK[])")
-                .await
-                .map_err(|e| lost("UID FETCH", &e))?;
-            let fetched: Vec<_> = fetches
-                .try_collect()
-                .await
-                .map_err(|e| lost("UID FETCH", &e))?;
+            let fetched = uid_fetch(session, &uid.to_string(), "(UID BODY.PEEK[])").await?;
             Ok(fetched
                 .iter()
                 .find(|f| f.uid == Some(uid))
@@ -433,16 +448,7 @@ impl Imap {
         let uid = uid.to_string();
         within(limit, "marking a message", async {
             match after {
-                InboxAfter::Seen => {
-                    let stored = session
-                        .uid_store(&uid, "+FLAGS.SILENT (\\Seen)")
-                        .await
-                        .map_err(|e| lost("UID STORE", &e))?;
-                    let _: Vec<_> = stored
-                        .try_collect()
-                        .await
-                        .map_err(|e| lost("UID STORE", &e))?;
-                }
+                InboxAfter::Seen => add_flag(session, &uid, "\\Seen").await?,
                 InboxAfter::Move(folder) if moves => {
                     session
                         .uid_mv(&uid, folder)
@@ -454,14 +460,7 @@ impl Imap {
                         .uid_copy(&uid, folder)
                         .await
                         .map_err(|e| lost(&format!("UID COPY to `{folder}`"), &e))?;
-                    let stored = session
-                        .uid_store(&uid, "+FLAGS.SILENT (\\Deleted)")
-                        .await
-                        .map_err(|e| lost("UID STORE", &e))?;
-                    let _: Vec<_> = stored
-                        .try_collect()
-                        .await
-                        .map_err(|e| lost("UID STORE", &e))?;
+                    add_flag(session, &uid, "\\Deleted").await?;
                     if uidplus {
                         let gone = session
                             .uid_expunge(&uid)
