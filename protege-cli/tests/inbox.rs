@@ -472,3 +472,58 @@ async fn serve_reads_new_mail_with_idle_one_process_at_a_time() {
     );
     assert_eq!(flags(&dovecot), vec![(1, seen()), (2, seen())]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sent_folder_stores_a_person_s_replies_outbound_without_jobs() {
+    let Some(dovecot) = dovecot() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let root = root(&dovecot, "sent = \"Sent\"\n");
+    let (code, out, err) = fetch(root.path(), &db, PASSWORD);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    dovecot.append(SUPPORT, "INBOX", &mail("m1", "ann@example.org", SUPPORT));
+    // A person answers from a mail client: the copy lands in the sent folder.
+    let mut reply = mail("r1", SUPPORT, "ann@example.org");
+    reply.splice(0..0, b"In-Reply-To: <m1@example.org>\r\n".iter().copied());
+    dovecot.append(SUPPORT, "Sent", &reply);
+    let (code, out, err) = fetch(root.path(), &db, PASSWORD);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let port = dovecot.imap_port();
+    assert_eq!(
+        report,
+        json!({"folders": [
+            {"mailbox": format!("{SUPPORT}@127.0.0.1:{port}/INBOX"), "first_sync": false,
+             "uid_validity_changed": false, "stored": 1, "duplicates": 0, "refused": []},
+            {"mailbox": format!("{SUPPORT}@127.0.0.1:{port}/Sent"), "first_sync": false,
+             "uid_validity_changed": false, "stored": 1, "duplicates": 0, "refused": []},
+        ]})
+    );
+    let conn = Database::connect(&db).await.unwrap();
+    let rows = conn
+        .query_all_raw(protege::db::sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT m.message_id, m.direction, m.email_thread_id, j.id FROM messages m \
+             LEFT JOIN agent_jobs j ON j.message_id = m.id ORDER BY m.id",
+        ))
+        .await
+        .unwrap();
+    let got: Vec<(String, String, i64, Option<i64>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.try_get_by_index(0).unwrap(),
+                r.try_get_by_index(1).unwrap(),
+                r.try_get_by_index(2).unwrap(),
+                r.try_get_by_index(3).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("<m1@example.org>".into(), "inbound".into(), 1, Some(1)),
+            ("<r1@example.org>".into(), "outbound".into(), 1, None),
+        ]
+    );
+}
