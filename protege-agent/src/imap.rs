@@ -439,6 +439,29 @@ impl Imap {
         .await
     }
 
+    /// The bytes of the messages `uids` of the selected folder, without setting `\Seen`, by
+    /// UID (a message expunged meanwhile is missing).
+    pub async fn fetch_many(
+        &mut self,
+        uids: &[u32],
+    ) -> Result<std::collections::HashMap<u32, Vec<u8>>, ImapError> {
+        if uids.is_empty() {
+            return Ok(std::collections::HashMap::new());
+        }
+        let limit = self.timeout;
+        let session = self.session();
+        let set: Vec<String> = uids.iter().map(u32::to_string).collect();
+        within(limit, "UID FETCH BODY.PEEK[]", async {
+            let fetched = uid_fetch(session, &set.join(","), "(UID BODY.PEEK[])").await?;
+            Ok(fetched
+                .iter()
+                .filter_map(|f| Some((f.uid?, f.body()?.to_vec())))
+                .filter(|(uid, _)| uids.contains(uid))
+                .collect())
+        })
+        .await
+    }
+
     /// Does `after` to message `uid`: sets `\Seen`, or moves it (`MOVE`, or `COPY` then
     /// `\Deleted` and `UID EXPUNGE` on a server without it).
     pub async fn mark(&mut self, uid: u32, after: &InboxAfter) -> Result<(), ImapError> {

@@ -52,6 +52,12 @@ const IDLE_REISSUE: Duration = Duration::from_secs(25 * 60);
 /// The longest wait between two attempts of a session that failed.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
+/// The most messages whose bytes one command fetches.
+const FETCH_BATCH: usize = 50;
+
+/// The most bytes one command fetches (a larger message is fetched alone).
+const FETCH_BATCH_BYTES: u64 = 8 * 1024 * 1024;
+
 /// How many times the storing of one UID may begin before it is refused as `crashed`.
 const MAX_STORE_ATTEMPTS: i32 = 3;
 
@@ -516,12 +522,15 @@ impl Engine {
             None => {
                 pass.first_sync = true;
                 if let Some(day) = job.inbox.since {
-                    for listed in imap.list_since(day).await? {
-                        if listed.uid < folder.uid_next {
-                            self.take(imap, job, owner, validity, listed, Take::Old, &mut pass)
-                                .await?;
-                        }
-                    }
+                    let old: Vec<(Listed, Take)> = imap
+                        .list_since(day)
+                        .await?
+                        .into_iter()
+                        .filter(|l| l.uid < folder.uid_next)
+                        .map(|l| (l, Take::Old))
+                        .collect();
+                    self.take_all(imap, job, owner, validity, old, &mut pass, lost)
+                        .await?;
                 }
                 let start = i64::from(folder.uid_next) - 1;
                 if !db::reset_inbox(&conn, &key, owner, validity, start, Utc::now()).await? {
@@ -537,12 +546,17 @@ impl Engine {
                 // `INTERNALDATE` counts whole seconds: a message of the sync's own second is
                 // new. One stored already gets no second job either way.
                 let since = last - chrono::Duration::seconds(1);
-                for listed in imap.list_since(day).await? {
-                    let new = listed.internal_date.is_none_or(|d| d >= since);
-                    let take = if new { Take::New } else { Take::Again };
-                    self.take(imap, job, owner, validity, listed, take, &mut pass)
-                        .await?;
-                }
+                let again: Vec<(Listed, Take)> = imap
+                    .list_since(day)
+                    .await?
+                    .into_iter()
+                    .map(|l| {
+                        let new = l.internal_date.is_none_or(|d| d >= since);
+                        (l, if new { Take::New } else { Take::Again })
+                    })
+                    .collect();
+                self.take_all(imap, job, owner, validity, again, &mut pass, lost)
+                    .await?;
                 let start = i64::from(folder.uid_next) - 1;
                 if !db::reset_inbox(&conn, &key, owner, validity, start, Utc::now()).await? {
                     return Err(PassError::LeaseLost);
@@ -552,21 +566,66 @@ impl Engine {
             Some(_) => state.highest_uid,
         };
         let after = u32::try_from(highest.max(0)).unwrap_or(u32::MAX);
-        for listed in imap.list_after(after).await? {
-            if lost.load(Ordering::SeqCst) {
-                return Err(PassError::LeaseLost);
-            }
-            self.take(imap, job, owner, validity, listed, Take::New, &mut pass)
-                .await?;
-        }
+        let new: Vec<(Listed, Take)> = imap
+            .list_after(after)
+            .await?
+            .into_iter()
+            .map(|l| (l, Take::New))
+            .collect();
+        self.take_all(imap, job, owner, validity, new, &mut pass, lost)
+            .await?;
         if !db::finish_sync(&conn, &key, owner, began, Utc::now()).await? {
             return Err(PassError::LeaseLost);
         }
         Ok(pass)
     }
 
-    /// Stores, refuses or passes one listed message, marks it and raises the highest UID
-    /// (`Take::Old` messages are stored only).
+    /// Takes `listed` in UID order, fetching the bytes of up to [`FETCH_BATCH`] messages
+    /// (and [`FETCH_BATCH_BYTES`]) with one command; each message is then taken alone.
+    #[allow(clippy::too_many_arguments)]
+    async fn take_all(
+        &self,
+        imap: &mut Imap,
+        job: &FolderJob,
+        owner: &str,
+        uid_validity: i64,
+        listed: Vec<(Listed, Take)>,
+        pass: &mut InboxPass,
+        lost: &AtomicBool,
+    ) -> Result<(), PassError> {
+        let mut rest = listed.as_slice();
+        while !rest.is_empty() {
+            let mut bytes = 0;
+            let mut n = 0;
+            for (l, _) in rest.iter().take(FETCH_BATCH) {
+                if n > 0 && bytes + l.size > FETCH_BATCH_BYTES {
+                    break;
+                }
+                bytes += l.size.min(MAIL_MAX_BYTES + 1);
+                n += 1;
+            }
+            let (chunk, after) = rest.split_at(n);
+            rest = after;
+            let uids: Vec<u32> = chunk
+                .iter()
+                .filter(|(l, _)| l.size <= MAIL_MAX_BYTES)
+                .map(|(l, _)| l.uid)
+                .collect();
+            let mut bodies = imap.fetch_many(&uids).await?;
+            for (listed, take) in chunk {
+                if lost.load(Ordering::SeqCst) {
+                    return Err(PassError::LeaseLost);
+                }
+                let body = bodies.remove(&listed.uid);
+                self.take(imap, job, owner, uid_validity, *listed, *take, body, pass)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores, refuses or passes one listed message (`body`, when fetched already), marks
+    /// it and raises the highest UID (`Take::Old` messages are stored only).
     #[allow(clippy::too_many_arguments)]
     async fn take(
         &self,
@@ -576,6 +635,7 @@ impl Engine {
         uid_validity: i64,
         listed: Listed,
         take: Take,
+        body: Option<Vec<u8>>,
         pass: &mut InboxPass,
     ) -> Result<(), PassError> {
         let key = job.key();
@@ -598,7 +658,11 @@ impl Engine {
                 None,
             ))
         } else {
-            match imap.fetch(listed.uid).await? {
+            let raw = match body {
+                Some(raw) => Some(raw),
+                None => imap.fetch(listed.uid).await?,
+            };
+            match raw {
                 // Expunged meanwhile: nothing to store or mark.
                 None => None,
                 Some(raw) => {
