@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -439,13 +439,16 @@ impl Agent {
         let lost = Arc::new(AtomicBool::new(false));
         // Stopped when the job ends, and when this future is dropped (a caller's timeout, a
         // cancelled task): a dead worker's lease must run out.
-        let renewer = AbortOnDrop(tokio::spawn(renew(
-            conn.clone(),
-            job.id,
-            self.owner.clone(),
+        let (renewing, id, owner) = (conn.clone(), job.id, self.owner.clone());
+        let renewer = renewer(
             self.lease,
             lost.clone(),
-        )));
+            format!("job {id}"),
+            move |until, now| {
+                let (conn, owner) = (renewing.clone(), owner.clone());
+                async move { db::renew_job(&conn, id, &owner, until, now).await }
+            },
+        );
         let mut report = JobReport {
             job: job.id,
             persona: job.persona.clone(),
@@ -1041,7 +1044,7 @@ struct Decision {
     /// Who decided, as given.
     by: String,
     /// When.
-    at: chrono::DateTime<Utc>,
+    at: DateTime<Utc>,
     /// Why, for a rejection.
     #[serde(default)]
     reason: Option<String>,
@@ -1386,7 +1389,7 @@ fn gate_label(reason: &str) -> String {
 }
 
 /// A duration as chrono's.
-fn lease_of(d: Duration) -> chrono::Duration {
+pub(crate) fn lease_of(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
@@ -1408,27 +1411,33 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Renews the lease of job `id` every third of `lease` until aborted; sets `lost` when a
-/// renewal fails.
-async fn renew(
-    conn: sea_orm::DatabaseConnection,
-    id: i64,
-    owner: String,
+/// Renews a lease (of `what`, as logged) every third of `lease` until dropped:
+/// `renew(until, now)` answers whether the holder still has it; `lost` is set when it does
+/// not. A renewal that fails is logged and tried again at the next third.
+pub(crate) fn renewer<F, Fut>(
     lease: Duration,
     lost: Arc<AtomicBool>,
-) {
-    loop {
-        tokio::time::sleep(lease / 3).await;
-        let now = Utc::now();
-        match db::renew_job(&conn, id, &owner, now + lease_of(lease), now).await {
-            Ok(true) => {}
-            Ok(false) => {
-                lost.store(true, Ordering::SeqCst);
-                return;
+    what: String,
+    renew: F,
+) -> AbortOnDrop
+where
+    F: Fn(DateTime<Utc>, DateTime<Utc>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = protege_core::Result<bool>> + Send,
+{
+    AbortOnDrop(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            let now = Utc::now();
+            match renew(now + lease_of(lease), now).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    lost.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Err(e) => tracing::warn!("renewing the lease of {what} failed: {e}"),
             }
-            Err(e) => tracing::warn!("renewing the lease of job {id} failed: {e}"),
         }
-    }
+    }))
 }
 
 /// The row id of the message `message_id`, or the error naming an unknown one.

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use protege_agent::{Imap, ImapAccount, ImapError, Listed};
 use protege_core::{PersonaInbox, bare_address};
 
-use super::agent::AbortOnDrop;
+use super::agent::{AbortOnDrop, lease_of, renewer};
 use super::mcp::EnvReader;
 use super::{Engine, EngineError, EngineErrorKind};
 use crate::db;
@@ -260,7 +260,7 @@ impl Engine {
                 &key,
                 &job.persona,
                 owner,
-                now + span(INBOX_LEASE),
+                now + lease_of(INBOX_LEASE),
                 now,
             )
             .await?
@@ -274,7 +274,7 @@ impl Engine {
                 ));
             }
             let lost = Arc::new(AtomicBool::new(false));
-            let _renewer = renewer(
+            let _renewer = renew_folder(
                 conn.clone(),
                 key.clone(),
                 owner.to_owned(),
@@ -414,13 +414,13 @@ impl Engine {
             Err(e) => return Held::Failed(e.to_string()),
         };
         let now = Utc::now();
-        match db::claim_inbox(&conn, key, &job.persona, owner, now + span(lease), now).await {
+        match db::claim_inbox(&conn, key, &job.persona, owner, now + lease_of(lease), now).await {
             Ok(Some(_)) => {}
             Ok(None) => return Held::Elsewhere,
             Err(e) => return Held::Failed(format!("the database: {e}")),
         }
         let lost = Arc::new(AtomicBool::new(false));
-        let _renewer = renewer(
+        let _renewer = renew_folder(
             conn.clone(),
             key.to_owned(),
             owner.to_owned(),
@@ -740,11 +740,6 @@ enum Held {
     Failed(String),
 }
 
-/// A lease's length as a chrono duration.
-fn span(lease: Duration) -> chrono::Duration {
-    chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX)
-}
-
 /// The wait after the `n`th failure in a row: 1 s doubled each time, at most
 /// [`MAX_BACKOFF`], with up to a quarter more at random so replicas do not retry together.
 fn backoff(n: u32) -> Duration {
@@ -785,29 +780,20 @@ fn account(inbox: &PersonaInbox, env: &EnvReader) -> Result<ImapAccount, String>
     })
 }
 
-/// Renews the lease of `mailbox` every third of `lease` until dropped; sets `lost` when a
-/// renewal finds it gone.
-fn renewer(
+/// Renews `owner`'s lease of `mailbox` every third of `lease` until dropped; sets `lost`
+/// when a renewal finds it gone.
+fn renew_folder(
     conn: sea_orm::DatabaseConnection,
     mailbox: String,
     owner: String,
     lease: Duration,
     lost: Arc<AtomicBool>,
 ) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            let now = Utc::now();
-            match db::renew_inbox(&conn, &mailbox, &owner, now + span(lease), now).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    lost.store(true, Ordering::SeqCst);
-                    return;
-                }
-                Err(e) => tracing::warn!("renewing the lease of `{mailbox}` failed: {e}"),
-            }
-        }
-    }))
+    let what = format!("`{mailbox}`");
+    renewer(lease, lost, what, move |until, now| {
+        let (conn, mailbox, owner) = (conn.clone(), mailbox.clone(), owner.clone());
+        async move { db::renew_inbox(&conn, &mailbox, &owner, until, now).await }
+    })
 }
 
 /// The Message-ID and the bare From address of a refused message, as far as they read.
