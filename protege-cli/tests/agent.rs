@@ -329,6 +329,24 @@ async fn a_due_slot_is_run_and_its_answer_sent_to_the_responsibility_as_a_new_th
         )
         .unwrap();
         let engine = engine_of(root.path(), &url).await;
+        // A thread waits for an answer (imported: no job of its own).
+        let eml = root.path().join("kim.eml");
+        // Sent an hour before the run's clock (the agent's: the current time).
+        let date = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc2822();
+        std::fs::write(
+            &eml,
+            format!(
+                "Message-ID: <kim-1@example.com>\r\nFrom: Kim <kim@example.com>\r\n\
+                 To: support@acme.test\r\nSubject: Refund\r\nDate: {date}\r\n\r\n\
+                 Where is my refund?\r\n"
+            ),
+        )
+        .unwrap();
+        let imported = engine
+            .import_eml(&[eml], &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(imported.summary.imported, 1, "{url}");
         // Seen at 07:59; its 08:00 slot fires once.
         let seen = "2026-03-10T07:59:00Z".parse().unwrap();
         assert!(engine.due_slots(seen).await.unwrap().is_empty(), "{url}");
@@ -368,6 +386,35 @@ async fn a_due_slot_is_run_and_its_answer_sent_to_the_responsibility_as_a_new_th
                 .await
                 .unwrap()
                 .is_empty()
+        );
+        // The digest held Kim's mail: erasing Kim erases the digest run, its job, its slot
+        // and the mail it queued; the slot is not fired again.
+        assert!(
+            request
+                .to_string()
+                .contains("- Refund (1 message, waiting since"),
+            "{url}: {request}"
+        );
+        let removed = engine.forget("kim@example.com", false).await.unwrap();
+        assert_eq!(
+            (
+                removed.messages,
+                removed.runs,
+                removed.agent_jobs,
+                removed.outbox,
+                removed.responsibility_slots,
+                removed.erased_messages
+            ),
+            (2, 1, 1, 1, 1, 2),
+            "{url}: {removed:?}"
+        );
+        assert!(
+            engine
+                .fire_due("2026-03-10T08:00:20Z".parse().unwrap())
+                .await
+                .unwrap()
+                .is_empty(),
+            "{url}"
         );
         assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
     }

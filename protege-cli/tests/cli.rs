@@ -1054,7 +1054,9 @@ fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
         "Alice's order A-1042 arrived broken.\n",
     );
     let alice = "messages: 3\nattachments: 1\ntool_uses: 2\nruns: 0\nrun_rounds: 0\n\
-                 thread_summaries: 1\nmessage_addresses: 6\nemail_threads: 1\noutbox: 0\n";
+                 thread_summaries: 1\nmessage_addresses: 6\nemail_threads: 1\nagent_jobs: 0\n\
+                 outbox: 0\ntool_approvals: 0\ninbox_rejects: 0\nresponsibility_slots: 0\n\
+                 erased_messages: 3\n";
     // A dry run counts and changes nothing: the same counts come back.
     for _ in 0..2 {
         let run = protege(
@@ -1117,7 +1119,9 @@ fn forget_erases_a_correspondent_and_prints_the_rows_per_table() {
         (
             0,
             "messages: 0\nattachments: 0\ntool_uses: 0\nruns: 0\nrun_rounds: 0\n\
-             thread_summaries: 0\nmessage_addresses: 0\nemail_threads: 0\noutbox: 0\n"
+             thread_summaries: 0\nmessage_addresses: 0\nemail_threads: 0\nagent_jobs: 0\n\
+             outbox: 0\ntool_approvals: 0\ninbox_rejects: 0\nresponsibility_slots: 0\n\
+             erased_messages: 0\n"
         )
     );
     for (address, error) in [
@@ -1164,7 +1168,9 @@ fn db_prune_drops_the_threads_whose_newest_message_is_older() {
     // invoice address thread (03-05) go; the plan thread, whose first message is older,
     // stays for its reply of 03-07.
     let two_threads = "messages: 4\nattachments: 0\ntool_uses: 2\nruns: 0\nrun_rounds: 0\n\
-                       thread_summaries: 1\nmessage_addresses: 8\nemail_threads: 2\noutbox: 0\n";
+                       thread_summaries: 1\nmessage_addresses: 8\nemail_threads: 2\nagent_jobs: 0\n\
+                       outbox: 0\ntool_approvals: 0\ninbox_rejects: 0\nresponsibility_slots: 0\n\
+                       erased_messages: 0\n";
     for _ in 0..2 {
         let run = prune("4d", true);
         assert_eq!(
@@ -1202,7 +1208,9 @@ fn db_prune_drops_the_threads_whose_newest_message_is_older() {
         (
             0,
             "messages: 1\nattachments: 3\ntool_uses: 0\nruns: 0\nrun_rounds: 0\n\
-             thread_summaries: 0\nmessage_addresses: 4\nemail_threads: 1\noutbox: 0\n",
+             thread_summaries: 0\nmessage_addresses: 4\nemail_threads: 1\nagent_jobs: 0\n\
+             outbox: 0\ntool_approvals: 0\ninbox_rejects: 0\nresponsibility_slots: 0\n\
+             erased_messages: 0\n",
             ""
         )
     );
@@ -1212,7 +1220,9 @@ fn db_prune_drops_the_threads_whose_newest_message_is_older() {
         (
             0,
             "messages: 0\nattachments: 0\ntool_uses: 0\nruns: 0\nrun_rounds: 0\n\
-             thread_summaries: 0\nmessage_addresses: 0\nemail_threads: 0\noutbox: 0\n"
+             thread_summaries: 0\nmessage_addresses: 0\nemail_threads: 0\nagent_jobs: 0\n\
+             outbox: 0\ntool_approvals: 0\ninbox_rejects: 0\nresponsibility_slots: 0\n\
+             erased_messages: 0\n"
         )
     );
     // Usage errors, before anything is opened: exit 2 with clap's framing.

@@ -116,6 +116,7 @@ fn report(dovecot: &Dovecot, counts: (usize, usize), refused: Value, first: bool
         "uid_validity_changed": false,
         "stored": counts.0,
         "duplicates": counts.1,
+        "erased": 0,
         "refused": refused,
     })
 }
@@ -229,7 +230,20 @@ async fn new_mail_is_stored_once_with_its_job_and_marked_and_what_is_not_mail_is
             vec![(3, None, None)],
             "{db}"
         );
+        // Bob is erased; his mail, still on the server, comes again: it is marked and
+        // never stored.
+        let removed = protege::db::forget(&conn, "bob@example.org", false)
+            .await
+            .unwrap();
+        assert_eq!((removed.messages, removed.erased_messages), (1, 1), "{db}");
         conn.close().await.unwrap();
+        dovecot.append(SUPPORT, "INBOX", &mail("m2", "bob@example.org", SUPPORT));
+        let mut erased = report(&dovecot, (0, 0), json!([]), false);
+        erased["erased"] = json!(1);
+        assert_eq!(fetched(root.path(), &db), erased, "{db}");
+        assert_eq!(flags(&dovecot)[4], (5, seen()), "{db}");
+        let ids = vec!["<m4@example.org>".to_owned()];
+        assert_eq!(stored(&db).await, (ids.clone(), ids), "{db}");
     }
 }
 
@@ -494,9 +508,9 @@ async fn the_sent_folder_stores_a_person_s_replies_outbound_without_jobs() {
         report,
         json!({"folders": [
             {"mailbox": format!("{SUPPORT}@127.0.0.1:{port}/INBOX"), "first_sync": false,
-             "uid_validity_changed": false, "stored": 1, "duplicates": 0, "refused": []},
+             "uid_validity_changed": false, "stored": 1, "duplicates": 0, "erased": 0, "refused": []},
             {"mailbox": format!("{SUPPORT}@127.0.0.1:{port}/Sent"), "first_sync": false,
-             "uid_validity_changed": false, "stored": 1, "duplicates": 0, "refused": []},
+             "uid_validity_changed": false, "stored": 1, "duplicates": 0, "erased": 0, "refused": []},
         ]})
     );
     let conn = Database::connect(&db).await.unwrap();

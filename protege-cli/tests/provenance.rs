@@ -281,7 +281,9 @@ async fn a_forgotten_correspondent_leaves_the_request_and_every_table() {
         assert_eq!(
             serde_json::to_value(removed).unwrap(),
             json!({"messages": 5, "attachments": 1, "tool_uses": 2, "runs": 0, "run_rounds": 0,
-                   "thread_summaries": 1, "message_addresses": 10, "email_threads": 2, "outbox": 0}),
+                   "thread_summaries": 1, "message_addresses": 10, "email_threads": 2,
+                   "agent_jobs": 0, "outbox": 0, "tool_approvals": 0, "inbox_rejects": 0,
+                   "responsibility_slots": 0, "erased_messages": 5}),
             "{url}"
         );
         assert_eq!(

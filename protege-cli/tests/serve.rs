@@ -850,7 +850,8 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
     let counts = |messages: u64, tool_uses: u64, addresses: u64, threads: u64| {
         json!({"messages": messages, "attachments": 0, "tool_uses": tool_uses, "runs": 0,
                "run_rounds": 0, "thread_summaries": 0, "message_addresses": addresses,
-               "email_threads": threads, "outbox": 0})
+               "email_threads": threads, "agent_jobs": 0, "outbox": 0, "tool_approvals": 0,
+               "inbox_rejects": 0, "responsibility_slots": 0, "erased_messages": messages})
     };
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
     // Before: Bob's mail is in his request.
@@ -874,6 +875,23 @@ async fn forget_erases_a_correspondent_with_auth_and_json_errors() {
     );
     let (status, text) = server.resolve(bob).await;
     assert_eq!(status, 404, "{text}");
+    // Bob's mail posted again is not stored: its Message-ID was erased.
+    let again = "Message-ID: <track-3@example.com>\r\nFrom: Bob Okafor <bob@example.com>\r\n\
+                 To: support@acme.test\r\nSubject: Tracking\r\n\
+                 Date: Wed, 4 Mar 2026 09:00:00 +0000\r\n\r\nWhere is it?\r\n";
+    let (status, text) = server
+        .post("/v1/mail", "message/rfc822", again.to_owned())
+        .await;
+    assert_eq!(
+        (status, text),
+        (
+            200,
+            pretty(
+                json!({"status": "erased", "message_id": "<track-3@example.com>",
+                          "thread_id": null, "direction": "inbound"})
+            )
+        )
+    );
     // No request of another customer holds Bob's mail or address any more.
     let (status, text) = server
         .resolve(json!({"persona": "support", "message_id": "<refund-3@example.com>", "now": NOW}))
@@ -950,7 +968,9 @@ async fn prune_drops_old_threads_with_auth_and_json_errors() {
     let counts = |messages: u64, attachments: u64, tool_uses: u64, addresses: u64, threads: u64| {
         json!({"messages": messages, "attachments": attachments, "tool_uses": tool_uses,
                "runs": 0, "run_rounds": 0, "thread_summaries": 0,
-               "message_addresses": addresses, "email_threads": threads, "outbox": 0})
+               "message_addresses": addresses, "email_threads": threads, "agent_jobs": 0,
+               "outbox": 0, "tool_approvals": 0, "inbox_rejects": 0, "responsibility_slots": 0,
+               "erased_messages": 0})
     };
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap() + "\n";
     // NOW - 5d is 2026-03-05T08:00:00Z: the parcel thread (newest 03-04) goes.

@@ -102,6 +102,7 @@ async fn runs_and_summaries(db: &DatabaseConnection, n: usize) {
                 request_sha256: "0".repeat(64),
                 request: "{}".into(),
                 started_at: now,
+                sources: Vec::new(),
             },
         )
         .await

@@ -7,7 +7,7 @@
 //! rounds, runs, tool uses, attachments, address rows and the messages, and last the
 //! threads left without a message.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -17,9 +17,11 @@ use sea_orm::{
     ConnectionTrait, DatabaseTransaction, DbErr, EntityName, ExprTrait, TransactionTrait,
 };
 
+use protege_core::db::dates;
 use protege_core::db::entities::{
-    agent_job, attachment, email_thread, message, message_address, message_strip, outbox, run,
-    run_round, thread_summary, tool_use,
+    agent_job, attachment, email_thread, erased_message, inbox_reject, message, message_address,
+    message_strip, outbox, responsibility_seen, responsibility_slot, run, run_round, run_source,
+    thread_summary, tool_use,
 };
 use protege_core::{Error, ErrorKind, Result};
 
@@ -39,7 +41,8 @@ pub struct Removed {
     pub attachments: u64,
     /// Rows of `tool_uses`.
     pub tool_uses: u64,
-    /// Rows of `runs`.
+    /// Rows of `runs`: the runs answering the messages removed, and the scheduled runs whose
+    /// request held one of them.
     pub runs: u64,
     /// Rows of `run_rounds`.
     pub run_rounds: u64,
@@ -49,16 +52,32 @@ pub struct Removed {
     pub message_addresses: u64,
     /// Rows of `email_threads`.
     pub email_threads: u64,
+    /// Rows of `agent_jobs`: the jobs answering the messages removed and those of the
+    /// scheduled runs removed.
+    pub agent_jobs: u64,
     /// Rows of `outbox`: the replies removed with their messages, their bytes included (a
     /// reply still queued or waiting is never sent).
     pub outbox: u64,
+    /// The tool approvals removed: the jobs among [`agent_jobs`](Self::agent_jobs) that
+    /// held a person's decision on tool calls (with its edited inputs).
+    pub tool_approvals: u64,
+    /// Rows of `inbox_rejects`: the refused messages of the mail removed (by Message-ID),
+    /// those sent by the address forgotten, and those older than a prune's cut-off.
+    pub inbox_rejects: u64,
+    /// Rows of `responsibility_slots`: the slots of the scheduled runs removed, and those
+    /// older than a prune's cut-off.
+    pub responsibility_slots: u64,
+    /// Rows added to `erased_messages` ([`forget`](crate::forget) only): the SHA-256 of each
+    /// Message-ID erased, so the same mail is never stored again.
+    pub erased_messages: u64,
 }
 
 impl Removed {
     /// Each table with its count, in a fixed order: `messages`, `attachments`,
     /// `tool_uses`, `runs`, `run_rounds`, `thread_summaries`, `message_addresses`,
-    /// `email_threads`, `outbox`.
-    pub fn rows(&self) -> [(&'static str, u64); 9] {
+    /// `email_threads`, `agent_jobs`, `outbox`, `tool_approvals`, `inbox_rejects`,
+    /// `responsibility_slots`, `erased_messages`.
+    pub fn rows(&self) -> [(&'static str, u64); 14] {
         [
             ("messages", self.messages),
             ("attachments", self.attachments),
@@ -68,7 +87,12 @@ impl Removed {
             ("thread_summaries", self.thread_summaries),
             ("message_addresses", self.message_addresses),
             ("email_threads", self.email_threads),
+            ("agent_jobs", self.agent_jobs),
             ("outbox", self.outbox),
+            ("tool_approvals", self.tool_approvals),
+            ("inbox_rejects", self.inbox_rejects),
+            ("responsibility_slots", self.responsibility_slots),
+            ("erased_messages", self.erased_messages),
         ]
     }
 }
@@ -83,6 +107,12 @@ impl fmt::Display for Removed {
         }
         Ok(())
     }
+}
+
+/// The SHA-256 of a stored Message-ID (angle brackets included), in lowercase hex: how
+/// `erased_messages` and `run_sources` name a message without keeping its Message-ID.
+pub fn message_sha256(message_id: &str) -> String {
+    protege_core::Source::sha256_hex(message_id.as_bytes())
 }
 
 /// How long an erasure waits for a reply of the messages it removes that is being sent
@@ -186,16 +216,61 @@ async fn sending_row<C: ConnectionTrait>(
     Ok(None)
 }
 
-/// Deletes, in `db` (a transaction), the messages whose row ids are `messages` with their
-/// run rounds, runs, tool uses, attachments, `message_addresses` and `message_strips` rows;
-/// the summaries of `threads` (the threads those messages belong to); and those of
-/// `threads` left without a message. The messages left in `threads` are stripped again.
+/// Deletes, in `db` (a transaction), the messages whose row ids are `messages` with what
+/// hangs on them: run rounds, runs, tool uses, attachments, `message_addresses` and
+/// `message_strips` rows, the agent's jobs, the outbox rows and the `inbox_rejects` rows of
+/// their Message-IDs; the summaries of `threads` (the threads those messages belong to);
+/// and those of `threads` left without a message. The messages left in `threads` are
+/// stripped again.
+///
+/// A scheduled run whose request held one of the messages (`run_sources`) goes too, with
+/// its rounds, its job and slot, and the mail it sent (which is removed like the messages,
+/// with its thread when nothing else is left in it). With `keep_erased` (`forget`), the
+/// SHA-256 of each Message-ID removed is kept in `erased_messages`.
 pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     db: &C,
     messages: &[i64],
     threads: &[i64],
+    keep_erased: bool,
 ) -> Result<Attempt> {
-    if let Some(id) = sending_row(db, messages, Utc::now()).await? {
+    let mut messages: BTreeSet<i64> = messages.iter().copied().collect();
+    let mut threads: BTreeSet<i64> = threads.iter().copied().collect();
+    let mut ids: BTreeMap<i64, String> = BTreeMap::new();
+    let mut runs: BTreeSet<String> = BTreeSet::new();
+    // The scheduled runs that quoted a message removed, and the mail they sent, until no
+    // new one turns up (that mail may itself be quoted by a later digest).
+    loop {
+        let unread: Vec<i64> = messages
+            .iter()
+            .copied()
+            .filter(|m| !ids.contains_key(m))
+            .collect();
+        if unread.is_empty() {
+            break;
+        }
+        ids.extend(message_ids(db, &unread).await?);
+        let hashes: Vec<String> = unread
+            .iter()
+            .filter_map(|m| ids.get(m))
+            .map(|id| message_sha256(id))
+            .collect();
+        let found = runs_quoting(db, &hashes).await?;
+        let new: Vec<String> = found.into_iter().filter(|r| !runs.contains(r)).collect();
+        if new.is_empty() {
+            break;
+        }
+        let sent = mail_of_runs(db, &new).await?;
+        runs.extend(new);
+        for (message, thread) in sent {
+            messages.insert(message);
+            threads.insert(thread);
+        }
+    }
+    let messages: Vec<i64> = messages.into_iter().collect();
+    let threads: Vec<i64> = threads.into_iter().collect();
+    let runs: Vec<String> = runs.into_iter().collect();
+
+    if let Some(id) = sending_row(db, &messages, Utc::now()).await? {
         return Ok(Attempt::Sending(id));
     }
     let mut out = Removed::default();
@@ -208,10 +283,10 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
         )
         .await?;
     }
+    remove_runs(db, &runs, &mut out).await?;
     for chunk in messages.chunks(IN_CHUNK) {
         out.outbox += delete_in(db, outbox::Entity, outbox::Column::MessageId, chunk).await?;
-        // The agent's jobs of the messages: bookkeeping of the answer, not counted.
-        delete_in(db, agent_job::Entity, agent_job::Column::MessageId, chunk).await?;
+        remove_jobs(db, agent_job::Column::MessageId, chunk, &mut out).await?;
         let runs_of_chunk: SelectStatement = Query::select()
             .column(run::Column::Id)
             .from(run::Entity)
@@ -244,8 +319,26 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
         .await?;
         out.messages += delete_in(db, message::Entity, message::Column::Id, chunk).await?;
     }
+    let removed_ids: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| ids.get(m))
+        .map(String::as_str)
+        .collect();
+    for chunk in removed_ids.chunks(IN_CHUNK) {
+        out.inbox_rejects += delete_in(
+            db,
+            inbox_reject::Entity,
+            inbox_reject::Column::MessageId,
+            chunk,
+        )
+        .await?;
+    }
+    if keep_erased {
+        let hashes: Vec<String> = removed_ids.iter().map(|id| message_sha256(id)).collect();
+        out.erased_messages += keep_erased_hashes(db, &hashes, Utc::now()).await?;
+    }
     // The messages left in those threads were stripped against the ones removed.
-    protege_core::db::strips::restrip(db, threads, &HashSet::new()).await?;
+    protege_core::db::strips::restrip(db, &threads, &HashSet::new()).await?;
     for chunk in threads.chunks(IN_CHUNK) {
         let t = Alias::new(email_thread::Entity.table_name());
         let m = Alias::new(message::Entity.table_name());
@@ -267,16 +360,223 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     Ok(Attempt::Done(out))
 }
 
-/// `DELETE FROM table WHERE column IN (ids)`: the rows removed.
-async fn delete_in<C, E, Col>(db: &C, table: E, column: Col, ids: &[i64]) -> Result<u64, DbErr>
+/// The Message-IDs of the messages whose row ids are `rows`, by row id.
+async fn message_ids<C: ConnectionTrait>(db: &C, rows: &[i64]) -> Result<BTreeMap<i64, String>> {
+    use message::Column as M;
+    let mut out = BTreeMap::new();
+    for chunk in rows.chunks(IN_CHUNK) {
+        let select = Query::select()
+            .columns([M::Id, M::MessageId])
+            .from(message::Entity)
+            .and_where(Expr::col(M::Id).is_in(chunk.iter().copied()))
+            .to_owned();
+        for row in db.query_all(&select).await? {
+            out.insert(row.try_get_by_index(0)?, row.try_get_by_index(1)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The runs whose request held a message of one of `hashes` (`run_sources`).
+async fn runs_quoting<C: ConnectionTrait>(db: &C, hashes: &[String]) -> Result<BTreeSet<String>> {
+    use run_source::Column as S;
+    let mut out = BTreeSet::new();
+    for chunk in hashes.chunks(IN_CHUNK) {
+        let select = Query::select()
+            .distinct()
+            .column(S::RunId)
+            .from(run_source::Entity)
+            .and_where(Expr::col(S::MessageSha256).is_in(chunk.iter().map(String::as_str)))
+            .to_owned();
+        for row in db.query_all(&select).await? {
+            out.insert(row.try_get_by_index(0)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The stored mail `runs` sent (their outbox rows' messages), as `(message, thread)`.
+async fn mail_of_runs<C: ConnectionTrait>(db: &C, runs: &[String]) -> Result<Vec<(i64, i64)>> {
+    let (o, m) = (
+        Alias::new(outbox::Entity.table_name()),
+        Alias::new(message::Entity.table_name()),
+    );
+    let mut out = Vec::new();
+    for chunk in runs.chunks(IN_CHUNK) {
+        let select = Query::select()
+            .column((m.clone(), message::Column::Id))
+            .column((m.clone(), message::Column::EmailThreadId))
+            .from(outbox::Entity)
+            .inner_join(
+                message::Entity,
+                Expr::col((m.clone(), message::Column::Id))
+                    .equals((o.clone(), outbox::Column::MessageId)),
+            )
+            .and_where(
+                Expr::col((o.clone(), outbox::Column::RunId))
+                    .is_in(chunk.iter().map(String::as_str)),
+            )
+            .to_owned();
+        for row in db.query_all(&select).await? {
+            out.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes the runs `runs` (scheduled ones: no message of theirs is removed) with their
+/// rounds, their `run_sources` rows, and their jobs with those jobs' slots.
+pub(crate) async fn remove_runs<C: ConnectionTrait>(
+    db: &C,
+    runs: &[String],
+    out: &mut Removed,
+) -> Result<()> {
+    for chunk in runs.chunks(IN_CHUNK) {
+        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        let slots = Query::select()
+            .column(agent_job::Column::SlotId)
+            .from(agent_job::Entity)
+            .and_where(Expr::col(agent_job::Column::RunId).is_in(chunk.iter().copied()))
+            .and_where(Expr::col(agent_job::Column::SlotId).is_not_null())
+            .to_owned();
+        let mut slot_ids: Vec<i64> = Vec::new();
+        for row in db.query_all(&slots).await? {
+            slot_ids.push(row.try_get_by_index(0)?);
+        }
+        remove_jobs(db, agent_job::Column::RunId, &chunk, out).await?;
+        remove_slots(db, &slot_ids, out).await?;
+        out.run_rounds +=
+            delete_in(db, run_round::Entity, run_round::Column::RunId, &chunk).await?;
+        delete_in(db, run_source::Entity, run_source::Column::RunId, &chunk).await?;
+        out.runs += delete_in(db, run::Entity, run::Column::Id, &chunk).await?;
+    }
+    Ok(())
+}
+
+/// Deletes the jobs whose `column` is in `values`, counting them and their tool approvals.
+async fn remove_jobs<C, V>(
+    db: &C,
+    column: agent_job::Column,
+    values: &[V],
+    out: &mut Removed,
+) -> Result<()>
+where
+    C: ConnectionTrait,
+    V: Into<sea_orm::Value> + Clone,
+{
+    let approved = Query::select()
+        .expr(Expr::col(agent_job::Column::Id).count())
+        .from(agent_job::Entity)
+        .and_where(Expr::col(column).is_in(values.iter().cloned()))
+        .and_where(Expr::col(agent_job::Column::Approval).is_not_null())
+        .to_owned();
+    if let Some(row) = db.query_one(&approved).await? {
+        out.tool_approvals += u64::try_from(row.try_get_by_index::<i64>(0)?).unwrap_or(0);
+    }
+    out.agent_jobs += delete_in(db, agent_job::Entity, column, values).await?;
+    Ok(())
+}
+
+/// Deletes the `responsibility_slots` rows `slots`. Each responsibility is then counted as
+/// first seen no earlier than the newest slot removed, so a slot removed is never fired
+/// again.
+pub(crate) async fn remove_slots<C: ConnectionTrait>(
+    db: &C,
+    slots: &[i64],
+    out: &mut Removed,
+) -> Result<()> {
+    use responsibility_slot::Column as S;
+    for chunk in slots.chunks(IN_CHUNK) {
+        let select = Query::select()
+            .columns([S::Persona, S::Responsibility, S::SlotAt])
+            .from(responsibility_slot::Entity)
+            .and_where(Expr::col(S::Id).is_in(chunk.iter().copied()))
+            .to_owned();
+        let mut newest: BTreeMap<(String, String), DateTime<Utc>> = BTreeMap::new();
+        for row in db.query_all_raw(dates::statement(db, &select)).await? {
+            let key = (row.try_get_by_index(0)?, row.try_get_by_index(1)?);
+            let at: DateTime<Utc> = row.try_get_by_index(2)?;
+            let entry = newest.entry(key).or_insert(at);
+            *entry = Ord::max(*entry, at);
+        }
+        for ((persona, responsibility), at) in newest {
+            use responsibility_seen::Column as R;
+            let update = Query::update()
+                .table(responsibility_seen::Entity)
+                .value(R::SeenAt, at)
+                .and_where(Expr::col(R::Persona).eq(persona))
+                .and_where(Expr::col(R::Responsibility).eq(responsibility))
+                .and_where(Expr::col(R::SeenAt).lt(at))
+                .to_owned();
+            db.execute_raw(dates::statement(db, &update)).await?;
+        }
+        out.responsibility_slots +=
+            delete_in(db, responsibility_slot::Entity, S::Id, chunk).await?;
+    }
+    Ok(())
+}
+
+/// Adds each of `hashes` not kept yet to `erased_messages`; the rows added.
+async fn keep_erased_hashes<C: ConnectionTrait>(
+    db: &C,
+    hashes: &[String],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    use erased_message::Column as E;
+    let mut added = 0;
+    let mut wanted: Vec<&str> = hashes.iter().map(String::as_str).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    for chunk in wanted.chunks(IN_CHUNK) {
+        let select = Query::select()
+            .column(E::MessageSha256)
+            .from(erased_message::Entity)
+            .and_where(Expr::col(E::MessageSha256).is_in(chunk.iter().copied()))
+            .to_owned();
+        let mut kept: HashSet<String> = HashSet::new();
+        for row in db.query_all(&select).await? {
+            kept.insert(row.try_get_by_index(0)?);
+        }
+        let new: Vec<&str> = chunk
+            .iter()
+            .copied()
+            .filter(|h| !kept.contains(*h))
+            .collect();
+        if new.is_empty() {
+            continue;
+        }
+        let mut insert = Query::insert();
+        insert
+            .into_table(erased_message::Entity)
+            .columns([E::MessageSha256, E::ErasedAt]);
+        for hash in &new {
+            insert.values_panic([(*hash).into(), now.into()]);
+        }
+        db.execute_raw(dates::statement(db, &insert)).await?;
+        added += new.len() as u64;
+    }
+    Ok(added)
+}
+
+/// `DELETE FROM table WHERE column IN (values)`: the rows removed.
+pub(crate) async fn delete_in<C, E, Col, V>(
+    db: &C,
+    table: E,
+    column: Col,
+    values: &[V],
+) -> Result<u64, DbErr>
 where
     C: ConnectionTrait,
     E: EntityName + 'static,
     Col: sea_orm::sea_query::IntoIden + 'static,
+    V: Into<sea_orm::Value> + Clone,
 {
+    if values.is_empty() {
+        return Ok(0);
+    }
     let delete = Query::delete()
         .from_table(table)
-        .and_where(Expr::col(column).is_in(ids.iter().copied()))
+        .and_where(Expr::col(column).is_in(values.iter().cloned()))
         .to_owned();
     Ok(db.execute(&delete).await?.rows_affected())
 }
@@ -296,16 +596,23 @@ mod tests {
             thread_summaries: 1,
             message_addresses: 9,
             email_threads: 0,
+            agent_jobs: 1,
             outbox: 1,
+            tool_approvals: 1,
+            inbox_rejects: 2,
+            responsibility_slots: 1,
+            erased_messages: 3,
         };
         assert_eq!(
             f.to_string(),
             "messages: 3\nattachments: 1\ntool_uses: 2\nruns: 1\nrun_rounds: 2\n\
-             thread_summaries: 1\nmessage_addresses: 9\nemail_threads: 0\noutbox: 1"
+             thread_summaries: 1\nmessage_addresses: 9\nemail_threads: 0\nagent_jobs: 1\n\
+             outbox: 1\ntool_approvals: 1\ninbox_rejects: 2\nresponsibility_slots: 1\n\
+             erased_messages: 3"
         );
         assert_eq!(
             serde_json::to_string(&f).unwrap(),
-            r#"{"messages":3,"attachments":1,"tool_uses":2,"runs":1,"run_rounds":2,"thread_summaries":1,"message_addresses":9,"email_threads":0,"outbox":1}"#
+            r#"{"messages":3,"attachments":1,"tool_uses":2,"runs":1,"run_rounds":2,"thread_summaries":1,"message_addresses":9,"email_threads":0,"agent_jobs":1,"outbox":1,"tool_approvals":1,"inbox_rejects":2,"responsibility_slots":1,"erased_messages":3}"#
         );
     }
 }

@@ -10,10 +10,10 @@
 
 use std::collections::BTreeSet;
 
-use sea_orm::sea_query::{Expr, Query};
+use sea_orm::sea_query::{Expr, Func, LikeExpr, Query};
 use sea_orm::{ConnectionTrait, DatabaseConnection, ExprTrait, TransactionTrait};
 
-use protege_core::db::entities::message_address;
+use protege_core::db::entities::{inbox_reject, message_address};
 use protege_core::{Error, ErrorKind, Result};
 use protege_mail::address_key;
 
@@ -94,10 +94,15 @@ fn stored_forms(key: &str) -> Vec<String> {
     forms
 }
 
-/// Erases the correspondent `address`: every message whose From, To or Cc holds it, with
-/// their attachments, tool uses, runs and those runs' rounds, their `message_addresses`
-/// rows, the summaries of every thread they touched, and the threads left without a
-/// message; in one transaction, which takes the import lock (§6) so no import interleaves.
+/// Erases the correspondent `address`: every message whose From, To, Cc or Reply-To holds
+/// it, with their attachments, tool uses, runs and those runs' rounds, their
+/// `message_addresses` rows, the agent's jobs, tool approvals and outbox rows, the
+/// scheduled runs whose request held one of them (with their slots and the mail they
+/// sent), the summaries of every thread they touched, the threads left without a message,
+/// and the `inbox_rejects` rows of their Message-IDs or of mail the address sent; the
+/// SHA-256 of each Message-ID erased is kept in `erased_messages`, so the same mail is
+/// never stored again. In one transaction, which takes the import lock (§6) so no import
+/// interleaves.
 ///
 /// With `dry_run` the same deletes run and the transaction is rolled back: the counts are
 /// those a real run would give at that moment, and nothing changes. An empty or malformed
@@ -116,10 +121,11 @@ pub async fn forget(db: &DatabaseConnection, address: &str, dry_run: bool) -> Re
 /// The deletes of [`forget`], in `db` (a transaction).
 async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Result<Attempt> {
     use message_address::Column as A;
+    let forms = stored_forms(key);
     let found = Query::select()
         .columns([A::MessageId, A::EmailThreadId])
         .from(message_address::Entity)
-        .and_where(Expr::col(A::Address).is_in(stored_forms(key)))
+        .and_where(Expr::col(A::Address).is_in(forms.clone()))
         .to_owned();
     let mut messages = BTreeSet::new();
     let mut threads = BTreeSet::new();
@@ -127,13 +133,66 @@ async fn erase<C: ConnectionTrait + TransactionTrait>(db: &C, key: &str) -> Resu
         messages.insert(row.try_get::<i64>("", "message_id")?);
         threads.insert(row.try_get::<i64>("", "email_thread_id")?);
     }
+    for (message, thread) in replying_to(db, key).await? {
+        messages.insert(message);
+        threads.insert(thread);
+    }
     let messages: Vec<i64> = messages.into_iter().collect();
     let threads: Vec<i64> = threads.into_iter().collect();
-    let removed = remove_messages(db, &messages, &threads).await?;
-    if let Attempt::Done(_) = removed {
+    let mut removed = remove_messages(db, &messages, &threads, true).await?;
+    if let Attempt::Done(out) = &mut removed {
         resubject(db, &threads).await?;
+        // The refused mail the person sent, whatever its Message-ID.
+        out.inbox_rejects += crate::erase::delete_in(
+            db,
+            inbox_reject::Entity,
+            inbox_reject::Column::FromAddress,
+            &forms,
+        )
+        .await?;
     }
     Ok(removed)
+}
+
+/// The messages whose `Reply-To` holds the address `key`, as `(message, thread)`: their
+/// stored reply headers are searched for its domain, then read.
+async fn replying_to<C: ConnectionTrait>(db: &C, key: &str) -> Result<Vec<(i64, i64)>> {
+    use protege_core::db::entities::message::{self, Column as M};
+    let Some((_, domain)) = key.rsplit_once('@') else {
+        return Ok(Vec::new());
+    };
+    let escaped: String = domain
+        .chars()
+        .flat_map(|c| match c {
+            '%' | '_' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    let select = Query::select()
+        .columns([M::Id, M::EmailThreadId, M::ReplyHeaders])
+        .from(message::Entity)
+        .and_where(Expr::col(M::ReplyHeaders).is_not_null())
+        .and_where(
+            Expr::expr(Func::lower(Expr::col(M::ReplyHeaders)))
+                .like(LikeExpr::new(format!("%{escaped}%")).escape('\\')),
+        )
+        .to_owned();
+    let forms = stored_forms(key);
+    let mut out = Vec::new();
+    for row in db.query_all(&select).await? {
+        let text: String = row.try_get_by_index(2)?;
+        let Ok(headers) = serde_json::from_str::<protege_mail::ReplyHeaders>(&text) else {
+            continue;
+        };
+        if headers
+            .reply_to
+            .iter()
+            .any(|a| forms.contains(&unquoted(&address_key(a))))
+        {
+            out.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
+        }
+    }
+    Ok(out)
 }
 
 /// Gives each of `threads` that is left the subject of its first message left (without

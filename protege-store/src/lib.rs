@@ -47,7 +47,7 @@ pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, StoredEml,
     Threading, import_eml_paths, ingest_eml,
 };
-pub use erase::Removed;
+pub use erase::{Removed, message_sha256};
 pub use fixture::{
     ExportSummary, FIXTURE_SCHEMA, Fixture, FixtureMessage, FixtureThread, FixtureToolUse,
     ImportSummary, export_fixture, import_fixture, import_fixture_file, import_fixture_str,

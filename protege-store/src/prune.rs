@@ -101,8 +101,9 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 
 /// Drops every thread whose newest message was sent before `now - older_than` (strictly:
 /// a thread whose newest message is exactly that old is kept), with its messages and their
-/// attachments, tool uses, runs and those runs' rounds, `message_addresses` rows, and the
-/// thread's summaries; in one transaction, which takes the import lock (§6) so no import
+/// attachments, tool uses, runs and those runs' rounds, `message_addresses` rows, agent
+/// jobs and outbox rows, and the thread's summaries; the scheduled runs started, the slots
+/// fired and the `inbox_rejects` rows recorded before the cut-off; in one transaction, which takes the import lock (§6) so no import
 /// interleaves.
 ///
 /// With `dry_run` the same deletes run and the transaction is rolled back: the counts are
@@ -169,7 +170,58 @@ async fn drop_older<C: ConnectionTrait + TransactionTrait>(
         }
     }
     messages.sort_unstable();
-    remove_messages(db, &messages, &threads).await
+    let mut removed = remove_messages(db, &messages, &threads, false).await?;
+    if let Attempt::Done(out) = &mut removed {
+        drop_older_agent_rows(db, cutoff, out).await?;
+    }
+    Ok(removed)
+}
+
+/// The rest of [`prune`]'s deletes: the scheduled runs started before `cutoff` (with their
+/// rounds, jobs and slots), the slots that fired before it (with their jobs), and the
+/// `inbox_rejects` rows recorded before it.
+async fn drop_older_agent_rows<C: ConnectionTrait>(
+    db: &C,
+    cutoff: DateTime<Utc>,
+    out: &mut Removed,
+) -> Result<()> {
+    use protege_core::db::entities::{agent_job, inbox_reject, responsibility_slot, run};
+    let old_runs = Query::select()
+        .column(run::Column::Id)
+        .from(run::Entity)
+        .and_where(Expr::col(run::Column::MessageId).is_null())
+        .and_where(Expr::col(run::Column::StartedAt).lt(cutoff))
+        .to_owned();
+    let mut runs: Vec<String> = Vec::new();
+    for row in db.query_all_raw(dates::statement(db, &old_runs)).await? {
+        runs.push(row.try_get_by_index(0)?);
+    }
+    crate::erase::remove_runs(db, &runs, out).await?;
+    let old_slots = Query::select()
+        .column(responsibility_slot::Column::Id)
+        .from(responsibility_slot::Entity)
+        .and_where(Expr::col(responsibility_slot::Column::SlotAt).lt(cutoff))
+        .to_owned();
+    let mut slots: Vec<i64> = Vec::new();
+    for row in db.query_all_raw(dates::statement(db, &old_slots)).await? {
+        slots.push(row.try_get_by_index(0)?);
+    }
+    for chunk in slots.chunks(IN_CHUNK) {
+        // A job whose run was not removed above (none started, or one of a message).
+        out.agent_jobs +=
+            crate::erase::delete_in(db, agent_job::Entity, agent_job::Column::SlotId, chunk)
+                .await?;
+    }
+    crate::erase::remove_slots(db, &slots, out).await?;
+    let old_rejects = Query::delete()
+        .from_table(inbox_reject::Entity)
+        .and_where(Expr::col(inbox_reject::Column::CreatedAt).lt(cutoff))
+        .to_owned();
+    out.inbox_rejects += db
+        .execute_raw(dates::statement(db, &old_rejects))
+        .await?
+        .rows_affected();
+    Ok(())
 }
 
 #[cfg(test)]

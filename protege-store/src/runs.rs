@@ -19,12 +19,12 @@ use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, FromQueryResult, QueryFilter,
-    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
+    QueryOrder, QuerySelect, QueryTrait, TransactionSession, TransactionTrait,
     sea_query::{Expr, ExprTrait, InsertStatement, UpdateStatement},
 };
 
 use protege_core::Result;
-use protege_core::db::entities::{message, run, run_round, tool_use};
+use protege_core::db::entities::{message, run, run_round, run_source, tool_use};
 use protege_core::db::{dates, embedded_write};
 use protege_mail::without_nul;
 
@@ -56,11 +56,49 @@ pub struct NewRun {
     pub request: String,
     /// When it starts.
     pub started_at: DateTime<Utc>,
+    /// The SHA-256 (lowercase hex) of the Message-ID of each stored message its request
+    /// holds, for a scheduled run (`run_sources`, so erasing one of them erases the run);
+    /// empty for a reply run, which its trigger finds.
+    pub sources: Vec<String>,
 }
 
-/// Inserts the row of a run that starts.
-pub async fn insert_run<C: ConnectionTrait>(db: &C, new: &NewRun) -> Result<()> {
+/// Inserts the row of a run that starts, with its `run_sources` rows in the same
+/// transaction.
+pub async fn insert_run<C: ConnectionTrait + TransactionTrait>(db: &C, new: &NewRun) -> Result<()> {
     dates::check("the start of the run", &new.started_at)?;
+    if new.sources.is_empty() {
+        return insert_run_row(db, new).await;
+    }
+    let txn = db.begin().await?;
+    let written = async {
+        insert_run_row(&txn, new).await?;
+        let mut hashes: Vec<&str> = new.sources.iter().map(String::as_str).collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        for chunk in hashes.chunks(crate::store::IN_CHUNK) {
+            let mut insert = sea_orm::sea_query::Query::insert();
+            insert
+                .into_table(run_source::Entity)
+                .columns([run_source::Column::RunId, run_source::Column::MessageSha256]);
+            for hash in chunk {
+                insert.values_panic([new.id.as_str().into(), (*hash).into()]);
+            }
+            txn.execute(&insert).await?;
+        }
+        Ok::<(), protege_core::Error>(())
+    }
+    .await;
+    match written {
+        Ok(()) => Ok(txn.commit().await?),
+        Err(e) => {
+            txn.rollback().await.ok();
+            Err(e)
+        }
+    }
+}
+
+/// Inserts the row of `new` alone.
+async fn insert_run_row<C: ConnectionTrait>(db: &C, new: &NewRun) -> Result<()> {
     let row = run::ActiveModel {
         id: Set(new.id.clone()),
         persona: Set(new.persona.clone()),

@@ -517,6 +517,7 @@ async fn a_bad_file_is_reported_and_the_rest_imported() {
             EmlSummary {
                 imported: 1,
                 duplicates: 0,
+                erased: 0,
                 failed: vec![
                     failure(shown("garbage.eml"), "not an email: no header found"),
                     failure(
@@ -673,6 +674,7 @@ async fn summary_display_pluralises() {
     let summary = EmlSummary {
         imported: 1,
         duplicates: 1,
+        erased: 0,
         failed: vec![],
         warnings: vec!["a.eml: no `Message-ID` header, using `<x@protege.invalid>`".into()],
         stored: vec![],

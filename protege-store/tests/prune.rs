@@ -48,7 +48,12 @@ const ORDER_THREAD: Pruned = Pruned {
     thread_summaries: 1,
     message_addresses: 8,
     email_threads: 1,
+    agent_jobs: 0,
     outbox: 0,
+    tool_approvals: 0,
+    inbox_rejects: 0,
+    responsibility_slots: 0,
+    erased_messages: 0,
 };
 
 #[tokio::test]
@@ -109,7 +114,12 @@ async fn prune_drops_the_threads_whose_newest_message_is_older() {
                 thread_summaries: 2,
                 message_addresses: 12,
                 email_threads: 2,
+                agent_jobs: 0,
                 outbox: 0,
+                tool_approvals: 0,
+                inbox_rejects: 0,
+                responsibility_slots: 0,
+                erased_messages: 0,
             }
         );
         assert_eq!(
@@ -144,7 +154,12 @@ async fn prune_drops_the_threads_whose_newest_message_is_older() {
                 thread_summaries: 1,
                 message_addresses: 2,
                 email_threads: 1,
+                agent_jobs: 0,
                 outbox: 0,
+                tool_approvals: 0,
+                inbox_rejects: 0,
+                responsibility_slots: 0,
+                erased_messages: 0,
             }
         );
         assert_eq!(
@@ -193,6 +208,87 @@ async fn a_zero_duration_or_a_time_out_of_range_is_invalid_input() {
             Pruned::default()
         );
         assert_eq!(tables(&db, &names).await, before);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn prune_drops_the_scheduled_runs_slots_and_refused_mail_older_than_the_cut_off() {
+    on_each_backend("prune_agent_rows", |db, _| async move {
+        use protege_core::db::entities::{inbox_reject, responsibility_slot};
+        let names = setup_with_an_empty_thread(&db).await;
+        // The digest's slot fired on 2026-03-02; a refused message came on 2026-04-01,
+        // the day the scheduled run `run_digest` started.
+        db::see_responsibility(&db, "support", "digest", at("2026-03-01T00:00:00Z"))
+            .await
+            .unwrap();
+        let slot = protege_core::Slot {
+            local: "2026-03-02T08:00:00".parse().unwrap(),
+            at: at("2026-03-02T08:00:00Z"),
+        };
+        db::fire_slot(&db, "support", "digest", &slot, at("2026-03-02T08:00:00Z"))
+            .await
+            .unwrap()
+            .expect("fired");
+        let rejected = db::Rejected {
+            uid_validity: 7,
+            uid: 1,
+            message_id: Some("<x-1@example.com>".into()),
+            from_address: Some("eve@example.net".into()),
+            reason: "not an email".into(),
+        };
+        db::reject_message(
+            &db,
+            "a@imap.test:993/INBOX",
+            &rejected,
+            at("2026-04-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+        // A cut-off between the slot and the scheduled run takes every thread, the slot
+        // and its job, and leaves the run and the refused mail.
+        let removed = db::prune(&db, 30 * DAY, at("2026-04-15T00:00:00Z"), false)
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                removed.agent_jobs,
+                removed.responsibility_slots,
+                removed.inbox_rejects
+            ),
+            (1, 1, 0)
+        );
+        assert_eq!(tables(&db, &names).await["runs"], json!(["run_digest"]));
+        assert!(
+            responsibility_slot::Entity::find()
+                .all(&db)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // The slot removed is never fired again.
+        assert_eq!(
+            protege_core::db::first_seen(&db, "support", "digest")
+                .await
+                .unwrap(),
+            Some(at("2026-03-02T08:00:00Z"))
+        );
+        // A later cut-off takes the scheduled run with its round, and the refused mail.
+        let removed = db::prune(&db, 30 * DAY, at("2026-06-01T00:00:00Z"), false)
+            .await
+            .unwrap();
+        assert_eq!(
+            (removed.runs, removed.run_rounds, removed.inbox_rejects),
+            (1, 1, 1)
+        );
+        assert_eq!(tables(&db, &names).await["runs"], json!([]));
+        assert!(
+            inbox_reject::Entity::find()
+                .all(&db)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     })
     .await;
 }

@@ -114,6 +114,8 @@ pub struct InboxPass {
     pub stored: usize,
     /// Messages that were stored already.
     pub duplicates: usize,
+    /// Messages erased by `protege forget` before (never stored again), marked.
+    pub erased: usize,
     /// Messages refused for what they are (recorded in `inbox_rejects`, marked).
     pub refused: Vec<Refused>,
 }
@@ -137,6 +139,9 @@ impl std::fmt::Display for InboxPass {
             self.duplicates,
             self.refused.len()
         )?;
+        if self.erased > 0 {
+            write!(f, ", erased {}", self.erased)?;
+        }
         if self.first_sync {
             write!(f, " (first sync: mail already there is not answered)")?;
         }
@@ -671,6 +676,8 @@ impl Engine {
                         Ok(stored) => {
                             if stored.imported {
                                 pass.stored += 1;
+                            } else if stored.erased {
+                                pass.erased += 1;
                             } else {
                                 pass.duplicates += 1;
                             }

@@ -350,6 +350,12 @@ impl Engine {
         };
         // Microseconds, as every backend stores a time.
         let started_at = micros(started_at);
+        // A scheduled run keeps which stored messages its request held: erasing one of
+        // them erases the run (a reply run is found through its trigger).
+        let sources = match parts.message_row {
+            Some(_) => Vec::new(),
+            None => quoted_messages(&out.request.sources),
+        };
         let stored = StoredRequest {
             history_end: out.request.cache.history_end,
             cache_key: out.request.cache.key.clone(),
@@ -370,6 +376,7 @@ impl Engine {
             request_sha256: sha256_hex(&body_bytes),
             request: serde_json::to_string(&stored).unwrap_or_default(),
             started_at,
+            sources,
         };
         db::insert_run(self.db().await?, &new).await?;
         Ok(Run {
@@ -1528,6 +1535,21 @@ fn new_run_id(at: DateTime<Utc>) -> String {
         *d = CROCKFORD[((value >> shift) & 31) as usize];
     }
     format!("run_{}", String::from_utf8_lossy(&digits))
+}
+
+/// The SHA-256 of the Message-ID of each stored message among `sources` (as
+/// `run_sources` keeps them).
+fn quoted_messages(sources: &[protege_core::Source]) -> Vec<String> {
+    use protege_core::Source;
+    sources
+        .iter()
+        .flat_map(|source| match source {
+            Source::Message { message_id } => std::slice::from_ref(message_id),
+            Source::Messages { message_ids, .. } => message_ids.as_slice(),
+            _ => &[],
+        })
+        .map(|id| db::message_sha256(id))
+        .collect()
 }
 
 #[cfg(test)]

@@ -283,16 +283,20 @@ pub(super) async fn mail(
     }
     let (status, code) = if outcome.imported {
         ("imported", StatusCode::CREATED)
+    } else if outcome.erased {
+        ("erased", StatusCode::OK)
     } else {
         ("duplicate", StatusCode::OK)
     };
     metrics::counter!("protege_mail_imported_total", "status" => status).increment(1);
+    // Erased mail is in no thread: nothing of it was stored.
+    let thread_id = (!outcome.erased).then_some(outcome.thread_id);
     json_text(
         code,
         &json!({
             "status": status,
             "message_id": outcome.message_id,
-            "thread_id": outcome.thread_id,
+            "thread_id": thread_id,
             "direction": outcome.direction.as_str(),
         }),
     )

@@ -90,7 +90,7 @@ pub(crate) async fn run(env: &Env, command: &AgentCommand) -> CliResult {
 }
 
 /// `inbox fetch`: one pass over a persona's folders, printed as
-/// `{"folders":[{"mailbox", "first_sync", "uid_validity_changed", "stored", "duplicates",
+/// `{"folders":[{"mailbox", "first_sync", "uid_validity_changed", "stored", "duplicates", "erased",
 /// "refused":[{"uid","reason"}]}]}`.
 pub(crate) async fn inbox(env: &Env, command: &InboxCommand) -> CliResult {
     let engine = env.engine().await?;

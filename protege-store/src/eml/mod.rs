@@ -141,13 +141,16 @@ impl fmt::Display for EmlFailure {
 ///
 /// Its `Display` is what the command line prints: one `warning:` line per warning, one
 /// `failed:` line per failure (both in file order), then
-/// `imported 3 messages, skipped 1 duplicate, 1 failed`.
+/// `imported 3 messages, skipped 1 duplicate, 1 failed` (with `N erased, ` before the
+/// failures when mail erased by `forget` was skipped).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EmlSummary {
     /// Messages inserted.
     pub imported: usize,
     /// Messages skipped because their Message-ID was already stored.
     pub duplicates: usize,
+    /// Messages skipped because their Message-ID was erased (`protege forget`).
+    pub erased: usize,
     /// Sources that could not be imported.
     pub failed: Vec<EmlFailure>,
     /// Messages imported with a fallback (no Message-ID, no usable Date) or without the
@@ -195,13 +198,17 @@ impl fmt::Display for Totals<'_> {
             |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
         write!(
             f,
-            "imported {} {}, skipped {} {}, {} failed",
+            "imported {} {}, skipped {} {}, ",
             s.imported,
             plural(s.imported, "message", "messages"),
             s.duplicates,
             plural(s.duplicates, "duplicate", "duplicates"),
-            s.failed.len()
-        )
+        )?;
+        // Said only when it happened: mail erased by `forget` and imported again.
+        if s.erased > 0 {
+            write!(f, "{} erased, ", s.erased)?;
+        }
+        write!(f, "{} failed", s.failed.len())
     }
 }
 
@@ -555,6 +562,7 @@ async fn store_batch(
                         notes.imported(pending, thread, direction);
                     }
                     Stored::Duplicate => notes.summary.duplicates += 1,
+                    Stored::Erased => notes.summary.erased += 1,
                     Stored::Conflict(reason) => notes.fail(pending.seq, pending.source, reason),
                 }
             }
@@ -593,6 +601,7 @@ async fn store_one_by_one(
                 txn.stored.push((pending, thread, direction));
             }
             Ok(Stored::Duplicate) => notes.summary.duplicates += 1,
+            Ok(Stored::Erased) => notes.summary.erased += 1,
             Ok(Stored::Conflict(reason)) => notes.fail(pending.seq, pending.source, reason),
             // A message no database can hold (e.g. its date): a fault of the input.
             Err(err) if err.kind() == ErrorKind::InvalidInput => {
@@ -993,8 +1002,12 @@ fn transaction_lost(err: &Error) -> bool {
 /// What [`ingest_eml`] did with one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ingested {
-    /// True when the message was stored now; false when its Message-ID was already stored.
+    /// True when the message was stored now; false when its Message-ID was already stored
+    /// or was erased.
     pub imported: bool,
+    /// True when its Message-ID was erased by `forget` (`erased_messages`): nothing was
+    /// stored, and [`thread_id`](Self::thread_id) is 0.
+    pub erased: bool,
     /// The Message-ID (synthetic when the message had none).
     pub message_id: String,
     /// The thread the message is in.
@@ -1041,10 +1054,19 @@ pub async fn ingest_eml(
     {
         Stored::Imported { thread, direction } => Ok(Ingested {
             imported: true,
+            erased: false,
             message_id,
             thread_id: thread,
             direction,
             warnings,
+        }),
+        Stored::Erased => Ok(Ingested {
+            imported: false,
+            erased: true,
+            message_id,
+            thread_id: 0,
+            direction: eml.email.direction,
+            warnings: Vec::new(),
         }),
         Stored::Conflict(reason) => Err(Error::new(ErrorKind::Conflict, reason)),
         Stored::Duplicate => {
@@ -1060,6 +1082,7 @@ pub async fn ingest_eml(
                 })?;
             Ok(Ingested {
                 imported: false,
+                erased: false,
                 message_id,
                 thread_id: stored.thread_id,
                 direction: stored.direction,

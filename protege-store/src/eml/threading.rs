@@ -43,6 +43,8 @@ pub(super) enum Stored {
     /// Its Message-ID is stored for another message (another direction, sender or
     /// content); nothing written. The sentence says how they differ.
     Conflict(String),
+    /// Its Message-ID was erased (`erased_messages`): the same mail is never stored again.
+    Erased,
 }
 
 /// The threading state of one import: the persona addresses, and what is known of the
@@ -119,6 +121,7 @@ struct NewThread {
 /// its messages (by the matching form of the id they reply to).
 #[derive(Debug)]
 struct Lookup {
+    erased: HashSet<String>,
     stored: HashMap<String, i64>,
     identities: HashMap<String, Identity>,
     replies: HashMap<String, Vec<Place>>,
@@ -167,7 +170,9 @@ impl Lookup {
                     .push(Place::Stored(thread));
             }
         }
+        let erased = store::erased_ids(txn, &own_ids).await?;
         Ok(Lookup {
+            erased,
             stored,
             identities,
             replies,
@@ -183,7 +188,7 @@ struct Plan {
     adopted: Vec<(i64, String, DateTime<Utc>)>,
     /// Where each message goes; `Err` for one whose Message-ID is known, with the
     /// sentence of a conflict.
-    places: Vec<std::result::Result<Place, Option<String>>>,
+    places: Vec<std::result::Result<Place, Stored>>,
 }
 
 impl Threader {
@@ -252,6 +257,12 @@ impl Threader {
         C: ConnectionTrait + TransactionTrait,
     {
         let email = &eml.email;
+        if !store::erased_ids(db, &[email.message_id.as_str()])
+            .await?
+            .is_empty()
+        {
+            return Ok(Stored::Erased);
+        }
         let mut lookup: Vec<&str> = Vec::with_capacity(eml.parents.len() + 1);
         lookup.push(&email.message_id);
         lookup.extend(eml.parents.iter().map(String::as_str));
@@ -409,13 +420,20 @@ impl Threader {
         for eml in batch {
             let email = &eml.email;
             let id = email.message_id.as_str();
+            if lookup.erased.contains(id) {
+                plan.places.push(Err(Stored::Erased));
+                continue;
+            }
             if known.contains_key(id) {
                 let first = lookup
                     .identities
                     .get(id)
                     .cloned()
                     .or_else(|| placed.get(id).map(|e| Identity::of(e)));
-                plan.places.push(Err(conflict(first.as_ref(), email)));
+                plan.places.push(Err(match conflict(first.as_ref(), email) {
+                    Some(reason) => Stored::Conflict(reason),
+                    None => Stored::Duplicate,
+                }));
                 continue;
             }
             let mut candidates: Vec<Place> = Vec::new();
@@ -571,8 +589,7 @@ impl Threader {
                         thread: thread_of(place),
                         direction: i.email.direction,
                     },
-                    Err(None) => Stored::Duplicate,
-                    Err(Some(reason)) => Stored::Conflict(reason),
+                    Err(skipped) => skipped,
                 })
                 .collect(),
         ))

@@ -56,6 +56,34 @@ pub(crate) async fn stored_threads<C: ConnectionTrait>(
     Ok(found)
 }
 
+/// Those of `message_ids` that were erased (`erased_messages` holds the SHA-256 of each).
+pub(crate) async fn erased_ids<C: ConnectionTrait>(
+    db: &C,
+    message_ids: &[&str],
+) -> Result<HashSet<String>> {
+    use protege_core::db::entities::erased_message;
+    let mut found = HashSet::new();
+    for chunk in message_ids.chunks(IN_CHUNK) {
+        let by_hash: HashMap<String, &str> = chunk
+            .iter()
+            .map(|id| (crate::message_sha256(id), *id))
+            .collect();
+        let rows: Vec<String> = erased_message::Entity::find()
+            .select_only()
+            .column(erased_message::Column::MessageSha256)
+            .filter(erased_message::Column::MessageSha256.is_in(by_hash.keys().map(String::as_str)))
+            .into_tuple()
+            .all(db)
+            .await?;
+        found.extend(
+            rows.iter()
+                .filter_map(|h| by_hash.get(h))
+                .map(|id| (*id).to_owned()),
+        );
+    }
+    Ok(found)
+}
+
 /// What a stored message is, to tell the same message stored again from another message
 /// claiming its Message-ID: its direction, sender and content.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -98,6 +98,7 @@ pub(crate) async fn setup(db: &DatabaseConnection) {
                 request_sha256: "0".repeat(64),
                 request: "{}".into(),
                 started_at: now,
+                sources: Vec::new(),
             },
         )
         .await

@@ -9,6 +9,7 @@
 use sea_orm::DbBackend;
 use sea_orm_migration::prelude::*;
 
+mod erasure;
 mod html;
 mod inbox;
 mod jobs;
@@ -20,6 +21,7 @@ mod slots;
 mod strips;
 mod summaries;
 
+use erasure::CreateErasure;
 use html::{ConvertHtmlAgain, StoreHtmlText};
 use inbox::CreateInbox;
 use jobs::CreateAgentJobs;
@@ -52,6 +54,7 @@ impl MigratorTrait for Migrator {
             Box::new(CreateAgentJobs),
             Box::new(SlotTimes),
             Box::new(CreateInbox),
+            Box::new(CreateErasure),
         ]
     }
 
