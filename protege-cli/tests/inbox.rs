@@ -284,13 +284,52 @@ async fn since_stores_older_mail_without_jobs_and_leaves_it_unmarked() {
     let root = root(&dovecot, "since = \"2000-01-01\"\n");
     dovecot.append(SUPPORT, "INBOX", &mail("m1", "ann@example.org", SUPPORT));
     dovecot.append(SUPPORT, "INBOX", &mail("m2", "bob@example.org", SUPPORT));
+    // Stored in one transaction, the older mail: a process killed after that
+    // transaction, before the sync ended, leaves it stored and the folder unsynced.
+    let out = protege(root.path(), &db)
+        .args(["inbox", "fetch", "--persona", "support"])
+        .env(PASSWORD_ENV, PASSWORD)
+        .env("PROTEGE_TEST_AGENT_KEY", KEY)
+        .env(protege::FAULT_ENV, "inbox.after_batch")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let ids = vec!["<m1@example.org>".to_owned(), "<m2@example.org>".to_owned()];
+    assert_eq!(stored(&db).await, (ids.clone(), vec![]));
+    // Once the dead process's lease has run out, the next pass takes that chunk one
+    // message at a time: stored already, each.
+    common::server::execute(&db, "UPDATE inbox_state SET lease_owner = NULL").await;
     assert_eq!(
         fetched(root.path(), &db),
-        report(&dovecot, (2, 0), json!([]), true)
+        report(&dovecot, (0, 2), json!([]), true)
     );
     assert_eq!(flags(&dovecot), vec![(1, vec![]), (2, vec![])]);
-    let ids = vec!["<m1@example.org>".to_owned(), "<m2@example.org>".to_owned()];
     assert_eq!(stored(&db).await, (ids, vec![]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_sync_stores_older_mail_in_one_transaction_and_refuses_what_is_not_mail() {
+    let dir = tempfile::tempdir().unwrap();
+    for (db, _) in every_backend(dir.path(), "protege_inbox_batch").await {
+        let Some(dovecot) = dovecot() else { return };
+        let root = root(&dovecot, "since = \"2000-01-01\"\n");
+        dovecot.append(SUPPORT, "INBOX", &mail("m1", "ann@example.org", SUPPORT));
+        dovecot.append(SUPPORT, "INBOX", b"\x00\x01 not mail at all");
+        dovecot.append(SUPPORT, "INBOX", &mail("m2", "bob@example.org", SUPPORT));
+        // The same Message-ID as m1 from someone else: a conflict.
+        dovecot.append(SUPPORT, "INBOX", &mail("m1", "eve@example.net", SUPPORT));
+        let refused = json!([
+            {"uid": 2, "reason": "not an email: none of the headers `From`, `To`, `Subject`, `Date`, `Message-ID`"},
+            {"uid": 4, "reason": "Message-ID `<m1@example.org>` is already stored with another sender (`ann@example.org`): not imported, a Message-ID belongs to the message stored first"},
+        ]);
+        assert_eq!(
+            fetched(root.path(), &db),
+            report(&dovecot, (2, 0), refused, true),
+            "{db}"
+        );
+        let ids = vec!["<m1@example.org>".to_owned(), "<m2@example.org>".to_owned()];
+        assert_eq!(stored(&db).await, (ids, vec![]), "{db}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

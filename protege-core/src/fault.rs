@@ -9,7 +9,8 @@
 //! exchange), `outbox.after_250` (the server accepted it, before `sent` is recorded),
 //! `agent.after_response` (a round's response stored, before its tools run),
 //! `agent.after_tools` (a round's results recorded, before the next request),
-//! `inbox.after_store` (a fetched message stored, before it is marked on the server).
+//! `inbox.after_store` (a fetched message stored, before it is marked on the server),
+//! `inbox.after_batch` (a first sync's chunk of older mail stored, before the sync ends).
 
 /// The variable naming the point to stop at.
 pub const FAULT_ENV: &str = "PROTEGE_FAULT";

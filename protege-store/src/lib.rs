@@ -45,7 +45,7 @@ mod store;
 
 pub use eml::{
     DEFAULT_MAX_ATTACHMENT_BYTES, EmlFailure, EmlOptions, EmlSummary, Ingested, StoredEml,
-    Threading, import_eml_paths, ingest_eml,
+    Threading, import_eml_paths, ingest_eml, ingest_eml_batch,
 };
 pub use erase::{Removed, message_sha256};
 pub use fixture::{

@@ -617,6 +617,12 @@ impl Engine {
                 .map(|(l, _)| l.uid)
                 .collect();
             let mut bodies = imap.fetch_many(&uids).await?;
+            if self
+                .take_old(job, owner, uid_validity, chunk, &mut bodies, pass)
+                .await?
+            {
+                continue;
+            }
             for (listed, take) in chunk {
                 if lost.load(Ordering::SeqCst) {
                     return Err(PassError::LeaseLost);
@@ -626,6 +632,75 @@ impl Engine {
                     .await?;
             }
         }
+        Ok(())
+    }
+
+    /// Stores a chunk of a first sync's older mail (`Take::Old`: no jobs, no marks) in one
+    /// transaction, with `bodies` fetched; false, with nothing done, when the chunk is not
+    /// all such mail, holds a message too large or not fetched, or was begun before and
+    /// never finished (then each message is taken alone, so the one that crashed the
+    /// process is refused after three attempts). The chunk's storing is recorded as
+    /// pending under the negative of its first UID, apart from any single UID.
+    async fn take_old(
+        &self,
+        job: &FolderJob,
+        owner: &str,
+        uid_validity: i64,
+        chunk: &[(Listed, Take)],
+        bodies: &mut std::collections::HashMap<u32, Vec<u8>>,
+        pass: &mut InboxPass,
+    ) -> Result<bool, PassError> {
+        let batchable = chunk.len() > 1
+            && chunk.iter().all(|(l, take)| {
+                *take == Take::Old && l.size <= MAIL_MAX_BYTES && bodies.contains_key(&l.uid)
+            });
+        if !batchable {
+            return Ok(false);
+        }
+        let conn = self.db().await?.clone();
+        let key = job.key();
+        let first = -i64::from(chunk[0].0.uid);
+        let attempts = db::begin_storing(&conn, &key, owner, first, Utc::now())
+            .await?
+            .ok_or(PassError::LeaseLost)?;
+        if attempts > 1 {
+            return Ok(false);
+        }
+        let raws: Vec<(u32, Vec<u8>)> = chunk
+            .iter()
+            .filter_map(|(l, _)| bodies.remove(&l.uid).map(|raw| (l.uid, raw)))
+            .collect();
+        let slices: Vec<&[u8]> = raws.iter().map(|(_, raw)| raw.as_slice()).collect();
+        let outcomes = self
+            .ingest_fetched_batch(&slices)
+            .await
+            .map_err(PassError::Database)?;
+        protege_core::fault("inbox.after_batch");
+        for ((uid, raw), outcome) in raws.iter().zip(outcomes) {
+            if let Some(reason) = counted(outcome, pass)? {
+                let rejected = rejected(uid_validity, i64::from(*uid), reason, Some(raw));
+                self.refuse(job, &rejected, pass).await?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records `rejected` in `inbox_rejects` and in `pass`, with a warning in the log.
+    async fn refuse(
+        &self,
+        job: &FolderJob,
+        rejected: &db::Rejected,
+        pass: &mut InboxPass,
+    ) -> Result<(), PassError> {
+        let key = job.key();
+        let conn = self.db().await?;
+        db::reject_message(conn, &key, rejected, Utc::now()).await?;
+        let (uid, reason) = (rejected.uid, &rejected.reason);
+        tracing::warn!(persona = %job.persona, mailbox = %key, uid, "a message was refused: {reason}");
+        pass.refused.push(Refused {
+            uid: u32::try_from(uid).unwrap_or_default(),
+            reason: reason.clone(),
+        });
         Ok(())
     }
 
@@ -672,45 +747,14 @@ impl Engine {
                 None => None,
                 Some(raw) => {
                     let jobs = job.jobs && take == Take::New;
-                    match self.ingest_fetched(&raw, &job.persona, jobs).await {
-                        Ok(stored) => {
-                            if stored.imported {
-                                pass.stored += 1;
-                            } else if stored.erased {
-                                pass.erased += 1;
-                            } else {
-                                pass.duplicates += 1;
-                            }
-                            None
-                        }
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                EngineErrorKind::InvalidInput | EngineErrorKind::Conflict
-                            ) =>
-                        {
-                            Some((e.to_string(), Some(raw)))
-                        }
-                        Err(e) => return Err(PassError::Database(e)),
-                    }
+                    let stored = self.ingest_fetched(&raw, &job.persona, jobs).await;
+                    counted(stored, pass)?.map(|reason| (reason, Some(raw)))
                 }
             }
         };
         if let Some((reason, raw)) = refusal {
-            let (message_id, from_address) = raw.as_deref().map(identity).unwrap_or_default();
-            let rejected = db::Rejected {
-                uid_validity,
-                uid,
-                message_id,
-                from_address,
-                reason: reason.clone(),
-            };
-            db::reject_message(&conn, &key, &rejected, Utc::now()).await?;
-            tracing::warn!(persona = %job.persona, mailbox = %key, uid, "a message was refused: {reason}");
-            pass.refused.push(Refused {
-                uid: listed.uid,
-                reason,
-            });
+            let rejected = rejected(uid_validity, uid, reason, raw.as_deref());
+            self.refuse(job, &rejected, pass).await?;
         }
         protege_core::fault("inbox.after_store");
         if take != Take::Old {
@@ -722,6 +766,49 @@ impl Engine {
             return Err(PassError::LeaseLost);
         }
         Ok(())
+    }
+}
+
+/// Counts the outcome of storing one fetched message in `pass`: `Ok(None)` when it was
+/// stored (now, before, or never again because it was erased), `Ok(Some(reason))` when it
+/// is refused for what it is, `Err` when the database cannot take it now.
+fn counted(
+    stored: Result<db::Ingested, EngineError>,
+    pass: &mut InboxPass,
+) -> Result<Option<String>, PassError> {
+    match stored {
+        Ok(stored) => {
+            if stored.imported {
+                pass.stored += 1;
+            } else if stored.erased {
+                pass.erased += 1;
+            } else {
+                pass.duplicates += 1;
+            }
+            Ok(None)
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                EngineErrorKind::InvalidInput | EngineErrorKind::Conflict
+            ) =>
+        {
+            Ok(Some(e.to_string()))
+        }
+        Err(e) => Err(PassError::Database(e)),
+    }
+}
+
+/// The `inbox_rejects` row of UID `uid`, refused for `reason`, with the Message-ID and
+/// From read from `raw` when it was fetched.
+fn rejected(uid_validity: i64, uid: i64, reason: String, raw: Option<&[u8]>) -> db::Rejected {
+    let (message_id, from_address) = raw.map(identity).unwrap_or_default();
+    db::Rejected {
+        uid_validity,
+        uid,
+        message_id,
+        from_address,
+        reason,
     }
 }
 

@@ -129,18 +129,34 @@ impl Engine {
         options.jobs = jobs;
         let conn = self.db().await?;
         let jobs = options.jobs.is_some();
-        let stored = db::ingest_eml(conn, raw, &options).await.map_err(|e| {
-            let kind = match e.kind() {
-                protege_core::ErrorKind::InvalidInput => EngineErrorKind::InvalidInput,
-                protege_core::ErrorKind::Conflict => EngineErrorKind::Conflict,
-                _ => EngineErrorKind::Unavailable,
-            };
-            EngineError::from(e).with_kind(kind)
-        })?;
+        let stored = db::ingest_eml(conn, raw, &options)
+            .await
+            .map_err(ingest_error)?;
         if jobs && stored.imported {
             self.inner.wake.jobs.notify_one();
         }
         Ok(stored)
+    }
+
+    /// Stores mail fetched from `persona`'s mailbox that makes no jobs (a first sync's
+    /// older mail), as [`Engine::ingest_fetched`] stores each message but in one
+    /// transaction when it can: each message's outcome, in order. `Err` only when the
+    /// database cannot be reached.
+    pub(crate) async fn ingest_fetched_batch(
+        &self,
+        raws: &[&[u8]],
+    ) -> Result<Vec<Result<Ingested, EngineError>>, EngineError> {
+        let own = self.own(None);
+        let mut options = EmlOptions::new(own.addresses, chrono::Utc::now());
+        options.trusted_authserv_ids = own.trusted;
+        let conn = self.db().await?;
+        let outcomes = db::ingest_eml_batch(conn, raws, &options)
+            .await
+            .map_err(ingest_error)?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.map_err(ingest_error))
+            .collect())
     }
 
     /// Imports the `.eml` and mbox files of `paths` (files or folders), as
@@ -243,4 +259,15 @@ fn invalid_file_addresses(path: &Path, own: &mut Own) {
     });
     own.invalid.push(shown);
     own.addresses.extend(addresses);
+}
+
+/// The engine's error of a store error of [`db::ingest_eml`]: bytes that are not an email
+/// `InvalidInput`, a Message-ID conflict `Conflict`, anything else `Unavailable`.
+fn ingest_error(e: protege_core::Error) -> EngineError {
+    let kind = match e.kind() {
+        protege_core::ErrorKind::InvalidInput => EngineErrorKind::InvalidInput,
+        protege_core::ErrorKind::Conflict => EngineErrorKind::Conflict,
+        _ => EngineErrorKind::Unavailable,
+    };
+    EngineError::from(e).with_kind(kind)
 }

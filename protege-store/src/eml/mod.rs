@@ -1018,6 +1018,85 @@ pub struct Ingested {
     pub warnings: Vec<String>,
 }
 
+/// Stores the raw messages `raws` as [`ingest_eml`] stores each of them, in one
+/// transaction when it can (one commit for the lot, the batched statements of an import):
+/// each message's outcome, in order, as [`ingest_eml`] gives it (bytes that are not an
+/// email [`ErrorKind::InvalidInput`], a Message-ID stored for another message
+/// [`ErrorKind::Conflict`]). When the transaction cannot hold them all (another writer
+/// stored one of them meanwhile, or the database refused a row) the messages are stored
+/// one by one, so one message never fails its neighbours. With `options.jobs` set, each is
+/// stored alone: a job is written with its message.
+pub async fn ingest_eml_batch(
+    db: &DatabaseConnection,
+    raws: &[&[u8]],
+    options: &EmlOptions,
+) -> Result<Vec<Result<Ingested>>> {
+    let mut out: Vec<Option<Result<Ingested>>> = (0..raws.len()).map(|_| None).collect();
+    if options.jobs.is_none() && raws.len() > 1 {
+        let limits = Limits::of(db, options).await?;
+        let directions = directions(options);
+        let with = Prepare {
+            options,
+            limits: &limits,
+            directions: &directions,
+        };
+        let mut parsed: Vec<(usize, ParsedEml, Vec<String>)> = Vec::new();
+        for (i, raw) in raws.iter().enumerate() {
+            match with.parse(raw) {
+                Ok((eml, warnings)) => parsed.push((i, eml, warnings)),
+                Err(reason) => out[i] = Some(Err(Error::new(ErrorKind::InvalidInput, reason))),
+            }
+        }
+        let mut threader = Threader::new(&options.own_addresses, options.threading);
+        let batch: Vec<&ParsedEml> = parsed.iter().map(|(_, eml, _)| eml).collect();
+        let txn = sea_orm::TransactionTrait::begin(db).await?;
+        let stored = match threader.store_batch(&txn, &batch).await {
+            Ok(Some(stored)) => {
+                txn.commit().await?;
+                Some(stored)
+            }
+            _ => {
+                txn.rollback().await.ok();
+                None
+            }
+        };
+        if let Some(stored) = stored {
+            for ((i, eml, warnings), stored) in parsed.into_iter().zip(stored) {
+                let message_id = eml.email.message_id.clone();
+                out[i] = Some(match stored {
+                    Stored::Imported { thread, direction } => Ok(Ingested {
+                        imported: true,
+                        erased: false,
+                        message_id,
+                        thread_id: thread,
+                        direction,
+                        warnings,
+                    }),
+                    Stored::Erased => Ok(Ingested {
+                        imported: false,
+                        erased: true,
+                        message_id,
+                        thread_id: 0,
+                        direction: eml.email.direction,
+                        warnings: Vec::new(),
+                    }),
+                    Stored::Conflict(reason) => Err(Error::new(ErrorKind::Conflict, reason)),
+                    // Read back as a single ingest does (rare: the same mail again).
+                    Stored::Duplicate => continue,
+                });
+            }
+        }
+    }
+    let mut done = Vec::with_capacity(raws.len());
+    for (raw, outcome) in raws.iter().zip(out) {
+        done.push(match outcome {
+            Some(outcome) => outcome,
+            None => ingest_eml(db, raw, options).await,
+        });
+    }
+    Ok(done)
+}
+
 /// Stores one raw RFC 5322 message (mail received by an application) on the same write
 /// path as [`import_eml_paths`]: the same parsing, participant threading, one-line headers
 /// and insert-or-skip. With `options.direction = Some(Outbound)` the From address must be a
