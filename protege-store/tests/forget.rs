@@ -174,7 +174,7 @@ async fn an_address_that_is_no_address_is_invalid_input() {
 /// tool approval and the mail it sent, another digest that held only Bob's mail, a job
 /// answering her invoice request with an approval, and refused IMAP mail of hers.
 async fn agent_rows(db: &DatabaseConnection, now: chrono::DateTime<chrono::Utc>) {
-    use protege_core::db::entities::{agent_job, outbox, run_round};
+    use protege_core::db::entities::{agent_job, outbox};
     use sea_orm::{ActiveValue::Set, EntityTrait};
     let mut options = db::EmlOptions::new(vec!["support@acme.test".into()], now);
     options.direction = None;
@@ -215,22 +215,7 @@ async fn agent_rows(db: &DatabaseConnection, now: chrono::DateTime<chrono::Utc>)
         )
         .await
         .unwrap();
-        run_round::Entity::insert(run_round::ActiveModel {
-            run_id: Set(run.into()),
-            round: Set(0),
-            response: Set("{}".into()),
-            results: Set("[]".into()),
-            stop_reason: Set("stop".into()),
-            input_tokens: Set(1),
-            output_tokens: Set(1),
-            cache_read_tokens: Set(0),
-            cache_write_tokens: Set(0),
-            created_at: Set(now),
-            ..Default::default()
-        })
-        .exec(db)
-        .await
-        .unwrap();
+        erasure::insert_round(db, run, 0, now).await;
     }
     let seen: chrono::DateTime<chrono::Utc> = "2026-03-01T00:00:00Z".parse().unwrap();
     db::see_responsibility(db, "support", "digest", seen)

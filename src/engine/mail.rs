@@ -142,6 +142,7 @@ impl Engine {
     /// older mail), as [`Engine::ingest_fetched`] stores each message but in one
     /// transaction when it can: each message's outcome, in order. `Err` only when the
     /// database cannot be reached.
+    #[cfg(feature = "agent")]
     pub(crate) async fn ingest_fetched_batch(
         &self,
         raws: &[&[u8]],

@@ -1062,28 +1062,7 @@ pub async fn ingest_eml_batch(
         };
         if let Some(stored) = stored {
             for ((i, eml, warnings), stored) in parsed.into_iter().zip(stored) {
-                let message_id = eml.email.message_id.clone();
-                out[i] = Some(match stored {
-                    Stored::Imported { thread, direction } => Ok(Ingested {
-                        imported: true,
-                        erased: false,
-                        message_id,
-                        thread_id: thread,
-                        direction,
-                        warnings,
-                    }),
-                    Stored::Erased => Ok(Ingested {
-                        imported: false,
-                        erased: true,
-                        message_id,
-                        thread_id: 0,
-                        direction: eml.email.direction,
-                        warnings: Vec::new(),
-                    }),
-                    Stored::Conflict(reason) => Err(Error::new(ErrorKind::Conflict, reason)),
-                    // Read back as a single ingest does (rare: the same mail again).
-                    Stored::Duplicate => continue,
-                });
+                out[i] = Some(ingested(db, stored, &eml, warnings).await);
             }
         }
     }
@@ -1120,17 +1099,28 @@ pub async fn ingest_eml(
     let (eml, warnings) = with
         .parse(raw)
         .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
-    let message_id = eml.email.message_id.clone();
     // Mail the agent receives gets its job, inbound only.
     let job = options
         .jobs
         .as_ref()
         .filter(|_| eml.email.direction == Direction::Inbound)
         .and_then(|rule| rule.job_of(&eml, options.now));
-    match threader
+    let stored = threader
         .store(db, &eml, job.as_ref().map(|j| (j, options.now)))
-        .await?
-    {
+        .await?;
+    ingested(db, stored, &eml, warnings).await
+}
+
+/// What storing `eml` (parsed with `warnings`) came to, as [`ingest_eml`] reports it: a
+/// message stored already is read back for its thread and direction.
+async fn ingested(
+    db: &DatabaseConnection,
+    stored: Stored,
+    eml: &ParsedEml,
+    warnings: Vec<String>,
+) -> Result<Ingested> {
+    let message_id = eml.email.message_id.clone();
+    match stored {
         Stored::Imported { thread, direction } => Ok(Ingested {
             imported: true,
             erased: false,

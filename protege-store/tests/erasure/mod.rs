@@ -104,22 +104,7 @@ pub(crate) async fn setup(db: &DatabaseConnection) {
         .await
         .expect("run");
         for round in 0..rounds {
-            run_round::Entity::insert(run_round::ActiveModel {
-                run_id: Set(run.into()),
-                round: Set(round),
-                response: Set("{}".into()),
-                results: Set("[]".into()),
-                stop_reason: Set("stop".into()),
-                input_tokens: Set(1),
-                output_tokens: Set(1),
-                cache_read_tokens: Set(0),
-                cache_write_tokens: Set(0),
-                created_at: Set(now),
-                ..Default::default()
-            })
-            .exec(db)
-            .await
-            .expect("round");
+            insert_round(db, run, round, now).await;
         }
     }
     for (through, text) in [
@@ -132,6 +117,31 @@ pub(crate) async fn setup(db: &DatabaseConnection) {
             .expect("summary")
             .expect("stored");
     }
+}
+
+/// Inserts round `round` of run `run`, recorded at `now`.
+pub(crate) async fn insert_round(
+    db: &DatabaseConnection,
+    run: &str,
+    round: i32,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    run_round::Entity::insert(run_round::ActiveModel {
+        run_id: Set(run.into()),
+        round: Set(round),
+        response: Set("{}".into()),
+        results: Set("[]".into()),
+        stop_reason: Set("stop".into()),
+        input_tokens: Set(1),
+        output_tokens: Set(1),
+        cache_read_tokens: Set(0),
+        cache_write_tokens: Set(0),
+        created_at: Set(now),
+        ..Default::default()
+    })
+    .exec(db)
+    .await
+    .expect("round");
 }
 
 /// Every message's row id and Message-ID, by id.
