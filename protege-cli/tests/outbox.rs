@@ -457,7 +457,8 @@ async fn forgetting_the_customer_removes_her_replies_and_their_bytes() {
             serde_json::to_value(removed).unwrap(),
             serde_json::json!({"messages": 2, "attachments": 0, "tool_uses": 0, "runs": 1,
                 "run_rounds": 1, "thread_summaries": 0, "message_addresses": 5,
-                "email_threads": 1, "outbox": 1}),
+                "email_threads": 1, "agent_jobs": 0, "outbox": 1, "tool_approvals": 0,
+                "inbox_rejects": 0, "responsibility_slots": 0, "erased_messages": 2}),
             "{url}"
         );
         let gone = engine.outbox_entry(draft.id, true).await.unwrap_err();
