@@ -13,9 +13,9 @@
 //!
 //! `tests/ui/pass/builtin_options.rs` is rendered from the shared table of built-ins
 //! (`protege-schema`): every option and positional argument of every built-in, written as
-//! the example the README's table shows, so each example compiles. It is a source file
-//! rustc compiles, not a snapshot: `PROTEGE_BLESS=1` rewrites it after a change to the
-//! table.
+//! the example the guide's table shows (`docs/src/reference.md`), so each example
+//! compiles. It is a source file rustc compiles, not a snapshot: `PROTEGE_BLESS=1` rewrites
+//! it after a change to the table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

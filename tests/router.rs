@@ -139,7 +139,7 @@ async fn the_router_answers_under_a_prefix_beside_the_application_s_routes() {
         send(&app, not_found).await,
         (
             StatusCode::NOT_FOUND,
-            r#"{"error":{"kind":"not_found","message":"no such route; see the routes in the README"}}"#.to_owned()
+            r#"{"error":{"kind":"not_found","message":"no such route; see the routes in docs/src/reference.md"}}"#.to_owned()
         )
     );
 }

@@ -891,7 +891,7 @@ fn cache_report_prints_one_row_per_reply_run_and_the_total() {
         assert_eq!((run.code, run.stderr.as_str()), (0, ""));
         expect(file, &run.stdout);
     }
-    // The README's example of a persona kept cache-friendly.
+    // The guide's example of a persona kept cache-friendly (docs/src/cost.md).
     let run = protege(
         &url,
         &project(),

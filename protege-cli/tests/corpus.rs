@@ -415,11 +415,11 @@ fn stripping_quoted_text_on_real_threads() {
     assert_eq!(figures, EXPECTED);
 }
 
-/// The thread of the README's before and after: its last reply's history with `keep`
-/// and `strip`, and the second history message as each renders it, verbatim in the
-/// README.
+/// The thread of the guide's before and after (`docs/src/mail.md`): its last reply's
+/// history with `keep` and `strip`, and the second history message as each renders it,
+/// verbatim in the guide.
 #[test]
-fn the_thread_of_the_readme() {
+fn the_thread_of_the_guide() {
     let notmuch = &measured()[0].1;
     let trigger = "<0CE8B6BE3C4AD74AB97D9D29BD24E55201193609@CORPEXCH1.na.ads.idt.com>";
     let tokens = notmuch
@@ -446,9 +446,9 @@ fn the_thread_of_the_readme() {
          Yang Li pointed to these patches in his post from July 23, 2010.\n\
          It would be nice to have these patches in mainline code."
     );
-    let readme = std::fs::read_to_string(common::project().join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(common::project().join("docs/src/mail.md")).unwrap();
     for text in [&second.keep, &second.strip] {
-        assert!(readme.contains(&format!("```text\n{text}\n```")), "{text}");
+        assert!(guide.contains(&format!("```text\n{text}\n```")), "{text}");
     }
 }
 

@@ -219,7 +219,10 @@ async fn routes_statuses_and_errors() {
         server.get("/v1/nothing", Some(TOKEN)).await,
         (
             404,
-            error("not_found", "no such route; see the routes in the README")
+            error(
+                "not_found",
+                "no such route; see the routes in docs/src/reference.md"
+            )
         )
     );
 

@@ -41,7 +41,8 @@
 /// | `role = user` on any built-in but `ThreadHistory` | `.role(Role::User)` |
 ///
 /// The option names, their defaults and an example of each in TOML and in `resolvers!` are
-/// in the README's table of built-in options: one table declares them for both front ends.
+/// in the guide's table of built-in options (`docs/src/reference.md`): one table declares
+/// them for both front ends.
 ///
 /// # Resolvers of your own
 ///

@@ -3,7 +3,8 @@
 use crate::builtins::{Applies, BUILTINS, Default};
 
 /// The Markdown table of every built-in option: resolver, option, a TOML example, a
-/// `resolvers!` example, the default and what it does. The README's table is this text.
+/// `resolvers!` example, the default and what it does. The guide's table of built-in
+/// options (`docs/src/reference.md`) is this text.
 pub fn markdown_table() -> String {
     let mut out = String::from(
         "| resolver | option | TOML | `resolvers!` | default | what |\n\

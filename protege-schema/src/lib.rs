@@ -4,10 +4,10 @@
 //! Three places read the table of built-ins: the TOML reader of `protege-config` (which keys
 //! an entry may have, which are required, how each value is read), the `resolvers!` macro
 //! (the same names, checked at compile time) and the documentation (the options table of the
-//! README, rendered by [`markdown_table`]). The one "did you mean" rule both front ends use
-//! lives here too ([`did_you_mean`]), and so do the template variables and the check of the
-//! names a template uses ([`names`]): both front ends check templates, and the macro crate
-//! cannot depend on the engine or the TOML front end.
+//! guide, `docs/src/reference.md`, rendered by [`markdown_table`]). The one "did you mean"
+//! rule both front ends use lives here too ([`did_you_mean`]), and so do the template
+//! variables and the check of the names a template uses ([`names`]): both front ends check
+//! templates, and the macro crate cannot depend on the engine or the TOML front end.
 //!
 //! ```
 //! use protege_schema::{Kind, builtin};
@@ -53,7 +53,7 @@ pub use persona::{
 // Durations, as persona files and `resolvers!` write them.
 pub use duration::{DurationError, parse_duration};
 
-// The README's options table, rendered from the table.
+// The guide's options table, rendered from the table.
 pub use docs::markdown_table;
 
 // The one "did you mean" rule of both front ends.

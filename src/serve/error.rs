@@ -42,12 +42,17 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
+    /// 404: no route has this path; the guide's reference lists the routes.
+    pub(crate) fn no_such_route() -> Self {
+        Self::not_found("no such route; see the routes in docs/src/reference.md")
+    }
+
     /// 405: a known route with another method.
     pub(crate) fn method_not_allowed() -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "method_not_allowed",
-            "this route does not take this method; see the routes in the README",
+            "this route does not take this method; see the routes in docs/src/reference.md",
         )
     }
 

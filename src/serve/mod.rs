@@ -1,7 +1,7 @@
 //! The HTTP service's routes, to mount in an axum application of your own (cargo feature
 //! `serve`): resolve, runs, mail ingest, summaries, erasure and retention, personas, health
 //! and metrics, answering the JSON errors `{"error":{"kind":KIND,"message":TEXT}}` of the
-//! README.
+//! guide's reference (`docs/src/reference.md`).
 //! `protege serve` is this router behind its own connection loop.
 //!
 //! ```no_run
@@ -241,7 +241,7 @@ impl Service {
                 "/v1/agent/jobs/{id}/retry",
                 limited(post(jobs::retry), DECISION_LIMIT),
             )
-            .fallback(async || ApiError::not_found("no such route; see the routes in the README"))
+            .fallback(async || ApiError::no_such_route())
             .method_not_allowed_fallback(async || ApiError::method_not_allowed())
             .layer(middleware::from_fn_with_state(
                 app.clone(),

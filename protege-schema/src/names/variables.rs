@@ -1,5 +1,5 @@
-//! The template variables of a run, declared once; the README's "Template variables"
-//! table and the `protege` crate docs list the same.
+//! The template variables of a run, declared once; the guide's "Template variables"
+//! table (`docs/src/reference.md`) and the `protege` crate docs list the same.
 
 /// Every top-level variable a template can name: `persona`, `message`, `responsibility`,
 /// `mail`, `correlation_id`, `now`, `record` (only in a LoadRecord per-record template),
