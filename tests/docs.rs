@@ -24,7 +24,7 @@ use protege_schema::names::{MAIL, MESSAGE, PERSONA, RESPONSIBILITY, THREAD, VARI
 #[path = "support/markdown.rs"]
 mod markdown;
 
-use markdown::{Block, Doc};
+use markdown::{Block, Doc, words};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -307,57 +307,6 @@ fn every_json_block_parses() {
     assert!(parsed >= 2, "{parsed} JSON blocks");
 }
 
-/// The words of a shell line, quotes removed, up to the first pipe, redirection, `;` or
-/// comment.
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut chars = line.chars().peekable();
-    let mut in_word = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '"' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '#' if !in_word => break,
-            '|' | '>' | '<' | ';' | '&' if !in_word || word.is_empty() => break,
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                // `2>&1` and `2>file` end the command too.
-                if c == '2' && !in_word && chars.peek() == Some(&'>') {
-                    break;
-                }
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(word);
-    }
-    out
-}
-
 /// The value of `flag` among `words`.
 fn flag<'a>(words: &'a [String], flag: &str) -> Option<&'a str> {
     let at = words.iter().position(|w| w == flag)?;
@@ -384,9 +333,8 @@ fn every_cargo_command_names_what_exists() {
         .iter()
         .filter(|b| b.info == "sh" || b.info == "text")
     {
-        for line in block.text.lines() {
-            let line = line.trim_start_matches("$ ");
-            let words = words(line);
+        for (line, _) in markdown::command_lines(block) {
+            let words = words(&line);
             if words.first().map(String::as_str) != Some("cargo") {
                 continue;
             }

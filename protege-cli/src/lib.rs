@@ -19,6 +19,10 @@ mod commands;
 mod serve;
 mod telemetry;
 
+// The guide's commands and requests, checked against this grammar and the routes.
+#[cfg(test)]
+mod guide;
+
 use std::process::ExitCode;
 
 use clap::parser::ValueSource;

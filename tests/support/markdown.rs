@@ -4,7 +4,7 @@
 //! their info strings, their headings as the anchors mdBook and GitHub give them, and their
 //! links. Shared by `tests/docs.rs` and the command line's check of the guide's commands.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One Markdown file of the documentation.
 #[derive(Debug)]
@@ -218,12 +218,81 @@ pub(crate) fn resolve_link(from: &str, target: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-/// The project's root: the folder of the root crate's `Cargo.toml`.
-pub(crate) fn project_root(manifest_dir: &str) -> PathBuf {
-    let dir = PathBuf::from(manifest_dir);
-    if dir.join("docs/src").is_dir() {
-        dir
-    } else {
-        dir.parent().unwrap().to_path_buf()
+/// The words of a shell line, quotes removed, up to the first pipe, redirection, `;` or
+/// comment.
+pub(crate) fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut chars = line.chars().peekable();
+    let mut in_word = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '"' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '#' if !in_word => break,
+            '|' | '>' | '<' | ';' | '&' if !in_word || word.is_empty() => break,
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                // `2>&1` and `2>file` end the command too.
+                if c == '2' && !in_word && chars.peek() == Some(&'>') {
+                    break;
+                }
+                in_word = true;
+                word.push(c);
+            }
+        }
     }
+    if in_word {
+        out.push(word);
+    }
+    out
+}
+
+/// The command lines of a block: in a ```` ```sh ```` block every line, a line ending in `\`
+/// joined with the next; in a ```` ```text ```` block the lines after a `$ ` prompt. Each
+/// with the line that follows it in the block, where a command's output begins.
+pub(crate) fn command_lines(block: &Block) -> Vec<(String, Option<String>)> {
+    let lines: Vec<&str> = block.text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let command = match block.info.as_str() {
+            "sh" => Some(line),
+            "text" => line.strip_prefix("$ "),
+            _ => None,
+        };
+        i += 1;
+        let Some(command) = command else { continue };
+        let mut joined = command.trim_end().to_owned();
+        while joined.ends_with('\\') && i < lines.len() {
+            joined.pop();
+            joined.push(' ');
+            joined.push_str(lines[i].trim());
+            i += 1;
+        }
+        out.push((joined, lines.get(i).map(|l| l.to_string())));
+    }
+    out
 }
