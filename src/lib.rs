@@ -62,8 +62,11 @@
 //! | `summary` | the text of the thread's running summary (ThreadSummary `template` only) | `Summary of the conversation so far:\n{{ summary }}` |
 //! | `thread.subject`, `thread.summary`, `thread.messages` | an earlier thread of the sender with the persona (CorrespondentHistory `template` only): its subject, its newest running summary (none when it has none) and otherwise its last messages, each rendered as the history renders it | `{{ thread.subject }}: {% if thread.summary %}{{ thread.summary }}{% else %}{{ thread.messages \| length }} messages{% endif %}` |
 //!
-//! Besides minijinja's own filters there is `slugify`: lowercase ASCII letters and digits,
-//! every other run of characters one `-` (`"Support Team!"` → `support-team`).
+//! Besides minijinja's own filters there are `slugify`: lowercase ASCII letters and digits,
+//! every other run of characters one `-` (`"Support Team!"` → `support-team`), and
+//! `rfc3339`: a timestamp as a database prints it, as RFC 3339 in UTC
+//! (`"2026-01-05 11:00:00+01"` → `2026-01-05T10:00:00Z`; a time without an offset is UTC), for
+//! LoadRecord's timestamps, which are the backend's own text.
 //!
 //! Every variable at work, in a reply run and a scheduled run:
 //!

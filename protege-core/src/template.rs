@@ -1,5 +1,5 @@
-//! The one minijinja setup of protege: semi-strict undefined, no auto-escaping, `slugify`,
-//! and a budget on every render (fuel and an output cap).
+//! The one minijinja setup of protege: semi-strict undefined, no auto-escaping, `slugify`
+//! and `rfc3339`, and a budget on every render (fuel and an output cap).
 
 use std::sync::{Arc, LazyLock, OnceLock};
 
@@ -33,9 +33,45 @@ pub(crate) fn slugify(text: &str) -> String {
     out
 }
 
+/// A timestamp as a database prints it, as RFC 3339 in UTC with `Z`: `LoadRecord` renders a
+/// timestamp as the text its backend returns (PostgreSQL `2026-01-05 11:00:00+01`, MySQL
+/// and MariaDB `2026-01-05 10:00:00` in the connection's UTC, SQLite what was stored), and
+/// `{{ record.created_at | rfc3339 }}` gives `2026-01-05T10:00:00Z` for each. A time without
+/// an offset is taken as UTC (protege's connections read MySQL in UTC); a fraction of a
+/// second is kept without trailing zeros. `None` when the text is not a date and time.
+pub(crate) fn rfc3339(text: &str) -> Option<String> {
+    use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+    let text = text.trim();
+    let utc: DateTime<Utc> = if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        t.to_utc()
+    } else if let Ok(t) = DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f%#z") {
+        // PostgreSQL's `+01`, `+05:30` and `+0530` offsets.
+        t.to_utc()
+    } else {
+        ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
+            .iter()
+            .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())?
+            .and_utc()
+    };
+    Some(utc.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+}
+
+/// At most 40 characters of `text` on one line, for an error that quotes it.
+fn one_line(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(40)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
 /// A new environment configured the protege way: semi-strict undefined
 /// (printing, iterating or filtering an undefined value fails; testing it in `if` is
-/// allowed), no auto-escaping, and the `slugify` filter; its fuel is
+/// allowed), no auto-escaping, and the `slugify` and `rfc3339` filters; its fuel is
 /// [`DEFAULT_TEMPLATE_FUEL`].
 ///
 /// Built once per process and cloned: a clone shares the filters, tests and globals, so a
@@ -48,6 +84,14 @@ pub(crate) fn environment() -> Environment<'static> {
         env.set_debug(true);
         env.set_fuel(Some(DEFAULT_TEMPLATE_FUEL));
         env.add_filter("slugify", |s: String| slugify(&s));
+        env.add_filter("rfc3339", |s: String| {
+            rfc3339(&s).ok_or_else(|| {
+                minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    format!("`{}` is not a date and time", one_line(&s)),
+                )
+            })
+        });
         env
     });
     BASE.clone()
@@ -270,7 +314,43 @@ pub(crate) fn template_error(name: &str, err: &minijinja::Error) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::slugify;
+    use super::{rfc3339, slugify};
+
+    #[test]
+    fn rfc3339_reads_each_backends_timestamps() {
+        let cases = [
+            ("2026-01-05 10:00:00+00", "2026-01-05T10:00:00Z"),
+            ("2026-01-05 11:00:00+01", "2026-01-05T10:00:00Z"),
+            ("2026-01-05 15:30:00.25+05:30", "2026-01-05T10:00:00.250Z"),
+            ("2026-01-05 10:00:00", "2026-01-05T10:00:00Z"),
+            ("2026-01-05 10:00:00.123456", "2026-01-05T10:00:00.123456Z"),
+            ("2026-01-05T12:00:00+02:00", "2026-01-05T10:00:00Z"),
+            ("2026-01-05T10:00:00Z", "2026-01-05T10:00:00Z"),
+            ("2026-01-05T10:00:00", "2026-01-05T10:00:00Z"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(rfc3339(text).as_deref(), Some(want), "{text}");
+        }
+        for text in ["", "2026-01-05", "yesterday", "2026-13-05 10:00:00"] {
+            assert_eq!(rfc3339(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn rfc3339_filter_names_what_it_cannot_read() {
+        let t = super::Template::compile("t", "{{ x | rfc3339 }}").unwrap();
+        let ok = t
+            .render(&minijinja::context! { x => "2026-01-05 11:00:00+01" })
+            .unwrap();
+        assert_eq!(ok, "2026-01-05T10:00:00Z");
+        let err = t
+            .render(&minijinja::context! { x => "next\nweek" })
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "template `t` line 1: invalid operation `rfc3339`: `next week` is not a date and time"
+        );
+    }
 
     #[test]
     fn slugify_rules() {

@@ -440,3 +440,41 @@ async fn an_exact_decimal_prints_as_written() {
     })
     .await;
 }
+
+/// A timestamp renders as the backend prints it (§2), and the `rfc3339` filter gives every
+/// backend's the same RFC 3339 text in UTC: PostgreSQL's `timestamptz` in another zone,
+/// MySQL's `DATETIME` (read in UTC), SQLite's stored text.
+#[tokio::test]
+async fn a_timestamp_reads_as_rfc3339_through_the_filter() {
+    on_each_backend("rfc3339", |db, backend| async move {
+        let (create, insert, printed) = match backend {
+            "postgres" => (
+                "CREATE TABLE orders (id INTEGER, placed timestamptz)",
+                "INSERT INTO orders VALUES (1, '2026-01-05 11:00:00.25+01')",
+                "2026-01-05 10:00:00.250+00",
+            ),
+            "mysql" => (
+                "CREATE TABLE orders (id INTEGER, placed DATETIME(3))",
+                "INSERT INTO orders VALUES (1, '2026-01-05 10:00:00.250')",
+                "2026-01-05 10:00:00.250",
+            ),
+            _ => (
+                "CREATE TABLE orders (id INTEGER, placed TEXT)",
+                "INSERT INTO orders VALUES (1, '2026-01-05 11:00:00.25+01:00')",
+                "2026-01-05 11:00:00.25+01:00",
+            ),
+        };
+        db.execute_unprepared(create).await.unwrap();
+        db.execute_unprepared(insert).await.unwrap();
+        import(&db, "records.json").await;
+        let ctx = reply_ctx(&db, "<acct-1@example.com>").await;
+        let placed = LoadRecord::table("orders")
+            .template_str("{{ record.placed }} is {{ record.placed | rfc3339 }}");
+        assert_eq!(
+            text(&placed, &ctx).await,
+            Some(format!("{printed} is 2026-01-05T10:00:00.250Z")),
+            "{backend}"
+        );
+    })
+    .await;
+}
