@@ -138,7 +138,7 @@ fn openai_images_as_data_urls_and_documents_as_file_parts() {
 }
 
 #[test]
-fn anthropic_system_joined_turns_merged_results_first() {
+fn anthropic_system_first_late_system_in_the_next_user_turn_results_first() {
     assert_eq!(
         anthropic(
             "tool_round",
@@ -146,12 +146,13 @@ fn anthropic_system_joined_turns_merged_results_first() {
             &model("claude-sonnet-4-5", None)
         ),
         concat!(
-            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.\n\nBe brief.","#,
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.","#,
             r#""messages":[{"role":"user","content":"Where is A-1?"},"#,
             r#"{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"lookup_order","input":{"order":"A-1"}},"#,
             r#"{"type":"tool_use","id":"call_2","name":"lookup_order","input":{"order":"A-2"}}]},"#,
             r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
             r#"{"type":"tool_result","tool_use_id":"call_2","content":"not found"},"#,
+            r#"{"type":"text","text":"[system] Be brief."},"#,
             r#"{"type":"text","text":"Thanks. And A-2?"}]}],"#,
             r#""tools":[{"name":"lookup_order","description":"Find an order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]}"#
         )
@@ -304,12 +305,13 @@ fn anthropic_without_tools_renders_tool_rounds_as_text() {
     assert_eq!(
         anthropic("rounds_as_text", &r, &model("claude-sonnet-4-5", None)),
         concat!(
-            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.\n\nBe brief.","messages":["#,
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.","messages":["#,
             r#"{"role":"user","content":"Where is A-1?"},"#,
             r#"{"role":"assistant","content":[{"type":"text","text":"[tool call lookup_order] {\"order\":\"A-1\"}"},"#,
             r#"{"type":"text","text":"[tool call lookup_order] {\"order\":\"A-2\"}"}]},"#,
             r#"{"role":"user","content":[{"type":"text","text":"[tool result lookup_order] {\"status\":\"shipped\"}"},"#,
             r#"{"type":"text","text":"[tool result lookup_order] not found"},"#,
+            r#"{"type":"text","text":"[system] Be brief."},"#,
             r#"{"type":"text","text":"Thanks. And A-2?"}]}]}"#
         )
     );
@@ -379,12 +381,13 @@ fn anthropic_auto_cache_marks_system_history_end_and_final_block() {
         anthropic("cache_auto", &tool_round_with_history(), &cached),
         concat!(
             r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"#,
-            r#""system":[{"type":"text","text":"You are support.\n\nBe brief.","cache_control":{"type":"ephemeral"}}],"#,
+            r#""system":[{"type":"text","text":"You are support.","cache_control":{"type":"ephemeral"}}],"#,
             r#""messages":[{"role":"user","content":"Where is A-1?"},"#,
             r#"{"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"lookup_order","input":{"order":"A-1"}},"#,
             r#"{"type":"tool_use","id":"call_2","name":"lookup_order","input":{"order":"A-2"}}]},"#,
             r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
             r#"{"type":"tool_result","tool_use_id":"call_2","content":"not found","cache_control":{"type":"ephemeral"}},"#,
+            r#"{"type":"text","text":"[system] Be brief."},"#,
             r#"{"type":"text","text":"Thanks. And A-2?","cache_control":{"type":"ephemeral"}}]}],"#,
             r#""tools":[{"name":"lookup_order","description":"Find an order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]}"#
         )
@@ -495,4 +498,39 @@ fn cache_keys_are_short_stable_digests_of_persona_and_conversation() {
         "9d5e48c21ed4754b"
     );
     assert_eq!(cache_key("support", Conversation::Thread(7)).len(), 16);
+}
+
+/// System text after the conversation started waits for the next user turn; with none after
+/// it, it is a user turn of its own at the end, and the top-level `system` keeps only the
+/// text before the first turn (so a per-request line never changes the cached prefix).
+#[test]
+fn late_system_text_with_no_user_turn_after_it_ends_the_conversation() {
+    let r = Request {
+        messages: vec![
+            message(Role::System, "You are support."),
+            message(Role::User, "Where is A-1?"),
+            message(Role::System, "Today is Monday."),
+            message(Role::Assistant, "Shipped."),
+        ],
+        tools: vec![],
+        ..Default::default()
+    };
+    assert_eq!(
+        anthropic("late_system_last", &r, &model("claude-sonnet-4-5", None)),
+        concat!(
+            r#"{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are support.","messages":["#,
+            r#"{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"assistant","content":"Shipped."},"#,
+            r#"{"role":"user","content":"[system] Today is Monday."}]}"#
+        )
+    );
+    assert_eq!(
+        openai("late_system_last", &r, &model("gpt-4o", None)),
+        concat!(
+            r#"{"model":"gpt-4o","messages":[{"role":"system","content":"You are support."},"#,
+            r#"{"role":"user","content":"Where is A-1?"},"#,
+            r#"{"role":"system","content":"Today is Monday."},"#,
+            r#"{"role":"assistant","content":"Shipped."}]}"#
+        )
+    );
 }

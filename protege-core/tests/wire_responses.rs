@@ -77,7 +77,7 @@ fn a_tool_round_as_instructions_and_input_items_paired_by_call_id() {
     assert_eq!(
         body("tool_round", &tool_round(), &model("gpt-4o", Some(512))),
         [
-            r#"{"model":"gpt-4o","instructions":"You are support.\n\nBe brief.","input":["#,
+            r#"{"model":"gpt-4o","instructions":"You are support.","input":["#,
             r#"{"type":"message","role":"user","content":"Where is A-1?"},"#,
             r#"{"type":"function_call","call_id":"call_1","name":"lookup_order","arguments":"{\"order\":\"A-1\"}"},"#,
             r#"{"type":"function_call","call_id":"call_2","name":"lookup_order","arguments":"{\"order\":\"A-2\"}"},"#,
@@ -85,7 +85,7 @@ fn a_tool_round_as_instructions_and_input_items_paired_by_call_id() {
             // No `is_error` in this API: the failed result goes as its text.
             r#"{"type":"function_call_output","call_id":"call_2","output":"not found"},"#,
             r#"{"type":"message","role":"assistant","content":"Checking the other order."},"#,
-            r#"{"type":"message","role":"user","content":"Thanks. And A-2?"}],"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."},{"type":"input_text","text":"Thanks. And A-2?"}]}],"#,
             r#""tools":["#,
             LOOKUP_TOOL,
             r#"],"max_output_tokens":512,"store":false}"#,
@@ -228,14 +228,14 @@ fn calls_of_tools_the_request_does_not_declare_go_as_text() {
     assert_eq!(
         body("undeclared_tool", &r, &model("gpt-4o", None)),
         [
-            r#"{"model":"gpt-4o","instructions":"You are support.\n\nBe brief.","input":["#,
+            r#"{"model":"gpt-4o","instructions":"You are support.","input":["#,
             r#"{"type":"message","role":"user","content":"Where is A-1?"},"#,
             r#"{"type":"function_call","call_id":"call_1","name":"lookup_order","arguments":"{\"order\":\"A-1\"}"},"#,
             r#"{"type":"message","role":"assistant","content":"[tool call old_tool] {\"order\":\"A-2\"}"},"#,
             r#"{"type":"function_call_output","call_id":"call_1","output":"{\"status\":\"shipped\"}"},"#,
             r#"{"type":"message","role":"user","content":"[tool error old_tool] not found"},"#,
             r#"{"type":"message","role":"assistant","content":"Checking the other order."},"#,
-            r#"{"type":"message","role":"user","content":"Thanks. And A-2?"}],"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."},{"type":"input_text","text":"Thanks. And A-2?"}]}],"#,
             r#""tools":["#,
             LOOKUP_TOOL,
             r#"],"store":false}"#,
@@ -248,14 +248,14 @@ fn calls_of_tools_the_request_does_not_declare_go_as_text() {
     assert_eq!(
         text,
         [
-            r#"{"model":"gpt-4o","instructions":"You are support.\n\nBe brief.","input":["#,
+            r#"{"model":"gpt-4o","instructions":"You are support.","input":["#,
             r#"{"type":"message","role":"user","content":"Where is A-1?"},"#,
             r#"{"type":"message","role":"assistant","content":"[tool call lookup_order] {\"order\":\"A-1\"}"},"#,
             r#"{"type":"message","role":"assistant","content":"[tool call old_tool] {\"order\":\"A-2\"}"},"#,
             r#"{"type":"message","role":"user","content":"[tool result lookup_order] {\"status\":\"shipped\"}"},"#,
             r#"{"type":"message","role":"user","content":"[tool error old_tool] not found"},"#,
             r#"{"type":"message","role":"assistant","content":"Checking the other order."},"#,
-            r#"{"type":"message","role":"user","content":"Thanks. And A-2?"}],"store":false}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."},{"type":"input_text","text":"Thanks. And A-2?"}]}],"store":false}"#,
         ]
         .concat()
     );
@@ -820,4 +820,28 @@ proptest::proptest! {
         body.drain(i..(i + len).min(body.len()));
         let _ = from_openai_responses_response(&body);
     }
+}
+
+/// System text after the conversation started goes to the next user message; with none
+/// after it, a user message of its own at the end.
+#[test]
+fn late_system_text_with_no_user_message_after_it_ends_the_input() {
+    let r = Request {
+        messages: vec![
+            message(Role::System, "You are support."),
+            message(Role::User, "Where is A-1?"),
+            message(Role::System, "Today is Monday."),
+            message(Role::Assistant, "Shipped."),
+        ],
+        ..Default::default()
+    };
+    assert_eq!(
+        body("late_system_last", &r, &model("gpt-4o", None)),
+        concat!(
+            r#"{"model":"gpt-4o","instructions":"You are support.","input":["#,
+            r#"{"type":"message","role":"user","content":"Where is A-1?"},"#,
+            r#"{"type":"message","role":"assistant","content":"Shipped."},"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Today is Monday."}]}],"store":false}"#
+        )
+    );
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{CONVERSATION_START, ModelSpec};
+use super::{CONVERSATION_START, ModelSpec, late_system};
 use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
@@ -15,8 +15,11 @@ pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 /// Image types the Messages API accepts as base64 image blocks.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
-/// The Messages body for `request`: system messages joined by a blank line into the
-/// top-level `system`; consecutive same-role turns merged into one message of several
+/// The Messages body for `request`: the system messages before the first other message
+/// joined by a blank line into the top-level `system`, each later one a marked text block
+/// (`[system] TEXT`) at the start of the next user turn (after its tool results; a user
+/// turn of its own at the end), so text a resolver renders after `ThreadHistory` never
+/// changes the cached prefix; consecutive same-role turns merged into one message of several
 /// blocks; tool calls as `tool_use` blocks; tool results as `tool_result` blocks at the
 /// start of the following user message; images and documents as base64 `source` blocks;
 /// `max_tokens` from the model (default 1024). When the first turn is not a user turn,
@@ -79,23 +82,31 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
 /// results.
 type Turn = (&'static str, Vec<Value>, usize);
 
-/// The texts of the system messages, and the other messages as turns, consecutive turns of
-/// one role merged (a turn's tool results before its other blocks), the `ThreadHistory`
-/// breakpoint marked.
+/// The texts of the system messages before the first other message, and the other
+/// messages as turns, consecutive turns of one role merged (a turn's tool results before
+/// its other blocks), later system messages as marked blocks of the next user turn, the
+/// `ThreadHistory` breakpoint marked.
 fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>) {
     let rounds_as_text = request.tools.is_empty();
     // Tool call id → tool name, for results rendered as text.
     let mut call_names: HashMap<&str, &str> = HashMap::new();
     let mut system = Vec::new();
     let mut turns: Vec<Turn> = Vec::new();
+    // Later system text waiting for the next user turn.
+    let mut late: Vec<Value> = Vec::new();
+    let mut started = false;
     for (index, m) in request.messages.iter().enumerate() {
         if m.role == Role::System {
             let text = m.content.text();
             if !text.trim().is_empty() {
-                system.push(text);
+                match started {
+                    true => late.push(text_block(&late_system(&text))),
+                    false => system.push(text),
+                }
             }
             continue;
         }
+        started = true;
         let (role, mut blocks, results) = turn_of(m, rounds_as_text, &mut call_names);
         if blocks.is_empty() {
             continue;
@@ -103,21 +114,32 @@ fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>) {
         if cache && request.cache.history_end == Some(index) {
             mark(&mut blocks);
         }
-        match turns.last_mut() {
-            Some((last_role, last_blocks, last_results)) if *last_role == role => {
-                if results > 0 {
-                    // Tool results go before the turn's other blocks.
-                    let at = *last_results;
-                    last_blocks.splice(at..at, blocks);
-                    *last_results += results;
-                } else {
-                    last_blocks.extend(blocks);
-                }
-            }
-            _ => turns.push((role, blocks, results)),
+        if role == "user" && !late.is_empty() {
+            merge(&mut turns, ("user", std::mem::take(&mut late), 0));
         }
+        merge(&mut turns, (role, blocks, results));
+    }
+    if !late.is_empty() {
+        merge(&mut turns, ("user", late, 0));
     }
     (system, turns)
+}
+
+/// Adds `turn` to `turns`, merged into the last turn when it has the same role (tool
+/// results before the turn's other blocks).
+fn merge(turns: &mut Vec<Turn>, (role, blocks, results): Turn) {
+    match turns.last_mut() {
+        Some((last_role, last_blocks, last_results)) if *last_role == role => {
+            if results > 0 {
+                let at = *last_results;
+                last_blocks.splice(at..at, blocks);
+                *last_results += results;
+            } else {
+                last_blocks.extend(blocks);
+            }
+        }
+        _ => turns.push((role, blocks, results)),
+    }
 }
 
 /// The turn of one message that is not a system message: tool calls as `tool_use` blocks

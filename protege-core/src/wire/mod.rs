@@ -24,6 +24,13 @@ use crate::error::{Error, ErrorKind, Result};
 /// The first user turn when a conversation would otherwise not start with one.
 const CONVERSATION_START: &str = "(conversation start)";
 
+/// System text a resolver emitted after the conversation's first history or user turn, as
+/// the marked text block Anthropic and Responses bodies carry in the next user turn: moved
+/// to the top of the request, text that changes per request would change the cached prefix.
+fn late_system(text: &str) -> String {
+    format!("[system] {text}")
+}
+
 /// The model a wire body is for: its name and optional output-token budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelSpec {

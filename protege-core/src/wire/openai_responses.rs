@@ -10,7 +10,7 @@ use super::response::{
     Object, SeenIds, UsageKeys, arguments_object, field, invalid, object, openai_usage, parse,
     response, shown, string, text_content,
 };
-use super::{CONVERSATION_START, ModelResponse, ModelSpec, Outcome};
+use super::{CONVERSATION_START, ModelResponse, ModelSpec, Outcome, late_system};
 use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role, ToolCall};
@@ -29,8 +29,11 @@ pub fn is_reasoning_model(model: &str) -> bool {
         || model.starts_with("computer-use")
 }
 
-/// The Responses body for `request`: system messages joined by a blank line into
-/// `instructions`; the other messages as `input` items in order (user and assistant text
+/// The Responses body for `request`: the system messages before the first other message
+/// joined by a blank line into `instructions`, each later one a marked `input_text` part
+/// (`[system] TEXT`) at the start of the next user message (a user message of its own when
+/// none follows), so text a resolver renders after `ThreadHistory` never changes the
+/// cached prefix; the other messages as `input` items in order (user and assistant text
 /// as `message` items, tool calls as `function_call` items with `arguments` as a JSON
 /// string, tool results as `function_call_output` items paired by `call_id`); images as
 /// `input_image` data URLs and documents as `input_file` parts; function `tools` (with
@@ -91,10 +94,15 @@ pub fn to_openai_responses(request: &Request, model: &ModelSpec) -> Result<Value
     Ok(Value::Object(body))
 }
 
-/// The texts of the system messages that are not blank, joined by a blank line.
+/// The texts of the system messages before the first other message that are not blank,
+/// joined by a blank line.
 fn instructions(request: &Request) -> Option<String> {
     let mut joined: Option<String> = None;
-    for m in request.messages.iter().filter(|m| m.role == Role::System) {
+    let early = request
+        .messages
+        .iter()
+        .take_while(|m| m.role == Role::System);
+    for m in early {
         let text = match &m.content {
             Content::Text(text) => std::borrow::Cow::Borrowed(text.as_str()),
             parts => std::borrow::Cow::Owned(parts.text()),
@@ -127,10 +135,27 @@ fn input_items(request: &Request) -> Vec<Value> {
     // Call id → tool name, for the calls that go as text.
     let mut as_text: Vec<(&str, &str)> = Vec::new();
     let mut items = Vec::with_capacity(request.messages.len() + 2);
+    // Later system text waiting for the next user message.
+    let mut late: Vec<String> = Vec::new();
+    let mut started = false;
     for m in &request.messages {
+        if m.role != Role::System {
+            started = true;
+        }
         match m.role {
-            Role::System => {}
-            Role::User => items.push(user_message(&m.content)),
+            Role::System => {
+                let text = m.content.text();
+                if started && !text.trim().is_empty() {
+                    late.push(late_system(&text));
+                }
+            }
+            Role::User => {
+                let mut message = user_message(&m.content);
+                if !late.is_empty() {
+                    prepend_text(&mut message, std::mem::take(&mut late));
+                }
+                items.push(message);
+            }
             Role::Assistant => assistant_items(m, request, &mut as_text, &mut items),
             Role::Tool => {
                 let id = m.tool_call_id.as_deref().unwrap_or_default();
@@ -149,7 +174,26 @@ fn input_items(request: &Request) -> Vec<Value> {
             }
         }
     }
+    if !late.is_empty() {
+        let mut message = user_message(&Content::Parts(Vec::new()));
+        prepend_text(&mut message, late);
+        items.push(message);
+    }
     items
+}
+
+/// Puts `texts` as `input_text` parts at the start of the user message `message`.
+fn prepend_text(message: &mut Value, texts: Vec<String>) {
+    let mut parts: Vec<Value> = texts
+        .into_iter()
+        .map(|text| json!({ "type": "input_text", "text": text }))
+        .collect();
+    match message["content"].take() {
+        Value::String(text) => parts.push(json!({ "type": "input_text", "text": text })),
+        Value::Array(rest) => parts.extend(rest),
+        _ => {}
+    }
+    message["content"] = Value::Array(parts);
 }
 
 /// The items of an assistant message: its text (none when blank), then one
