@@ -17,7 +17,8 @@ use protege_core::{
 use protege_schema::names::{Scope, Trigger};
 use protege_schema::{
     Builtin, CORRESPONDENT_HISTORY, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OPEN_THREADS,
-    OptionSpec, QUOTED, ROLES, THREAD_HISTORY, THREAD_SUMMARY, WINDOWS, is_identifier, suggestion,
+    OptionSpec, Provided, QUOTED, ROLES, THREAD_HISTORY, THREAD_SUMMARY, WINDOWS, is_identifier,
+    suggestion,
 };
 use toml::de::{DeTable, DeValue};
 
@@ -138,7 +139,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         for option in spec.options.iter().filter(|o| o.toml.is_some()) {
             match get(self.table, option.name) {
                 Some(value) => {
-                    let read = self.read(option, value);
+                    let read = self.read(spec, option, value);
                     values.push((option.name, read));
                 }
                 // A near miss of the name was reported as unknown with a suggestion;
@@ -160,15 +161,20 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         }
     }
 
-    /// Reads one given option by its kind; `None` after reporting a wrong value.
-    fn read(&mut self, option: &OptionSpec, value: &'a Value<'i>) -> Option<Read> {
+    /// Reads one given option of `spec` by its kind; `None` after reporting a wrong value.
+    fn read(
+        &mut self,
+        spec: &'static Builtin,
+        option: &OptionSpec,
+        value: &'a Value<'i>,
+    ) -> Option<Read> {
         let key = option.name;
         let what = Quoted(key);
         match option.kind {
             Kind::Template => {
                 let text = reader::text(self.sink, value, what)?;
-                let record = self.name == "LoadRecord";
-                self.checked_template(key, text, value, record)
+                // The template sees the built-in's own variable (`record`, `summary`...).
+                self.checked_template(key, text, value, spec.provides)
                     .map(Read::Template)
             }
             Kind::Path => {
@@ -180,7 +186,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 if !is_template(text) {
                     return Some(Read::Path(LoadFile::new(text)));
                 }
-                self.checked_template(key, text, value, false)
+                self.checked_template(key, text, value, None)
                     .map(|template| Read::Path(LoadFile::from_template(template)))
             }
             Kind::Role => {
@@ -286,16 +292,21 @@ impl<'a, 'i> Options<'a, 'i, '_> {
     }
 
     /// Compiles the template of option `key` (`template`, `where.email`...), written in a
-    /// TOML string, and checks the names it uses (`record` only where `record` is true),
-    /// from one parse. Its name is the resolver's and the key: `LoadRecord.where.email`.
+    /// TOML string, and checks the names it uses (a built-in's own variable, such as
+    /// `record`, only where `provided` is it), from one parse. Its name is the resolver's
+    /// and the key: `LoadRecord.where.email`.
     fn checked_template(
         &mut self,
         key: &str,
         text: &str,
         value: &Value<'_>,
-        record: bool,
+        provided: Option<Provided>,
     ) -> Option<Template> {
-        let scope = self.scope(record);
+        let scope = Scope {
+            trigger: self.trigger,
+            provided,
+            vars: self.vars,
+        };
         let mut name = String::with_capacity(self.name.len() + 1 + key.len());
         name.push_str(self.name);
         name.push('.');
@@ -325,7 +336,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
             }
             let cond = match v.get_ref() {
                 DeValue::String(s) => self
-                    .checked_template(&format!("where.{column}"), s, v, false)
+                    .checked_template(&format!("where.{column}"), s, v, None)
                     .map(WhereValue::Template),
                 DeValue::Integer(_) | DeValue::Float(_) | DeValue::Boolean(_) => {
                     reader::to_json(self.sink, v, &format!("`where.{column}`"))
@@ -348,18 +359,6 @@ impl<'a, 'i> Options<'a, 'i, '_> {
             }
         }
         ok.then_some(out)
-    }
-
-    /// What a template of this resolver sees when it renders.
-    fn scope(&self, record: bool) -> Scope<'a> {
-        Scope {
-            trigger: self.trigger,
-            record,
-            summary: self.name == "ThreadSummary",
-            thread: self.name == "CorrespondentHistory",
-            open_thread: self.name == "OpenThreads",
-            vars: self.vars,
-        }
     }
 }
 

@@ -5,6 +5,11 @@ use std::sync::Arc;
 use protege_core::{BoxResolver, Resolver};
 use serde::de::DeserializeOwned;
 
+use protege_schema::{
+    Builtin, CORRESPONDENT_HISTORY, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OPEN_THREADS,
+    THREAD_HISTORY, THREAD_SUMMARY,
+};
+
 use crate::builtins::{self, Options};
 use crate::custom;
 
@@ -13,16 +18,17 @@ pub(crate) type Factory =
 
 type BuiltinFactory = for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver>;
 
-/// The reader of each built-in of the shared table (names, aliases and options come from
-/// `protege-schema`).
-const BUILTIN_FACTORIES: [(&str, BuiltinFactory); 7] = [
-    ("LoadText", builtins::load_text),
-    ("LoadFile", builtins::load_file),
-    ("LoadRecord", builtins::load_record),
-    ("ThreadHistory", builtins::thread_history),
-    ("ThreadSummary", builtins::thread_summary),
-    ("CorrespondentHistory", builtins::correspondent_history),
-    ("OpenThreads", builtins::open_threads),
+/// The reader of each built-in, by its declaration in `protege-schema` (which gives its
+/// name, aliases and options); a built-in of the shared table without one here fails the
+/// test below.
+const BUILTIN_FACTORIES: [(&Builtin, BuiltinFactory); 7] = [
+    (&LOAD_TEXT, builtins::load_text),
+    (&LOAD_FILE, builtins::load_file),
+    (&LOAD_RECORD, builtins::load_record),
+    (&THREAD_HISTORY, builtins::thread_history),
+    (&THREAD_SUMMARY, builtins::thread_summary),
+    (&CORRESPONDENT_HISTORY, builtins::correspondent_history),
+    (&OPEN_THREADS, builtins::open_threads),
 ];
 
 struct Entry {
@@ -76,8 +82,7 @@ impl Registry {
             entries: Vec::new(),
         };
         for builtin in protege_schema::BUILTINS {
-            let Some((_, factory)) = BUILTIN_FACTORIES.iter().find(|(n, _)| *n == builtin.name)
-            else {
+            let Some((_, factory)) = BUILTIN_FACTORIES.iter().find(|(b, _)| *b == builtin) else {
                 continue;
             };
             registry.entries.push(Arc::new(Entry {
@@ -161,5 +166,16 @@ impl Registry {
     /// The canonical name and factory of `name` (or an alias).
     pub(crate) fn lookup(&self, name: &str) -> Option<(&str, &Factory)> {
         self.find(name).map(|e| (e.name.as_str(), &*e.factory))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every built-in of the shared table is read from TOML.
+    #[test]
+    fn every_builtin_has_a_reader() {
+        let registry = super::Registry::new();
+        let names: Vec<&str> = protege_schema::BUILTINS.iter().map(|b| b.name).collect();
+        assert_eq!(registry.names(), names);
     }
 }

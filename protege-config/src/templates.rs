@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use foldhash::quality::RandomState;
 use protege_core::Template;
+use protege_schema::Provided;
 use protege_schema::names::{Problem, Scope, Trigger};
 
 /// Compiled templates by a hash of their name, text and scope. The cache holds no text of
@@ -21,10 +22,7 @@ pub(crate) struct Templates {
 struct Seen {
     template: Template,
     trigger: Trigger,
-    record: bool,
-    summary: bool,
-    thread: bool,
-    open_thread: bool,
+    provided: Option<Provided>,
     /// A hash of the persona's `[vars]` keys (`None` when they were unknown): equal keys,
     /// or two lists whose 64-bit hashes under random keys collide.
     vars: Option<u64>,
@@ -43,26 +41,14 @@ impl Templates {
     ) -> protege_core::Result<(Template, Vec<Problem>)> {
         let vars = scope.vars.map(|keys| self.keys.hash_one(keys));
         let mut hasher = self.keys.build_hasher();
-        (
-            name,
-            text,
-            scope.record,
-            scope.summary,
-            scope.thread,
-            scope.open_thread,
-            vars,
-        )
-            .hash(&mut hasher);
+        (name, text, scope.provided, vars).hash(&mut hasher);
         std::mem::discriminant(&scope.trigger).hash(&mut hasher);
         let key = hasher.finish();
         if let Some(seen) = self.seen.get(&key)
             && seen.template.name() == name
             && seen.template.source() == text
             && seen.trigger == scope.trigger
-            && seen.record == scope.record
-            && seen.summary == scope.summary
-            && seen.thread == scope.thread
-            && seen.open_thread == scope.open_thread
+            && seen.provided == scope.provided
             && seen.vars == vars
         {
             return Ok((seen.template.clone(), seen.problems.clone()));
@@ -74,10 +60,7 @@ impl Templates {
         self.seen.entry(key).or_insert_with(|| Seen {
             template: template.clone(),
             trigger: scope.trigger,
-            record: scope.record,
-            summary: scope.summary,
-            thread: scope.thread,
-            open_thread: scope.open_thread,
+            provided: scope.provided,
             vars,
             problems: problems.clone(),
         });

@@ -40,9 +40,7 @@ fn resolver(krate: &TokenStream, planned: &Planned) -> TokenStream {
         Ctor::TextTemplate(ty, source) => quote_spanned!(span=> #krate::#ty::template(#source)),
         Ctor::TextFn(ty, closure) => quote_spanned!(span=> #krate::#ty::from_fn(#closure)),
         Ctor::File(ty, path) => quote_spanned!(span=> #krate::#ty::new(#path)),
-        Ctor::History(ty) | Ctor::Summary(ty) | Ctor::Correspondent(ty) | Ctor::OpenThreads(ty) => {
-            quote_spanned!(span=> #krate::#ty::new())
-        }
+        Ctor::New(ty) => quote_spanned!(span=> #krate::#ty::new()),
         Ctor::RecordLoader(ty, loader) => quote_spanned!(span=> #krate::#ty::from_loader(#loader)),
         Ctor::RecordTable(ty, table) => quote_spanned!(span=> #krate::#ty::table(#table)),
         Ctor::UserValue(path) => quote!(#path),

@@ -1,13 +1,16 @@
 //! The built-in protege resolvers and their options, and the names a template may use,
 //! declared once.
 //!
-//! Three places read the table of built-ins: the TOML reader of `protege-config` (which keys
-//! an entry may have, which are required, how each value is read), the `resolvers!` macro
-//! (the same names, checked at compile time) and the documentation (the options table of the
-//! guide, `docs/src/reference.md`, rendered by [`markdown_table`]). The one "did you mean"
-//! rule both front ends use lives here too ([`did_you_mean`]), and so do the template
-//! variables and the check of the names a template uses ([`names`]): both front ends check
-//! templates, and the macro crate cannot depend on the engine or the TOML front end.
+//! Each built-in is declared once, in its own file under `builtins/`, and registered by one
+//! line of [`BUILTINS`]. Five places read that table: the TOML reader of `protege-config`
+//! (which keys an entry may have, which are required, how each value is read), its JSON
+//! Schema, the `resolvers!` macro (the same names and forms, checked at compile time), the
+//! check of the names a template uses (the variable a built-in's `template` sees) and the
+//! documentation (the options table of the guide, `docs/src/reference.md`, rendered by
+//! [`markdown_table`]). The one "did you mean" rule both front ends use lives here too
+//! ([`did_you_mean`]), and so do the template variables and the check of the names a
+//! template uses ([`names`]): both front ends check templates, and the macro crate cannot
+//! depend on the engine or the TOML front end.
 //!
 //! ```
 //! use protege_schema::{Kind, builtin};
@@ -31,8 +34,9 @@ pub mod names;
 
 // The table: each built-in, its options and how each is read.
 pub use builtins::{
-    Applies, BUILTINS, Builtin, CORRESPONDENT_HISTORY, Default, Kind, LOAD_FILE, LOAD_RECORD,
-    LOAD_TEXT, OPEN_THREADS, OptionSpec, Positional, THREAD_HISTORY, THREAD_SUMMARY, builtin,
+    Applies, BUILTINS, Builtin, CORRESPONDENT_HISTORY, Default, Form, Kind, LOAD_FILE, LOAD_RECORD,
+    LOAD_TEXT, OPEN_THREADS, OptionSpec, Positional, Provided, THREAD_HISTORY, THREAD_SUMMARY,
+    builtin, providers,
 };
 
 // The values the table refers to: defaults, the valid roles and windows, identifiers.

@@ -2,7 +2,9 @@
 //! checks of the templates they hold.
 
 use protege_schema::names::{Scope, Trigger};
-use protege_schema::{Applies, Builtin, QUOTED, ROLES, WINDOWS, did_you_mean, is_identifier};
+use protege_schema::{
+    Applies, Builtin, Provided, QUOTED, ROLES, WINDOWS, did_you_mean, is_identifier,
+};
 use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::Parser;
@@ -78,12 +80,7 @@ const WHERE_TAKES_A_TABLE: &str = "`where` takes a table of conditions, e.g. `wh
 fn filter_call(column: &Ident, name: &str, value: Expr, ctxt: &Ctxt) -> Option<Call> {
     let (method, value) = match literal(&value) {
         Some(Lit::Str(_)) => {
-            check_template(
-                &value,
-                &format!("LoadRecord where.{name}"),
-                Own::Nothing,
-                ctxt,
-            );
+            check_template(&value, &format!("LoadRecord where.{name}"), None, ctxt);
             ("filter_str", quote!(#value))
         }
         Some(Lit::Int(_)) => ("filter_value", quote!({ let value: i64 = #value; value })),
@@ -310,26 +307,12 @@ pub(super) fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%")
 }
 
-/// The variable a template has beyond the run's own.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Own {
-    /// None.
-    Nothing,
-    /// `record` (a LoadRecord template).
-    Record,
-    /// `summary` (a ThreadSummary template).
-    Summary,
-    /// `thread`, an earlier thread (a CorrespondentHistory template).
-    Thread,
-    /// `thread`, an open thread (an OpenThreads template).
-    OpenThread,
-}
-
 /// Parses a string-literal template with minijinja; a syntax error points at the literal.
-/// Then checks the names it uses (`record` or `summary` only where `own` says so): the chain's
+/// Then checks the names it uses (a built-in's own variable, such as `record`, only where
+/// `provided` is it): the chain's
 /// trigger and the persona's `[vars]` are not known at compile time, so `message`,
 /// `responsibility` and `persona.vars.X` are taken as they come.
-pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
+pub(super) fn check_template(expr: &Expr, what: &str, provided: Option<Provided>, ctxt: &Ctxt) {
     let Some(lit) = str_literal(expr) else {
         return;
     };
@@ -346,10 +329,7 @@ pub(super) fn check_template(expr: &Expr, what: &str, own: Own, ctxt: &Ctxt) {
     }
     let scope = Scope {
         trigger: Trigger::Either,
-        record: own == Own::Record,
-        summary: own == Own::Summary,
-        thread: own == Own::Thread,
-        open_thread: own == Own::OpenThread,
+        provided,
         vars: None,
     };
     let problems = protege_schema::names::check(&source, &scope, |name, candidates| {

@@ -2,13 +2,13 @@
 //! fit which form, and the builder calls its options become.
 
 use proc_macro2::Span;
-use protege_schema::{Applies, Builtin, Kind, did_you_mean};
+use protege_schema::{Applies, Builtin, Form as Shape, Kind, did_you_mean};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit};
 
 use super::calls::{
-    Own, QUOTED_MODE, WINDOW, applies, check_template, duration_call, is_template, list,
-    option_call, order_calls, str_literal, where_calls, word_variant,
+    QUOTED_MODE, WINDOW, applies, check_template, duration_call, is_template, list, option_call,
+    order_calls, str_literal, where_calls, word_variant,
 };
 use super::{Call, CallArg, Ctor};
 use crate::ast::Named;
@@ -67,21 +67,14 @@ impl Form {
         Some(self.named.remove(at))
     }
 
-    /// The constructor of the built-in; `None` when its arguments do not make one (the
-    /// problem is reported).
-    pub(super) fn ctor(&mut self, span: Span, ctxt: &Ctxt) -> Option<Ctor> {
-        match self.builtin.name {
-            "LoadText" => self.load_text(ctxt),
-            "LoadFile" => self.load_file(ctxt),
-            "ThreadHistory" => Some(self.thread_history(ctxt)),
-            "ThreadSummary" => Some(self.thread_summary(ctxt)),
-            "CorrespondentHistory" => Some(self.correspondent_history(ctxt)),
-            "OpenThreads" => Some(self.open_threads(ctxt)),
-            "LoadRecord" => self.load_record(ctxt),
-            other => {
-                ctxt.error(span, format!("`{other}` has no form in `resolvers!`"));
-                None
-            }
+    /// The constructor of the built-in, by its form in the shared table; `None` when its
+    /// arguments do not make one (the problem is reported).
+    pub(super) fn ctor(&mut self, ctxt: &Ctxt) -> Option<Ctor> {
+        match self.builtin.form {
+            Shape::Template => self.load_text(ctxt),
+            Shape::Path => self.load_file(ctxt),
+            Shape::Source => self.load_record(ctxt),
+            Shape::Named => Some(self.named_only(ctxt)),
         }
     }
 
@@ -97,17 +90,12 @@ impl Form {
                 None
             }
             (Some(Expr::Lit(lit)), None) if matches!(lit.lit, Lit::Str(_)) => {
-                check_template(
-                    &Expr::Lit(lit.clone()),
-                    "LoadText template",
-                    Own::Nothing,
-                    ctxt,
-                );
+                check_template(&Expr::Lit(lit.clone()), "LoadText template", None, ctxt);
                 Some(Ctor::TextTemplate(ident, Expr::Lit(lit)))
             }
             (Some(closure), None) => Some(Ctor::TextFn(ident, closure)),
             (None, Some(t)) => {
-                check_template(&t.value, "LoadText template", Own::Nothing, ctxt);
+                check_template(&t.value, "LoadText template", None, ctxt);
                 Some(Ctor::TextTemplate(ident, t.value))
             }
             (None, None) => {
@@ -144,22 +132,34 @@ impl Form {
         if let Some(lit) = str_literal(&path)
             && is_template(&lit.value())
         {
-            check_template(&path, "LoadFile path", Own::Nothing, ctxt);
+            check_template(&path, "LoadFile path", None, ctxt);
         }
         Some(Ctor::File(self.ident.clone(), path))
     }
 
-    /// `ThreadHistory`: named options only; `window` read as a word, `step` only with a
-    /// stable window.
-    fn thread_history(&mut self, ctxt: &Ctxt) -> Ctor {
+    /// A built-in of named options only: no positional argument; a `window` option read as
+    /// a word, and a `step` only with a stable window.
+    fn named_only(&mut self, ctxt: &Ctxt) -> Ctor {
+        let name = self.builtin.name;
         if let Some(p) = self.first.take() {
+            let example = self
+                .builtin
+                .options
+                .first()
+                .map(|o| format!("; use named options such as `{} = {}`", o.name, o.rust))
+                .unwrap_or_default();
             ctxt.error(
                 p.span(),
-                "`ThreadHistory` takes no positional argument; use named options \
-                 such as `limit = 10`",
+                format!("`{name}` takes no positional argument{example}"),
             );
         }
-        let stable = match self.take("window") {
+        let window = self
+            .builtin
+            .options
+            .iter()
+            .find(|o| o.kind == Kind::Window)
+            .and_then(|o| self.take(o.name));
+        let stable = match window {
             Some(w) => {
                 let variant = word_variant(&w.value, &WINDOW, ctxt);
                 let stable = variant.as_ref().is_some_and(|v| v == "Stable");
@@ -173,49 +173,21 @@ impl Form {
             }
             None => false,
         };
-        if !stable && let Some(step) = self.named.iter().find(|n| n.key == "step") {
+        let steps = self.named.iter().filter(|n| {
+            self.builtin
+                .option(&n.key.to_string())
+                .is_some_and(|o| o.kind == Kind::Step)
+        });
+        for step in steps.filter(|_| !stable) {
             ctxt.error(
                 step.key.span(),
-                "`step` applies to a stable window: add `window = stable`",
+                format!(
+                    "`{}` applies to a stable window: add `window = stable`",
+                    step.key
+                ),
             );
         }
-        Ctor::History(self.ident.clone())
-    }
-
-    /// `ThreadSummary`: named options only.
-    fn thread_summary(&mut self, ctxt: &Ctxt) -> Ctor {
-        if let Some(p) = self.first.take() {
-            ctxt.error(
-                p.span(),
-                "`ThreadSummary` takes no positional argument; use named options \
-                 such as `template = \"Earlier: {{ summary }}\"`",
-            );
-        }
-        Ctor::Summary(self.ident.clone())
-    }
-
-    /// `CorrespondentHistory`: named options only.
-    fn correspondent_history(&mut self, ctxt: &Ctxt) -> Ctor {
-        if let Some(p) = self.first.take() {
-            ctxt.error(
-                p.span(),
-                "`CorrespondentHistory` takes no positional argument; use named options \
-                 such as `threads = 5`",
-            );
-        }
-        Ctor::Correspondent(self.ident.clone())
-    }
-
-    /// `OpenThreads`: named options only.
-    fn open_threads(&mut self, ctxt: &Ctxt) -> Ctor {
-        if let Some(p) = self.first.take() {
-            ctxt.error(
-                p.span(),
-                "`OpenThreads` takes no positional argument; use named options \
-                 such as `within = \"3d\"`",
-            );
-        }
-        Ctor::OpenThreads(self.ident.clone())
+        Ctor::New(self.ident.clone())
     }
 
     /// `LoadRecord`: a loader closure or a table, and the options of that form only.
@@ -293,19 +265,13 @@ impl Form {
     /// the shared table.
     pub(super) fn into_calls(self, ctxt: &Ctxt) -> Vec<Call> {
         let name = self.builtin.name;
-        let own = match name {
-            "LoadRecord" => Own::Record,
-            "ThreadSummary" => Own::Summary,
-            "CorrespondentHistory" => Own::Thread,
-            "OpenThreads" => Own::OpenThread,
-            _ => Own::Nothing,
-        };
+        let provided = self.builtin.provides;
         let mut calls = self.calls;
         for mut n in self.named {
             let kind = self.builtin.option(&n.key.to_string()).map(|o| o.kind);
             match kind {
                 Some(Kind::Template) => {
-                    check_template(&n.value, &format!("{name} template"), own, ctxt);
+                    check_template(&n.value, &format!("{name} template"), provided, ctxt);
                     n.key = Ident::new("template_str", n.key.span());
                 }
                 Some(Kind::Quoted) => {

@@ -44,14 +44,8 @@ pub(crate) enum Ctor {
     TextFn(Ident, Expr),
     /// `LoadFile::new(expr)`.
     File(Ident, Expr),
-    /// `ThreadHistory::new()`.
-    History(Ident),
-    /// `ThreadSummary::new()`.
-    Summary(Ident),
-    /// `CorrespondentHistory::new()`.
-    Correspondent(Ident),
-    /// `OpenThreads::new()`.
-    OpenThreads(Ident),
+    /// `T::new()` for a built-in of named options only (`ThreadHistory::new()`).
+    New(Ident),
     /// `LoadRecord::from_loader(expr)`.
     RecordLoader(Ident, Expr),
     /// `LoadRecord::table(expr)`.
@@ -204,7 +198,7 @@ fn check_item(mut item: Item, ctxt: &Ctxt) -> Option<Planned> {
     let positional = if braces { Vec::new() } else { positional };
     let missing_at = paren_span.unwrap_or(span);
     let mut form = Form::new(builtin, ident, positional, named, missing_at, ctxt);
-    let ctor = form.ctor(span, ctxt)?;
+    let ctor = form.ctor(ctxt)?;
     let calls = form.into_calls(ctxt);
     Some(Planned { span, ctor, calls })
 }
@@ -254,7 +248,7 @@ fn user_type(path: ExprPath, shape: Shape, named: Vec<Named>, ctxt: &Ctxt) -> Pl
 mod tests {
     use std::collections::BTreeSet;
 
-    use protege_schema::BUILTINS;
+    use protege_schema::{BUILTINS, Form};
 
     /// The errors of one invocation, as written.
     fn errors(source: &str) -> Vec<String> {
@@ -295,7 +289,7 @@ mod tests {
                 .filter(|name| {
                     // The table form of `LoadRecord` needs `table`; the others need nothing
                     // that an unknown-option check depends on.
-                    let base = if builtin.name == "LoadRecord" && *name != "table" {
+                    let base = if builtin.form == Form::Source && *name != "table" {
                         "table = \"t\", "
                     } else {
                         ""

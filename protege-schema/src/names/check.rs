@@ -14,7 +14,8 @@ use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
 use minijinja::machinery::{Span, parse};
 use minijinja::syntax::SyntaxConfig;
 
-use super::variables::{GLOBALS, OPEN_THREAD, VARIABLES, attributes};
+use super::variables::{GLOBALS, VARIABLES, attributes};
+use crate::builtins::{Provided, providers};
 
 /// Which trigger the chain of a template runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,14 +34,11 @@ pub enum Trigger {
 pub struct Scope<'a> {
     /// The chain's trigger.
     pub trigger: Trigger,
-    /// Whether `record` exists (a LoadRecord per-record template).
-    pub record: bool,
-    /// Whether `summary` exists (a ThreadSummary template).
-    pub summary: bool,
-    /// Whether `thread` exists as an earlier thread (a CorrespondentHistory template).
-    pub thread: bool,
-    /// Whether `thread` exists as an open thread (an OpenThreads template).
-    pub open_thread: bool,
+    /// The variable of the built-in whose `template` this is ([`Builtin::provides`]), e.g.
+    /// `summary` in `ThreadSummary`'s; `None` elsewhere.
+    ///
+    /// [`Builtin::provides`]: crate::Builtin::provides
+    pub provided: Option<Provided>,
     /// The keys of the persona's `[vars]`, when known; `None` skips the `persona.vars.X` check.
     pub vars: Option<&'a [&'a str]>,
 }
@@ -417,13 +415,7 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
                                      (it is the task of a scheduled run); \
                                      test it with `{% if responsibility %}`"
                     .to_owned(),
-                "summary" => {
-                    "`summary` exists only in the `template` of `ThreadSummary`".to_owned()
-                }
-                "thread" => {
-                    "`thread` exists only in the `template` of `CorrespondentHistory` and of `OpenThreads`".to_owned()
-                }
-                _ => "`record` exists only in the per-record `template` of `LoadRecord`".to_owned(),
+                _ => elsewhere(name),
             };
             self.report(range, message);
             return;
@@ -431,10 +423,9 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
         let Some(first) = steps.first() else {
             return;
         };
-        let known = if name == "thread" && self.scope.open_thread {
-            Some(OPEN_THREAD)
-        } else {
-            attributes(name)
+        let known = match self.scope.provided {
+            Some(p) if p.variable == name => p.attributes,
+            _ => attributes(name),
         };
         let Some(known) = known else {
             return;
@@ -488,10 +479,9 @@ impl<'s, F: Fn(&str, &[&str]) -> Option<String>> Walker<'s, '_, F> {
         match name {
             "message" => self.scope.trigger != Trigger::Responsibility,
             "responsibility" => self.scope.trigger != Trigger::Message,
-            "record" => self.scope.record,
-            "summary" => self.scope.summary,
-            "thread" => self.scope.thread || self.scope.open_thread,
-            _ => true,
+            _ if self.scope.provided.is_some_and(|p| p.variable == name) => true,
+            // A built-in's own variable exists in that built-in's template only.
+            _ => providers(name).next().is_none(),
         }
     }
 
@@ -556,6 +546,19 @@ fn list(words: &[&str]) -> String {
         .join(", ")
 }
 
+/// Where a built-in's own variable exists, for a template elsewhere that uses it: "`thread`
+/// exists only in the `template` of `CorrespondentHistory` and of `OpenThreads`".
+fn elsewhere(name: &str) -> String {
+    let builtins: Vec<String> = providers(name).map(|b| format!("`{}`", b.name)).collect();
+    let place = providers(name)
+        .find_map(|b| b.provides)
+        .map_or("the `template`", |p| p.place);
+    format!(
+        "`{name}` exists only in {place} of {}",
+        builtins.join(" and of ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,10 +574,11 @@ mod tests {
     fn run(source: &str, trigger: Trigger, record: bool) -> Vec<String> {
         let scope = Scope {
             trigger,
-            record,
-            summary: false,
-            thread: false,
-            open_thread: false,
+            provided: if record {
+                crate::LOAD_RECORD.provides
+            } else {
+                None
+            },
             vars: Some(&["company", "team"]),
         };
         check(source, &scope, suggest)
@@ -682,15 +686,12 @@ mod tests {
     fn unknown_vars_are_skipped_when_not_known() {
         let scope = Scope {
             trigger: Trigger::Either,
-            record: false,
-            summary: false,
-            thread: false,
-            open_thread: false,
+            provided: None,
             vars: None,
         };
         assert_eq!(check("{{ persona.vars.anything }}", &scope, suggest), []);
         let summary = Scope {
-            summary: true,
+            provided: crate::THREAD_SUMMARY.provides,
             ..scope
         };
         assert_eq!(check("{{ summary }}", &summary, suggest), []);
@@ -702,7 +703,7 @@ mod tests {
             ["`summary` exists only in the `template` of `ThreadSummary`"]
         );
         let thread = Scope {
-            thread: true,
+            provided: crate::CORRESPONDENT_HISTORY.provides,
             ..scope
         };
         assert_eq!(
@@ -732,7 +733,7 @@ mod tests {
         );
         // An open thread has its own attributes.
         let open_thread = Scope {
-            open_thread: true,
+            provided: crate::OPEN_THREADS.provides,
             ..scope
         };
         assert_eq!(

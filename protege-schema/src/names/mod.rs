@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use protege_schema::names::{Scope, Trigger, check};
-//! let scope = Scope { trigger: Trigger::Message, record: false, summary: false, thread: false, open_thread: false, vars: Some(&["company"]) };
+//! let scope = Scope { trigger: Trigger::Message, provided: None, vars: Some(&["company"]) };
 //! // The front end's own "did you mean"; here: the candidate with the same first three letters.
 //! let suggest = |name: &str, candidates: &[&str]| {
 //!     candidates.iter().find(|c| c.get(..3) == name.get(..3)).map(|c| c.to_string())
@@ -25,6 +25,7 @@ mod variables;
 pub use check::{Problem, Scope, Trigger, check, check_tree};
 
 // The variables and attributes a template may use.
-pub use variables::{
-    GLOBALS, MAIL, MESSAGE, OPEN_THREAD, PERSONA, RESPONSIBILITY, THREAD, VARIABLES,
-};
+pub use variables::{GLOBALS, MAIL, MESSAGE, PERSONA, RESPONSIBILITY, VARIABLES};
+
+// The attributes of the variables built-ins provide, declared with them.
+pub use crate::builtins::{OPEN_THREAD, THREAD};

@@ -39,26 +39,21 @@ pub const RESPONSIBILITY: &[&str] = &["name", "schedule", "instructions"];
 /// The attributes of `mail`, how the persona renders mail (`[mail]`).
 pub const MAIL: &[&str] = &["fence_note"];
 
-/// The attributes of `thread`, an earlier thread of a CorrespondentHistory template.
-pub const THREAD: &[&str] = &["subject", "summary", "messages"];
-
-/// The attributes of `thread`, an open thread of an OpenThreads template: its id, subject,
-/// count of messages, the date it waits since and the address it waits for.
-pub const OPEN_THREAD: &[&str] = &["id", "subject", "messages", "since", "from"];
-
 /// The functions minijinja itself defines for every template.
 pub const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];
 
 /// The attributes of a known object, `None` for a variable whose contents are free
-/// (`record`) and an empty list for a string (`correlation_id`, `now`).
+/// (`record`) and an empty list for a string (`correlation_id`, `now`, `summary`).
 pub(crate) fn attributes(variable: &str) -> Option<&'static [&'static str]> {
     match variable {
         "persona" => Some(PERSONA),
         "message" => Some(MESSAGE),
         "responsibility" => Some(RESPONSIBILITY),
         "mail" => Some(MAIL),
-        "thread" => Some(THREAD),
-        "correlation_id" | "now" | "summary" => Some(&[]),
-        _ => None,
+        "correlation_id" | "now" => Some(&[]),
+        // A built-in's own variable: its first declaration's attributes.
+        _ => crate::providers(variable)
+            .find_map(|b| b.provides)
+            .and_then(|p| p.attributes),
     }
 }
