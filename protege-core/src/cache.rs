@@ -65,13 +65,7 @@ pub fn cache_key(persona: &str, conversation: Conversation<'_>) -> String {
             hasher.update(name.as_bytes());
         }
     }
-    let digest = hasher.finalize();
-    let mut out = String::with_capacity(16);
-    for b in &digest[..8] {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{b:02x}");
-    }
-    out
+    protege_mail::hex(&hasher.finalize()[..8])
 }
 
 /// What a run belongs to, for [`cache_key`].

@@ -1,7 +1,5 @@
 //! Provenance (§15): where each message of a request came from.
 
-use std::fmt;
-
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -102,14 +100,7 @@ impl Source {
 
     /// The SHA-256 of `bytes` in lowercase hex (a [`Source::File`]'s `sha256`).
     pub fn sha256_hex(bytes: &[u8]) -> String {
-        use sha2::{Digest, Sha256};
-        let digest = Sha256::digest(bytes);
-        let mut out = String::with_capacity(64);
-        for b in digest {
-            use fmt::Write as _;
-            let _ = write!(out, "{b:02x}");
-        }
-        out
+        protege_mail::sha256_hex(bytes)
     }
 }
 

@@ -55,10 +55,7 @@ impl Fence {
     /// and keys.
     pub fn new(key: &[u8], thread_id: &str) -> Fence {
         let mac = hmac_sha256(key, &[CONTEXT, thread_id.as_bytes()]);
-        let nonce: String = mac[..NONCE_HEX / 2]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let nonce = crate::hex(&mac[..NONCE_HEX / 2]);
         Fence {
             open: format!("<<<mail:{nonce} begin>>>"),
             close: format!("<<<mail:{nonce} end>>>"),
@@ -149,10 +146,7 @@ fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    use crate::hex;
 
     /// RFC 4231, test cases 1, 2 and 6 (a key longer than the block).
     #[test]

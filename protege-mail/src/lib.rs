@@ -15,6 +15,7 @@ mod dates;
 #[doc(hidden)]
 pub mod eml;
 mod fence;
+mod hex;
 mod html_text;
 mod invisible;
 mod lookalike;
@@ -38,6 +39,8 @@ pub use reply_headers::{MAX_KEPT_AUTH_RESULTS, MAX_KEPT_REFERENCES, ReplyHeaders
 // Helpers of the sibling crates (`protege-core`, `protege-store`); not a public API.
 #[doc(hidden)]
 pub use dates::{FIRST_YEAR, LAST_YEAR, in_range};
+#[doc(hidden)]
+pub use hex::{hex, sha256_hex};
 #[doc(hidden)]
 pub use invisible::drop_invisible;
 #[doc(hidden)]

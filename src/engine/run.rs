@@ -12,7 +12,6 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use protege_core::db::entities::{run as run_row, run_round};
 use protege_core::wire::{
@@ -373,7 +372,7 @@ impl Engine {
             responsibility: input.responsibility.clone(),
             format: parts.format.as_str().to_owned(),
             model: spec.name,
-            request_sha256: sha256_hex(&body_bytes),
+            request_sha256: protege_mail::sha256_hex(&body_bytes),
             request: serde_json::to_string(&stored).unwrap_or_default(),
             started_at,
             sources,
@@ -1508,16 +1507,6 @@ fn micros(at: DateTime<Utc>) -> DateTime<Utc> {
     use chrono::Timelike as _;
     at.with_nanosecond(at.nanosecond() / 1000 * 1000)
         .unwrap_or(at)
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// Crockford's Base32 alphabet, the digits of a ULID.

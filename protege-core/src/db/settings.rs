@@ -47,7 +47,7 @@ pub async fn insert_fence_key<C: ConnectionTrait>(db: &C) -> std::result::Result
     let mut key = [0u8; 32];
     getrandom::fill(&mut key)
         .map_err(|e| DbErr::Custom(format!("cannot draw a fence key: {e}")))?;
-    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = protege_mail::hex(&key);
     if fence_key(db)
         .await
         .map_err(|e| DbErr::Custom(e.to_string()))?

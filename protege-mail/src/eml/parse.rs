@@ -10,7 +10,7 @@ use mail_parser::{
 use sha2::{Digest, Sha256};
 
 use crate::mail::{Attachment, Direction, Email, one_line, without_nul};
-use crate::{MAX_KEPT_AUTH_RESULTS, MAX_KEPT_REFERENCES, ReplyHeaders};
+use crate::{MAX_KEPT_AUTH_RESULTS, MAX_KEPT_REFERENCES, ReplyHeaders, hex, sha256_hex};
 
 /// The longest Message-ID stored, in characters: the width of the indexed column.
 const MAX_ID_CHARS: usize = 512;
@@ -544,19 +544,6 @@ fn attachment_id(message_id: &str, part_id: u32) -> String {
     hasher.update(b"#");
     hasher.update(part_id.to_string().as_bytes());
     format!("att-{}", &hex(&hasher.finalize())[..24])
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    hex(&Sha256::digest(data))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// The subject of a thread started by a message: its subject without any leading

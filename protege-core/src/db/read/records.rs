@@ -469,16 +469,16 @@ const PG_UUID: sea_orm::sqlx::postgres::types::Oid = sea_orm::sqlx::postgres::ty
 #[cfg(feature = "postgres")]
 /// A UUID's 16 bytes as PostgreSQL prints them: `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
 fn uuid_text(bytes: &[u8]) -> Option<String> {
-    use std::fmt::Write as _;
     let bytes: &[u8; 16] = bytes.try_into().ok()?;
-    let mut out = String::with_capacity(36);
-    for (i, b) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        let _ = write!(out, "{b:02x}");
-    }
-    Some(out)
+    let hex = protege_mail::hex(bytes);
+    Some(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
 }
 
 #[cfg(feature = "mysql")]
