@@ -17,7 +17,7 @@ use crate::mail::{
     TemplateValue as _, rfc3339_z,
 };
 use crate::message::ToolDef;
-pub use crate::render::MailRender;
+pub use crate::render::{MailRender, MailStats, Quoted};
 use crate::tokens::Tokenizer;
 
 /// Which provider a persona's model belongs to.
@@ -303,37 +303,6 @@ pub struct PersonaMail {
     pub fence: bool,
 }
 
-/// What a mail body shows of the text it quotes (`[mail] quoted`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Quoted {
-    /// The body as stored.
-    #[default]
-    Keep,
-    /// Only what its author wrote: text quoted from the thread's prior messages, quoted
-    /// and forwarded blocks, signatures and mobile taglines removed
-    /// ([`strip_quoted`](crate::strip_quoted)).
-    Strip,
-}
-
-impl Quoted {
-    /// The lowercase name used in TOML and the macro.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Quoted::Keep => "keep",
-            Quoted::Strip => "strip",
-        }
-    }
-
-    /// Parses the lowercase name; `None` for anything else.
-    pub fn parse(name: &str) -> Option<Quoted> {
-        match name {
-            "keep" => Some(Quoted::Keep),
-            "strip" => Some(Quoted::Strip),
-            _ => None,
-        }
-    }
-}
-
 /// The `[limits]` table of a persona: each value set replaces the [`AppConfig`] default
 /// for this persona's templates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -518,32 +487,6 @@ struct MailNotes {
     stats: Vec<(String, MailStats)>,
     /// Per resolver, what `--explain` should say of it (a `LoadRecord` that found no row).
     notes: Vec<(String, String)>,
-}
-
-/// What rendering the mail of one resolver (or of the trailing user turn) removed and
-/// changed: the `mail` columns of `--explain`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MailStats {
-    /// Characters of quoted text, signatures and taglines removed (`[mail] quoted =
-    /// "strip"`).
-    pub quoted_chars: usize,
-    /// Characters of HTML text a reader does not see, dropped by the HTML converter.
-    pub hidden_chars: usize,
-    /// Lines that looked like a fence line, neutralised (`[mail] fence = true`).
-    pub neutralised_lines: usize,
-}
-
-impl MailStats {
-    /// Whether nothing was removed or changed.
-    pub fn is_empty(&self) -> bool {
-        *self == MailStats::default()
-    }
-
-    fn add(&mut self, other: MailStats) {
-        self.quoted_chars += other.quoted_chars;
-        self.hidden_chars += other.hidden_chars;
-        self.neutralised_lines += other.neutralised_lines;
-    }
 }
 
 impl std::fmt::Debug for Context {

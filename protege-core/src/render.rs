@@ -1,7 +1,6 @@
 //! How a run renders a stored message for the model: the persona's `[mail]` rules applied
 //! to its body (`quoted`, `fence`), the rendering cut at `[limits] message_text_bytes`.
 
-use crate::context::{MailStats, Quoted};
 use crate::db::strips::StoredStrip;
 use crate::mail::{Fence, MailMessage, PriorBodies, html_to_text_counted};
 
@@ -96,4 +95,61 @@ fn hidden_chars(m: &MailMessage) -> usize {
     m.html_body
         .as_deref()
         .map_or(0, |html| html_to_text_counted(html).1)
+}
+
+/// What a mail body shows of the text it quotes (`[mail] quoted`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Quoted {
+    /// The body as stored.
+    #[default]
+    Keep,
+    /// Only what its author wrote: text quoted from the thread's prior messages, quoted
+    /// and forwarded blocks, signatures and mobile taglines removed
+    /// ([`strip_quoted`](crate::strip_quoted)).
+    Strip,
+}
+
+impl Quoted {
+    /// The lowercase name used in TOML and the macro.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quoted::Keep => "keep",
+            Quoted::Strip => "strip",
+        }
+    }
+
+    /// Parses the lowercase name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Quoted> {
+        match name {
+            "keep" => Some(Quoted::Keep),
+            "strip" => Some(Quoted::Strip),
+            _ => None,
+        }
+    }
+}
+
+/// What rendering the mail of one resolver (or of the trailing user turn) removed and
+/// changed: the `mail` columns of `--explain`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MailStats {
+    /// Characters of quoted text, signatures and taglines removed (`[mail] quoted =
+    /// "strip"`).
+    pub quoted_chars: usize,
+    /// Characters of HTML text a reader does not see, dropped by the HTML converter.
+    pub hidden_chars: usize,
+    /// Lines that looked like a fence line, neutralised (`[mail] fence = true`).
+    pub neutralised_lines: usize,
+}
+
+impl MailStats {
+    /// Whether nothing was removed or changed.
+    pub fn is_empty(&self) -> bool {
+        *self == MailStats::default()
+    }
+
+    pub(crate) fn add(&mut self, other: MailStats) {
+        self.quoted_chars += other.quoted_chars;
+        self.hidden_chars += other.hidden_chars;
+        self.neutralised_lines += other.neutralised_lines;
+    }
 }
