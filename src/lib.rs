@@ -163,6 +163,10 @@
 //! };
 //! ```
 
+// On docs.rs (`--cfg docsrs`, see `[package.metadata.docs.rs]`) each item behind a feature
+// (`serve`, `agent`, a driver) is shown with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod engine;
 #[cfg(feature = "serve")]
 pub mod serve;
