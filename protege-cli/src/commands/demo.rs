@@ -2,11 +2,7 @@
 //! newest inbound message with `--explain`, print the request.
 
 use protege::ResolveInput;
-use protege::db::entities::message;
-use protege::db::sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    TransactionTrait,
-};
+use protege::db::sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 
 use super::{CliResult, Env, Failure, explain, output, resolve};
 
@@ -21,24 +17,19 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         "database: {}\n",
         protege::db::redact_url(&env.database)
     ))?;
-    // The demo's own table and query: the application's side of the database.
+    // The demo's own table: the application's side of the database.
     let conn = engine.db().await?;
     ensure_customers(env, conn).await?;
     let summary = engine.import_fixture(&env.root.join(FIXTURE)).await?;
     output::err(&format!("demo data: {summary}\n"))?;
-    let newest = message::Entity::find()
-        .filter(message::Column::Direction.eq("inbound"))
-        .order_by_desc(message::Column::SentAt)
-        .order_by_desc(message::Column::Id)
-        .one(conn)
-        .await
-        .map_err(protege::Error::from)?
+    let newest = protege::db::newest_inbound_message(conn)
+        .await?
         .ok_or_else(|| Failure::invalid("the demo data holds no inbound message"))?;
     output::err(&format!(
         "resolving persona `{PERSONA}` for the newest inbound message {} ({:?})\n\n",
-        newest.message_id, newest.subject
+        newest.email.message_id, newest.email.subject
     ))?;
-    let input = ResolveInput::reply(PERSONA, newest.message_id).explain(true);
+    let input = ResolveInput::reply(PERSONA, newest.email.message_id).explain(true);
     let out = resolve::resolve(&engine, &input).await?;
     output::err(&format!("{}\n", explain::table(&out)))?;
     let text = serde_json::to_string_pretty(&out.body)

@@ -36,7 +36,7 @@ pub use connect::{
 pub use read::records::{table_columns, table_names};
 pub use read::{
     AttachmentListing, MessageListing, ThreadListing, Writes, list_thread_messages, list_threads,
-    load_message, load_message_by_row, thread_messages,
+    load_message, load_message_by_row, newest_inbound_message, thread_messages,
 };
 // The reads only the engine of the `protege` crate, the store and the tests use: public for
 // them, out of the documented surface (an application reads through `Engine`).

@@ -58,6 +58,19 @@ pub async fn load_message_by_row(db: &DatabaseConnection, row: i64) -> Result<Op
     load_message_found(db, &by_row).await
 }
 
+/// The newest inbound message (by `sent_at`, ties by `id`), with its attachments; `None`
+/// when there is none: the message `protege demo` answers.
+pub async fn newest_inbound_message(db: &DatabaseConnection) -> Result<Option<MailMessage>> {
+    let mut newest = message_where(
+        Expr::col((message::Entity, message::Column::Direction)).eq(Direction::Inbound.as_str()),
+    );
+    newest
+        .order_by((message::Entity, message::Column::SentAt), Order::Desc)
+        .order_by((message::Entity, message::Column::Id), Order::Desc)
+        .limit(1);
+    load_message_found(db, &newest).await
+}
+
 /// The message `by_message` finds (a select of [`message_where`]), with its attachments.
 async fn load_message_found(
     db: &DatabaseConnection,

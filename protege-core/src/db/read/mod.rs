@@ -82,7 +82,8 @@ pub async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<DatabaseT
 }
 pub use lookup::{
     AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
-    load_message, load_message_by_row, recent_inbound_to, thread_inbound_messages, thread_messages,
+    load_message, load_message_by_row, newest_inbound_message, recent_inbound_to,
+    thread_inbound_messages, thread_messages,
 };
 pub use outbox::{
     OutboxFilter, claimable_outbox, first_contacts, last_delivery, list_outbox, load_outbox,
