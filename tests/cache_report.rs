@@ -164,3 +164,106 @@ async fn cache_report_mistakes_say_what_is_wrong() {
         )
     );
 }
+
+/// A persona whose chain renders per-request system text after `ThreadHistory` (as the
+/// shipped support persona does), or, with `late = false`, the same text before it: the
+/// body the old placement gave, when every system message joined the top-level `system`.
+fn persona_with_closing_line(late: bool) -> String {
+    let policy = "Refunds are possible within 30 days of delivery. Orders ship from Lyon within two business days; the carrier's tracking number is in the order record. Never promise a date the carrier has not given. ".repeat(30);
+    let closing = r#"
+[[message_resolvers]]
+use = "LoadText"
+template = "Reply to {{ message.from }} about {{ message.subject }} (message {{ message.message_id }})."
+"#;
+    let history = r#"
+[[message_resolvers]]
+use = "ThreadHistory"
+"#;
+    let (middle, end) = if late {
+        (history, closing)
+    } else {
+        (closing, history)
+    };
+    format!(
+        r#"instructions = """{INSTRUCTIONS}"""
+addresses = ["support@acme.test"]
+[model]
+provider = "anthropic"
+name = "claude-sonnet-4-5"
+
+[[message_resolvers]]
+use = "LoadText"
+template = "{{{{ persona.instructions }}}}\n\n{policy}"
+{middle}{end}"#
+    )
+}
+
+/// §8's placement measured with the simulated cache: in a thread of five customer mails
+/// (and four replies), a system line naming the current message after `ThreadHistory`
+/// leaves the history's prefix cached, where the top-level `system` holding it missed it.
+/// The first request has no turn before the line, so it is still system text there, and
+/// the second request shares nothing with it; from the third on, all but the previous
+/// request's own line is.
+#[tokio::test]
+async fn a_closing_system_line_after_the_history_keeps_the_prefix_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("personas")).unwrap();
+    std::fs::write(
+        root.join("personas/late.toml"),
+        persona_with_closing_line(true),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("personas/early.toml"),
+        persona_with_closing_line(false),
+    )
+    .unwrap();
+    let url = format!("sqlite://{}", root.join("cache.db").display());
+    let engine = Engine::builder()
+        .root(root)
+        .database(url)
+        .build()
+        .await
+        .unwrap();
+    let thread: serde_json::Value = serde_json::from_str(&thread_of_60()).unwrap();
+    let mut nine = thread.clone();
+    let messages = nine["threads"][0]["messages"].as_array_mut().unwrap();
+    messages.truncate(9);
+    protege::db::import_fixture_str(engine.db().await.unwrap(), &nine.to_string())
+        .await
+        .unwrap();
+    let share = |report: &CacheReport| {
+        let rows = &report.rows[2..];
+        let cached: usize = rows.iter().map(|r| r.cached_tokens).sum();
+        let input: usize = rows.iter().map(|r| r.input_tokens).sum();
+        cached as f64 / input as f64
+    };
+    for format in [Format::Anthropic, Format::OpenaiResponses, Format::Openai] {
+        let late = engine.cache_report("late", 1, format).await.unwrap();
+        let early = engine.cache_report("early", 1, format).await.unwrap();
+        assert_eq!((late.rows.len(), early.rows.len()), (5, 5));
+        println!(
+            "{format:?}: from the third request on, {:.1}% of input tokens cached with the line after the history, {:.1}% with it in the top-level system text",
+            share(&late) * 100.0,
+            share(&early) * 100.0
+        );
+        if format != Format::Openai {
+            // Everything the previous request sent but its closing line (a block of about
+            // 30 tokens) is served from cache. Chat Completions keeps the line where it
+            // stands, a `system` message before the customer's turn, so there the
+            // previous request's last turn is not shared.
+            for k in 2..5 {
+                assert!(
+                    late.rows[k].cached_tokens + 50 >= late.rows[k - 1].input_tokens,
+                    "{format:?}: {late}"
+                );
+            }
+            assert!(share(&late) >= 0.85, "{format:?}: {late}");
+        }
+        assert!(share(&late) > share(&early), "{format:?}: {late}\n{early}");
+        if format == Format::Anthropic {
+            assert!(share(&early) < 0.3, "{early}");
+        }
+    }
+}

@@ -152,8 +152,8 @@ fn anthropic_system_first_late_system_in_the_next_user_turn_results_first() {
             r#"{"type":"tool_use","id":"call_2","name":"lookup_order","input":{"order":"A-2"}}]},"#,
             r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
             r#"{"type":"tool_result","tool_use_id":"call_2","content":"not found"},"#,
-            r#"{"type":"text","text":"[system] Be brief."},"#,
-            r#"{"type":"text","text":"Thanks. And A-2?"}]}],"#,
+            r#"{"type":"text","text":"Thanks. And A-2?"},"#,
+            r#"{"type":"text","text":"[system] Be brief."}]}],"#,
             r#""tools":[{"name":"lookup_order","description":"Find an order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]}"#
         )
     );
@@ -311,8 +311,8 @@ fn anthropic_without_tools_renders_tool_rounds_as_text() {
             r#"{"type":"text","text":"[tool call lookup_order] {\"order\":\"A-2\"}"}]},"#,
             r#"{"role":"user","content":[{"type":"text","text":"[tool result lookup_order] {\"status\":\"shipped\"}"},"#,
             r#"{"type":"text","text":"[tool result lookup_order] not found"},"#,
-            r#"{"type":"text","text":"[system] Be brief."},"#,
-            r#"{"type":"text","text":"Thanks. And A-2?"}]}]}"#
+            r#"{"type":"text","text":"Thanks. And A-2?"},"#,
+            r#"{"type":"text","text":"[system] Be brief."}]}]}"#
         )
     );
     // OpenAI keeps the structured calls: that API accepts them without tools.
@@ -387,8 +387,8 @@ fn anthropic_auto_cache_marks_system_history_end_and_final_block() {
             r#"{"type":"tool_use","id":"call_2","name":"lookup_order","input":{"order":"A-2"}}]},"#,
             r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"{\"status\":\"shipped\"}"},"#,
             r#"{"type":"tool_result","tool_use_id":"call_2","content":"not found","cache_control":{"type":"ephemeral"}},"#,
-            r#"{"type":"text","text":"[system] Be brief."},"#,
-            r#"{"type":"text","text":"Thanks. And A-2?","cache_control":{"type":"ephemeral"}}]}],"#,
+            r#"{"type":"text","text":"Thanks. And A-2?","cache_control":{"type":"ephemeral"}},"#,
+            r#"{"type":"text","text":"[system] Be brief."}]}],"#,
             r#""tools":[{"name":"lookup_order","description":"Find an order","input_schema":{"type":"object","properties":{"order":{"type":"string"}},"required":["order"]}}]}"#
         )
     );

@@ -85,7 +85,7 @@ fn a_tool_round_as_instructions_and_input_items_paired_by_call_id() {
             // No `is_error` in this API: the failed result goes as its text.
             r#"{"type":"function_call_output","call_id":"call_2","output":"not found"},"#,
             r#"{"type":"message","role":"assistant","content":"Checking the other order."},"#,
-            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."},{"type":"input_text","text":"Thanks. And A-2?"}]}],"#,
+            r#"{"type":"message","role":"user","content":"Thanks. And A-2?"},{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."}]}],"#,
             r#""tools":["#,
             LOOKUP_TOOL,
             r#"],"max_output_tokens":512,"store":false}"#,
@@ -235,7 +235,7 @@ fn calls_of_tools_the_request_does_not_declare_go_as_text() {
             r#"{"type":"function_call_output","call_id":"call_1","output":"{\"status\":\"shipped\"}"},"#,
             r#"{"type":"message","role":"user","content":"[tool error old_tool] not found"},"#,
             r#"{"type":"message","role":"assistant","content":"Checking the other order."},"#,
-            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."},{"type":"input_text","text":"Thanks. And A-2?"}]}],"#,
+            r#"{"type":"message","role":"user","content":"Thanks. And A-2?"},{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."}]}],"#,
             r#""tools":["#,
             LOOKUP_TOOL,
             r#"],"store":false}"#,
@@ -255,7 +255,7 @@ fn calls_of_tools_the_request_does_not_declare_go_as_text() {
             r#"{"type":"message","role":"user","content":"[tool result lookup_order] {\"status\":\"shipped\"}"},"#,
             r#"{"type":"message","role":"user","content":"[tool error old_tool] not found"},"#,
             r#"{"type":"message","role":"assistant","content":"Checking the other order."},"#,
-            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."},{"type":"input_text","text":"Thanks. And A-2?"}]}],"store":false}"#,
+            r#"{"type":"message","role":"user","content":"Thanks. And A-2?"},{"type":"message","role":"user","content":[{"type":"input_text","text":"[system] Be brief."}]}],"store":false}"#,
         ]
         .concat()
     );

@@ -17,9 +17,10 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 
 /// The Messages body for `request`: the system messages before the first other message
 /// joined by a blank line into the top-level `system`, each later one a marked text block
-/// (`[system] TEXT`) at the start of the next user turn (after its tool results; a user
-/// turn of its own at the end), so text a resolver renders after `ThreadHistory` never
-/// changes the cached prefix; consecutive same-role turns merged into one message of several
+/// (`[system] TEXT`) after the blocks of the next user message (a user turn of its own at
+/// the end), never under a cache breakpoint, so text a resolver renders after
+/// `ThreadHistory` changes neither the cached prefix nor what the next request finds
+/// cached; consecutive same-role turns merged into one message of several
 /// blocks; tool calls as `tool_use` blocks; tool results as `tool_result` blocks at the
 /// start of the following user message; images and documents as base64 `source` blocks;
 /// `max_tokens` from the model (default 1024). When the first turn is not a user turn,
@@ -36,12 +37,13 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// With `cache = "auto"` (the default), `cache_control: {"type":"ephemeral"}` marks at most
 /// three breakpoints: the end of `system` (then a list of one text block), the last block
 /// of the last message `ThreadHistory` produced (see [`CacheHints`](crate::CacheHints)), and
-/// the last block of the final message. A marked block is never shortened to a string.
+/// the last block of the final message before its late system blocks. A marked block is
+/// never shortened to a string.
 pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
     let cache = model.cache == CacheMode::Auto;
-    let (system, mut turns) = merged_turns(request, cache);
-    open_and_close(&mut turns, cache);
+    let (system, mut turns, late_tail) = merged_turns(request, cache);
+    open_and_close(&mut turns, cache, late_tail);
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model.name.clone()));
     body.insert(
@@ -82,11 +84,12 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
 /// results.
 type Turn = (&'static str, Vec<Value>, usize);
 
-/// The texts of the system messages before the first other message, and the other
-/// messages as turns, consecutive turns of one role merged (a turn's tool results before
-/// its other blocks), later system messages as marked blocks of the next user turn, the
-/// `ThreadHistory` breakpoint marked.
-fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>) {
+/// The texts of the system messages before the first other message, the other messages
+/// as turns, consecutive turns of one role merged (a turn's tool results before its other
+/// blocks), later system messages as marked blocks after the next user message, the
+/// `ThreadHistory` breakpoint marked; and how many of the last turn's blocks are such
+/// late system blocks.
+fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>, usize) {
     let rounds_as_text = request.tools.is_empty();
     // Tool call id → tool name, for results rendered as text.
     let mut call_names: HashMap<&str, &str> = HashMap::new();
@@ -94,6 +97,7 @@ fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>) {
     let mut turns: Vec<Turn> = Vec::new();
     // Later system text waiting for the next user turn.
     let mut late: Vec<Value> = Vec::new();
+    let mut late_tail = 0;
     let mut started = false;
     for (index, m) in request.messages.iter().enumerate() {
         if m.role == Role::System {
@@ -114,15 +118,19 @@ fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>) {
         if cache && request.cache.history_end == Some(index) {
             mark(&mut blocks);
         }
+        merge(&mut turns, (role, blocks, results));
+        late_tail = 0;
         if role == "user" && !late.is_empty() {
+            late_tail = late.len();
             merge(&mut turns, ("user", std::mem::take(&mut late), 0));
         }
-        merge(&mut turns, (role, blocks, results));
     }
     if !late.is_empty() {
+        let ends_in_user = turns.last().is_some_and(|(role, _, _)| *role == "user");
+        late_tail = if ends_in_user { late_tail } else { 0 } + late.len();
         merge(&mut turns, ("user", late, 0));
     }
-    (system, turns)
+    (system, turns, late_tail)
 }
 
 /// Adds `turn` to `turns`, merged into the last turn when it has the same role (tool
@@ -191,8 +199,10 @@ fn turn_of<'a>(
 }
 
 /// Opens the conversation with a user turn when it does not start with one, trims a final
-/// assistant turn (a prefill must not end in whitespace), and marks the last breakpoint.
-fn open_and_close(turns: &mut Vec<Turn>, cache: bool) {
+/// assistant turn (a prefill must not end in whitespace), and marks the last breakpoint:
+/// the last block before the `late_tail` late system blocks that end the last turn (the
+/// last block when there is none before them).
+fn open_and_close(turns: &mut Vec<Turn>, cache: bool, late_tail: usize) {
     if turns.first().is_none_or(|(role, _, _)| *role != "user") {
         turns.insert(0, ("user", vec![text_block(CONVERSATION_START)], 0));
     }
@@ -205,7 +215,9 @@ fn open_and_close(turns: &mut Vec<Turn>, cache: bool) {
         *text = trimmed;
     }
     if cache && let Some((_, blocks, _)) = turns.last_mut() {
-        mark(blocks);
+        let end = blocks.len().saturating_sub(late_tail).max(1);
+        let end = end.min(blocks.len());
+        mark(&mut blocks[..end]);
     }
 }
 

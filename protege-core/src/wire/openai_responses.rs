@@ -30,10 +30,11 @@ pub fn is_reasoning_model(model: &str) -> bool {
 }
 
 /// The Responses body for `request`: the system messages before the first other message
-/// joined by a blank line into `instructions`, each later one a marked `input_text` part
-/// (`[system] TEXT`) at the start of the next user message (a user message of its own when
-/// none follows), so text a resolver renders after `ThreadHistory` never changes the
-/// cached prefix; the other messages as `input` items in order (user and assistant text
+/// joined by a blank line into `instructions`, the later ones a user message of marked
+/// `input_text` parts (`[system] TEXT`) right after the next user message (at the end when
+/// none follows), so text a resolver renders after `ThreadHistory` changes neither the
+/// cached prefix nor what the next request finds cached; the other messages as `input`
+/// items in order (user and assistant text
 /// as `message` items, tool calls as `function_call` items with `arguments` as a JSON
 /// string, tool results as `function_call_output` items paired by `call_id`); images as
 /// `input_image` data URLs and documents as `input_file` parts; function `tools` (with
@@ -150,11 +151,10 @@ fn input_items(request: &Request) -> Vec<Value> {
                 }
             }
             Role::User => {
-                let mut message = user_message(&m.content);
+                items.push(user_message(&m.content));
                 if !late.is_empty() {
-                    prepend_text(&mut message, std::mem::take(&mut late));
+                    items.push(late_message(std::mem::take(&mut late)));
                 }
-                items.push(message);
             }
             Role::Assistant => assistant_items(m, request, &mut as_text, &mut items),
             Role::Tool => {
@@ -175,25 +175,22 @@ fn input_items(request: &Request) -> Vec<Value> {
         }
     }
     if !late.is_empty() {
-        let mut message = user_message(&Content::Parts(Vec::new()));
-        prepend_text(&mut message, late);
-        items.push(message);
+        items.push(late_message(late));
     }
     items
 }
 
-/// Puts `texts` as `input_text` parts at the start of the user message `message`.
-fn prepend_text(message: &mut Value, texts: Vec<String>) {
-    let mut parts: Vec<Value> = texts
+/// The user message of late system `texts`, one `input_text` part each.
+fn late_message(texts: Vec<String>) -> Value {
+    let parts: Vec<Value> = texts
         .into_iter()
         .map(|text| json!({ "type": "input_text", "text": text }))
         .collect();
-    match message["content"].take() {
-        Value::String(text) => parts.push(json!({ "type": "input_text", "text": text })),
-        Value::Array(rest) => parts.extend(rest),
-        _ => {}
-    }
-    message["content"] = Value::Array(parts);
+    json_object([
+        ("type", Value::from("message")),
+        ("role", Value::from("user")),
+        ("content", Value::Array(parts)),
+    ])
 }
 
 /// The items of an assistant message: its text (none when blank), then one
