@@ -3,13 +3,11 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query, SimpleExpr, UpdateStatement};
-use sea_orm::{
-    ActiveValue::NotSet, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    QueryFilter, QuerySelect,
-};
+use sea_orm::{ActiveValue::NotSet, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait};
 
 use protege_core::db::dates;
 use protege_core::db::entities::{message, outbox};
+use protege_core::db::tx::{Tx, embedded_tx, now};
 use protege_core::{Email, Error, ErrorKind, Result};
 
 use crate::store;
@@ -87,53 +85,79 @@ pub(crate) async fn mark_bounced<C: ConnectionTrait>(
 /// Stores `reply`: its message in its thread and its outbox row, in one transaction under
 /// the import lock that first finds the trigger still stored and the run without a reply;
 /// the message's Message-ID is claimed before any byte leaves. A run that has a reply
-/// already keeps it (composing twice answers the same row).
+/// already keeps it (composing twice answers the same row). On a SQLite file the
+/// transaction runs through the SQLite C library ([`embedded_tx`]).
 pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<StoredReply> {
+    if let Some(done) = embedded_tx(db, |tx| now(store_reply_in(tx, reply))) {
+        return done;
+    }
     let txn = protege_core::db::lock::begin_import(db).await?;
-    // The trigger's date when it is still stored (it may have been erased meanwhile).
-    let mut trigger_sent_at = None;
-    if let Some(trigger) = reply.trigger {
-        let found: Option<DateTime<Utc>> = message::Entity::find_by_id(trigger)
-            .select_only()
-            .column(message::Column::SentAt)
-            .into_tuple()
-            .one(&txn)
-            .await?;
-        let Some(at) = found else {
+    match store_reply_in(&txn, reply).await {
+        Ok(stored) => {
+            txn.commit().await?;
+            Ok(stored)
+        }
+        Err(e) => {
             txn.rollback().await?;
+            Err(e)
+        }
+    }
+}
+
+/// [`store_reply`]'s statements in the transaction `tx`: an error leaves it to be rolled
+/// back; an answer other than [`StoredReply::Stored`] wrote nothing.
+async fn store_reply_in<W: Tx>(tx: &W, reply: &NewReply) -> Result<StoredReply> {
+    use message::Column as M;
+    // Whether the trigger is still stored (it may have been erased meanwhile), and whether
+    // the reply is dated at or after it.
+    let mut not_earlier = None;
+    if let Some(trigger) = reply.trigger {
+        let select = Query::select()
+            .expr(Expr::case(Expr::col(M::SentAt).lte(reply.email.sent_at), 1).finally(0))
+            .from(message::Entity)
+            .and_where(Expr::col(M::Id).eq(trigger))
+            .to_owned();
+        tx.select(&select, |row| {
+            not_earlier = Some(row.int(0)? == 1);
+            Ok(())
+        })
+        .await?;
+        if not_earlier.is_none() {
             return Ok(StoredReply::TriggerGone);
-        };
-        trigger_sent_at = Some(at);
+        }
     }
     if let Some(run) = &reply.run_id {
         // Another call composed it first.
-        let stored: Option<i64> = outbox::Entity::find()
-            .select_only()
+        let select = Query::select()
             .column(outbox::Column::Id)
-            .filter(outbox::Column::RunId.eq(run.as_str()))
-            .into_tuple()
-            .one(&txn)
-            .await?;
+            .from(outbox::Entity)
+            .and_where(Expr::col(outbox::Column::RunId).eq(run.as_str()))
+            .limit(1)
+            .to_owned();
+        let mut stored = None;
+        tx.select(&select, |row| {
+            stored = Some(row.int(0)?);
+            Ok(())
+        })
+        .await?;
         if let Some(id) = stored {
-            txn.rollback().await?;
             return Ok(StoredReply::Existing(id));
         }
     }
     // A reply dated at or after its trigger never starts its thread earlier: the thread's
     // start is not touched then.
     let stored = match reply.thread {
-        Some(thread) if trigger_sent_at.is_some_and(|at| at <= reply.email.sent_at) => {
-            store::insert_into_thread(&txn, thread, &reply.email)
+        Some(thread) if not_earlier == Some(true) => {
+            store::insert_into_thread(tx, thread, &reply.email)
                 .await?
                 .map(|id| (thread, id))
         }
         thread => {
             let subject = thread_subject(&reply.email.subject);
-            store::insert_email(&txn, thread, &subject, &reply.email).await?
+            store::insert_email(tx, thread, &subject, &reply.email).await?
         }
     };
     let Some((thread, message_row)) = stored else {
-        txn.rollback().await?;
         return Err(Error::new(
             ErrorKind::Conflict,
             format!(
@@ -174,23 +198,13 @@ pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<St
     };
     let mut active: outbox::ActiveModel = row.clone().into();
     active.id = NotSet;
-    let insert = outbox::Entity::insert(active);
-    let id = if txn.get_database_backend() == DbBackend::MySql {
-        store::mysql_insert(&txn, &sea_orm::QueryTrait::into_query(insert)).await
-    } else {
-        insert.exec(&txn).await.map(|r| r.last_insert_id)
-    };
-    match id {
-        Ok(id) => {
-            txn.commit().await?;
-            row.id = id;
-            Ok(StoredReply::Stored(Box::new(row), thread))
-        }
-        Err(e) => {
-            txn.rollback().await?;
-            Err(e.into())
-        }
-    }
+    let insert = sea_orm::QueryTrait::into_query(outbox::Entity::insert(active));
+    row.id = tx.insert(&insert).await?.ok_or_else(|| {
+        Error::from(DbErr::Custom(
+            "the reply's outbox row was not inserted".into(),
+        ))
+    })?;
+    Ok(StoredReply::Stored(Box::new(row), thread))
 }
 
 /// A change of one outbox row, made only when the row is as [`Change::when`] says.

@@ -28,6 +28,8 @@ mod reason;
 mod schema;
 pub mod settings;
 pub mod strips;
+#[doc(hidden)]
+pub mod tx;
 
 pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,

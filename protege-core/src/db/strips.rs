@@ -23,9 +23,9 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
 use sea_orm::{ConnectionTrait, DbErr};
 
-use crate::db::dates;
 use crate::db::entities::{message, message_strip};
 use crate::db::read::rows::{self, columns};
+use crate::db::tx::Tx;
 use crate::mail::{MailMessage, PriorBodies};
 
 pub use protege_mail::STRIP_RULES;
@@ -92,8 +92,8 @@ struct Walked {
 
 /// The messages of `threads`, each thread in its order (`sent_at`, then `id`), bodies not
 /// read; with `through`, only the messages sent at or before it.
-async fn thread_order<C: ConnectionTrait>(
-    db: &C,
+async fn thread_order<W: Tx>(
+    db: &W,
     threads: &[i64],
     through: Option<DateTime<Utc>>,
 ) -> Result<Vec<Walked>, DbErr> {
@@ -117,23 +117,24 @@ async fn thread_order<C: ConnectionTrait>(
     Ok(out)
 }
 
-/// The messages `select` reads (its thread, id and direction columns), bodies not read and
-/// not ranked yet.
-async fn walked_rows<C: ConnectionTrait>(
-    db: &C,
+/// The messages `select` reads (its thread, id and direction columns, in this order),
+/// bodies not read and not ranked yet.
+async fn walked_rows<W: Tx>(
+    db: &W,
     select: &sea_orm::sea_query::SelectStatement,
 ) -> Result<Vec<Walked>, DbErr> {
     let mut out = Vec::new();
-    for row in db.query_all_raw(dates::statement(db, select)).await? {
-        let direction: String = row.try_get("", "direction")?;
+    db.select(select, |row| {
         out.push(Walked {
-            thread: row.try_get("", "email_thread_id")?,
-            id: row.try_get("", "id")?,
-            outbound: direction == "outbound",
+            thread: row.int(0)?,
+            id: row.int(1)?,
+            outbound: row.text(2)?.as_deref() == Some("outbound"),
             rank: 0,
             body: String::new(),
         });
-    }
+        Ok(())
+    })
+    .await?;
     Ok(out)
 }
 
@@ -153,11 +154,7 @@ fn rank(order: &mut [Walked]) {
 }
 
 /// Reads the readable body of each `order[i]` where `need[i]`.
-async fn read_bodies<C: ConnectionTrait>(
-    db: &C,
-    order: &mut [Walked],
-    need: &[bool],
-) -> Result<(), DbErr> {
+async fn read_bodies<W: Tx>(db: &W, order: &mut [Walked], need: &[bool]) -> Result<(), DbErr> {
     use message::Column as M;
     let ids: Vec<i64> = order
         .iter()
@@ -177,15 +174,15 @@ async fn read_bodies<C: ConnectionTrait>(
             .from(message::Entity)
             .and_where(Expr::col(M::Id).is_in(chunk.iter().copied()))
             .to_owned();
-        for row in db.query_all(&select).await? {
-            let text: Option<String> = row.try_get("", "text_body")?;
-            let html_text: Option<String> = row.try_get("", "html_text")?;
-            let html: Option<String> = row.try_get("", "html_body")?;
+        db.select(&select, |row| {
+            let (text, html_text, html) = (row.text(1)?, row.text(2)?, row.text(3)?);
             let body =
                 protege_mail::readable_of(text.as_deref(), html_text.as_deref(), html.as_deref())
                     .into_owned();
-            bodies.insert(row.try_get::<i64>("", "id")?, body);
-        }
+            bodies.insert(row.int(0)?, body);
+            Ok(())
+        })
+        .await?;
     }
     for w in order.iter_mut() {
         if let Some(body) = bodies.remove(&w.id) {
@@ -399,11 +396,7 @@ pub(crate) async fn of_messages<C: ConnectionTrait>(
 /// changes no other message's stripped text, since each is stripped against the messages
 /// stored before it; a removal changes those stored after it, so their threads are
 /// stripped again whole.
-pub async fn restrip<C: ConnectionTrait>(
-    db: &C,
-    threads: &[i64],
-    written: &HashSet<i64>,
-) -> Result<(), DbErr> {
+pub async fn restrip<W: Tx>(db: &W, threads: &[i64], written: &HashSet<i64>) -> Result<(), DbErr> {
     if let ([thread], false) = (threads, written.is_empty()) {
         return restrip_written(db, *thread, written).await;
     }
@@ -433,11 +426,7 @@ pub async fn restrip<C: ConnectionTrait>(
 /// them on (ranks counted in the order messages were stored), so the cost is the same
 /// whatever the thread's length: two counting statements over the thread's index, and the
 /// rows of at most the two blocks the walk reads (and the written ones).
-async fn restrip_written<C: ConnectionTrait>(
-    db: &C,
-    thread: i64,
-    written: &HashSet<i64>,
-) -> Result<(), DbErr> {
+async fn restrip_written<W: Tx>(db: &W, thread: i64, written: &HashSet<i64>) -> Result<(), DbErr> {
     use message::Column as M;
     let Some(&first) = written.iter().min() else {
         return Ok(());
@@ -448,10 +437,12 @@ async fn restrip_written<C: ConnectionTrait>(
         .and_where(Expr::col(M::EmailThreadId).eq(thread))
         .and_where(Expr::col(M::Id).lt(first))
         .to_owned();
-    let stored_before: i64 = match db.query_one(&before).await? {
-        Some(row) => row.try_get_by_index(0)?,
-        None => 0,
-    };
+    let mut stored_before = 0_i64;
+    db.select(&before, |row| {
+        stored_before = row.int(0)?;
+        Ok(())
+    })
+    .await?;
     let lo =
         (usize::try_from(stored_before).unwrap_or(0) / STRIP_BLOCK).saturating_sub(1) * STRIP_BLOCK;
     // The id of rank `lo`: the first message the walk may read.
@@ -463,10 +454,15 @@ async fn restrip_written<C: ConnectionTrait>(
         .limit(1)
         .offset(lo as u64)
         .to_owned();
-    let Some(row) = db.query_one(&from).await? else {
+    let mut from_id = None;
+    db.select(&from, |row| {
+        from_id = Some(row.int(0)?);
+        Ok(())
+    })
+    .await?;
+    let Some(from_id) = from_id else {
         return Ok(());
     };
-    let from_id: i64 = row.try_get_by_index(0)?;
     let select = Query::select()
         .columns([M::EmailThreadId, M::Id, M::Direction])
         .from(message::Entity)
@@ -514,7 +510,7 @@ pub(crate) async fn restrip_all<C: ConnectionTrait>(db: &C) -> Result<(), DbErr>
 }
 
 /// Replaces the rows of the messages of `rows` with these.
-async fn store<C: ConnectionTrait>(db: &C, rows: &[(i64, StoredStrip)]) -> Result<(), DbErr> {
+async fn store<W: Tx>(db: &W, rows: &[(i64, StoredStrip)]) -> Result<(), DbErr> {
     use message_strip::Column as S;
     delete_rows(db, &rows.iter().map(|(id, _)| *id).collect::<Vec<_>>()).await?;
     let mut at = 0;
@@ -549,7 +545,7 @@ async fn store<C: ConnectionTrait>(db: &C, rows: &[(i64, StoredStrip)]) -> Resul
 }
 
 /// Removes the rows of the messages `ids`, about to be stripped again.
-async fn delete_rows<C: ConnectionTrait>(db: &C, ids: &[i64]) -> Result<(), DbErr> {
+async fn delete_rows<W: Tx>(db: &W, ids: &[i64]) -> Result<(), DbErr> {
     use message_strip::Column as S;
     for chunk in ids.chunks(IN_CHUNK) {
         let delete = Query::delete()

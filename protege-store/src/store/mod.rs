@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::fixture::FixtureToolUse;
 use protege_core::db::dates;
 use protege_core::db::entities::{attachment, email_thread, message, message_address, tool_use};
+use protege_core::db::tx::Tx;
 use protege_core::{Error, Result};
 use protege_mail::html_to_text;
 use protege_mail::{Attachment, Email, one_line, without_nul};
@@ -270,17 +271,18 @@ fn tool_use_row(message_id: i64, use_: &FixtureToolUse) -> tool_use::ActiveModel
 }
 
 /// Inserts a thread row; returns its id.
-pub(crate) async fn insert_thread<C: ConnectionTrait>(
-    db: &C,
+pub(crate) async fn insert_thread<W: Tx>(
+    db: &W,
     subject: &str,
     created_at: DateTime<Utc>,
 ) -> Result<i64> {
     dates::check("the start of the thread", &created_at)?;
-    let insert = email_thread::Entity::insert(thread_row(subject, created_at));
-    if db.get_database_backend() == DbBackend::MySql {
-        return Ok(mysql_insert(db, &insert.into_query()).await?);
-    }
-    Ok(insert.exec(db).await?.last_insert_id)
+    let insert = email_thread::Entity::insert(thread_row(subject, created_at)).into_query();
+    db.insert(&insert).await?.ok_or_else(|| {
+        Error::from(DbErr::Custom(
+            "the new thread's row was not inserted".into(),
+        ))
+    })
 }
 
 /// Runs the one-row `insert` on MySQL/MariaDB, its dates bound as `DATETIME` (see
@@ -304,8 +306,8 @@ pub(crate) async fn delete_thread<C: ConnectionTrait>(db: &C, thread: i64) -> Re
 
 /// When a message sent at `sent_at` is older than thread `thread`'s start, the thread
 /// takes `subject` and that start (so a thread's subject is its earliest message's).
-pub(crate) async fn backdate_thread<C: ConnectionTrait>(
-    db: &C,
+pub(crate) async fn backdate_thread<W: Tx>(
+    db: &W,
     thread: i64,
     subject: &str,
     sent_at: DateTime<Utc>,
@@ -319,15 +321,15 @@ pub(crate) async fn backdate_thread<C: ConnectionTrait>(
         .filter(email_thread::Column::Id.eq(thread))
         .filter(email_thread::Column::CreatedAt.gt(sent_at))
         .into_query();
-    db.execute_raw(dates::statement(db, &update)).await?;
+    db.execute(&update).await?;
     Ok(())
 }
 
 /// Inserts `email` with its attachments and `tool_uses` into thread `thread_id`, one row
 /// at a time; returns the message's row id, or `None` when its Message-ID is stored
 /// already (by another writer since it was looked up): then nothing is written.
-pub(crate) async fn insert_message<C: ConnectionTrait>(
-    db: &C,
+pub(crate) async fn insert_message<W: Tx>(
+    db: &W,
     thread_id: i64,
     email: &Email,
     tool_uses: &[FixtureToolUse],
@@ -339,19 +341,16 @@ pub(crate) async fn insert_message<C: ConnectionTrait>(
     // One row at a time keeps insertion order (the `id` order) equal to the given order on
     // every backend.
     for att in &email.attachments {
-        attachment::Entity::insert(attachment_row(id, att))
-            .exec(db)
+        db.execute(&attachment::Entity::insert(attachment_row(id, att)).into_query())
             .await?;
     }
     for use_ in tool_uses {
-        tool_use::Entity::insert(tool_use_row(id, use_))
-            .exec(db)
+        db.execute(&tool_use::Entity::insert(tool_use_row(id, use_)).into_query())
             .await?;
     }
     let addresses = bulk::address_rows(thread_id, id, email);
     if !addresses.is_empty() {
-        message_address::Entity::insert_many(addresses)
-            .exec_without_returning(db)
+        db.execute(&message_address::Entity::insert_many(addresses).into_query())
             .await?;
     }
     Ok(Some(id))
@@ -361,8 +360,8 @@ pub(crate) async fn insert_message<C: ConnectionTrait>(
 /// [`backdate_thread`]), or into a new thread named `subject` when `thread` is `None`.
 /// Returns the thread and the message's row id, or `None` when the Message-ID is stored
 /// already (a new thread is then left empty: the caller rolls its savepoint back).
-pub(crate) async fn insert_email<C: ConnectionTrait>(
-    db: &C,
+pub(crate) async fn insert_email<W: Tx>(
+    db: &W,
     thread: Option<i64>,
     subject: &str,
     email: &Email,
@@ -382,8 +381,8 @@ pub(crate) async fn insert_email<C: ConnectionTrait>(
 
 /// Inserts `email` into thread `thread`, whose start it does not precede, and strips it;
 /// the message's row id, or `None` when its Message-ID is stored already.
-pub(crate) async fn insert_into_thread<C: ConnectionTrait>(
-    db: &C,
+pub(crate) async fn insert_into_thread<W: Tx>(
+    db: &W,
     thread: i64,
     email: &Email,
 ) -> Result<Option<i64>> {
@@ -397,28 +396,19 @@ pub(crate) async fn insert_into_thread<C: ConnectionTrait>(
 
 /// Inserts a message row unless its Message-ID is stored already; returns the new row's
 /// id, or `None` when it was skipped.
-async fn insert_or_skip<C: ConnectionTrait>(
-    db: &C,
-    row: message::ActiveModel,
-) -> Result<Option<i64>> {
-    let outcome = if db.get_database_backend() == DbBackend::MySql {
-        // MySQL has no `ON CONFLICT DO NOTHING`, and `INSERT IGNORE` would also hide other
-        // errors; a duplicate key rolls back only its own statement there.
-        mysql_insert(db, &message::Entity::insert(row).into_query()).await
-    } else {
-        message::Entity::insert(row)
-            .on_conflict(
-                OnConflict::column(message::Column::MessageId)
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .exec(db)
-            .await
-            .map(|result| result.last_insert_id)
-    };
-    match outcome {
-        Ok(id) => Ok(Some(id)),
-        Err(DbErr::RecordNotInserted) => Ok(None),
+async fn insert_or_skip<W: Tx>(db: &W, row: message::ActiveModel) -> Result<Option<i64>> {
+    let mut insert = message::Entity::insert(row).into_query();
+    // MySQL has no `ON CONFLICT DO NOTHING`, and `INSERT IGNORE` would also hide other
+    // errors; a duplicate key rolls back only its own statement there.
+    if db.backend() != DbBackend::MySql {
+        insert.on_conflict(
+            OnConflict::column(message::Column::MessageId)
+                .do_nothing()
+                .to_owned(),
+        );
+    }
+    match db.insert(&insert).await {
+        Ok(id) => Ok(id),
         Err(e) if is_unique_violation(&e) => Ok(None),
         Err(e) => Err(e.into()),
     }

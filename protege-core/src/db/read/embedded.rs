@@ -322,6 +322,37 @@ impl Writes<'_> {
             .prepare_cached(&sql)?
             .execute(rusqlite::params_from_iter(params))?)
     }
+
+    /// Runs a one-row `INSERT`; the new row's id, `None` when it inserted nothing.
+    pub(crate) fn insert_row(&self, statement: &impl QueryStatementWriter) -> Result<Option<i64>> {
+        Ok(match self.execute(statement)? {
+            0 => None,
+            _ => Some(self.tx.last_insert_rowid()),
+        })
+    }
+
+    /// Runs `statement`, calling `each` for every row in order.
+    pub(crate) fn select_rows(
+        &self,
+        statement: &SelectStatement,
+        mut each: impl FnMut(&dyn crate::db::tx::Cells) -> std::result::Result<(), sea_orm::DbErr>,
+    ) -> std::result::Result<(), sea_orm::DbErr> {
+        use crate::db::tx::sqlite_error;
+        let (sql, values) = statement.build(SqliteQueryBuilder);
+        let params = values
+            .into_iter()
+            .map(bind)
+            .collect::<Result<Vec<_>>>()
+            .map_err(sqlite_error)?;
+        let mut prepared = self.tx.prepare_cached(&sql).map_err(sqlite_error)?;
+        let mut rows = prepared
+            .query(rusqlite::params_from_iter(params))
+            .map_err(sqlite_error)?;
+        while let Some(row) = rows.next().map_err(sqlite_error)? {
+            each(row)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs `write` in one transaction through the SQLite C library when `db` is a SQLite
