@@ -1456,3 +1456,101 @@ async fn agent_retry_queues_every_failed_job_of_a_persona() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The daily caps of §17, counted by the database: a thread's, a correspondent's (whatever
+/// the case of the address) and the persona's, each skipping the job with its reason and
+/// without asking the provider.
+#[tokio::test]
+async fn the_daily_caps_skip_a_thread_a_correspondent_and_the_persona_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_caps").await {
+        let answers = (0..4).map(|_| Scripted::Json(200, standin::anthropic_text(ANSWER)));
+        let provider = StandIn::start(answers).await.unwrap();
+        let root = root_with(
+            &provider.base_url(),
+            "http://127.0.0.1:9",
+            "max_replies_per_day = 4\nmax_replies_per_thread_per_day = 1\n\
+             max_replies_per_correspondent_per_day = 2",
+        );
+        let engine = engine_of(root.path(), &url).await;
+        let answer_of = |parent: &str| format!("In-Reply-To: {parent}\r\nReferences: {parent}\r\n");
+        let cases = [
+            (
+                "<cap-1@example.com>",
+                "Zoe <zoe@example.com>",
+                String::new(),
+                "done",
+                None,
+            ),
+            (
+                "<cap-2@example.com>",
+                "Zoe <zoe@example.com>",
+                answer_of("<cap-1@example.com>"),
+                "skipped",
+                Some("thread_cap"),
+            ),
+            (
+                "<cap-3@example.com>",
+                "Zoe <ZOE@Example.COM>",
+                String::new(),
+                "done",
+                None,
+            ),
+            (
+                "<cap-4@example.com>",
+                "Zoe <zoe@example.com>",
+                String::new(),
+                "skipped",
+                Some("correspondent_cap"),
+            ),
+            (
+                "<cap-5@example.com>",
+                "Kim <kim@example.com>",
+                String::new(),
+                "done",
+                None,
+            ),
+            (
+                "<cap-6@example.com>",
+                "Bob <bob@example.com>",
+                String::new(),
+                "done",
+                None,
+            ),
+            (
+                "<cap-7@example.com>",
+                "Ann <ann@example.com>",
+                String::new(),
+                "skipped",
+                Some("persona_cap"),
+            ),
+        ];
+        let worker = agent(&engine, "w");
+        for (id, from, headers, state, reason) in &cases {
+            // Distinct subjects: each new mail starts its own thread.
+            let raw = mail(id, from, headers).replace(
+                "Subject: Where is my order?",
+                &format!("Subject: Order {id}"),
+            );
+            let raw = if headers.is_empty() {
+                raw
+            } else {
+                raw.replace(
+                    &format!("Subject: Order {id}"),
+                    "Subject: Re: Order <cap-1@example.com>",
+                )
+            };
+            engine
+                .ingest_mail(raw.as_bytes(), Some(Direction::Inbound))
+                .await
+                .unwrap();
+            let report = worker.work_once().await.unwrap().unwrap();
+            assert_eq!(
+                (report.state.as_str(), report.reason.as_deref()),
+                (*state, *reason),
+                "{url}: {id}: {report:?}"
+            );
+        }
+        assert_eq!(provider.requests().len(), 4, "{url}");
+    }
+}

@@ -873,27 +873,16 @@ impl Agent {
         let conn = self.engine.db().await?;
         let now = Utc::now();
         let day = now - chrono::Duration::hours(24);
-        let replies = db::replies_since(conn, persona, day).await?;
-        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        if count(replies.len()) >= agent.max_replies_per_day {
+        let correspondent = bare_address(from).to_lowercase();
+        let replies = db::reply_counts(conn, persona, day, thread, &correspondent).await?;
+        let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        if count(replies.persona) >= agent.max_replies_per_day {
             return Ok(Some(JobEnd::Skipped("persona_cap".to_owned())));
         }
-        if count(replies.iter().filter(|(t, _)| *t == thread).count())
-            >= agent.max_replies_per_thread_per_day
-        {
+        if count(replies.thread) >= agent.max_replies_per_thread_per_day {
             return Ok(Some(JobEnd::Skipped("thread_cap".to_owned())));
         }
-        let correspondent = bare_address(from).to_lowercase();
-        let to_them = replies
-            .iter()
-            .filter(|(_, recipients)| {
-                serde_json::from_str::<Vec<String>>(recipients)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|r| r.eq_ignore_ascii_case(&correspondent))
-            })
-            .count();
-        if count(to_them) >= agent.max_replies_per_correspondent_per_day {
+        if count(replies.correspondent) >= agent.max_replies_per_correspondent_per_day {
             return Ok(Some(JobEnd::Skipped("correspondent_cap".to_owned())));
         }
         if let Some(limit) = agent.tokens_per_day {

@@ -43,8 +43,9 @@ pub use read::{
 // The reads only the engine of the `protege` crate, the store and the tests use: public for
 // them, out of the documented surface (an application reads through `Engine`).
 pub use read::jobs::{
-    JobFilter, attachment_in_thread, job_of_message, job_state, jobs_select, list_jobs, load_job,
-    message_row_of, paused_job, person_replied, replies_since, select_jobs, tokens_since,
+    JobFilter, ReplyCounts, attachment_in_thread, job_of_message, job_state, jobs_select,
+    list_jobs, load_job, message_row_of, paused_job, person_replied, reply_counts, select_jobs,
+    tokens_since,
 };
 pub use read::{
     OutboxFilter, claimable_outbox, first_contacts, last_delivery, list_outbox, load_outbox,

@@ -158,35 +158,118 @@ pub async fn attachment_in_thread<C: ConnectionTrait>(
         .await?)
 }
 
-/// The replies of `persona` made since `since` in any state but `rejected`, as (thread,
-/// recipients JSON): what the agent's daily caps count.
-pub async fn replies_since<C: ConnectionTrait>(
+/// How many replies `persona` made since `since` (in any state but `rejected`): in all, in
+/// thread `thread`, and to `correspondent` (a bare address, compared whatever its ASCII
+/// case): what the agent's daily caps count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplyCounts {
+    /// Every reply of the persona.
+    pub persona: u64,
+    /// The replies in the thread.
+    pub thread: u64,
+    /// The replies with the correspondent among their recipients.
+    pub correspondent: u64,
+}
+
+/// [`ReplyCounts`] of `persona` since `since`: the first two counted by the database in
+/// one statement, whatever the persona's volume; the third from the recipients of the
+/// replies whose recipients' text holds the address (a `LIKE` that misses none), each
+/// checked exactly.
+pub async fn reply_counts<C: ConnectionTrait>(
     db: &C,
     persona: &str,
     since: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<(i64, String)>> {
+    thread: i64,
+    correspondent: &str,
+) -> Result<ReplyCounts> {
     use crate::db::entities::{message, outbox};
-    let select = Query::select()
-        .column((message::Entity, message::Column::EmailThreadId))
-        .column((outbox::Entity, outbox::Column::Recipients))
-        .from(outbox::Entity)
-        .inner_join(
-            message::Entity,
-            Expr::col((message::Entity, message::Column::Id))
-                .equals((outbox::Entity, outbox::Column::MessageId)),
-        )
-        .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
-        .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
-        .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since))
-        .to_owned();
-    let rows = db
-        .query_all_raw(crate::db::dates::statement(db, &select))
+    use sea_orm::sea_query::{Func, LikeExpr, SelectStatement};
+    let replies = |select: &mut SelectStatement| {
+        select
+            .from(outbox::Entity)
+            .inner_join(
+                message::Entity,
+                Expr::col((message::Entity, message::Column::Id))
+                    .equals((outbox::Entity, outbox::Column::MessageId)),
+            )
+            .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
+            .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
+            .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since));
+    };
+    let in_thread = Expr::case(
+        Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread),
+        1,
+    )
+    .finally(0);
+    let mut counts = Query::select();
+    counts
+        .expr(Expr::col((outbox::Entity, outbox::Column::Id)).count())
+        .expr(Func::coalesce([
+            Func::sum(in_thread).into(),
+            Expr::value(0),
+        ]));
+    replies(&mut counts);
+    let row = db
+        .query_one_raw(crate::db::dates::statement(db, &counts))
         .await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        out.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
+    let int = |row: &sea_orm::QueryResult, i: usize| -> Result<u64> {
+        // A sum is `NUMERIC` on PostgreSQL and `DECIMAL` on MySQL/MariaDB.
+        let n = match row.try_get_by_index::<i64>(i) {
+            Ok(n) => n,
+            Err(_) => row
+                .try_get_by_index::<sea_orm::prelude::Decimal>(i)?
+                .try_into()
+                .unwrap_or(i64::MAX),
+        };
+        Ok(u64::try_from(n).unwrap_or(0))
+    };
+    let (all, in_thread) = match &row {
+        Some(row) => (int(row, 0)?, int(row, 1)?),
+        None => (0, 0),
+    };
+    // The address as the recipients' JSON writes it, lowered as the backend lowers text.
+    let quoted = serde_json::to_string(correspondent).unwrap_or_default();
+    let lowered = match db.get_database_backend() {
+        sea_orm::DbBackend::Sqlite => quoted.to_ascii_lowercase(),
+        _ => quoted.to_lowercase(),
+    };
+    let mut pattern = String::with_capacity(lowered.len() + 8);
+    pattern.push('%');
+    for c in lowered.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
     }
-    Ok(out)
+    pattern.push('%');
+    let mut to_them = Query::select();
+    to_them
+        .column((outbox::Entity, outbox::Column::Recipients))
+        .and_where(
+            Expr::expr(Func::lower(Expr::col((
+                outbox::Entity,
+                outbox::Column::Recipients,
+            ))))
+            .like(LikeExpr::new(pattern).escape('\\')),
+        );
+    replies(&mut to_them);
+    let mut correspondents = 0;
+    for row in db
+        .query_all_raw(crate::db::dates::statement(db, &to_them))
+        .await?
+    {
+        let recipients: String = row.try_get_by_index(0)?;
+        let theirs = serde_json::from_str::<Vec<String>>(&recipients)
+            .unwrap_or_default()
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(correspondent));
+        correspondents += u64::from(theirs);
+    }
+    Ok(ReplyCounts {
+        persona: all,
+        thread: in_thread,
+        correspondent: correspondents,
+    })
 }
 
 /// Whether the newest outbound message of thread `thread` (in the order they were stored)
