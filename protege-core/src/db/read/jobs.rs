@@ -159,8 +159,8 @@ pub async fn attachment_in_thread<C: ConnectionTrait>(
 }
 
 /// How many replies `persona` made since `since` (in any state but `rejected`): in all, in
-/// thread `thread`, and to `correspondent` (a bare address, compared whatever its ASCII
-/// case): what the agent's daily caps count.
+/// thread `thread`, and to `correspondent` (a bare address, compared lowercased): what the
+/// agent's daily caps count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReplyCounts {
     /// Every reply of the persona.
@@ -171,10 +171,10 @@ pub struct ReplyCounts {
     pub correspondent: u64,
 }
 
-/// [`ReplyCounts`] of `persona` since `since`: the first two counted by the database in
-/// one statement, whatever the persona's volume; the third from the recipients of the
-/// replies whose recipients' text holds the address (a `LIKE` that misses none), each
-/// checked exactly.
+/// [`ReplyCounts`] of `persona` since `since`, each counted by the database: the persona's
+/// rows by its index, the thread's through the thread's messages, the correspondent's
+/// through the addresses of the replies (`message_addresses`, the recipients' bare
+/// addresses, lowercased), so no count reads the persona's whole day.
 pub async fn reply_counts<C: ConnectionTrait>(
     db: &C,
     persona: &str,
@@ -182,93 +182,55 @@ pub async fn reply_counts<C: ConnectionTrait>(
     thread: i64,
     correspondent: &str,
 ) -> Result<ReplyCounts> {
-    use crate::db::entities::{message, outbox};
-    use sea_orm::sea_query::{Func, LikeExpr, SelectStatement};
+    use crate::db::entities::{message, message_address, outbox};
+    use crate::db::tx::Tx;
+    use sea_orm::sea_query::SelectStatement;
     let replies = |select: &mut SelectStatement| {
         select
             .from(outbox::Entity)
-            .inner_join(
-                message::Entity,
-                Expr::col((message::Entity, message::Column::Id))
-                    .equals((outbox::Entity, outbox::Column::MessageId)),
-            )
             .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
             .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
             .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since));
     };
-    let in_thread = Expr::case(
-        Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread),
-        1,
-    )
-    .finally(0);
-    let mut counts = Query::select();
-    counts
+    let mut all = Query::select();
+    all.expr(Expr::col((outbox::Entity, outbox::Column::Id)).count());
+    replies(&mut all);
+    let mut in_thread = Query::select();
+    in_thread
         .expr(Expr::col((outbox::Entity, outbox::Column::Id)).count())
-        .expr(Func::coalesce([
-            Func::sum(in_thread).into(),
-            Expr::value(0),
-        ]));
-    replies(&mut counts);
-    let row = db
-        .query_one_raw(crate::db::dates::statement(db, &counts))
-        .await?;
-    let int = |row: &sea_orm::QueryResult, i: usize| -> Result<u64> {
-        // A sum is `NUMERIC` on PostgreSQL and `DECIMAL` on MySQL/MariaDB.
-        let n = match row.try_get_by_index::<i64>(i) {
-            Ok(n) => n,
-            Err(_) => row
-                .try_get_by_index::<sea_orm::prelude::Decimal>(i)?
-                .try_into()
-                .unwrap_or(i64::MAX),
-        };
-        Ok(u64::try_from(n).unwrap_or(0))
-    };
-    let (all, in_thread) = match &row {
-        Some(row) => (int(row, 0)?, int(row, 1)?),
-        None => (0, 0),
-    };
-    // The address as the recipients' JSON writes it, lowered as the backend lowers text.
-    let quoted = serde_json::to_string(correspondent).unwrap_or_default();
-    let lowered = match db.get_database_backend() {
-        sea_orm::DbBackend::Sqlite => quoted.to_ascii_lowercase(),
-        _ => quoted.to_lowercase(),
-    };
-    let mut pattern = String::with_capacity(lowered.len() + 8);
-    pattern.push('%');
-    for c in lowered.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            pattern.push('\\');
-        }
-        pattern.push(c);
-    }
-    pattern.push('%');
+        .inner_join(
+            message::Entity,
+            Expr::col((message::Entity, message::Column::Id))
+                .equals((outbox::Entity, outbox::Column::MessageId)),
+        )
+        .and_where(Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread));
+    replies(&mut in_thread);
     let mut to_them = Query::select();
     to_them
-        .column((outbox::Entity, outbox::Column::Recipients))
+        .expr(Expr::col((outbox::Entity, outbox::Column::Id)).count_distinct())
+        .inner_join(
+            message_address::Entity,
+            Expr::col((message_address::Entity, message_address::Column::MessageId))
+                .equals((outbox::Entity, outbox::Column::MessageId)),
+        )
         .and_where(
-            Expr::expr(Func::lower(Expr::col((
-                outbox::Entity,
-                outbox::Column::Recipients,
-            ))))
-            .like(LikeExpr::new(pattern).escape('\\')),
+            Expr::col((message_address::Entity, message_address::Column::Address))
+                .eq(correspondent.to_lowercase()),
         );
     replies(&mut to_them);
-    let mut correspondents = 0;
-    for row in db
-        .query_all_raw(crate::db::dates::statement(db, &to_them))
-        .await?
-    {
-        let recipients: String = row.try_get_by_index(0)?;
-        let theirs = serde_json::from_str::<Vec<String>>(&recipients)
-            .unwrap_or_default()
-            .iter()
-            .any(|r| r.eq_ignore_ascii_case(correspondent));
-        correspondents += u64::from(theirs);
+    let mut counts = [0_u64; 3];
+    for (select, count) in [all, in_thread, to_them].iter().zip(&mut counts) {
+        db.select(select, |row| {
+            *count = u64::try_from(row.int(0)?).unwrap_or(0);
+            Ok(())
+        })
+        .await?;
     }
+    let [persona, thread, correspondent] = counts;
     Ok(ReplyCounts {
-        persona: all,
-        thread: in_thread,
-        correspondent: correspondents,
+        persona,
+        thread,
+        correspondent,
     })
 }
 
