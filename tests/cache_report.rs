@@ -30,7 +30,12 @@ window = "{window}"
 
 /// One thread of 60 messages, inbound and outbound by turns, an hour apart.
 fn thread_of_60() -> String {
-    let messages: Vec<serde_json::Value> = (0..60)
+    thread_of(60)
+}
+
+/// One thread of `count` messages, inbound and outbound by turns, an hour apart.
+fn thread_of(count: usize) -> String {
+    let messages: Vec<serde_json::Value> = (0..count)
         .map(|i| {
             let inbound = i % 2 == 0;
             let line = if inbound {
@@ -53,9 +58,20 @@ fn thread_of_60() -> String {
 }
 
 async fn engine(root: &Path) -> Engine {
+    let personas = [
+        ("sliding", persona("sliding")),
+        ("stable", persona("stable")),
+    ];
+    engine_with(root, &personas, &thread_of_60()).await
+}
+
+/// An engine on a new SQLite file under `root` with `personas` (name, TOML) and the
+/// threads of `fixture`.
+async fn engine_with(root: &Path, personas: &[(&str, String)], fixture: &str) -> Engine {
     std::fs::create_dir_all(root.join("personas")).unwrap();
-    std::fs::write(root.join("personas/sliding.toml"), persona("sliding")).unwrap();
-    std::fs::write(root.join("personas/stable.toml"), persona("stable")).unwrap();
+    for (name, toml) in personas {
+        std::fs::write(root.join(format!("personas/{name}.toml")), toml).unwrap();
+    }
     let url = format!("sqlite://{}", root.join("cache.db").display());
     let engine = Engine::builder()
         .root(root)
@@ -64,9 +80,7 @@ async fn engine(root: &Path) -> Engine {
         .await
         .unwrap();
     let db = engine.db().await.unwrap();
-    protege::db::import_fixture_str(db, &thread_of_60())
-        .await
-        .unwrap();
+    protege::db::import_fixture_str(db, fixture).await.unwrap();
     engine
 }
 
@@ -207,32 +221,11 @@ template = "{{{{ persona.instructions }}}}\n\n{policy}"
 #[tokio::test]
 async fn a_closing_system_line_after_the_history_keeps_the_prefix_cached() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("personas")).unwrap();
-    std::fs::write(
-        root.join("personas/late.toml"),
-        persona_with_closing_line(true),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("personas/early.toml"),
-        persona_with_closing_line(false),
-    )
-    .unwrap();
-    let url = format!("sqlite://{}", root.join("cache.db").display());
-    let engine = Engine::builder()
-        .root(root)
-        .database(url)
-        .build()
-        .await
-        .unwrap();
-    let thread: serde_json::Value = serde_json::from_str(&thread_of_60()).unwrap();
-    let mut nine = thread.clone();
-    let messages = nine["threads"][0]["messages"].as_array_mut().unwrap();
-    messages.truncate(9);
-    protege::db::import_fixture_str(engine.db().await.unwrap(), &nine.to_string())
-        .await
-        .unwrap();
+    let personas = [
+        ("late", persona_with_closing_line(true)),
+        ("early", persona_with_closing_line(false)),
+    ];
+    let engine = engine_with(dir.path(), &personas, &thread_of(9)).await;
     let share = |report: &CacheReport| {
         let rows = &report.rows[2..];
         let cached: usize = rows.iter().map(|r| r.cached_tokens).sum();
