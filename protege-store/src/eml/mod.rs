@@ -1060,9 +1060,17 @@ pub async fn ingest_eml_batch(
                 None
             }
         };
-        if let Some(stored) = stored {
-            for ((i, eml, warnings), stored) in parsed.into_iter().zip(stored) {
-                out[i] = Some(ingested(db, stored, &eml, warnings).await);
+        match stored {
+            Some(stored) => {
+                for ((i, eml, warnings), stored) in parsed.into_iter().zip(stored) {
+                    out[i] = Some(ingested(db, stored, &eml, warnings).await);
+                }
+            }
+            // One by one, as parsed already.
+            None => {
+                for (i, eml, warnings) in parsed {
+                    out[i] = Some(store_parsed(db, &eml, warnings, options).await);
+                }
             }
         }
     }
@@ -1088,7 +1096,6 @@ pub async fn ingest_eml(
     raw: &[u8],
     options: &EmlOptions,
 ) -> Result<Ingested> {
-    let mut threader = Threader::new(&options.own_addresses, options.threading);
     let limits = Limits::of(db, options).await?;
     let directions = directions(options);
     let with = Prepare {
@@ -1099,16 +1106,27 @@ pub async fn ingest_eml(
     let (eml, warnings) = with
         .parse(raw)
         .map_err(|reason| Error::new(ErrorKind::InvalidInput, reason))?;
+    store_parsed(db, &eml, warnings, options).await
+}
+
+/// Stores the parsed message `eml` alone, as [`ingest_eml`] does once it has parsed it.
+async fn store_parsed(
+    db: &DatabaseConnection,
+    eml: &ParsedEml,
+    warnings: Vec<String>,
+    options: &EmlOptions,
+) -> Result<Ingested> {
+    let mut threader = Threader::new(&options.own_addresses, options.threading);
     // Mail the agent receives gets its job, inbound only.
     let job = options
         .jobs
         .as_ref()
         .filter(|_| eml.email.direction == Direction::Inbound)
-        .and_then(|rule| rule.job_of(&eml, options.now));
+        .and_then(|rule| rule.job_of(eml, options.now));
     let stored = threader
-        .store(db, &eml, job.as_ref().map(|j| (j, options.now)))
+        .store(db, eml, job.as_ref().map(|j| (j, options.now)))
         .await?;
-    ingested(db, stored, &eml, warnings).await
+    ingested(db, stored, eml, warnings).await
 }
 
 /// What storing `eml` (parsed with `warnings`) came to, as [`ingest_eml`] reports it: a
