@@ -7,8 +7,9 @@ use protege::{CacheReport, Engine, EngineErrorKind, Format, Provider};
 
 const INSTRUCTIONS: &str = "You are Acme's support agent. Answer briefly and politely.";
 
-/// A persona replaying the last 20 messages of the thread in a `window` window.
-fn persona(window: &str) -> String {
+/// A persona's head: its instructions, address and model, then its first resolver, the
+/// instructions followed by `more` system text.
+fn persona_head(more: &str) -> String {
     format!(
         r#"instructions = """{INSTRUCTIONS}"""
 addresses = ["support@acme.test"]
@@ -18,8 +19,16 @@ name = "claude-sonnet-4-5"
 
 [[message_resolvers]]
 use = "LoadText"
-template = "{{{{ persona.instructions }}}}"
+template = "{{{{ persona.instructions }}}}{more}"
+"#
+    )
+}
 
+/// A persona replaying the last 20 messages of the thread in a `window` window.
+fn persona(window: &str) -> String {
+    let head = persona_head("");
+    format!(
+        r#"{head}
 [[message_resolvers]]
 use = "ThreadHistory"
 limit = 20
@@ -198,18 +207,8 @@ use = "ThreadHistory"
     } else {
         (closing, history)
     };
-    format!(
-        r#"instructions = """{INSTRUCTIONS}"""
-addresses = ["support@acme.test"]
-[model]
-provider = "anthropic"
-name = "claude-sonnet-4-5"
-
-[[message_resolvers]]
-use = "LoadText"
-template = "{{{{ persona.instructions }}}}\n\n{policy}"
-{middle}{end}"#
-    )
+    let head = persona_head(&format!("\\n\\n{policy}"));
+    format!("{head}{middle}{end}")
 }
 
 /// §8's placement measured with the simulated cache: in a thread of five customer mails
