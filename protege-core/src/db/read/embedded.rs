@@ -69,6 +69,13 @@ impl From<rusqlite::Error> for Error {
 }
 
 /// A statement's parameter as SeaORM's SQLite driver binds it.
+/// `statement`'s SQL for SQLite and its values bound as SeaORM's SQLite driver binds them.
+fn built(statement: &impl QueryStatementWriter) -> Result<(String, Vec<SqlValue>)> {
+    let (sql, values) = statement.build(SqliteQueryBuilder);
+    let params = values.into_iter().map(bind).collect::<Result<Vec<_>>>()?;
+    Ok((sql, params))
+}
+
 fn bind(value: Value) -> Result<SqlValue> {
     use SqlValue::{Integer, Null, Real, Text};
     Ok(match value {
@@ -315,8 +322,7 @@ impl Writes<'_> {
     /// Runs an `INSERT`, `UPDATE` or `DELETE` built by sea-query, bound as SeaORM's SQLite
     /// driver binds it; the number of rows it changed.
     pub fn execute(&self, statement: &impl QueryStatementWriter) -> Result<usize> {
-        let (sql, values) = statement.build(SqliteQueryBuilder);
-        let params = values.into_iter().map(bind).collect::<Result<Vec<_>>>()?;
+        let (sql, params) = built(statement)?;
         Ok(self
             .tx
             .prepare_cached(&sql)?
@@ -338,12 +344,7 @@ impl Writes<'_> {
         mut each: impl FnMut(&dyn crate::db::tx::Cells) -> std::result::Result<(), sea_orm::DbErr>,
     ) -> std::result::Result<(), sea_orm::DbErr> {
         use crate::db::tx::sqlite_error;
-        let (sql, values) = statement.build(SqliteQueryBuilder);
-        let params = values
-            .into_iter()
-            .map(bind)
-            .collect::<Result<Vec<_>>>()
-            .map_err(sqlite_error)?;
+        let (sql, params) = built(statement).map_err(sqlite_error)?;
         let mut prepared = self.tx.prepare_cached(&sql).map_err(sqlite_error)?;
         let mut rows = prepared
             .query(rusqlite::params_from_iter(params))
@@ -375,8 +376,7 @@ impl Session<'_> {
         statement: &SelectStatement,
         mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
     ) -> Result<()> {
-        let (sql, values) = statement.build(SqliteQueryBuilder);
-        let params = values.into_iter().map(bind).collect::<Result<Vec<_>>>()?;
+        let (sql, params) = built(statement)?;
         self.statements.fetch_add(1, Ordering::Relaxed);
         let mut prepared = self.conn.prepare_cached(&sql)?;
         let mut rows = prepared.query(rusqlite::params_from_iter(params))?;
