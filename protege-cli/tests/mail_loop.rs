@@ -294,7 +294,13 @@ fn delivered_at(name: &str) -> f64 {
 }
 
 /// Waits until every trigger of `ids` has a reply.
-fn wait_for_replies(dovecot: &Dovecot, customers: usize, arrivals: &mut Arrivals, ids: &[String]) {
+fn wait_for_replies(
+    dovecot: &Dovecot,
+    db: &str,
+    customers: usize,
+    arrivals: &mut Arrivals,
+    ids: &[String],
+) {
     let deadline = Instant::now() + WAIT;
     loop {
         arrivals.poll(dovecot, customers);
@@ -308,13 +314,78 @@ fn wait_for_replies(dovecot: &Dovecot, customers: usize, arrivals: &mut Arrivals
         }
         assert!(
             Instant::now() < deadline,
-            "{} of {} messages unanswered after {WAIT:?}: {missing:?}; Dovecot's log:\n{}",
+            "{} of {} messages unanswered after {WAIT:?}: {missing:?}; what the database holds of them:\n{}\nDovecot's log:\n{}",
             missing.len(),
             ids.len(),
+            explain(db, &missing),
             dovecot.log()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// What the SQLite database `db` holds of the messages `ids`: each one's row, its jobs
+/// and the outbox rows of its replies, one line each.
+fn explain(db: &str, ids: &[&String]) -> String {
+    let path = db
+        .trim_start_matches("sqlite://")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    let conn = match rusqlite::Connection::open(path) {
+        Ok(conn) => conn,
+        Err(e) => return format!("the database does not open: {e}"),
+    };
+    let rows = |sql: &str, id: &str| -> String {
+        let mut statement = match conn.prepare(sql) {
+            Ok(statement) => statement,
+            Err(e) => return format!("  {sql}: {e}"),
+        };
+        let width = statement.column_count();
+        let lines = statement.query_map([id], |row| {
+            let cells: Vec<String> = (0..width)
+                .map(|i| match row.get_ref(i) {
+                    Ok(rusqlite::types::ValueRef::Null) => "NULL".to_owned(),
+                    Ok(rusqlite::types::ValueRef::Integer(n)) => n.to_string(),
+                    Ok(rusqlite::types::ValueRef::Text(t)) => {
+                        String::from_utf8_lossy(t).into_owned()
+                    }
+                    Ok(other) => format!("{other:?}"),
+                    Err(e) => e.to_string(),
+                })
+                .collect();
+            Ok(format!("  {}", cells.join(" | ")))
+        });
+        match lines {
+            Ok(lines) => lines
+                .map(|l| l.unwrap_or_else(|e| e.to_string()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(e) => format!("  {sql}: {e}"),
+        }
+    };
+    let mut out = String::new();
+    for id in ids {
+        out.push_str(&format!("{id}:\n"));
+        out.push_str(&rows(
+            "SELECT id, email_thread_id, from_address, created_at FROM messages WHERE message_id = ?1",
+            id,
+        ));
+        out.push_str("\n jobs:\n");
+        out.push_str(&rows(
+            "SELECT j.id, j.state, j.reason, j.gate_reason, j.run_id, j.attempts, j.error FROM agent_jobs j \
+             JOIN messages m ON m.id = j.message_id WHERE m.message_id = ?1",
+            id,
+        ));
+        out.push_str("\n outbox:\n");
+        out.push_str(&rows(
+            "SELECT o.id, o.state, o.reason, o.recipients, o.attempts, o.smtp_reply, o.sent_at FROM outbox o \
+             JOIN messages m ON m.id = o.message_id WHERE m.message_id = ?1",
+            id,
+        ));
+        out.push('\n');
+    }
+    out
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -367,6 +438,21 @@ async fn customers_mail_is_answered_once_each_through_postfix_and_dovecot() {
     let mut arrivals = Arrivals::default();
     let start = Instant::now();
     let mut submitted = submit(postfix.port(), &mails[..half], gap);
+    // The first half is fetched before the faults. The harness changes UIDVALIDITY by
+    // parking the folder's messages elsewhere and moving them back, so a sync can complete
+    // on the emptied folder; a message not stored by then would, by §19's rule, be re-read
+    // without a job (its INTERNALDATE is before that sync). Killing a process while it
+    // stores is the fault test's `inbox.after_store`.
+    let stored =
+        "SELECT COUNT(*) FROM messages WHERE message_id LIKE '<loop-%' AND direction = 'inbound'";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count(&db, stored).await < half as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "the first {half} messages were not fetched in 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // The faults: a serve process dies and comes back, Dovecot restarts, and the support
     // folder's UIDVALIDITY changes, all while replies are under way.
     a.child.kill().unwrap();
@@ -375,7 +461,7 @@ async fn customers_mail_is_answered_once_each_through_postfix_and_dovecot() {
     dovecot.change_uidvalidity(SUPPORT, "INBOX");
     a = serve(root.path(), &db, None);
     submitted.extend(submit(postfix.port(), &mails[half..], gap));
-    wait_for_replies(&dovecot, messages, &mut arrivals, &ids);
+    wait_for_replies(&dovecot, &db, messages, &mut arrivals, &ids);
     let elapsed = start.elapsed();
 
     // One distinct reply per message, none lost; an identical copy is counted apart.
@@ -446,7 +532,7 @@ async fn customers_mail_is_answered_once_each_through_postfix_and_dovecot() {
     let (_, jobs_before) = b.get("/v1/agent/jobs?limit=3", Some(TOKEN)).await;
     let again = ["<loop-0-again@example.org>".to_owned()];
     let answered = std::panic::AssertUnwindSafe(|| {
-        wait_for_replies(&dovecot, messages, &mut arrivals, &again);
+        wait_for_replies(&dovecot, &db, messages, &mut arrivals, &again);
     });
     if std::panic::catch_unwind(answered).is_err() {
         let (_, jobs) = b.get("/v1/agent/jobs?limit=20", Some(TOKEN)).await;
@@ -502,11 +588,17 @@ async fn customers_mail_is_answered_once_each_through_postfix_and_dovecot() {
         if digests.len() as i64 == slots {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{slots} slots fired, {} digests arrived",
-            digests.len()
-        );
+        if Instant::now() >= deadline {
+            let (_, jobs) = b.get("/v1/agent/jobs?limit=10", Some(TOKEN)).await;
+            let (_, outbox) = b.get("/v1/outbox?limit=5", Some(TOKEN)).await;
+            let log = postfix.log();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "{slots} slots fired, {} digests arrived: jobs {jobs}\noutbox {outbox}\nPostfix's log, newest first:\n{}",
+                digests.len(),
+                tail.join("\n")
+            );
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert_eq!(provider.wire_failures(), Vec::<String>::new());
@@ -621,7 +713,7 @@ async fn a_process_stopped_at_each_named_point_loses_nothing() {
         assert_eq!(status.signal(), Some(6), "{point}: aborted ({status:?})");
         let healthy = serve(root.path(), &db, None);
         ids.push(format!("<{id}@example.org>"));
-        wait_for_replies(&dovecot, points.len(), &mut arrivals, &ids[n..]);
+        wait_for_replies(&dovecot, &db, points.len(), &mut arrivals, &ids[n..]);
         // Every reply so far recorded `sent` (a stop after the 250 makes the healthy
         // process send the same bytes again once the claim's lease runs out).
         let deadline = Instant::now() + WAIT;

@@ -314,6 +314,11 @@ default_transport = error:5.7.1 this test server relays nothing
 relay_transport = error:5.7.1 this test server relays nothing
 local_transport = error:5.1.1 this test server has no local users
 notify_classes =
+# Mail deferred (the LMTP server restarting under it) is tried again within seconds, not
+# the default five minutes.
+queue_run_delay = 1s
+minimal_backoff_time = 1s
+maximal_backoff_time = 2s
 {size_limit}{transport}
 # No DNS anywhere.
 smtp_host_lookup = native
