@@ -276,6 +276,7 @@ async fn the_loop_closes_through_the_library_on_every_backend() {
             output: 153,
             cache_read: 1460,
             cache_write: 1672,
+            cache_write_1h: 0,
         };
         assert_eq!(
             step.unwrap(),
@@ -796,7 +797,8 @@ async fn a_scheduled_run_keeps_its_rounds_to_itself() {
                 input: 955,
                 output: 153,
                 cache_read: 1460,
-                cache_write: 1672
+                cache_write: 1672,
+                cache_write_1h: 0
             }
         }
     );
@@ -1145,7 +1147,8 @@ async fn an_openai_run_sends_the_round_back_in_its_own_format() {
                 input: 312 + 134,
                 output: 53,
                 cache_read: 1920 + 2176,
-                cache_write: 0
+                cache_write: 0,
+                cache_write_1h: 0
             }
         }
     );
@@ -1610,6 +1613,7 @@ async fn a_pending_round_is_stored_once_and_completed_on_every_backend() {
             output: 96,
             cache_read: 0,
             cache_write: 1460,
+            cache_write_1h: 0,
         };
         let shown = engine.run(id).await.unwrap();
         assert_eq!(
@@ -1705,7 +1709,8 @@ async fn a_pending_round_is_stored_once_and_completed_on_every_backend() {
                     input: 955,
                     output: 153,
                     cache_read: 1460,
-                    cache_write: 1672
+                    cache_write: 1672,
+                    cache_write_1h: 0
                 }
             },
             "{url}"

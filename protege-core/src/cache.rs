@@ -36,6 +36,70 @@ impl CacheMode {
     }
 }
 
+/// How long Anthropic keeps the prefix a breakpoint marks (`[model] cache_ttl`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes, refreshed by every hit: `{"type":"ephemeral"}` (the default).
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// An hour: `{"type":"ephemeral","ttl":"1h"}` on every breakpoint.
+    #[serde(rename = "1h")]
+    OneHour,
+    /// The breakpoints of the system prompt and the history last an hour when the
+    /// thread's recent gaps make a hit within the hour worth the dearer write (see
+    /// [`hour_pays`]), else five minutes; the final message's breakpoint five minutes.
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+impl CacheTtl {
+    /// Every value, as written: `auto`, `5m`, `1h`.
+    pub const ALL: [CacheTtl; 3] = [CacheTtl::Auto, CacheTtl::FiveMinutes, CacheTtl::OneHour];
+
+    /// The name used in TOML and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheTtl::Auto => "auto",
+            CacheTtl::FiveMinutes => "5m",
+            CacheTtl::OneHour => "1h",
+        }
+    }
+
+    /// Parses the name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<CacheTtl> {
+        CacheTtl::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// Whether it is the default (`5m`), which persona JSON leaves out.
+    pub fn is_default(&self) -> bool {
+        *self == CacheTtl::default()
+    }
+}
+
+/// How many of a thread's latest gaps [`hour_pays`] weighs.
+pub const TTL_GAPS: usize = 8;
+
+/// Whether an hour-long breakpoint is worth its price for the next request of a thread
+/// whose latest gaps between requests (oldest first, at most [`TTL_GAPS`] of them are
+/// weighed) are `gaps`, at Anthropic's prices in units of the input price: a write for
+/// five minutes 1.25, for an hour 2, a read 0.1.
+///
+/// Over requests with `m` gaps between five minutes and an hour and `n` gaps over an
+/// hour, five-minute breakpoints write the prefix at the start and after each of both
+/// (`1.25 (1 + m + n)`), hour-long ones at the start and after each long gap, and read it
+/// after each middle gap (`2 (1 + n) + 0.1 m`); gaps under five minutes read it either
+/// way. So the hour pays when `1.15 m > 0.75 (1 + n)`.
+pub fn hour_pays(gaps: &[chrono::Duration]) -> bool {
+    let recent = &gaps[gaps.len().saturating_sub(TTL_GAPS)..];
+    let five = chrono::Duration::minutes(5);
+    let hour = chrono::Duration::hours(1);
+    let middle = recent.iter().filter(|g| **g > five && **g <= hour).count();
+    let long = recent.iter().filter(|g| **g > hour).count();
+    // 1.15 m > 0.75 (1 + n), in whole numbers: 23 m > 15 (1 + n).
+    23 * middle > 15 * (1 + long)
+}
+
 /// What a finished request knows about its own prefix, for the wire formats' cache
 /// markers. Not part of the canonical JSON.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +110,9 @@ pub struct CacheHints {
     /// A stable key of the conversation (see [`cache_key`]), sent as OpenAI's
     /// `prompt_cache_key`.
     pub key: Option<String>,
+    /// With `cache_ttl = "auto"`: whether the breakpoints of the system prompt and the
+    /// history last an hour (see [`hour_pays`]), set by the engine from the thread's gaps.
+    pub hour: bool,
 }
 
 /// The cache key of a persona's conversation: the first 16 hex digits of a SHA-256 over

@@ -88,6 +88,7 @@ fn unit(key: &str, tokens: usize, breakpoint: bool) -> PrefixUnit {
         key: key.to_owned(),
         tokens,
         breakpoint,
+        hour: false,
     }
 }
 

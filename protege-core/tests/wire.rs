@@ -369,6 +369,7 @@ fn tool_round_with_history() -> Request {
     r.cache = CacheHints {
         history_end: Some(4),
         key: Some("0123456789abcdef".into()),
+        hour: false,
     };
     r
 }
@@ -448,6 +449,7 @@ fn anthropic_auto_cache_marks_a_history_end_merged_into_the_final_turn() {
         cache: CacheHints {
             history_end: Some(1),
             key: None,
+            hour: false,
         },
         ..Default::default()
     };
@@ -470,6 +472,7 @@ fn openai_auto_cache_sends_the_conversation_key() {
         cache: CacheHints {
             history_end: Some(0),
             key: Some("0123456789abcdef".into()),
+            hour: false,
         },
         ..Default::default()
     };

@@ -771,7 +771,8 @@ fn anthropic_counts() {
             input: 0,
             output: u64::MAX,
             cache_read: 4,
-            cache_write: 0
+            cache_write: 0,
+            cache_write_1h: 0
         }
     );
 }
@@ -805,6 +806,7 @@ fn anthropic_blocks_to_text_and_calls() {
             output: 7,
             cache_read: 0,
             cache_write: 0,
+            cache_write_1h: 0,
         },
         stop_reason: "tool_use".into(),
         outcome: Outcome::ToolCalls,
@@ -990,6 +992,7 @@ fn openai_refusal_choices_and_usage() {
             output: 5,
             cache_read: 0,
             cache_write: 0,
+            cache_write_1h: 0,
         },
         stop_reason: "refusal".into(),
         outcome: Outcome::Stopped,
@@ -1068,7 +1071,8 @@ fn openai_refusal_choices_and_usage() {
             input: 0,
             output: 2,
             cache_read: 0,
-            cache_write: 0
+            cache_write: 0,
+            cache_write_1h: 0
         }
     );
 }
@@ -1081,12 +1085,14 @@ fn usage_adds_up_and_saturates() {
         output: 2,
         cache_read: 3,
         cache_write: 4,
+        cache_write_1h: 0,
     });
     total.add(&Usage {
         input: 10,
         output: 20,
         cache_read: 30,
         cache_write: u64::MAX,
+        cache_write_1h: 0,
     });
     assert_eq!(
         total,
@@ -1094,7 +1100,8 @@ fn usage_adds_up_and_saturates() {
             input: 11,
             output: 22,
             cache_read: 33,
-            cache_write: u64::MAX
+            cache_write: u64::MAX,
+            cache_write_1h: 0
         }
     );
 }
