@@ -5,8 +5,8 @@
 
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
-    CacheHints, CacheMode, Conversation, ModelConfig, Part, Request, Role, ToolCall, ToolDef,
-    cache_key, message,
+    CacheHints, CacheMode, CacheTtl, Conversation, ModelConfig, Part, Request, Role, ToolCall, ToolDef,
+    cache_key, hour_pays, message,
 };
 use serde_json::json;
 
@@ -399,6 +399,71 @@ fn anthropic_auto_cache_marks_system_history_end_and_final_block() {
         to_anthropic(&tool_round_with_history(), &off).unwrap(),
         to_anthropic(&tool_round(), &model("claude-sonnet-4-5", None)).unwrap()
     );
+}
+
+/// `cache_ttl`: `5m` keeps the default bytes, `1h` marks every breakpoint for an hour,
+/// `auto` the system and history breakpoints for an hour when the hints say an hour pays,
+/// the final one for five minutes, so the hour-long ones come first.
+#[test]
+fn anthropic_cache_ttl_marks_breakpoints_for_five_minutes_or_an_hour() {
+    let spec = |ttl| ModelSpec::new("claude-sonnet-4-5").cache_ttl(ttl);
+    let five = ModelSpec::new("claude-sonnet-4-5");
+    assert_eq!(five.cache_ttl, CacheTtl::FiveMinutes);
+    assert_eq!(
+        to_anthropic(&tool_round_with_history(), &spec(CacheTtl::FiveMinutes)).unwrap(),
+        to_anthropic(&tool_round_with_history(), &five).unwrap()
+    );
+    let controls = |body: &str| -> Vec<String> {
+        body.match_indices("\"cache_control\":{")
+            .map(|(i, _)| {
+                let rest = &body[i + 16..];
+                rest[..rest.find('}').unwrap() + 1].to_owned()
+            })
+            .collect()
+    };
+    let hour = anthropic("cache_ttl_1h", &tool_round_with_history(), &spec(CacheTtl::OneHour));
+    assert_eq!(
+        controls(&hour),
+        [r#"{"type":"ephemeral","ttl":"1h"}"#; 3]
+    );
+    let mut hinted = tool_round_with_history();
+    hinted.cache.hour = true;
+    let auto = anthropic("cache_ttl_auto", &hinted, &spec(CacheTtl::Auto));
+    assert_eq!(
+        controls(&auto),
+        [
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"5m"}"#
+        ]
+    );
+    // Without the hint `auto` is `5m`, byte for byte.
+    assert_eq!(
+        to_anthropic(&tool_round_with_history(), &spec(CacheTtl::Auto)).unwrap(),
+        to_anthropic(&tool_round_with_history(), &five).unwrap()
+    );
+    // `cache = "off"` marks nothing whatever the lifetime.
+    let off = spec(CacheTtl::OneHour).cache(CacheMode::Off);
+    assert!(!anthropic("cache_ttl_off", &hinted, &off).contains("cache_control"));
+}
+
+/// The rule of `cache_ttl = "auto"`: an hour pays when 1.15 × the gaps between five
+/// minutes and an hour exceed 0.75 × (1 + the gaps over an hour), over the latest eight.
+#[test]
+fn an_hour_pays_when_the_thread_answers_within_the_hour() {
+    let minutes = |ms: &[i64]| -> Vec<chrono::Duration> {
+        ms.iter().map(|m| chrono::Duration::minutes(*m)).collect()
+    };
+    assert!(!hour_pays(&[]));
+    assert!(!hour_pays(&minutes(&[2, 3, 4])));
+    assert!(hour_pays(&minutes(&[30])));
+    assert!(hour_pays(&minutes(&[60])));
+    assert!(!hour_pays(&minutes(&[61])));
+    // One middle gap against one long one: 1.15 < 1.5.
+    assert!(!hour_pays(&minutes(&[30, 300])));
+    assert!(hour_pays(&minutes(&[30, 20, 300])));
+    // Only the latest eight count.
+    assert!(hour_pays(&minutes(&[600, 600, 600, 600, 30, 30, 30, 30, 30, 30, 30, 30])));
 }
 
 #[test]

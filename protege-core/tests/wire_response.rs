@@ -777,6 +777,57 @@ fn anthropic_counts() {
     );
 }
 
+/// `usage.cache_creation` splits the written tokens by lifetime: the hour's part is
+/// `cache_write_1h` (of `cache_write`, which stays `cache_creation_input_tokens`).
+#[test]
+fn anthropic_cache_writes_for_an_hour() {
+    let parse = from_anthropic_response;
+    let text = json!([{ "type": "text", "text": "Hi." }]);
+    let body = anthropic(
+        text.clone(),
+        json!("end_turn"),
+        json!({
+            "input_tokens": 12, "output_tokens": 3, "cache_read_input_tokens": 100,
+            "cache_creation_input_tokens": 1500,
+            "cache_creation": { "ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 1200 }
+        }),
+    );
+    assert_eq!(
+        parse(body.as_bytes()).unwrap().usage,
+        Usage {
+            input: 12,
+            output: 3,
+            cache_read: 100,
+            cache_write: 1500,
+            cache_write_1h: 1200
+        }
+    );
+    let body = anthropic(
+        text.clone(),
+        json!("end_turn"),
+        json!({ "input_tokens": 1, "output_tokens": 1, "cache_creation": null }),
+    );
+    assert_eq!(parse(body.as_bytes()).unwrap().usage.cache_write_1h, 0);
+    let body = anthropic(
+        text.clone(),
+        json!("end_turn"),
+        json!({ "input_tokens": 1, "output_tokens": 1, "cache_creation": { "ephemeral_1h_input_tokens": -2 } }),
+    );
+    assert_eq!(
+        err(parse, &body),
+        "`$.usage.cache_creation.ephemeral_1h_input_tokens` must be a non-negative integer"
+    );
+    let body = anthropic(
+        text,
+        json!("end_turn"),
+        json!({ "input_tokens": 1, "output_tokens": 1, "cache_creation": 5 }),
+    );
+    assert_eq!(
+        err(parse, &body),
+        "`$.usage.cache_creation` must be a JSON object"
+    );
+}
+
 #[test]
 fn anthropic_blocks_to_text_and_calls() {
     // Interleaved text and calls, a block kind not in the canonical payload, and a stop
