@@ -85,19 +85,37 @@ pub const TTL_GAPS: usize = 8;
 /// weighed) are `gaps`, at Anthropic's prices in units of the input price: a write for
 /// five minutes 1.25, for an hour 2, a read 0.1.
 ///
-/// Over requests with `m` gaps between five minutes and an hour and `n` gaps over an
-/// hour, five-minute breakpoints write the prefix at the start and after each of both
-/// (`1.25 (1 + m + n)`), hour-long ones at the start and after each long gap, and read it
-/// after each middle gap (`2 (1 + n) + 0.1 m`); gaps under five minutes read it either
-/// way. So the hour pays when `1.15 m > 0.75 (1 + n)`.
+/// Over the recent gaps, `m` are between five minutes and an hour, `n` over an hour, of
+/// `k`. A prefix written for an hour costs 0.75 more than for five minutes, and saves 1.15
+/// (a read instead of a new write) when the next request comes after a middle gap.
+///
+/// - When the request reads the prefix the previous one left (the last gap is within
+///   that request's lifetime, five minutes or an hour as this rule chose for it), it
+///   writes only what is new, and the prefix stays as long as it keeps being read: over
+///   such a stretch five-minute breakpoints write the prefix after each middle and long
+///   gap (`1.25 (1 + m + n)` with the write that started it), hour-long ones after each
+///   long gap and read it after each middle one (`2 (1 + n) + 0.1 m`), so the hour pays
+///   when `1.15 m > 0.75 (1 + n)`.
+/// - When it writes the whole prefix again (the first request, or after the prefix
+///   expired), the 0.75 is paid on all of it now and repaid only when the next gap is a
+///   middle one: the hour pays when the share of middle gaps, the next one counted as
+///   not middle, is over 0.75 / 1.15, `1.15 m > 0.75 (k + 1)`.
 pub fn hour_pays(gaps: &[chrono::Duration]) -> bool {
     let recent = &gaps[gaps.len().saturating_sub(TTL_GAPS)..];
     let five = chrono::Duration::minutes(5);
     let hour = chrono::Duration::hours(1);
     let middle = recent.iter().filter(|g| **g > five && **g <= hour).count();
     let long = recent.iter().filter(|g| **g > hour).count();
-    // 1.15 m > 0.75 (1 + n), in whole numbers: 23 m > 15 (1 + n).
-    23 * middle > 15 * (1 + long)
+    let reads = match recent.split_last() {
+        None => false,
+        Some((last, before)) => *last <= five || (*last <= hour && hour_pays(before)),
+    };
+    // In whole numbers: 23 m > 15 (1 + n), or 23 m > 15 (k + 1).
+    if reads {
+        23 * middle > 15 * (1 + long)
+    } else {
+        23 * middle > 15 * (recent.len() + 1)
+    }
 }
 
 /// What a finished request knows about its own prefix, for the wire formats' cache

@@ -447,23 +447,31 @@ fn anthropic_cache_ttl_marks_breakpoints_for_five_minutes_or_an_hour() {
     assert!(!anthropic("cache_ttl_off", &hinted, &off).contains("cache_control"));
 }
 
-/// The rule of `cache_ttl = "auto"`: an hour pays when 1.15 × the gaps between five
-/// minutes and an hour exceed 0.75 × (1 + the gaps over an hour), over the latest eight.
+/// The rule of `cache_ttl = "auto"` over the latest eight gaps: when the request reads
+/// the prefix the previous one left, an hour pays when 1.15 × the middle gaps (five
+/// minutes to an hour) exceed 0.75 × (1 + the gaps over an hour); when it writes the
+/// prefix again, when 1.15 × the middle gaps exceed 0.75 × (the gaps + 1).
 #[test]
 fn an_hour_pays_when_the_thread_answers_within_the_hour() {
     let minutes = |ms: &[i64]| -> Vec<chrono::Duration> {
         ms.iter().map(|m| chrono::Duration::minutes(*m)).collect()
     };
-    assert!(!hour_pays(&[]));
-    assert!(!hour_pays(&minutes(&[2, 3, 4])));
-    assert!(hour_pays(&minutes(&[30])));
-    assert!(hour_pays(&minutes(&[60])));
-    assert!(!hour_pays(&minutes(&[61])));
-    // One middle gap against one long one: 1.15 < 1.5.
-    assert!(!hour_pays(&minutes(&[30, 300])));
-    assert!(hour_pays(&minutes(&[30, 20, 300])));
+    let pays = |ms: &[i64]| hour_pays(&minutes(ms));
+    assert!(!pays(&[]));
+    assert!(!pays(&[2, 3, 4]));
+    // One middle gap is not enough to write the prefix for an hour (1.15 < 1.5); two are
+    // (2.3 > 2.25).
+    assert!(!pays(&[30]));
+    assert!(pays(&[30, 30]));
+    assert!(!pays(&[61, 61]));
+    // Read within the hour after an hour-long write: the hour stays.
+    assert!(pays(&[30, 30, 30]));
+    assert!(pays(&[30, 30, 2]));
+    // Written again after a long gap: 3.45 < 3.75.
+    assert!(!pays(&[30, 30, 300, 30]));
+    assert!(!pays(&[2, 30]));
     // Only the latest eight count.
-    assert!(hour_pays(&minutes(&[600, 600, 600, 600, 30, 30, 30, 30, 30, 30, 30, 30])));
+    assert!(pays(&[600, 600, 600, 600, 30, 30, 30, 30, 30, 30, 30, 30]));
 }
 
 #[test]

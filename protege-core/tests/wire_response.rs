@@ -320,13 +320,18 @@ fn anthropic_fixtures() {
         ),
         (
             "good-usage-cache-write-1h.json",
+            // Of the 2151 written, `cache_creation` says 2051 are for an hour.
             answer(
                 json!("Hi."),
                 json!([]),
                 [21, 12, 0, 2151],
                 "end_turn",
                 "done",
-            ),
+            )
+            .map(|mut v| {
+                v["usage"]["cache_write_1h"] = json!(2051);
+                v
+            }),
         ),
     ];
     check_fixtures("anthropic", from_anthropic_response, cases);
