@@ -190,41 +190,49 @@ impl std::fmt::Display for CacheReport {
                 self.model
             )?,
             Some(p) => {
-                writeln!(
-                    f,
-                    "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cache read {}, write 5m {}, write 1h {}), each request sent when its message was, with `cache_ttl = \"{}\"`",
-                    self.model,
-                    price(p.input),
-                    price(p.cache_read),
-                    price(p.cache_write_5m),
-                    price(p.cache_write_1h),
-                    self.cache_ttl.as_str()
-                )?;
                 let uncached = self.uncached_cost().unwrap_or_default();
+                let row = |f: &mut std::fmt::Formatter<'_>, label: &str, cost: f64| {
+                    let saved = if label == "without caching" {
+                        String::new()
+                    } else {
+                        format!("  saved {}", dollars(uncached - cost))
+                    };
+                    writeln!(f, "  {label:<20}{:>10}{saved}", dollars(cost))
+                };
                 match self.provider {
                     Provider::Anthropic => {
+                        writeln!(
+                            f,
+                            "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cache read {}, write 5m {}, write 1h {}), \
+                             each request sent when its message was, with the persona's `cache_ttl = \"{}\"`; \
+                             the thread with each cache_ttl, and what it saves against no caching:",
+                            self.model,
+                            price(p.input),
+                            price(p.cache_read),
+                            price(p.cache_write_5m),
+                            price(p.cache_write_1h),
+                            self.cache_ttl.as_str()
+                        )?;
                         for ttl in [CacheTtl::Auto, CacheTtl::FiveMinutes, CacheTtl::OneHour] {
-                            let c = self.cost(ttl).unwrap_or_default();
-                            writeln!(
-                                f,
-                                "  cache_ttl = {:<7} {:>10}  saved {} against no caching",
-                                format!("\"{}\"", ttl.as_str()),
-                                dollars(c),
-                                dollars(uncached - c)
-                            )?;
+                            let label = format!("cache_ttl = \"{}\"", ttl.as_str());
+                            row(f, &label, self.cost(ttl).unwrap_or_default())?;
                         }
                     }
                     Provider::Openai => {
-                        let c = self.cost(self.cache_ttl).unwrap_or_default();
                         writeln!(
                             f,
-                            "  openai bodies carry no cache lifetime: {}, saved {} against no caching",
-                            dollars(c),
-                            dollars(uncached - c)
+                            "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cached input {}), \
+                             each request sent when its message was; openai bodies carry no cache lifetime: \
+                             a prefix is kept {} minutes after its last use",
+                            self.model,
+                            price(p.input),
+                            price(p.cache_read),
+                            protege_core::wire::OPENAI_RETENTION_MINUTES
                         )?;
+                        row(f, "with caching", self.cost(self.cache_ttl).unwrap_or_default())?;
                     }
                 }
-                writeln!(f, "  without caching   {:>10}", dollars(uncached))?;
+                row(f, "without caching", uncached)?;
             }
         }
         write!(
