@@ -482,6 +482,15 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
             "no `{line}` in\n{metrics}"
         );
     }
+    // The two rounds' cost at claude-sonnet-4-5's prices (USD per million tokens: input 3,
+    // output 15, cache read 0.3, write 3.75): 955 × 3 + 153 × 15 + 1460 × 0.3 + 1672 × 3.75.
+    let cost: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"protege_cost_total{persona="agent"} "#))
+        .unwrap_or_else(|| panic!("no `protege_cost_total` in\n{metrics}"))
+        .parse()
+        .unwrap();
+    assert!((cost - 11_868.0 / 1e6).abs() < 1e-12, "{cost}");
     let [messages, anthropic] = <[String; 2]>::try_from(printed).unwrap();
     (run_id, messages, anthropic)
 }
