@@ -155,7 +155,10 @@ fn at(minutes: i64) -> chrono::DateTime<chrono::Utc> {
 /// message (`last` tokens, a five-minute breakpoint).
 fn request(hour: bool, last: usize) -> Vec<PrefixUnit> {
     vec![
-        PrefixUnit { hour, ..unit("s", 1100, true) },
+        PrefixUnit {
+            hour,
+            ..unit("s", 1100, true)
+        },
         unit("a", 50, false),
         unit(&format!("q{last}"), last, true),
     ]
@@ -174,15 +177,30 @@ fn a_simulated_cache_expires_by_the_lifetime_of_each_breakpoint() {
         cache_write_1h,
         short_breakpoints: 0,
     };
-    assert_eq!(sim.request(request(true, 20), at(0)), billed(0, 0, 20 + 50, 1100));
+    assert_eq!(
+        sim.request(request(true, 20), at(0)),
+        billed(0, 0, 20 + 50, 1100)
+    );
     // 30 minutes later: the hour-long system breakpoint is alive.
-    assert_eq!(sim.request(request(true, 30), at(30)), billed(0, 1100, 80, 0));
+    assert_eq!(
+        sim.request(request(true, 30), at(30)),
+        billed(0, 1100, 80, 0)
+    );
     // Two hours later: nothing is.
-    assert_eq!(sim.request(request(true, 40), at(150)), billed(0, 0, 90, 1100));
+    assert_eq!(
+        sim.request(request(true, 40), at(150)),
+        billed(0, 0, 90, 1100)
+    );
     let mut sim = CacheSim::new(Provider::Anthropic, 1024);
     sim.request(request(false, 20), at(0));
-    assert_eq!(sim.request(request(false, 30), at(30)), billed(0, 0, 1180, 0));
-    assert_eq!(sim.request(request(false, 40), at(34)), billed(0, 1100, 90, 0));
+    assert_eq!(
+        sim.request(request(false, 30), at(30)),
+        billed(0, 0, 1180, 0)
+    );
+    assert_eq!(
+        sim.request(request(false, 40), at(34)),
+        billed(0, 1100, 90, 0)
+    );
     // Under the minimum of 2,048, no breakpoint is cached.
     let mut sim = CacheSim::new(Provider::Anthropic, 2048);
     let b = sim.request(request(false, 20), at(0));
@@ -190,6 +208,12 @@ fn a_simulated_cache_expires_by_the_lifetime_of_each_breakpoint() {
     // OpenAI: the shared prefix, for five minutes, over 1,024 tokens.
     let mut sim = CacheSim::new(Provider::Openai, 1024);
     sim.request(request(false, 20), at(0));
-    assert_eq!(sim.request(request(false, 30), at(3)), billed(30, 1150, 0, 0));
-    assert_eq!(sim.request(request(false, 40), at(10)), billed(1190, 0, 0, 0));
+    assert_eq!(
+        sim.request(request(false, 30), at(3)),
+        billed(30, 1150, 0, 0)
+    );
+    assert_eq!(
+        sim.request(request(false, 40), at(10)),
+        billed(1190, 0, 0, 0)
+    );
 }

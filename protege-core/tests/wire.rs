@@ -5,8 +5,8 @@
 
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
-    CacheHints, CacheMode, CacheTtl, Conversation, ModelConfig, Part, Request, Role, ToolCall, ToolDef,
-    cache_key, hour_pays, message,
+    CacheHints, CacheMode, CacheTtl, Conversation, ModelConfig, Part, Request, Role, ToolCall,
+    ToolDef, cache_key, hour_pays, message,
 };
 use serde_json::json;
 
@@ -421,11 +421,12 @@ fn anthropic_cache_ttl_marks_breakpoints_for_five_minutes_or_an_hour() {
             })
             .collect()
     };
-    let hour = anthropic("cache_ttl_1h", &tool_round_with_history(), &spec(CacheTtl::OneHour));
-    assert_eq!(
-        controls(&hour),
-        [r#"{"type":"ephemeral","ttl":"1h"}"#; 3]
+    let hour = anthropic(
+        "cache_ttl_1h",
+        &tool_round_with_history(),
+        &spec(CacheTtl::OneHour),
     );
+    assert_eq!(controls(&hour), [r#"{"type":"ephemeral","ttl":"1h"}"#; 3]);
     let mut hinted = tool_round_with_history();
     hinted.cache.hour = true;
     let auto = anthropic("cache_ttl_auto", &hinted, &spec(CacheTtl::Auto));

@@ -100,7 +100,12 @@ pub(super) fn percent(part: usize, whole: usize) -> String {
 
 /// An amount of USD as the reports print it: `$` and four decimals.
 pub(super) fn dollars(amount: f64) -> String {
-    format!("${amount:.4}")
+    // A loss is `-$0.0365`; an amount that rounds to nothing is `$0.0000`, never signed.
+    if amount < 0.0 && (amount * 1e4).round() != 0.0 {
+        format!("-${:.4}", -amount)
+    } else {
+        format!("${:.4}", amount.abs())
+    }
 }
 
 /// A price per million tokens without trailing zeros.
@@ -229,7 +234,11 @@ impl std::fmt::Display for CacheReport {
                             price(p.cache_read),
                             protege_core::wire::OPENAI_RETENTION_MINUTES
                         )?;
-                        row(f, "with caching", self.cost(self.cache_ttl).unwrap_or_default())?;
+                        row(
+                            f,
+                            "with caching",
+                            self.cost(self.cache_ttl).unwrap_or_default(),
+                        )?;
                     }
                 }
                 row(f, "without caching", uncached)?;
