@@ -737,7 +737,7 @@ async fn cache_ttl_choices_on_real_threads() {
         .unwrap()
         .into_iter()
         .map(|t| t.thread);
-    table.push((&"demo", ttl_costs(&engine, threads).await));
+    table.push(("demo", ttl_costs(&engine, threads).await));
 
     println!("| corpus | threads | requests | `auto` | `5m` | `1h` | without caching |");
     println!("| --- | --: | --: | --: | --: | --: | --: |");
