@@ -315,3 +315,59 @@ async fn cache_ttl_costs_follow_the_thread_s_gaps() {
         );
     }
 }
+
+/// `cache_ttl = "auto"` in a reply run's body: in a thread answered every 20 minutes the
+/// third reply's system and history breakpoints last an hour, its final one five minutes;
+/// the first reply's all last five minutes (`{"type":"ephemeral"}`). A run started there
+/// keeps the choice for its next rounds. With `PROTEGE_WIRE_OUT=DIR` the bodies are
+/// written to `DIR/cache-ttl-*.anthropic.json` for the wirecheck pass.
+#[tokio::test]
+async fn cache_ttl_auto_marks_the_prefix_for_an_hour_in_a_quick_thread() {
+    let head = persona_head("").replace(
+        "name = \"claude-sonnet-4-5\"\n",
+        "name = \"claude-sonnet-4-5\"\ncache_ttl = \"auto\"\n",
+    );
+    let persona = format!("{head}\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n");
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with(dir.path(), &[("quick", persona)], &thread_spaced(7, 10)).await;
+    let controls = |body: &serde_json::Value| -> Vec<String> {
+        let text = body.to_string();
+        text.match_indices("\"cache_control\":")
+            .map(|(i, _)| {
+                let rest = &text[i + 16..];
+                rest[..rest.find('}').unwrap() + 1].to_owned()
+            })
+            .collect()
+    };
+    let mut bodies = Vec::new();
+    for (id, at) in [
+        ("<m0@example.com>", "2026-03-01T00:00:00Z"),
+        ("<m6@example.com>", "2026-03-01T01:00:00Z"),
+    ] {
+        let input = protege::ResolveInput::reply("quick", id)
+            .format(Format::Anthropic)
+            .now(at.parse().unwrap());
+        bodies.push(engine.resolve(&input).await.unwrap().body);
+    }
+    assert_eq!(controls(&bodies[0]), [r#"{"type":"ephemeral"}"#; 2]);
+    assert_eq!(
+        controls(&bodies[1]),
+        [
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"5m"}"#
+        ]
+    );
+    let input = protege::ResolveInput::reply("quick", "<m6@example.com>")
+        .format(Format::Anthropic)
+        .now("2026-03-01T01:00:00Z".parse().unwrap());
+    let run = engine.start_run(&input).await.unwrap();
+    assert_eq!(run.body, bodies[1]);
+    if let Ok(out) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&out).unwrap();
+        for (i, body) in bodies.iter().enumerate() {
+            let path = std::path::Path::new(&out).join(format!("cache-ttl-{i}.anthropic.json"));
+            std::fs::write(path, serde_json::to_string_pretty(body).unwrap()).unwrap();
+        }
+    }
+}
