@@ -325,13 +325,16 @@ impl Engine {
                     .filter(|r| r.response.contains("ephemeral_1h_input_tokens"))
                     .filter_map(|r| serde_json::from_str(&r.response).ok())
                     .map(|response| written_for_an_hour(&response))
-                    .sum(),
+                    .fold(0, u64::saturating_add),
             };
             let prices = *prices_of
                 .entry(run.model.clone())
                 .or_insert_with(|| Prices::resolve(&run.model, overrides.as_ref()));
             let uncached = Usage {
-                input: usage.input + usage.cache_read + usage.cache_write,
+                input: usage
+                    .input
+                    .saturating_add(usage.cache_read)
+                    .saturating_add(usage.cache_write),
                 output: usage.output,
                 ..Usage::default()
             };
