@@ -180,6 +180,7 @@ fn wire_request() -> Request {
         cache: CacheHints {
             history_end: Some(10),
             key: Some("0123456789abcdef".into()),
+            hour: false,
         },
         ..Default::default()
     }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use protege::{CacheReport, Engine, EngineErrorKind, Format, Provider};
+use protege::{CacheReport, CacheTtl, Engine, EngineErrorKind, Format, Provider};
 
 const INSTRUCTIONS: &str = "You are Acme's support agent. Answer briefly and politely.";
 
@@ -44,6 +44,11 @@ fn thread_of_60() -> String {
 
 /// One thread of `count` messages, inbound and outbound by turns, an hour apart.
 fn thread_of(count: usize) -> String {
+    thread_spaced(count, 60)
+}
+
+/// One thread of `count` messages, inbound and outbound by turns, `minutes` apart.
+fn thread_spaced(count: usize, minutes: i64) -> String {
     let messages: Vec<serde_json::Value> = (0..count)
         .map(|i| {
             let inbound = i % 2 == 0;
@@ -58,7 +63,10 @@ fn thread_of(count: usize) -> String {
                 "from": if inbound { "Alice <alice@example.com>" } else { "Acme Support <support@acme.test>" },
                 "to": [if inbound { "support@acme.test" } else { "alice@example.com" }],
                 "subject": if i == 0 { "Order A-1" } else { "Re: Order A-1" },
-                "sent_at": format!("2026-03-{:02}T{:02}:00:00Z", 1 + i / 24, i % 24),
+                "sent_at": (chrono::DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z").unwrap()
+                    + chrono::Duration::minutes(minutes * i as i64))
+                    .to_utc()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 "text_body": format!("Message {i}: {line}{line}"),
             })
         })
@@ -256,6 +264,110 @@ async fn a_closing_system_line_after_the_history_keeps_the_prefix_cached() {
         assert!(share(&late) > share(&early), "{format:?}: {late}\n{early}");
         if format == Format::Anthropic {
             assert!(share(&early) < 0.3, "{early}");
+        }
+    }
+}
+
+/// The thread's input cost with each `cache_ttl` (each request at its message's send time),
+/// rounded to the hundredth of a cent: `auto`, `5m`, `1h`, without caching.
+fn costs(report: &CacheReport) -> [f64; 4] {
+    let round = |c: f64| (c * 1e4).round() / 1e4;
+    [
+        round(report.cost(CacheTtl::Auto).unwrap()),
+        round(report.cost(CacheTtl::FiveMinutes).unwrap()),
+        round(report.cost(CacheTtl::OneHour).unwrap()),
+        round(report.uncached_cost().unwrap()),
+    ]
+}
+
+/// Customers who answer within the hour (every 20 minutes): once two gaps have shown it,
+/// `auto` keeps the prefix an hour and reads it where five minutes write it again, so it
+/// costs about half of `5m` (and more than `1h`, which did not wait for the evidence).
+/// Customers who answer two days later: every prefix has expired by the next request, and
+/// `auto` stays on five minutes, a third cheaper than `1h`; caching then costs more than
+/// not caching at all.
+#[tokio::test]
+async fn cache_ttl_costs_follow_the_thread_s_gaps() {
+    let policy = "Refunds are possible within 30 days of delivery. Orders ship from Lyon within two business days. ".repeat(60);
+    let head = persona_head(&format!("\\n\\n{policy}"));
+    let persona = format!(
+        "{head}\n[[message_resolvers]]\nuse = \"ThreadHistory\"\nlimit = 20\nwindow = \"stable\"\n"
+    );
+    for (minutes, expected) in [
+        (10, [0.0342, 0.0661, 0.0215, 0.0528]),
+        (24 * 60, [0.0661, 0.0661, 0.1057, 0.0529]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine_with(
+            dir.path(),
+            &[("policy", persona.clone())],
+            &thread_spaced(16, minutes),
+        )
+        .await;
+        let report = engine
+            .cache_report("policy", 1, Format::Anthropic)
+            .await
+            .unwrap();
+        assert_eq!(
+            costs(&report),
+            expected,
+            "{minutes} minutes apart: {report}"
+        );
+    }
+}
+
+/// `cache_ttl = "auto"` in a reply run's body: in a thread answered every 20 minutes the
+/// third reply's system and history breakpoints last an hour, its final one five minutes;
+/// the first reply's all last five minutes (`{"type":"ephemeral"}`). A run started there
+/// keeps the choice for its next rounds. With `PROTEGE_WIRE_OUT=DIR` the bodies are
+/// written to `DIR/cache-ttl-*.anthropic.json` for the wirecheck pass.
+#[tokio::test]
+async fn cache_ttl_auto_marks_the_prefix_for_an_hour_in_a_quick_thread() {
+    let head = persona_head("").replace(
+        "name = \"claude-sonnet-4-5\"\n",
+        "name = \"claude-sonnet-4-5\"\ncache_ttl = \"auto\"\n",
+    );
+    let persona = format!("{head}\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n");
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with(dir.path(), &[("quick", persona)], &thread_spaced(7, 10)).await;
+    let controls = |body: &serde_json::Value| -> Vec<String> {
+        let text = body.to_string();
+        text.match_indices("\"cache_control\":")
+            .map(|(i, _)| {
+                let rest = &text[i + 16..];
+                rest[..rest.find('}').unwrap() + 1].to_owned()
+            })
+            .collect()
+    };
+    let mut bodies = Vec::new();
+    for (id, at) in [
+        ("<m0@example.com>", "2026-03-01T00:00:00Z"),
+        ("<m6@example.com>", "2026-03-01T01:00:00Z"),
+    ] {
+        let input = protege::ResolveInput::reply("quick", id)
+            .format(Format::Anthropic)
+            .now(at.parse().unwrap());
+        bodies.push(engine.resolve(&input).await.unwrap().body);
+    }
+    assert_eq!(controls(&bodies[0]), [r#"{"type":"ephemeral"}"#; 2]);
+    assert_eq!(
+        controls(&bodies[1]),
+        [
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"5m"}"#
+        ]
+    );
+    let input = protege::ResolveInput::reply("quick", "<m6@example.com>")
+        .format(Format::Anthropic)
+        .now("2026-03-01T01:00:00Z".parse().unwrap());
+    let run = engine.start_run(&input).await.unwrap();
+    assert_eq!(run.body, bodies[1]);
+    if let Ok(out) = std::env::var("PROTEGE_WIRE_OUT") {
+        std::fs::create_dir_all(&out).unwrap();
+        for (i, body) in bodies.iter().enumerate() {
+            let path = std::path::Path::new(&out).join(format!("cache-ttl-{i}.anthropic.json"));
+            std::fs::write(path, serde_json::to_string_pretty(body).unwrap()).unwrap();
         }
     }
 }

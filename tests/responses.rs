@@ -231,7 +231,8 @@ async fn a_run_carries_its_output_items_and_reasoning_between_rounds() {
                 input: 312 + 234,
                 output: 141 + 52,
                 cache_read: 1920 + 2176,
-                cache_write: 0
+                cache_write: 0,
+                cache_write_1h: 0
             }
         }
     );
@@ -517,8 +518,7 @@ async fn a_responses_run_refuses_what_it_cannot_send_back() {
                 input: 14,
                 output: 20,
                 cache_read: 0,
-                cache_write: 0
-            },
+                cache_write: 0, cache_write_1h: 0 },
             stop_reason: "max_output_tokens".to_owned(),
         }
     );

@@ -126,6 +126,7 @@ async fn the_answer_builders_are_answers_protege_reads() {
         output: 20,
         cache_read: 0,
         cache_write: 0,
+        cache_write_1h: 0,
     };
     let standin = StandIn::start([
         Scripted::Json(200, standin::anthropic_tool_use(&calls)),

@@ -1533,7 +1533,7 @@ fn cache_report_takes_the_model_its_error_advises() {
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (
             0,
-            "cache report: persona `plain`, thread 1, openai bodies, 2 reply runs\n    #  message                    input    cached  cached%\n    1  <refund-1@example.com>       187         0     0.0%\n    2  <refund-3@example.com>       408         0     0.0%\n       total                        595         0     0.0%\ntokens are estimated as characters / 4 of each block's JSON, rounded up; a request is served from cache up to the longest prefix it shares with the previous one\n",
+            "cache report: persona `plain`, thread 1, openai bodies, 2 reply runs\n    #  message                    input    cached  cached%       cost\n    1  <refund-1@example.com>       187         0     0.0%    $0.0005  not cached: under 1024 tokens\n    2  <refund-3@example.com>       408         0     0.0%    $0.0010  not cached: under 1024 tokens\n       total                        595         0     0.0%    $0.0015\ncost = the input cost in USD at `gpt-4o`'s prices per million tokens (input 2.5, cached input 1.25), each request sent when its message was; openai bodies carry no cache lifetime: a prefix is kept 5 minutes after its last use\n  with caching           $0.0015  saved $0.0000\n  without caching        $0.0015\ntokens are estimated as characters / 4 of each block's JSON, rounded up; a request is served from cache up to the longest prefix it shares with the previous one\n",
             ""
         )
     );

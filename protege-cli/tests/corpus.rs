@@ -635,3 +635,130 @@ fn print_the_sample_of_stripped_messages() {
         }
     }
 }
+
+/// A persona answering for `addresses` in Anthropic bodies with `cache_ttl = "auto"`: a
+/// policy of about 1,300 tokens as its system prompt (so its breakpoint is over the
+/// model's minimum of 1,024), then the thread's last 20 messages in a stable window.
+fn cost_persona(addresses: &[&str]) -> String {
+    let addresses: Vec<String> = addresses.iter().map(|a| format!("{a:?}")).collect();
+    let policy = "You answer questions on this list for the maintainers. Quote the part of a message you answer, keep to the facts the thread gives, and say so when it does not settle a question; never promise a release date, and point to the tracker for bugs. ".repeat(20);
+    format!(
+        "addresses = [{}]\n\n[model]\nprovider = \"anthropic\"\nname = \"claude-sonnet-4-5\"\ncache_ttl = \"auto\"\n\n\
+         [[message_resolvers]]\nuse = \"LoadText\"\ntemplate = \"{policy}\"\n\n\
+         [[message_resolvers]]\nuse = \"ThreadHistory\"\nlimit = 20\nwindow = \"stable\"\n",
+        addresses.join(", ")
+    )
+}
+
+/// The input cost of every thread of a database, summed, with each `cache_ttl`.
+#[derive(Debug, Default, Clone, Copy)]
+struct TtlCosts {
+    threads: usize,
+    requests: usize,
+    auto: f64,
+    five: f64,
+    hour: f64,
+    uncached: f64,
+}
+
+/// The cost report of persona `cost` over every thread of `engine`'s database.
+async fn ttl_costs(engine: &Engine, threads: impl IntoIterator<Item = i64>) -> TtlCosts {
+    let mut costs = TtlCosts::default();
+    for thread in threads {
+        let report = engine
+            .cache_report("cost", thread, Format::Anthropic)
+            .await
+            .unwrap();
+        if report.rows.is_empty() {
+            continue;
+        }
+        costs.threads += 1;
+        costs.requests += report.rows.len();
+        costs.auto += report.cost(protege::CacheTtl::Auto).unwrap();
+        costs.five += report.cost(protege::CacheTtl::FiveMinutes).unwrap();
+        costs.hour += report.cost(protege::CacheTtl::OneHour).unwrap();
+        costs.uncached += report.uncached_cost().unwrap();
+    }
+    costs
+}
+
+/// `cache_ttl` on real threads and the demo data: the cost of `auto`, `5m` and `1h` (each
+/// request sent when its message was), so the guide's table (`docs/src/cost.md`) comes
+/// from here. `auto` never costs more than the better fixed choice by more than 2%, and
+/// costs less than both on at least one corpus.
+#[tokio::test]
+async fn cache_ttl_choices_on_real_threads() {
+    let mut table = Vec::new();
+    for (name, corpus) in [
+        ("notmuch", &NOTMUCH),
+        ("3gpp", &THREE_GPP),
+        ("numpy", &NUMPY),
+    ] {
+        let imported = import(corpus);
+        std::fs::write(
+            imported.root.path().join("personas/cost.toml"),
+            cost_persona(corpus.addresses),
+        )
+        .unwrap();
+        let engine = Engine::builder()
+            .root(imported.root.path())
+            .database(&imported.url)
+            .build()
+            .await
+            .unwrap();
+        let threads: std::collections::BTreeSet<i64> =
+            imported.messages.iter().map(|m| m.thread).collect();
+        table.push((name, ttl_costs(&engine, threads).await));
+    }
+    // The demo data (`examples/data/demo.json`), answered for its support address.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("personas")).unwrap();
+    std::fs::write(
+        root.path().join("personas/cost.toml"),
+        cost_persona(&["support@acme.test"]),
+    )
+    .unwrap();
+    let engine = Engine::builder()
+        .root(root.path())
+        .database(format!(
+            "sqlite://{}?mode=rwc",
+            root.path().join("demo.db").display()
+        ))
+        .build()
+        .await
+        .unwrap();
+    let fixture =
+        std::fs::read_to_string(common::project().join("examples/data/demo.json")).unwrap();
+    protege::db::import_fixture_str(engine.db().await.unwrap(), &fixture)
+        .await
+        .unwrap();
+    let threads = protege::db::list_threads(engine.db().await.unwrap(), 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.thread);
+    table.push(("demo", ttl_costs(&engine, threads).await));
+
+    println!("| corpus | threads | requests | `auto` | `5m` | `1h` | without caching |");
+    println!("| --- | --: | --: | --: | --: | --: | --: |");
+    for (name, c) in &table {
+        println!(
+            "| {name} | {} | {} | ${:.4} | ${:.4} | ${:.4} | ${:.4} |",
+            c.threads, c.requests, c.auto, c.five, c.hour, c.uncached
+        );
+    }
+    for (name, c) in &table {
+        let better = c.five.min(c.hour);
+        assert!(
+            c.auto <= better * 1.02,
+            "{name}: auto ${:.4} is over 2% above the better fixed choice ${better:.4}",
+            c.auto
+        );
+    }
+    assert!(
+        table
+            .iter()
+            .any(|(_, c)| c.auto < c.five && c.auto < c.hour),
+        "auto beats both fixed choices on no corpus: {table:?}"
+    );
+}

@@ -276,6 +276,7 @@ async fn the_loop_closes_through_the_library_on_every_backend() {
             output: 153,
             cache_read: 1460,
             cache_write: 1672,
+            cache_write_1h: 0,
         };
         assert_eq!(
             step.unwrap(),
@@ -481,6 +482,15 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
             "no `{line}` in\n{metrics}"
         );
     }
+    // The two rounds' cost at claude-sonnet-4-5's prices (USD per million tokens: input 3,
+    // output 15, cache read 0.3, write 3.75): 955 × 3 + 153 × 15 + 1460 × 0.3 + 1672 × 3.75.
+    let cost: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"protege_cost_total{persona="agent"} "#))
+        .unwrap_or_else(|| panic!("no `protege_cost_total` in\n{metrics}"))
+        .parse()
+        .unwrap();
+    assert!((cost - 11_868.0 / 1e6).abs() < 1e-12, "{cost}");
     let [messages, anthropic] = <[String; 2]>::try_from(printed).unwrap();
     (run_id, messages, anthropic)
 }
@@ -796,7 +806,8 @@ async fn a_scheduled_run_keeps_its_rounds_to_itself() {
                 input: 955,
                 output: 153,
                 cache_read: 1460,
-                cache_write: 1672
+                cache_write: 1672,
+                cache_write_1h: 0
             }
         }
     );
@@ -1145,7 +1156,8 @@ async fn an_openai_run_sends_the_round_back_in_its_own_format() {
                 input: 312 + 134,
                 output: 53,
                 cache_read: 1920 + 2176,
-                cache_write: 0
+                cache_write: 0,
+                cache_write_1h: 0
             }
         }
     );
@@ -1610,6 +1622,7 @@ async fn a_pending_round_is_stored_once_and_completed_on_every_backend() {
             output: 96,
             cache_read: 0,
             cache_write: 1460,
+            cache_write_1h: 0,
         };
         let shown = engine.run(id).await.unwrap();
         assert_eq!(
@@ -1705,7 +1718,8 @@ async fn a_pending_round_is_stored_once_and_completed_on_every_backend() {
                     input: 955,
                     output: 153,
                     cache_read: 1460,
-                    cache_write: 1672
+                    cache_write: 1672,
+                    cache_write_1h: 0
                 }
             },
             "{url}"

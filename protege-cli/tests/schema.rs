@@ -165,6 +165,26 @@ const MISTAKES: &[Mistake] = &[
         schema: &["/model/cache"],
     },
     Mistake {
+        toml: "[model]\ncache_ttl = \"2h\"",
+        reader: "p.toml:2:13: error: unknown cache_ttl `2h`, did you mean `1h`?",
+        schema: &["/model/cache_ttl"],
+    },
+    Mistake {
+        toml: "[model]\nprices = { input = -3.0 }",
+        reader: "p.toml:2:20: error: `prices.input` must be a finite price of at least 0 (USD per million tokens), found `-3.0`",
+        schema: &["/model/prices/input"],
+    },
+    Mistake {
+        toml: "[model]\nprices = { output = \"15\" }",
+        reader: "p.toml:2:21: error: `prices.output` must be a number (USD per million tokens), found a string",
+        schema: &["/model/prices/output"],
+    },
+    Mistake {
+        toml: "[model]\nprices = { inptu = 3 }",
+        reader: "p.toml:2:12: error: unknown key `inptu` in `[model] prices`, did you mean `input`?",
+        schema: &["/model/prices"],
+    },
+    Mistake {
         toml: "[model]\ntemperature = 0.2",
         reader: "p.toml:2:1: error: unknown key `temperature` in `[model]`",
         schema: &["/model"],

@@ -141,6 +141,22 @@ async fn record_runs(root: &Path, url: &str) -> [String; 3] {
     [first, next, digest]
 }
 
+/// The cost and the cost without a cache of each row, rounded to the millionth of a cent.
+fn costs(rows: &[RunCacheRow]) -> Vec<(f64, f64)> {
+    let round = |c: Option<f64>| (c.unwrap() * 1e8).round() / 1e8;
+    rows.iter()
+        .map(|r| (round(r.cost), round(r.uncached_cost)))
+        .collect()
+}
+
+/// The rows without their costs (checked by [`costs`]).
+fn without_costs(mut rows: Vec<RunCacheRow>) -> Vec<RunCacheRow> {
+    for r in &mut rows {
+        (r.cost, r.uncached_cost) = (None, None);
+    }
+    rows
+}
+
 /// The rows of the three runs.
 fn rows([first, next, digest]: &[String; 3]) -> Vec<RunCacheRow> {
     let row =
@@ -152,6 +168,8 @@ fn rows([first, next, digest]: &[String; 3]) -> Vec<RunCacheRow> {
             cache_read_tokens: usage[1],
             simulated_input_tokens: simulated[0],
             simulated_cached_tokens: simulated[1],
+            cost: None,
+            uncached_cost: None,
         };
     vec![
         // Round 0 finds nothing before it; round 1 reads the tools, the instructions and the
@@ -181,26 +199,33 @@ const SIM_NEXT_CACHED: usize = 37 + 42 + 14 + 44;
 
 const FOOTER: &str = "billed = input + cache read + cache write tokens as the provider reported them for the recorded rounds; reported = cached (read) / billed
 simulated = the share of the same bodies (tokens estimated as characters / 4 of each block's JSON) a prompt cache would serve: round 0 after the previous run of its conversation, round k after round k - 1, up to the longest shared prefix (that ends at a breakpoint, for anthropic bodies)
+cost = USD at the run's model's prices per million tokens (the persona's `[model] prices` over the shipped ones; - without a price); without caching {UNCACHED}, saved {SAVED}
 ";
 
 /// What `protege cache-report --from-runs --persona agent` prints for the three runs, and
 /// with `--since 2026-03-10T09:30:00Z`.
 fn report_text([first, next, digest]: &[String; 3], since: bool) -> String {
-    let header = "    #  run                             status   rounds    billed    cached  reported  simulated\n";
+    let header = "    #  run                             status   rounds    billed    cached  reported  simulated       cost\n";
     if since {
+        let footer = FOOTER
+            .replace("{UNCACHED}", "$0.0068")
+            .replace("{SAVED}", "$0.0036");
         format!(
-            "cache report from runs: persona `agent`, since 2026-03-10T09:30:00Z, 2 runs\n{header}    1  {next}  done          1      2260      1460     64.6%      37.8%
-    2  {digest}  started       0         0         0         -          -
-       total                                         1      2260      1460     64.6%      37.8%
-{FOOTER}"
+            "cache report from runs: persona `agent`, since 2026-03-10T09:30:00Z, 2 runs\n{header}    1  {next}  done          1      2260      1460     64.6%      37.8%    $0.0033
+    2  {digest}  started       0         0         0         -          -    $0.0000
+       total                                         1      2260      1460     64.6%      37.8%    $0.0033
+{footer}"
         )
     } else {
+        let footer = FOOTER
+            .replace("{UNCACHED}", "$0.0214")
+            .replace("{SAVED}", "$0.0063");
         format!(
-            "cache report from runs: persona `agent`, 3 runs\n{header}    1  {first}  done          2      4087      1460     35.7%      34.8%
-    2  {next}  done          1      2260      1460     64.6%      37.8%
-    3  {digest}  started       0         0         0         -          -
-       total                                         3      6347      2920     46.0%      36.2%
-{FOOTER}"
+            "cache report from runs: persona `agent`, 3 runs\n{header}    1  {first}  done          2      4087      1460     35.7%      34.8%    $0.0119
+    2  {next}  done          1      2260      1460     64.6%      37.8%    $0.0033
+    3  {digest}  started       0         0         0         -          -    $0.0000
+       total                                         3      6347      2920     46.0%      36.2%    $0.0151
+{footer}"
         )
     }
 }
@@ -227,13 +252,25 @@ async fn check_report(root: &Path, url: &str) {
         .await
         .unwrap();
     let report = engine.cache_report_from_runs("agent", None).await.unwrap();
-    assert_eq!(report.rows, rows(&ids), "{url}");
+    // At claude-sonnet-4-5's prices (USD per million tokens: input 3, output 15, cache read
+    // 0.3, write 3.75): the first run 955 input, 153 output, 1460 read, 1672 written; the
+    // follow-up 300, 3, 1460, 500; without a cache every input token at 3.
+    assert_eq!(
+        costs(&report.rows),
+        [
+            (11_868.0 / 1e6, 14_556.0 / 1e6),
+            (3_258.0 / 1e6, 6_825.0 / 1e6),
+            (0.0, 0.0)
+        ],
+        "{url}"
+    );
+    assert_eq!(without_costs(report.rows.clone()), rows(&ids), "{url}");
     assert_eq!(format!("{report}\n"), report_text(&ids, false), "{url}");
     let since = engine
         .cache_report_from_runs("agent", Some("2026-03-10T09:30:00Z".parse().unwrap()))
         .await
         .unwrap();
-    assert_eq!(since.rows, rows(&ids)[1..], "{url}");
+    assert_eq!(without_costs(since.rows.clone()), rows(&ids)[1..], "{url}");
     assert_eq!(format!("{since}\n"), report_text(&ids, true), "{url}");
     // A persona with no run that does not exist is unknown.
     let e = engine

@@ -185,6 +185,7 @@ fn shape(shape: Shape, registry: &Registry) -> Value {
         Shape::OneOf(values) => json!({ "enum": values }),
         Shape::Positive { max } => json!({ "type": "integer", "minimum": 1, "maximum": max }),
         Shape::Flag => json!({ "type": "boolean" }),
+        Shape::Price => json!({ "type": "number", "minimum": 0 }),
         Shape::Duration => json!({ "type": "string", "pattern": DURATION }),
         Shape::SmtpUrl => json!({
             "type": "string",

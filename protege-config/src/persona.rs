@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use protege_core::{
-    CacheMode, DynChain, ModelConfig, OpenaiApi, PersonaInfo, PersonaLimits, PersonaMail, Provider,
+    CacheMode, CacheTtl, DynChain, ModelConfig, OpenaiApi, PersonaInfo, PersonaLimits, PersonaMail,
+    PriceOverrides, Provider,
 };
 use protege_schema::{
-    CACHE_MODES, LIMITS, MAIL, MODEL, OPENAI_APIS, PERSONA, PROVIDERS, key_names,
+    CACHE_MODES, CACHE_TTLS, LIMITS, MAIL, MODEL, OPENAI_APIS, PERSONA, PRICES, PROVIDERS,
+    key_names,
 };
 use toml::de::{DeTable, DeValue};
 
@@ -278,6 +280,25 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
             }
         }
     }
+    if let Some(v) = get(t, "cache_ttl")
+        && let Some(c) = reader::string(sink, v, "`cache_ttl`")
+    {
+        match CacheTtl::parse(&c) {
+            Some(ttl) => model.cache_ttl = ttl,
+            None => {
+                let hint = suggestion(&c, CACHE_TTLS);
+                let message = if hint.is_empty() {
+                    format!("unknown cache_ttl `{c}`, expected `auto`, `5m` or `1h`")
+                } else {
+                    format!("unknown cache_ttl `{c}`{hint}")
+                };
+                sink.error(v.span(), message);
+            }
+        }
+    }
+    if let Some(v) = get(t, "prices") {
+        model.prices = prices(sink, v);
+    }
     if let Some(v) = get(t, "api_key_env") {
         model.api_key_env = agent::env_name(sink, v, "api_key_env");
     }
@@ -300,6 +321,48 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
         model.timeout = agent::duration(sink, v, "timeout");
     }
     Some(model)
+}
+
+/// `[model] prices`: a table of prices in USD per million tokens, each a finite number
+/// that is not negative.
+fn prices(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<PriceOverrides> {
+    let t = reader::table(sink, value, "`prices`")?;
+    unknown_keys(sink, t, &key_names(PRICES), " in `[model] prices`");
+    let mut out = PriceOverrides::default();
+    for (name, slot) in [
+        ("input", &mut out.input),
+        ("output", &mut out.output),
+        ("cache_read", &mut out.cache_read),
+        ("cache_write_5m", &mut out.cache_write_5m),
+        ("cache_write_1h", &mut out.cache_write_1h),
+    ] {
+        let Some(v) = get(t, name) else { continue };
+        let number = match v.get_ref() {
+            DeValue::Integer(_) => reader::int_of(v.get_ref()).map(|n| n as f64),
+            DeValue::Float(f) => f.as_str().replace('_', "").parse::<f64>().ok(),
+            other => {
+                sink.error(
+                    v.span(),
+                    format!(
+                        "`prices.{name}` must be a number (USD per million tokens), found {}",
+                        reader::type_name(other)
+                    ),
+                );
+                continue;
+            }
+        };
+        match number {
+            Some(n) if n.is_finite() && n >= 0.0 => *slot = Some(n),
+            _ => sink.error(
+                v.span(),
+                format!(
+                    "`prices.{name}` must be a finite price of at least 0 (USD per million tokens), found `{}`",
+                    &sink.source[v.span()]
+                ),
+            ),
+        }
+    }
+    Some(out)
 }
 
 /// `[model] api`: one of OpenAI's APIs, so only with `provider = "openai"` (`provider_written`:

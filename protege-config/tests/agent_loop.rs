@@ -866,6 +866,8 @@ fn the_design_example_loads_into_these_values() {
             name: Some("claude-sonnet-4-5".into()),
             max_tokens: None,
             cache: protege_core::CacheMode::Auto,
+            cache_ttl: protege_core::CacheTtl::FiveMinutes,
+            prices: None,
             api_key_env: Some("ANTHROPIC_API_KEY".into()),
             base_url: Some("https://api.anthropic.com".into()),
             timeout: Some(Duration::from_secs(120)),

@@ -159,7 +159,7 @@ fn good_personas_load_cleanly() {
     );
     assert_eq!(
         format!("{:?}", chain.info.model),
-        r#"Some(ModelConfig { provider: Some(Anthropic), api: None, name: Some("claude-sonnet-4-5"), max_tokens: Some(1024), cache: Auto, api_key_env: None, base_url: None, timeout: None })"#
+        r#"Some(ModelConfig { provider: Some(Anthropic), api: None, name: Some("claude-sonnet-4-5"), max_tokens: Some(1024), cache: Auto, cache_ttl: FiveMinutes, prices: None, api_key_env: None, base_url: None, timeout: None })"#
     );
 }
 

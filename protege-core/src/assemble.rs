@@ -202,6 +202,7 @@ pub(crate) fn finish(run: Vec<Step<'_>>, elapsed: Duration, ctx: &Context) -> Re
     request.cache = CacheHints {
         history_end,
         key: Some(cache_key(&ctx.persona().name, conversation)),
+        hour: false,
     };
     Ok(Assembled {
         request,

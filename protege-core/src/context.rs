@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
-use crate::cache::CacheMode;
+use crate::cache::{CacheMode, CacheTtl};
 use crate::db::strips::StoredStrip;
 use crate::limits::{DEFAULT_TEMPLATE_FUEL, DEFAULT_TEMPLATE_OUTPUT_BYTES, TemplateLimits};
 use crate::mail::Fence;
@@ -17,6 +17,7 @@ use crate::mail::{
     TemplateValue as _, rfc3339_z,
 };
 use crate::message::ToolDef;
+use crate::pricing::PriceOverrides;
 pub use crate::render::{MailRender, MailStats, Quoted};
 use crate::tokens::Tokenizer;
 
@@ -95,6 +96,12 @@ pub struct ModelConfig {
     /// Whether wire bodies ask the provider to cache their prefix (`[model] cache`).
     #[serde(default)]
     pub cache: CacheMode,
+    /// How long Anthropic keeps the cached prefix (`[model] cache_ttl`, default `5m`).
+    #[serde(default, skip_serializing_if = "CacheTtl::is_default")]
+    pub cache_ttl: CacheTtl,
+    /// `[model] prices` as written: USD per million tokens over the shipped table's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<PriceOverrides>,
     /// `api_key_env` as written: the environment variable holding the API key (see
     /// [`api_key_env`](Self::api_key_env) for the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]

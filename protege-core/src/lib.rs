@@ -65,6 +65,7 @@ mod macros;
 mod mail;
 mod message;
 mod options;
+mod pricing;
 mod render;
 mod request;
 mod resolver;
@@ -127,7 +128,8 @@ pub use options::{OptionValue, Options};
 pub use protege_macros::Options;
 
 // Prompt caching: the markers of wire bodies.
-pub use cache::{CacheHints, CacheMode, Conversation, cache_key};
+pub use cache::{CacheHints, CacheMode, CacheTtl, Conversation, TTL_GAPS, cache_key, hour_pays};
+pub use pricing::{PRICE_KEYS, PriceOverrides, Prices, min_cacheable_tokens};
 
 // Templates, token counts, files and mail text.
 pub use calibration::{CALIBRATION_MIN_RUNS, Calibration, CalibrationFit};

@@ -2,7 +2,7 @@
 //! arithmetic), on hand-written bodies.
 
 use protege_core::Provider;
-use protege_core::wire::{PrefixUnit, cached_tokens, prefix_units};
+use protege_core::wire::{Billed, CacheSim, PrefixUnit, cached_tokens, prefix_units};
 use serde_json::json;
 
 fn keys(units: &[PrefixUnit]) -> Vec<(String, usize, bool)> {
@@ -88,6 +88,7 @@ fn unit(key: &str, tokens: usize, breakpoint: bool) -> PrefixUnit {
         key: key.to_owned(),
         tokens,
         breakpoint,
+        hour: false,
     }
 }
 
@@ -143,5 +144,76 @@ fn anthropic_finds_a_cached_prefix_only_within_20_blocks_of_a_breakpoint() {
     assert_eq!(
         cached_tokens(&previous, &with_gap(20), Provider::Anthropic),
         10
+    );
+}
+
+fn at(minutes: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::UNIX_EPOCH + chrono::Duration::minutes(minutes)
+}
+
+/// System (1,100 tokens, a breakpoint lasting `hour`), one message (50), the final
+/// message (`last` tokens, a five-minute breakpoint).
+fn request(hour: bool, last: usize) -> Vec<PrefixUnit> {
+    vec![
+        PrefixUnit {
+            hour,
+            ..unit("s", 1100, true)
+        },
+        unit("a", 50, false),
+        unit(&format!("q{last}"), last, true),
+    ]
+}
+
+/// The simulated cache reads what the previous request left while its breakpoint lives,
+/// writes up to each breakpoint for its lifetime, and caches no breakpoint under the
+/// model's minimum.
+#[test]
+fn a_simulated_cache_expires_by_the_lifetime_of_each_breakpoint() {
+    let mut sim = CacheSim::new(Provider::Anthropic, 1024);
+    let billed = |input, cache_read, cache_write_5m, cache_write_1h| Billed {
+        input,
+        cache_read,
+        cache_write_5m,
+        cache_write_1h,
+        short_breakpoints: 0,
+    };
+    assert_eq!(
+        sim.request(request(true, 20), at(0)),
+        billed(0, 0, 20 + 50, 1100)
+    );
+    // 30 minutes later: the hour-long system breakpoint is alive.
+    assert_eq!(
+        sim.request(request(true, 30), at(30)),
+        billed(0, 1100, 80, 0)
+    );
+    // Two hours later: nothing is.
+    assert_eq!(
+        sim.request(request(true, 40), at(150)),
+        billed(0, 0, 90, 1100)
+    );
+    let mut sim = CacheSim::new(Provider::Anthropic, 1024);
+    sim.request(request(false, 20), at(0));
+    assert_eq!(
+        sim.request(request(false, 30), at(30)),
+        billed(0, 0, 1180, 0)
+    );
+    assert_eq!(
+        sim.request(request(false, 40), at(34)),
+        billed(0, 1100, 90, 0)
+    );
+    // Under the minimum of 2,048, no breakpoint is cached.
+    let mut sim = CacheSim::new(Provider::Anthropic, 2048);
+    let b = sim.request(request(false, 20), at(0));
+    assert_eq!((b.input, b.short_breakpoints), (1170, 2));
+    // OpenAI: the shared prefix, for five minutes, over 1,024 tokens.
+    let mut sim = CacheSim::new(Provider::Openai, 1024);
+    sim.request(request(false, 20), at(0));
+    assert_eq!(
+        sim.request(request(false, 30), at(3)),
+        billed(30, 1150, 0, 0)
+    );
+    assert_eq!(
+        sim.request(request(false, 40), at(10)),
+        billed(1190, 0, 0, 0)
     );
 }

@@ -611,6 +611,7 @@ async fn a_finished_request_knows_where_the_history_ends_and_its_cache_key() {
                     &ctx.persona().name,
                     Conversation::Thread(thread_id)
                 )),
+                hour: false,
             }
         );
         // An empty history marks nothing.

@@ -5,8 +5,8 @@
 
 use protege_core::wire::{ModelSpec, to_anthropic, to_openai};
 use protege_core::{
-    CacheHints, CacheMode, Conversation, ModelConfig, Part, Request, Role, ToolCall, ToolDef,
-    cache_key, message,
+    CacheHints, CacheMode, CacheTtl, Conversation, ModelConfig, Part, Request, Role, ToolCall,
+    ToolDef, cache_key, hour_pays, message,
 };
 use serde_json::json;
 
@@ -369,6 +369,7 @@ fn tool_round_with_history() -> Request {
     r.cache = CacheHints {
         history_end: Some(4),
         key: Some("0123456789abcdef".into()),
+        hour: false,
     };
     r
 }
@@ -398,6 +399,80 @@ fn anthropic_auto_cache_marks_system_history_end_and_final_block() {
         to_anthropic(&tool_round_with_history(), &off).unwrap(),
         to_anthropic(&tool_round(), &model("claude-sonnet-4-5", None)).unwrap()
     );
+}
+
+/// `cache_ttl`: `5m` keeps the default bytes, `1h` marks every breakpoint for an hour,
+/// `auto` the system and history breakpoints for an hour when the hints say an hour pays,
+/// the final one for five minutes, so the hour-long ones come first.
+#[test]
+fn anthropic_cache_ttl_marks_breakpoints_for_five_minutes_or_an_hour() {
+    let spec = |ttl| ModelSpec::new("claude-sonnet-4-5").cache_ttl(ttl);
+    let five = ModelSpec::new("claude-sonnet-4-5");
+    assert_eq!(five.cache_ttl, CacheTtl::FiveMinutes);
+    assert_eq!(
+        to_anthropic(&tool_round_with_history(), &spec(CacheTtl::FiveMinutes)).unwrap(),
+        to_anthropic(&tool_round_with_history(), &five).unwrap()
+    );
+    let controls = |body: &str| -> Vec<String> {
+        body.match_indices("\"cache_control\":{")
+            .map(|(i, _)| {
+                let rest = &body[i + 16..];
+                rest[..rest.find('}').unwrap() + 1].to_owned()
+            })
+            .collect()
+    };
+    let hour = anthropic(
+        "cache_ttl_1h",
+        &tool_round_with_history(),
+        &spec(CacheTtl::OneHour),
+    );
+    assert_eq!(controls(&hour), [r#"{"type":"ephemeral","ttl":"1h"}"#; 3]);
+    let mut hinted = tool_round_with_history();
+    hinted.cache.hour = true;
+    let auto = anthropic("cache_ttl_auto", &hinted, &spec(CacheTtl::Auto));
+    assert_eq!(
+        controls(&auto),
+        [
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"1h"}"#,
+            r#"{"type":"ephemeral","ttl":"5m"}"#
+        ]
+    );
+    // Without the hint `auto` is `5m`, byte for byte.
+    assert_eq!(
+        to_anthropic(&tool_round_with_history(), &spec(CacheTtl::Auto)).unwrap(),
+        to_anthropic(&tool_round_with_history(), &five).unwrap()
+    );
+    // `cache = "off"` marks nothing whatever the lifetime.
+    let off = spec(CacheTtl::OneHour).cache(CacheMode::Off);
+    assert!(!anthropic("cache_ttl_off", &hinted, &off).contains("cache_control"));
+}
+
+/// The rule of `cache_ttl = "auto"` over the latest eight gaps: when the request reads
+/// the prefix the previous one left, an hour pays when 1.15 × the middle gaps (five
+/// minutes to an hour) exceed 0.75 × (1 + the gaps over an hour); when it writes the
+/// prefix again, when 1.15 × the middle gaps exceed 0.75 × (the gaps + 1).
+#[test]
+fn an_hour_pays_when_the_thread_answers_within_the_hour() {
+    let minutes = |ms: &[i64]| -> Vec<chrono::Duration> {
+        ms.iter().map(|m| chrono::Duration::minutes(*m)).collect()
+    };
+    let pays = |ms: &[i64]| hour_pays(&minutes(ms));
+    assert!(!pays(&[]));
+    assert!(!pays(&[2, 3, 4]));
+    // One middle gap is not enough to write the prefix for an hour (1.15 < 1.5); two are
+    // (2.3 > 2.25).
+    assert!(!pays(&[30]));
+    assert!(pays(&[30, 30]));
+    assert!(!pays(&[61, 61]));
+    // Read within the hour after an hour-long write: the hour stays.
+    assert!(pays(&[30, 30, 30]));
+    assert!(pays(&[30, 30, 2]));
+    // Written again after a long gap: 3.45 < 3.75.
+    assert!(!pays(&[30, 30, 300, 30]));
+    assert!(!pays(&[2, 30]));
+    // Only the latest eight count.
+    assert!(pays(&[600, 600, 600, 600, 30, 30, 30, 30, 30, 30, 30, 30]));
 }
 
 #[test]
@@ -448,6 +523,7 @@ fn anthropic_auto_cache_marks_a_history_end_merged_into_the_final_turn() {
         cache: CacheHints {
             history_end: Some(1),
             key: None,
+            hour: false,
         },
         ..Default::default()
     };
@@ -470,6 +546,7 @@ fn openai_auto_cache_sends_the_conversation_key() {
         cache: CacheHints {
             history_end: Some(0),
             key: Some("0123456789abcdef".into()),
+            hour: false,
         },
         ..Default::default()
     };

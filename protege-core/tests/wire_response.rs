@@ -320,13 +320,18 @@ fn anthropic_fixtures() {
         ),
         (
             "good-usage-cache-write-1h.json",
+            // Of the 2151 written, `cache_creation` says 2051 are for an hour.
             answer(
                 json!("Hi."),
                 json!([]),
                 [21, 12, 0, 2151],
                 "end_turn",
                 "done",
-            ),
+            )
+            .map(|mut v| {
+                v["usage"]["cache_write_1h"] = json!(2051);
+                v
+            }),
         ),
     ];
     check_fixtures("anthropic", from_anthropic_response, cases);
@@ -771,8 +776,60 @@ fn anthropic_counts() {
             input: 0,
             output: u64::MAX,
             cache_read: 4,
-            cache_write: 0
+            cache_write: 0,
+            cache_write_1h: 0
         }
+    );
+}
+
+/// `usage.cache_creation` splits the written tokens by lifetime: the hour's part is
+/// `cache_write_1h` (of `cache_write`, which stays `cache_creation_input_tokens`).
+#[test]
+fn anthropic_cache_writes_for_an_hour() {
+    let parse = from_anthropic_response;
+    let text = json!([{ "type": "text", "text": "Hi." }]);
+    let body = anthropic(
+        text.clone(),
+        json!("end_turn"),
+        json!({
+            "input_tokens": 12, "output_tokens": 3, "cache_read_input_tokens": 100,
+            "cache_creation_input_tokens": 1500,
+            "cache_creation": { "ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 1200 }
+        }),
+    );
+    assert_eq!(
+        parse(body.as_bytes()).unwrap().usage,
+        Usage {
+            input: 12,
+            output: 3,
+            cache_read: 100,
+            cache_write: 1500,
+            cache_write_1h: 1200
+        }
+    );
+    let body = anthropic(
+        text.clone(),
+        json!("end_turn"),
+        json!({ "input_tokens": 1, "output_tokens": 1, "cache_creation": null }),
+    );
+    assert_eq!(parse(body.as_bytes()).unwrap().usage.cache_write_1h, 0);
+    let body = anthropic(
+        text.clone(),
+        json!("end_turn"),
+        json!({ "input_tokens": 1, "output_tokens": 1, "cache_creation": { "ephemeral_1h_input_tokens": -2 } }),
+    );
+    assert_eq!(
+        err(parse, &body),
+        "`$.usage.cache_creation.ephemeral_1h_input_tokens` must be a non-negative integer"
+    );
+    let body = anthropic(
+        text,
+        json!("end_turn"),
+        json!({ "input_tokens": 1, "output_tokens": 1, "cache_creation": 5 }),
+    );
+    assert_eq!(
+        err(parse, &body),
+        "`$.usage.cache_creation` must be a JSON object"
     );
 }
 
@@ -805,6 +862,7 @@ fn anthropic_blocks_to_text_and_calls() {
             output: 7,
             cache_read: 0,
             cache_write: 0,
+            cache_write_1h: 0,
         },
         stop_reason: "tool_use".into(),
         outcome: Outcome::ToolCalls,
@@ -990,6 +1048,7 @@ fn openai_refusal_choices_and_usage() {
             output: 5,
             cache_read: 0,
             cache_write: 0,
+            cache_write_1h: 0,
         },
         stop_reason: "refusal".into(),
         outcome: Outcome::Stopped,
@@ -1068,7 +1127,8 @@ fn openai_refusal_choices_and_usage() {
             input: 0,
             output: 2,
             cache_read: 0,
-            cache_write: 0
+            cache_write: 0,
+            cache_write_1h: 0
         }
     );
 }
@@ -1081,12 +1141,14 @@ fn usage_adds_up_and_saturates() {
         output: 2,
         cache_read: 3,
         cache_write: 4,
+        cache_write_1h: 0,
     });
     total.add(&Usage {
         input: 10,
         output: 20,
         cache_read: 30,
         cache_write: u64::MAX,
+        cache_write_1h: 0,
     });
     assert_eq!(
         total,
@@ -1094,7 +1156,8 @@ fn usage_adds_up_and_saturates() {
             input: 11,
             output: 22,
             cache_read: 33,
-            cache_write: u64::MAX
+            cache_write: u64::MAX,
+            cache_write_1h: 0
         }
     );
 }

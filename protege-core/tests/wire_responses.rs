@@ -207,6 +207,7 @@ fn auto_cache_sends_the_conversation_key_as_chat_completions_does() {
         cache: CacheHints {
             history_end: Some(0),
             key: Some("0123456789abcdef".into()),
+            hour: false,
         },
         ..Default::default()
     };

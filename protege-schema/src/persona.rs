@@ -95,6 +95,8 @@ pub enum Shape {
     ObjectSchema,
     /// A chain: an array of resolver entries, each naming its resolver with `use`.
     Chain,
+    /// A price: a number (integer or float), finite and not negative.
+    Price,
 }
 
 /// One key of a table of a persona file.
@@ -127,6 +129,43 @@ pub const OPENAI_APIS: [&str; 2] = ["chat", "responses"];
 
 /// The modes of `[model] cache`.
 pub const CACHE_MODES: [&str; 2] = ["auto", "off"];
+
+/// The values of `[model] cache_ttl`.
+pub const CACHE_TTLS: [&str; 3] = ["auto", "5m", "1h"];
+
+/// `[model] prices`: USD per million tokens.
+pub const PRICES: &[Key] = &[
+    key(
+        "input",
+        Shape::Price,
+        Default::Unset("the shipped price of the model"),
+        "input tokens neither read from nor written to the prompt cache",
+    ),
+    key(
+        "output",
+        Shape::Price,
+        Default::Unset("the shipped price of the model"),
+        "output tokens",
+    ),
+    key(
+        "cache_read",
+        Shape::Price,
+        Default::Unset("the shipped price of the model"),
+        "input tokens read from the prompt cache",
+    ),
+    key(
+        "cache_write_5m",
+        Shape::Price,
+        Default::Unset("the shipped price of the model"),
+        "input tokens written to the prompt cache for five minutes",
+    ),
+    key(
+        "cache_write_1h",
+        Shape::Price,
+        Default::Unset("the shipped price of the model"),
+        "input tokens written to the prompt cache for an hour",
+    ),
+];
 
 /// The values of `[agent] reply`.
 pub const REPLY_MODES: [&str; 3] = ["send", "draft", "off"];
@@ -283,6 +322,18 @@ pub const MODEL: &[Key] = &[
         Shape::OneOf(&CACHE_MODES),
         Default::Word("auto"),
         "`auto` marks prompt-cache breakpoints in Anthropic bodies, `off` marks none",
+    ),
+    key(
+        "cache_ttl",
+        Shape::OneOf(&CACHE_TTLS),
+        Default::Word("5m"),
+        "how long Anthropic keeps the cached prefix: `5m`, `1h`, or `auto` (an hour for the system prompt and history when the thread's recent gaps make it pay)",
+    ),
+    key(
+        "prices",
+        Shape::Table(PRICES),
+        Default::Unset("the shipped prices of the model"),
+        "USD per million tokens, over the shipped prices of the model, for `cache-report` and `protege_cost_total`",
     ),
     key(
         "api_key_env",

@@ -1,8 +1,13 @@
 //! The cache report: every reply run of a thread, and what a provider's prompt cache
 //! would serve of each request after the one before it.
 
-use protege_core::Provider;
-use protege_core::wire::{cached_tokens, prefix_units};
+use chrono::{DateTime, Utc};
+use protege_core::db::entities::message;
+use protege_core::wire::{Billed, CacheSim, ModelSpec, cached_tokens, prefix_units};
+use protege_core::{
+    CacheTtl, Direction, Prices, Provider, TTL_GAPS, hour_pays, min_cacheable_tokens,
+};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput};
 
@@ -11,17 +16,23 @@ use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput};
 pub struct CacheReportRow {
     /// The inbound message answered.
     pub message_id: String,
+    /// When it was sent: the time of the request in the simulation.
+    pub sent_at: DateTime<Utc>,
     /// The request's input tokens.
     pub input_tokens: usize,
     /// The tokens of the prefix it shares with the previous request, up to where the
-    /// provider caches (what a prompt cache would serve).
+    /// provider caches (what a prompt cache would serve, whenever it came).
     pub cached_tokens: usize,
+    /// How the simulated cache bills the request with the persona's `cache_ttl`, sent at
+    /// `sent_at`: read, written and uncached tokens, and the breakpoints under the
+    /// model's minimum cacheable length.
+    pub billed: Billed,
 }
 
 /// What a prompt cache would serve over a thread: one row per inbound message, oldest
 /// first. Made by [`Engine::cache_report`]; `Display` prints the table of
 /// `protege cache-report`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CacheReport {
     /// The persona.
     pub persona: String,
@@ -29,8 +40,20 @@ pub struct CacheReport {
     pub thread_id: i64,
     /// The wire format the requests were encoded in.
     pub provider: Provider,
+    /// The model of the requests.
+    pub model: String,
+    /// Its prices (the shipped table's, under the persona's `[model] prices`); `None` when
+    /// neither knows the model.
+    pub prices: Option<Prices>,
+    /// The persona's `cache_ttl`.
+    pub cache_ttl: CacheTtl,
+    /// The fewest tokens the provider caches for the model.
+    pub min_tokens: usize,
     /// One row per reply run, oldest first.
     pub rows: Vec<CacheReportRow>,
+    /// The thread's requests billed by the simulated cache with each `cache_ttl` (`auto`,
+    /// `5m`, `1h`; OpenAI bodies carry none, so the three are the same).
+    pub by_ttl: Vec<(CacheTtl, Billed)>,
 }
 
 impl CacheReport {
@@ -51,6 +74,20 @@ impl CacheReport {
             input => self.cached_tokens() as f64 / input as f64,
         }
     }
+
+    /// The input cost in USD of the thread's requests with `ttl` (`None` without prices).
+    pub fn cost(&self, ttl: CacheTtl) -> Option<f64> {
+        let prices = self.prices.as_ref()?;
+        let (_, billed) = self.by_ttl.iter().find(|(t, _)| *t == ttl)?;
+        Some(billed.cost(prices))
+    }
+
+    /// The input cost in USD of the thread's requests with no cache: every token at the
+    /// input price.
+    pub fn uncached_cost(&self) -> Option<f64> {
+        let prices = self.prices.as_ref()?;
+        Some(Prices::cost(self.input_tokens() as u64, prices.input))
+    }
 }
 
 pub(super) fn percent(part: usize, whole: usize) -> String {
@@ -59,6 +96,22 @@ pub(super) fn percent(part: usize, whole: usize) -> String {
     } else {
         format!("{:.1}%", part as f64 * 100.0 / whole as f64)
     }
+}
+
+/// An amount of USD as the reports print it: `$` and four decimals.
+pub(super) fn dollars(amount: f64) -> String {
+    // A loss is `-$0.0365`; an amount that rounds to nothing is `$0.0000`, never signed.
+    if amount < 0.0 && (amount * 1e4).round() != 0.0 {
+        format!("-${:.4}", -amount)
+    } else {
+        format!("${:.4}", amount.abs())
+    }
+}
+
+/// A price per million tokens without trailing zeros.
+fn price(p: f64) -> String {
+    let text = format!("{p:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 impl std::fmt::Display for CacheReport {
@@ -82,31 +135,115 @@ impl std::fmt::Display for CacheReport {
             .max()
             .unwrap_or(0)
             .max("message".len());
-        writeln!(
+        let line = |f: &mut std::fmt::Formatter<'_>, cells: [&str; 7]| {
+            let [n, message, input, cached, share, cost, note] = cells;
+            let text = format!(
+                "  {n:>3}  {message:<width$}  {input:>8}  {cached:>8}  {share:>7}  {cost:>9}  {note}"
+            );
+            writeln!(f, "{}", text.trim_end())
+        };
+        line(
             f,
-            "  {:>3}  {:<width$}  {:>8}  {:>8}  {:>7}",
-            "#", "message", "input", "cached", "cached%"
+            ["#", "message", "input", "cached", "cached%", "cost", ""],
         )?;
+        let cost = |b: &Billed| {
+            self.prices
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |p| dollars(b.cost(p)))
+        };
+        let mut total = Billed::default();
         for (i, r) in self.rows.iter().enumerate() {
-            writeln!(
+            total.add(&r.billed);
+            let note = match (self.provider, r.billed.short_breakpoints) {
+                (_, 0) => String::new(),
+                (Provider::Openai, _) => format!("not cached: under {} tokens", self.min_tokens),
+                (Provider::Anthropic, n) => format!(
+                    "not cached: {n} {} under {} tokens",
+                    if n == 1 { "breakpoint" } else { "breakpoints" },
+                    self.min_tokens
+                ),
+            };
+            line(
                 f,
-                "  {:>3}  {:<width$}  {:>8}  {:>8}  {:>7}",
-                i + 1,
-                r.message_id,
-                r.input_tokens,
-                r.cached_tokens,
-                percent(r.cached_tokens, r.input_tokens)
+                [
+                    &(i + 1).to_string(),
+                    &r.message_id,
+                    &r.input_tokens.to_string(),
+                    &r.cached_tokens.to_string(),
+                    &percent(r.cached_tokens, r.input_tokens),
+                    &cost(&r.billed),
+                    &note,
+                ],
             )?;
         }
-        writeln!(
+        line(
             f,
-            "  {:>3}  {:<width$}  {:>8}  {:>8}  {:>7}",
-            "",
-            "total",
-            self.input_tokens(),
-            self.cached_tokens(),
-            percent(self.cached_tokens(), self.input_tokens())
+            [
+                "",
+                "total",
+                &self.input_tokens().to_string(),
+                &self.cached_tokens().to_string(),
+                &percent(self.cached_tokens(), self.input_tokens()),
+                &cost(&total),
+                "",
+            ],
         )?;
+        match &self.prices {
+            None => writeln!(
+                f,
+                "cost: no price for model `{}`: set `[model] prices` (USD per million tokens)",
+                self.model
+            )?,
+            Some(p) => {
+                let uncached = self.uncached_cost().unwrap_or_default();
+                let row = |f: &mut std::fmt::Formatter<'_>, label: &str, cost: f64| {
+                    let saved = if label == "without caching" {
+                        String::new()
+                    } else {
+                        format!("  saved {}", dollars(uncached - cost))
+                    };
+                    writeln!(f, "  {label:<20}{:>10}{saved}", dollars(cost))
+                };
+                match self.provider {
+                    Provider::Anthropic => {
+                        writeln!(
+                            f,
+                            "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cache read {}, write 5m {}, write 1h {}), \
+                             each request sent when its message was, with the persona's `cache_ttl = \"{}\"`; \
+                             the thread with each cache_ttl, and what it saves against no caching:",
+                            self.model,
+                            price(p.input),
+                            price(p.cache_read),
+                            price(p.cache_write_5m),
+                            price(p.cache_write_1h),
+                            self.cache_ttl.as_str()
+                        )?;
+                        for ttl in [CacheTtl::Auto, CacheTtl::FiveMinutes, CacheTtl::OneHour] {
+                            let label = format!("cache_ttl = \"{}\"", ttl.as_str());
+                            row(f, &label, self.cost(ttl).unwrap_or_default())?;
+                        }
+                    }
+                    Provider::Openai => {
+                        writeln!(
+                            f,
+                            "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cached input {}), \
+                             each request sent when its message was; openai bodies carry no cache lifetime: \
+                             a prefix is kept {} minutes after its last use",
+                            self.model,
+                            price(p.input),
+                            price(p.cache_read),
+                            protege_core::wire::OPENAI_RETENTION_MINUTES
+                        )?;
+                        row(
+                            f,
+                            "with caching",
+                            self.cost(self.cache_ttl).unwrap_or_default(),
+                        )?;
+                    }
+                }
+                row(f, "without caching", uncached)?;
+            }
+        }
         write!(
             f,
             "tokens are estimated as characters / 4 of each block's JSON, rounded up; \
@@ -125,7 +262,8 @@ impl Engine {
     /// request in `format` (`openai`, `openai-responses`, `anthropic`, or `provider` for the
     /// persona's own),
     /// and reports for each its input tokens and the tokens of the prefix it shares with
-    /// the previous request up to where the provider caches.
+    /// the previous request up to where the provider caches, and what a prompt cache
+    /// would bill of it with each `cache_ttl`, each request sent when its message was.
     pub async fn cache_report(
         &self,
         persona: &str,
@@ -180,19 +318,50 @@ impl Engine {
                     format!("unknown thread `{thread_id}`: no thread with this id in the database"),
                 )
             })?;
+        let spec = ModelSpec::resolve(info.model.as_ref(), model)?;
+        let overrides = info.model.as_ref().and_then(|m| m.prices);
+        let prices = Prices::resolve(&spec.name, overrides.as_ref());
+        let min_tokens = min_cacheable_tokens(&spec.name, provider);
+        let mut sims: Vec<(CacheTtl, CacheSim, Billed)> = CacheTtl::ALL
+            .into_iter()
+            .map(|ttl| (ttl, CacheSim::new(provider, min_tokens), Billed::default()))
+            .collect();
+        let times: Vec<DateTime<Utc>> = messages.iter().map(|(_, at)| *at).collect();
         let mut rows = Vec::with_capacity(messages.len());
         let mut previous = Vec::new();
-        for (message_id, sent_at) in messages {
+        for (i, (message_id, sent_at)) in messages.into_iter().enumerate() {
             let mut input = ResolveInput::reply(persona, message_id.as_str())
                 .format(wire)
                 .now(sent_at);
             input.model = model.map(str::to_owned);
             let out = self.resolve(&input).await?;
             let units = prefix_units(&out.body, provider);
+            let mut request = out.request;
+            let earlier = &times[..=i];
+            request.cache.hour = hour_pays(&gaps(
+                &earlier[earlier.len().saturating_sub(TTL_GAPS + 1)..],
+            ));
+            let mut billed = Billed::default();
+            for (ttl, sim, total) in &mut sims {
+                let body = match provider {
+                    Provider::Anthropic => {
+                        super::encode(&request, wire, Some(spec.clone().cache_ttl(*ttl)))?
+                    }
+                    // No lifetime to choose: the body as sent.
+                    Provider::Openai => out.body.clone(),
+                };
+                let b = sim.request(prefix_units(&body, provider), sent_at);
+                total.add(&b);
+                if *ttl == spec.cache_ttl {
+                    billed = b;
+                }
+            }
             rows.push(CacheReportRow {
                 message_id,
+                sent_at,
                 input_tokens: units.iter().map(|u| u.tokens).sum(),
                 cached_tokens: cached_tokens(&previous, &units, provider),
+                billed,
             });
             previous = units;
         }
@@ -200,7 +369,44 @@ impl Engine {
             persona: info.name.clone(),
             thread_id,
             provider,
+            model: spec.name,
+            prices,
+            cache_ttl: spec.cache_ttl,
+            min_tokens,
             rows,
+            by_ttl: sims
+                .into_iter()
+                .map(|(ttl, _, total)| (ttl, total))
+                .collect(),
         })
     }
+}
+
+/// The gaps between the latest inbound messages of thread `thread_id` sent at or before
+/// `until` (the requests a reply run makes), oldest first, at most [`TTL_GAPS`] of them:
+/// what `cache_ttl = "auto"` weighs. One query, on the thread's index by send time.
+pub(super) async fn recent_gaps(
+    conn: &DatabaseConnection,
+    thread_id: i64,
+    until: DateTime<Utc>,
+) -> Result<Vec<chrono::Duration>, EngineError> {
+    let mut times: Vec<DateTime<Utc>> = message::Entity::find()
+        .select_only()
+        .column(message::Column::SentAt)
+        .filter(message::Column::EmailThreadId.eq(thread_id))
+        .filter(message::Column::Direction.eq(Direction::Inbound.as_str()))
+        .filter(message::Column::SentAt.lte(until))
+        .order_by_desc(message::Column::SentAt)
+        .limit(TTL_GAPS as u64 + 1)
+        .into_tuple()
+        .all(conn)
+        .await
+        .map_err(protege_core::Error::from)?;
+    times.reverse();
+    Ok(gaps(&times))
+}
+
+/// The gaps between consecutive `times`, oldest first.
+fn gaps(times: &[DateTime<Utc>]) -> Vec<chrono::Duration> {
+    times.windows(2).map(|w| w[1] - w[0]).collect()
 }

@@ -917,6 +917,15 @@ impl Engine {
                 None => counted = assembled.count_tokens(),
             }
         }
+        if format == Format::Anthropic
+            && let Some(spec) = &model
+            && spec.cache == protege_core::CacheMode::Auto
+            && spec.cache_ttl == protege_core::CacheTtl::Auto
+            && let Some(m) = ctx.message()
+        {
+            let gaps = cache_report::recent_gaps(conn, m.thread_id, m.email.sent_at).await?;
+            assembled.request.cache.hour = protege_core::hour_pays(&gaps);
+        }
         let body = encode(&assembled.request, format, model.clone())?;
         let mut resolution = Resolution {
             request: assembled.request,

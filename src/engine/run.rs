@@ -19,8 +19,8 @@ use protege_core::wire::{
     from_openai_responses_response,
 };
 use protege_core::{
-    CacheHints, CacheMode, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, Message, Request, Role,
-    message,
+    CacheHints, CacheMode, CacheTtl, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, Message,
+    Prices, Request, Role, message,
 };
 
 use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput, encode, trace};
@@ -256,6 +256,12 @@ struct StoredRequest {
     model: String,
     max_tokens: Option<u32>,
     cache: CacheMode,
+    /// `[model] cache_ttl` (absent in runs stored before it, and when `5m`).
+    #[serde(default, skip_serializing_if = "CacheTtl::is_default")]
+    cache_ttl: CacheTtl,
+    /// Whether the prefix breakpoints last an hour (`cache_ttl = "auto"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    hour: bool,
 }
 
 /// The bodies of `run` that its recorded `rounds` (in order) answered: body k is what
@@ -292,10 +298,20 @@ impl StoredRequest {
         ModelSpec::new(self.model.clone())
             .max_tokens(self.max_tokens)
             .cache(self.cache)
+            .cache_ttl(self.cache_ttl)
     }
 }
 
 impl Engine {
+    /// What `usage` of a run of `persona` on `model` cost in USD: at the model's shipped
+    /// prices under the persona's `[model] prices`; `None` when neither knows the model.
+    pub(crate) fn usage_cost(&self, persona: &str, model: &str, usage: &Usage) -> Option<f64> {
+        let overrides = self
+            .persona(persona)
+            .and_then(|p| p.info().model.as_ref().and_then(|m| m.prices));
+        Prices::resolve(model, overrides.as_ref()).map(|p| p.usage_cost(usage))
+    }
+
     /// Starts a run of `input` (a reply to an inbound message or a responsibility), in a
     /// provider's format (`openai`, `openai-responses`, `anthropic`, or `provider` for the
     /// persona's):
@@ -361,6 +377,8 @@ impl Engine {
             model: spec.name.clone(),
             max_tokens: spec.max_tokens,
             cache: spec.cache,
+            cache_ttl: spec.cache_ttl,
+            hour: out.request.cache.hour,
             request: out.request,
         };
         let id = new_run_id(started_at);
@@ -535,14 +553,16 @@ impl Engine {
                     continue;
                 }
             }
+            // A pending round's usage was counted when its response was stored.
+            let usage = if new.pending {
+                Usage::default()
+            } else {
+                response.usage
+            };
             let recorded = Recorded {
                 persona: run.persona.clone(),
-                // A pending round's usage was counted when its response was stored.
-                usage: if new.pending {
-                    Usage::default()
-                } else {
-                    response.usage
-                },
+                usage,
+                cost: self.usage_cost(&run.persona, &run.model, &usage),
                 ended: (status != db::RUN_STARTED).then_some(input.round + 1),
             };
             // The run as this transaction left it: it changed the row only if nobody else had.
@@ -649,6 +669,7 @@ impl Engine {
                     let recorded = Recorded {
                         persona: run.persona.clone(),
                         usage: response.usage,
+                        cost: self.usage_cost(&run.persona, &run.model, &response.usage),
                         ended: None,
                     };
                     return Ok((pending, Some(recorded)));
@@ -765,12 +786,19 @@ impl Engine {
         let rounds = db::load_rounds(conn, &run.id)
             .await?
             .into_iter()
-            .map(|r| RoundRecord {
-                round: u32::try_from(r.round).unwrap_or_default(),
-                response: serde_json::from_str(&r.response).unwrap_or(Value::Null),
-                results: (!r.is_pending())
-                    .then(|| serde_json::from_str(&r.results).unwrap_or_default()),
-                usage: round_usage(&r),
+            .map(|r| {
+                let response: Value = serde_json::from_str(&r.response).unwrap_or(Value::Null);
+                let usage = Usage {
+                    cache_write_1h: written_for_an_hour(&response),
+                    ..round_usage(&r)
+                };
+                RoundRecord {
+                    round: u32::try_from(r.round).unwrap_or_default(),
+                    response,
+                    results: (!r.is_pending())
+                        .then(|| serde_json::from_str(&r.results).unwrap_or_default()),
+                    usage,
+                }
             })
             .collect();
         Ok(RunRecord { run: info, rounds })
@@ -1101,12 +1129,14 @@ fn run_after(mut run: run_row::Model, new: &db::NewRound) -> run_row::Model {
 }
 
 /// What one call of [`Engine::record_round`] recorded, for the service's metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Recorded {
     /// The run's persona.
     pub(crate) persona: String,
     /// The usage of the round.
     pub(crate) usage: Usage,
+    /// What that usage cost in USD at the model's prices (`None` without a price).
+    pub(crate) cost: Option<f64>,
     /// The run's number of rounds when this round ended it.
     pub(crate) ended: Option<u32>,
 }
@@ -1404,6 +1434,7 @@ fn next_body(run: &run_row::Model, rounds: &[ParsedRound]) -> Result<Value, Engi
     request.cache = CacheHints {
         history_end: stored.history_end,
         key: stored.cache_key,
+        hour: stored.hour,
     };
     let format = run_format(run);
     if format == Format::OpenaiResponses {
@@ -1459,7 +1490,18 @@ fn usage_of(counts: [i64; 4]) -> Usage {
         output,
         cache_read,
         cache_write,
+        cache_write_1h: 0,
     }
+}
+
+/// The tokens a stored Anthropic response says were written to the cache for an hour
+/// (`usage.cache_creation.ephemeral_1h_input_tokens`; 0 for any other response): the
+/// usage columns hold all written tokens, the response the split.
+pub(super) fn written_for_an_hour(response: &Value) -> u64 {
+    response
+        .pointer("/usage/cache_creation/ephemeral_1h_input_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
 }
 
 fn round_usage(r: &run_round::Model) -> Usage {

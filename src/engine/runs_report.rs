@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use protege_core::Provider;
 use protege_core::db::entities::run as run_row;
+use protege_core::wire::Usage;
 use protege_core::wire::{PrefixUnit, cached_tokens, prefix_units};
+use protege_core::{Prices, Provider};
 
-use super::cache_report::percent;
-use super::run::{round_bodies, stored_cache_key};
+use super::cache_report::{dollars, percent};
+use super::run::{round_bodies, stored_cache_key, written_for_an_hour};
 use super::{Engine, EngineError};
 use crate::db;
 
@@ -19,7 +20,7 @@ use crate::db;
 /// Everything is over the rounds the run recorded: a run that did not finish (`started`)
 /// shows the rounds recorded so far (none: 0 billed, `-` for both shares), and the body
 /// it was handed last, with no response recorded, is neither billed nor simulated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunCacheRow {
     /// The run's id.
     pub run_id: String,
@@ -40,6 +41,13 @@ pub struct RunCacheRow {
     /// (same cache key, format and model), for round k ≥ 1 the prefix it shares with round
     /// k − 1's body, up to a breakpoint for Anthropic bodies.
     pub simulated_cached_tokens: usize,
+    /// What its recorded rounds cost in USD at the run model's prices (the shipped table's
+    /// under the persona's `[model] prices`): input, output, cache reads and writes, the
+    /// writes for an hour at their own price; `None` when no price is known for the model.
+    pub cost: Option<f64>,
+    /// What the same tokens would have cost without a cache: every input token at the
+    /// input price, the output as reported.
+    pub uncached_cost: Option<f64>,
 }
 
 impl RunCacheRow {
@@ -60,7 +68,7 @@ impl RunCacheRow {
 /// The recorded runs of a persona, oldest first, with the cache share the provider
 /// reported next to the simulated one. Made by [`Engine::cache_report_from_runs`];
 /// `Display` prints the table of `protege cache-report --from-runs`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunCacheReport {
     /// The persona.
     pub persona: String,
@@ -95,6 +103,16 @@ impl RunCacheReport {
     pub fn simulated_cached_tokens(&self) -> usize {
         self.rows.iter().map(|r| r.simulated_cached_tokens).sum()
     }
+
+    /// The cost in USD of every run with a price (see [`RunCacheRow::cost`]).
+    pub fn cost(&self) -> f64 {
+        self.rows.iter().filter_map(|r| r.cost).sum()
+    }
+
+    /// The cost in USD of the same runs without a cache.
+    pub fn uncached_cost(&self) -> f64 {
+        self.rows.iter().filter_map(|r| r.uncached_cost).sum()
+    }
 }
 
 fn share(part: u64, whole: u64) -> String {
@@ -124,10 +142,20 @@ impl std::fmt::Display for RunCacheReport {
             .max()
             .unwrap_or(0)
             .max("run".len());
-        let line = |f: &mut std::fmt::Formatter<'_>, cells: [&str; 8]| {
-            let [n, run, status, rounds, billed, cached, reported, simulated] = cells;
+        let line = |f: &mut std::fmt::Formatter<'_>, cells: [&str; 9]| {
+            let [
+                n,
+                run,
+                status,
+                rounds,
+                billed,
+                cached,
+                reported,
+                simulated,
+                cost,
+            ] = cells;
             let text = format!(
-                "  {n:>3}  {run:<width$}  {status:<7}  {rounds:>6}  {billed:>8}  {cached:>8}  {reported:>8}  {simulated:>9}"
+                "  {n:>3}  {run:<width$}  {status:<7}  {rounds:>6}  {billed:>8}  {cached:>8}  {reported:>8}  {simulated:>9}  {cost:>9}"
             );
             writeln!(f, "{}", text.trim_end())
         };
@@ -142,6 +170,7 @@ impl std::fmt::Display for RunCacheReport {
                 "cached",
                 "reported",
                 "simulated",
+                "cost",
             ],
         )?;
         for (i, r) in self.rows.iter().enumerate() {
@@ -156,6 +185,7 @@ impl std::fmt::Display for RunCacheReport {
                     &r.cache_read_tokens.to_string(),
                     &share(r.cache_read_tokens, r.billed_tokens),
                     &percent(r.simulated_cached_tokens, r.simulated_input_tokens),
+                    &r.cost.map_or_else(|| "-".to_owned(), dollars),
                 ],
             )?;
         }
@@ -173,6 +203,7 @@ impl std::fmt::Display for RunCacheReport {
                     self.simulated_cached_tokens(),
                     self.simulated_input_tokens(),
                 ),
+                &dollars(self.cost()),
             ],
         )?;
         write!(
@@ -181,7 +212,11 @@ impl std::fmt::Display for RunCacheReport {
              reported = cached (read) / billed\n\
              simulated = the share of the same bodies (tokens estimated as characters / 4 of each block's JSON) a prompt cache would serve: \
              round 0 after the previous run of its conversation, round k after round k - 1, \
-             up to the longest shared prefix (that ends at a breakpoint, for anthropic bodies)"
+             up to the longest shared prefix (that ends at a breakpoint, for anthropic bodies)\n\
+             cost = USD at the run's model's prices per million tokens (the persona's `[model] prices` over the shipped ones; - without a price); \
+             without caching {}, saved {}",
+            dollars(self.uncached_cost()),
+            dollars(self.uncached_cost() - self.cost())
         )
     }
 }
@@ -225,6 +260,10 @@ impl Engine {
         if runs.is_empty() && self.persona(persona).is_none() {
             self.require_persona(persona)?;
         }
+        let overrides = self
+            .persona(persona)
+            .and_then(|p| p.info().model.as_ref().and_then(|m| m.prices));
+        let mut prices_of: HashMap<String, Option<Prices>> = HashMap::new();
         let mut previous: HashMap<Conversation, Previous> = HashMap::new();
         let mut rows = Vec::new();
         for run in runs {
@@ -275,6 +314,30 @@ impl Engine {
                 };
             }
             let count = |n: i64| u64::try_from(n).unwrap_or_default();
+            let usage = Usage {
+                input: count(run.input_tokens),
+                output: count(run.output_tokens),
+                cache_read: count(run.cache_read_tokens),
+                cache_write: count(run.cache_write_tokens),
+                // The split of the writes is in the stored responses (Anthropic's).
+                cache_write_1h: rounds
+                    .iter()
+                    .filter(|r| r.response.contains("ephemeral_1h_input_tokens"))
+                    .filter_map(|r| serde_json::from_str(&r.response).ok())
+                    .map(|response| written_for_an_hour(&response))
+                    .fold(0, u64::saturating_add),
+            };
+            let prices = *prices_of
+                .entry(run.model.clone())
+                .or_insert_with(|| Prices::resolve(&run.model, overrides.as_ref()));
+            let uncached = Usage {
+                input: usage
+                    .input
+                    .saturating_add(usage.cache_read)
+                    .saturating_add(usage.cache_write),
+                output: usage.output,
+                ..Usage::default()
+            };
             rows.push(RunCacheRow {
                 run_id: run.id.clone(),
                 status: run.status.clone(),
@@ -285,6 +348,8 @@ impl Engine {
                 cache_read_tokens: count(run.cache_read_tokens),
                 simulated_input_tokens: units.iter().flatten().map(|u| u.tokens).sum(),
                 simulated_cached_tokens: simulated_cached,
+                cost: prices.map(|p| p.usage_cost(&usage)),
+                uncached_cost: prices.map(|p| p.usage_cost(&uncached)),
             });
             if let Some(c) = conversation.filter(|_| !units.is_empty()) {
                 previous.insert(c, Previous::Units(units));

@@ -150,7 +150,13 @@ fn count(recorded: &Recorded) {
         metrics::counter!("protege_input_tokens_total", "persona" => persona.clone(), "kind" => kind)
             .increment(n);
     }
-    metrics::counter!("protege_output_tokens_total", "persona" => persona).increment(u.output);
+    metrics::counter!("protege_output_tokens_total", "persona" => persona.clone())
+        .increment(u.output);
+    // USD, a fraction: the facade's counters count whole numbers, so the total grows as a
+    // gauge that is only ever increased.
+    if let Some(cost) = recorded.cost.filter(|c| *c > 0.0) {
+        metrics::gauge!("protege_cost_total", "persona" => persona).increment(cost);
+    }
     if let Some(rounds) = recorded.ended {
         metrics::histogram!("protege_run_rounds").record(f64::from(rounds));
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::{CONVERSATION_START, ModelSpec, late_system};
-use crate::cache::CacheMode;
+use crate::cache::{CacheMode, CacheTtl};
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
 
@@ -39,11 +39,27 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 /// of the last message `ThreadHistory` produced (see [`CacheHints`](crate::CacheHints)), and
 /// the last block of the final message before its late system blocks. A marked block is
 /// never shortened to a string.
+///
+/// `cache_ttl = "1h"` marks every breakpoint `{"type":"ephemeral","ttl":"1h"}`; `"auto"`
+/// marks the end of `system` and of the history so when the request's
+/// [`CacheHints::hour`](crate::CacheHints::hour) says an hour pays, and the final message
+/// (whose prefix the next round of a run reads seconds later) for five minutes, so the
+/// hour-long breakpoints come before the five-minute one, as the API requires.
 pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
     request.validate()?;
-    let cache = model.cache == CacheMode::Auto;
-    let (system, mut turns, late_tail) = merged_turns(request, cache);
-    open_and_close(&mut turns, cache, late_tail);
+    let marks = match model.cache {
+        CacheMode::Off => None,
+        CacheMode::Auto => Some(match model.cache_ttl {
+            CacheTtl::FiveMinutes => (Ttl::Default, Ttl::Default),
+            CacheTtl::OneHour => (Ttl::Hour, Ttl::Hour),
+            CacheTtl::Auto if request.cache.hour => (Ttl::Hour, Ttl::FiveMinutes),
+            CacheTtl::Auto => (Ttl::Default, Ttl::Default),
+        }),
+    };
+    let cache = marks.is_some();
+    let prefix_ttl = marks.map_or(Ttl::Default, |m| m.0);
+    let (system, mut turns, late_tail) = merged_turns(request, marks.map(|m| m.0));
+    open_and_close(&mut turns, marks.map(|m| m.1), late_tail);
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model.name.clone()));
     body.insert(
@@ -54,7 +70,7 @@ pub fn to_anthropic(request: &Request, model: &ModelSpec) -> Result<Value> {
         let text = system.join("\n\n");
         let system = if cache {
             let mut block = vec![text_block(&text)];
-            mark(&mut block);
+            mark(&mut block, prefix_ttl);
             Value::Array(block)
         } else {
             Value::from(text)
@@ -89,7 +105,7 @@ type Turn = (&'static str, Vec<Value>, usize);
 /// blocks), later system messages as marked blocks after the next user message, the
 /// `ThreadHistory` breakpoint marked; and how many of the last turn's blocks are such
 /// late system blocks.
-fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>, usize) {
+fn merged_turns(request: &Request, cache: Option<Ttl>) -> (Vec<String>, Vec<Turn>, usize) {
     let rounds_as_text = request.tools.is_empty();
     // Tool call id → tool name, for results rendered as text.
     let mut call_names: HashMap<&str, &str> = HashMap::new();
@@ -115,8 +131,10 @@ fn merged_turns(request: &Request, cache: bool) -> (Vec<String>, Vec<Turn>, usiz
         if blocks.is_empty() {
             continue;
         }
-        if cache && request.cache.history_end == Some(index) {
-            mark(&mut blocks);
+        if let Some(ttl) = cache
+            && request.cache.history_end == Some(index)
+        {
+            mark(&mut blocks, ttl);
         }
         merge(&mut turns, (role, blocks, results));
         late_tail = 0;
@@ -202,7 +220,7 @@ fn turn_of<'a>(
 /// assistant turn (a prefill must not end in whitespace), and marks the last breakpoint:
 /// the last block before the `late_tail` late system blocks that end the last turn (the
 /// last block when there is none before them).
-fn open_and_close(turns: &mut Vec<Turn>, cache: bool, late_tail: usize) {
+fn open_and_close(turns: &mut Vec<Turn>, cache: Option<Ttl>, late_tail: usize) {
     if turns.first().is_none_or(|(role, _, _)| *role != "user") {
         turns.insert(0, ("user", vec![text_block(CONVERSATION_START)], 0));
     }
@@ -214,10 +232,12 @@ fn open_and_close(turns: &mut Vec<Turn>, cache: bool, late_tail: usize) {
         let trimmed = text.trim_end().to_owned();
         *text = trimmed;
     }
-    if cache && let Some((_, blocks, _)) = turns.last_mut() {
+    if let Some(ttl) = cache
+        && let Some((_, blocks, _)) = turns.last_mut()
+    {
         let end = blocks.len().saturating_sub(late_tail).max(1);
         let end = end.min(blocks.len());
-        mark(&mut blocks[..end]);
+        mark(&mut blocks[..end], ttl);
     }
 }
 
@@ -235,10 +255,26 @@ fn turn_message((role, blocks, _): Turn) -> Value {
     json!({ "role": role, "content": content })
 }
 
-/// Puts a cache breakpoint on the last of `blocks`.
-fn mark(blocks: &mut [Value]) {
+/// How long a breakpoint lasts, as its `cache_control` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ttl {
+    /// `{"type":"ephemeral"}`: five minutes, the bytes of `cache_ttl = "5m"` (the default).
+    Default,
+    /// `{"type":"ephemeral","ttl":"5m"}`, next to hour-long breakpoints (`auto`).
+    FiveMinutes,
+    /// `{"type":"ephemeral","ttl":"1h"}`.
+    Hour,
+}
+
+/// Puts a cache breakpoint lasting `ttl` on the last of `blocks`.
+fn mark(blocks: &mut [Value], ttl: Ttl) {
     if let Some(Value::Object(last)) = blocks.last_mut() {
-        last.insert("cache_control".into(), json!({ "type": "ephemeral" }));
+        let control = match ttl {
+            Ttl::Default => json!({ "type": "ephemeral" }),
+            Ttl::FiveMinutes => json!({ "type": "ephemeral", "ttl": "5m" }),
+            Ttl::Hour => json!({ "type": "ephemeral", "ttl": "1h" }),
+        };
+        last.insert("cache_control".into(), control);
     }
 }
 

@@ -14,10 +14,12 @@ pub use openai::to_openai;
 pub use openai_responses::{
     from_openai_responses_response, is_reasoning_model, to_openai_responses,
 };
-pub use prefix::{PrefixUnit, cached_tokens, prefix_units};
+pub use prefix::{
+    Billed, CacheSim, OPENAI_RETENTION_MINUTES, PrefixUnit, cached_tokens, prefix_units,
+};
 pub use response::{ModelResponse, Outcome, Usage, from_anthropic_response, from_openai_response};
 
-use crate::cache::CacheMode;
+use crate::cache::{CacheMode, CacheTtl};
 use crate::context::ModelConfig;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -40,6 +42,8 @@ pub struct ModelSpec {
     pub max_tokens: Option<u32>,
     /// Whether the body carries cache markers (`[model] cache`, default `auto`).
     pub cache: CacheMode,
+    /// How long the breakpoints last (`[model] cache_ttl`, default `5m`).
+    pub cache_ttl: CacheTtl,
 }
 
 impl ModelSpec {
@@ -49,6 +53,7 @@ impl ModelSpec {
             name: name.into(),
             max_tokens: None,
             cache: CacheMode::Auto,
+            cache_ttl: CacheTtl::FiveMinutes,
         }
     }
 
@@ -61,6 +66,12 @@ impl ModelSpec {
     /// Sets the cache mode.
     pub fn cache(mut self, cache: CacheMode) -> Self {
         self.cache = cache;
+        self
+    }
+
+    /// Sets how long the breakpoints last.
+    pub fn cache_ttl(mut self, ttl: CacheTtl) -> Self {
+        self.cache_ttl = ttl;
         self
     }
 }
@@ -82,6 +93,7 @@ impl ModelSpec {
             name,
             max_tokens: model.and_then(|m| m.max_tokens),
             cache: model.map(|m| m.cache).unwrap_or_default(),
+            cache_ttl: model.map(|m| m.cache_ttl).unwrap_or_default(),
         })
     }
 }

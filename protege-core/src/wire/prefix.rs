@@ -21,6 +21,8 @@ pub struct PrefixUnit {
     pub tokens: usize,
     /// Whether the unit carries a `cache_control` breakpoint (Anthropic).
     pub breakpoint: bool,
+    /// Whether that breakpoint lasts an hour (`"ttl": "1h"`) rather than five minutes.
+    pub hour: bool,
 }
 
 /// The tokens of one unit: the project's token estimate over its compact JSON (without
@@ -121,17 +123,167 @@ fn text_block(text: &str) -> Value {
 }
 
 fn unit(role: &str, opens: bool, value: &Value) -> PrefixUnit {
-    let (breakpoint, json) = match value {
+    let (breakpoint, hour, json) = match value {
         Value::Object(map) if map.contains_key("cache_control") => {
             let mut map = map.clone();
-            map.remove("cache_control");
-            (true, Value::Object(map).to_string())
+            let hour = map
+                .remove("cache_control")
+                .is_some_and(|c| c.get("ttl").and_then(Value::as_str) == Some("1h"));
+            (true, hour, Value::Object(map).to_string())
         }
-        other => (false, other.to_string()),
+        other => (false, false, other.to_string()),
     };
     PrefixUnit {
         tokens: unit_tokens(&json),
         key: format!("{role}\u{0}{opens}\u{0}{json}"),
         breakpoint,
+        hour,
+    }
+}
+
+/// How long OpenAI keeps a prefix after its last use, in the simulation: its in-memory
+/// retention is five to ten minutes of inactivity, so five.
+pub const OPENAI_RETENTION_MINUTES: i64 = 5;
+
+/// How a [`CacheSim`] bills one request's input tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Billed {
+    /// Tokens neither read from nor written to the cache.
+    pub input: usize,
+    /// Tokens read from the cache.
+    pub cache_read: usize,
+    /// Tokens written to the cache for five minutes.
+    pub cache_write_5m: usize,
+    /// Tokens written to the cache for an hour.
+    pub cache_write_1h: usize,
+    /// Breakpoints not cached: their prefix is shorter than the provider caches.
+    pub short_breakpoints: usize,
+}
+
+impl Billed {
+    /// Every input token of the request.
+    pub fn tokens(&self) -> usize {
+        self.input + self.cache_read + self.cache_write_5m + self.cache_write_1h
+    }
+
+    /// The cost of these tokens in USD at `prices`.
+    pub fn cost(&self, prices: &crate::Prices) -> f64 {
+        let at = |tokens: usize, price: f64| crate::Prices::cost(tokens as u64, price);
+        at(self.input, prices.input)
+            + at(self.cache_read, prices.cache_read)
+            + at(self.cache_write_5m, prices.cache_write_5m)
+            + at(self.cache_write_1h, prices.cache_write_1h)
+    }
+
+    /// Adds `other` to these counts.
+    pub fn add(&mut self, other: &Billed) {
+        self.input += other.input;
+        self.cache_read += other.cache_read;
+        self.cache_write_5m += other.cache_write_5m;
+        self.cache_write_1h += other.cache_write_1h;
+        self.short_breakpoints += other.short_breakpoints;
+    }
+}
+
+/// A provider's prompt cache over the consecutive requests of one conversation, each
+/// sent at a given time: what it reads, writes and leaves uncached of each.
+///
+/// A request reads the longest prefix it shares with the previous request that the
+/// provider still holds. Anthropic: up to a breakpoint of the previous request whose
+/// lifetime (five minutes, or an hour with `"ttl": "1h"`) the gap since that request does
+/// not exceed, found from a breakpoint of the new one at most 20 blocks later; it writes
+/// the tokens from there to its last breakpoint, each stretch for the lifetime of the
+/// breakpoint that ends it. OpenAI: the whole shared prefix, when the gap is at most
+/// [`OPENAI_RETENTION_MINUTES`]; it has no writes. A breakpoint (OpenAI: a shared prefix)
+/// of fewer tokens than `min_tokens` is not cached.
+#[derive(Debug, Clone)]
+pub struct CacheSim {
+    provider: Provider,
+    min_tokens: usize,
+    previous: Vec<PrefixUnit>,
+    previous_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl CacheSim {
+    /// A cache holding nothing yet.
+    pub fn new(provider: Provider, min_tokens: usize) -> Self {
+        Self {
+            provider,
+            min_tokens,
+            previous: Vec::new(),
+            previous_at: None,
+        }
+    }
+
+    /// Sends the request of `units` at `at`: what it reads, writes and leaves uncached.
+    pub fn request(
+        &mut self,
+        mut units: Vec<PrefixUnit>,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Billed {
+        let gap = self.previous_at.map(|p| at - p);
+        let mut billed = Billed::default();
+        // Breakpoints whose prefix is too short are none.
+        let mut through = 0;
+        for u in &mut units {
+            through += u.tokens;
+            if u.breakpoint && through < self.min_tokens {
+                u.breakpoint = false;
+                billed.short_breakpoints += 1;
+            }
+        }
+        let shared = self
+            .previous
+            .iter()
+            .zip(&units)
+            .take_while(|(a, b)| a.key == b.key)
+            .count();
+        let alive = |minutes: i64| gap.is_some_and(|g| g <= chrono::Duration::minutes(minutes));
+        let total: usize = units.iter().map(|u| u.tokens).sum();
+        match self.provider {
+            Provider::Openai => {
+                let read: usize = units[..shared].iter().map(|u| u.tokens).sum();
+                if alive(OPENAI_RETENTION_MINUTES) && read >= self.min_tokens {
+                    billed.cache_read = read;
+                }
+                if total < self.min_tokens {
+                    billed.short_breakpoints = 1;
+                }
+                billed.input = total - billed.cache_read;
+            }
+            Provider::Anthropic => {
+                let previous = &self.previous;
+                let found_from = |p: usize| {
+                    units
+                        .iter()
+                        .skip(p)
+                        .take(LOOKBACK_BLOCKS + 1)
+                        .any(|u| u.breakpoint)
+                };
+                let read_end = (0..shared)
+                    .rev()
+                    .find(|&p| {
+                        let b = &previous[p];
+                        b.breakpoint && alive(if b.hour { 60 } else { 5 }) && found_from(p)
+                    })
+                    .map_or(0, |p| p + 1);
+                billed.cache_read = units[..read_end].iter().map(|u| u.tokens).sum();
+                let mut stretch = 0;
+                for u in &units[read_end..] {
+                    stretch += u.tokens;
+                    if u.breakpoint {
+                        match u.hour {
+                            true => billed.cache_write_1h += stretch,
+                            false => billed.cache_write_5m += stretch,
+                        }
+                        stretch = 0;
+                    }
+                }
+                billed.input = stretch;
+            }
+        }
+        self.previous = units;
+        self.previous_at = Some(at);
+        billed
     }
 }

@@ -83,6 +83,15 @@ pub struct Usage {
     /// Input tokens written to the prompt cache: Anthropic `cache_creation_input_tokens`,
     /// OpenAI `prompt_tokens_details.cache_write_tokens` (0 where OpenAI does not report it).
     pub cache_write: u64,
+    /// Of `cache_write`, the tokens written for an hour: Anthropic
+    /// `cache_creation.ephemeral_1h_input_tokens` (the rest were written for five minutes);
+    /// 0 for OpenAI.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_1h: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -93,6 +102,7 @@ impl Usage {
         self.output = self.output.saturating_add(other.output);
         self.cache_read = self.cache_read.saturating_add(other.cache_read);
         self.cache_write = self.cache_write.saturating_add(other.cache_write);
+        self.cache_write_1h = self.cache_write_1h.saturating_add(other.cache_write_1h);
     }
 }
 
@@ -146,6 +156,13 @@ pub fn from_anthropic_response(body: &[u8]) -> Result<ModelResponse> {
         output: count(usage, "$.usage", "output_tokens")?,
         cache_read: count(usage, "$.usage", "cache_read_input_tokens")?,
         cache_write: count(usage, "$.usage", "cache_creation_input_tokens")?,
+        cache_write_1h: match usage.get("cache_creation") {
+            None | Some(Value::Null) => 0,
+            Some(split) => {
+                let split = object(split, "$.usage.cache_creation")?;
+                count(split, "$.usage.cache_creation", "ephemeral_1h_input_tokens")?
+            }
+        },
     };
     Ok(response(
         text_content(blocks.texts),
@@ -565,5 +582,6 @@ pub(super) fn openai_usage(root: &Object, keys: &UsageKeys) -> Result<Usage> {
         output: count(usage, "$.usage", keys.output)?,
         cache_read: cached,
         cache_write: written,
+        cache_write_1h: 0,
     })
 }
