@@ -208,7 +208,7 @@ fn all_at_once(n: usize, url: &str, args: &[&str]) -> Vec<Run> {
 // Several writers at once.
 
 /// What `db migrate` prints on a new database: every migration it applied, by name.
-const ALL_APPLIED: &str = "applied 15 migrations:\n  m20260101_000001_create_tables\n  \
+const ALL_APPLIED: &str = "applied 16 migrations:\n  m20260101_000001_create_tables\n  \
      m20260601_000001_create_thread_summaries\n  \
      m20261201_000001_index_messages_in_reply_to\n  m20261202_000002_store_html_text\n  \
      m20261203_000001_create_runs\n  m20261204_000001_create_settings\n  \
@@ -216,7 +216,7 @@ const ALL_APPLIED: &str = "applied 15 migrations:\n  m20260101_000001_create_tab
      m20261206_000001_create_message_strips\n  m20261207_000001_mail_rules_again\n  \
      m20261208_000001_create_outbox\n  m20261209_000001_create_agent_jobs\n  \
      m20261210_000001_responsibility_slot_times\n  m20261211_000001_create_inbox\n  \
-     m20261212_000001_create_erasure\n\
+     m20261212_000001_create_erasure\n  m20261213_000001_index_outbox_persona_created\n\
      database schema is up to date\n";
 
 #[test]
@@ -242,10 +242,11 @@ fn concurrent_migrations_all_succeed_on_every_backend() {
             // index, the stored text of HTML bodies, the runs, the settings, the HTML bodies
             // converted again, the messages' addresses, their stripped bodies, the mail made
             // again by the second rules, the outbox, the agent's jobs, the slots' wall-clock
-            // times, the inbox's state, what erasure keeps), each applied once.
+            // times, the inbox's state, what erasure keeps, the index of the daily cap), each
+            // applied once.
             assert_eq!(
                 count(&conn, "protege_migrations").await,
-                15,
+                16,
                 "{}",
                 fresh.backend
             );

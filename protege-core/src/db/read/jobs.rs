@@ -171,10 +171,13 @@ pub struct ReplyCounts {
     pub correspondent: u64,
 }
 
-/// [`ReplyCounts`] of `persona` since `since`, each counted by the database: the persona's
-/// rows by its index, the thread's through the thread's messages, the correspondent's
-/// through the addresses of the replies (`message_addresses`, the recipients' bare
-/// addresses, lowercased), so no count reads the persona's whole day.
+/// [`ReplyCounts`] of `persona` since `since`. The persona's count reads the day's entries
+/// of its index (`outbox` by persona, creation time and state) and no row. The thread's and
+/// the correspondent's read only the replies to the thread's messages and to the messages
+/// that carry the correspondent's address (`message_addresses`, bare and lowercased), by
+/// the outbox's message key, and keep the persona's in the row visitor: a condition on
+/// the persona in the statement would let a planner without statistics walk the persona's
+/// whole day instead.
 pub async fn reply_counts<C: ConnectionTrait>(
     db: &C,
     persona: &str,
@@ -188,50 +191,49 @@ pub async fn reply_counts<C: ConnectionTrait>(
     let replies = |select: &mut SelectStatement| {
         select
             .from(outbox::Entity)
-            .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
             .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
             .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since));
     };
     let mut all = Query::select();
-    all.expr(Expr::col((outbox::Entity, outbox::Column::Id)).count());
+    all.expr(Expr::col((outbox::Entity, outbox::Column::Id)).count())
+        .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona));
     replies(&mut all);
-    let mut in_thread = Query::select();
-    in_thread
-        .expr(Expr::col((outbox::Entity, outbox::Column::Id)).count())
-        .inner_join(
-            message::Entity,
-            Expr::col((message::Entity, message::Column::Id))
-                .equals((outbox::Entity, outbox::Column::MessageId)),
-        )
-        .and_where(Expr::col((message::Entity, message::Column::EmailThreadId)).eq(thread));
-    replies(&mut in_thread);
-    let mut to_them = Query::select();
-    to_them
-        .expr(Expr::col((outbox::Entity, outbox::Column::Id)).count_distinct())
-        .inner_join(
-            message_address::Entity,
-            Expr::col((message_address::Entity, message_address::Column::MessageId))
-                .equals((outbox::Entity, outbox::Column::MessageId)),
-        )
-        .and_where(
-            Expr::col((message_address::Entity, message_address::Column::Address))
-                .eq(correspondent.to_lowercase()),
-        );
-    replies(&mut to_them);
-    let mut counts = [0_u64; 3];
-    for (select, count) in [all, in_thread, to_them].iter().zip(&mut counts) {
-        db.select(select, |row| {
-            *count = u64::try_from(row.int(0)?).unwrap_or(0);
+    let mut counts = ReplyCounts::default();
+    db.select(&all, |row| {
+        counts.persona = u64::try_from(row.int(0)?).unwrap_or(0);
+        Ok(())
+    })
+    .await?;
+    let thread_messages = Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
+        .to_owned();
+    let their_messages = Query::select()
+        .column(message_address::Column::MessageId)
+        .from(message_address::Entity)
+        .and_where(Expr::col(message_address::Column::Address).eq(correspondent.to_lowercase()))
+        .to_owned();
+    for (messages, count) in [
+        (thread_messages, &mut counts.thread),
+        (their_messages, &mut counts.correspondent),
+    ] {
+        let mut select = Query::select();
+        select
+            .column((outbox::Entity, outbox::Column::Persona))
+            .and_where(
+                Expr::col((outbox::Entity, outbox::Column::MessageId)).in_subquery(messages),
+            );
+        replies(&mut select);
+        db.select(&select, |row| {
+            if row.text(0)?.as_deref() == Some(persona) {
+                *count += 1;
+            }
             Ok(())
         })
         .await?;
     }
-    let [persona, thread, correspondent] = counts;
-    Ok(ReplyCounts {
-        persona,
-        thread,
-        correspondent,
-    })
+    Ok(counts)
 }
 
 /// Whether the newest outbound message of thread `thread` (in the order they were stored)

@@ -26,7 +26,7 @@ use html::{ConvertHtmlAgain, StoreHtmlText};
 use inbox::CreateInbox;
 use jobs::CreateAgentJobs;
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
-use outbox::CreateOutbox;
+use outbox::{CreateOutbox, IndexOutboxPersonaCreated};
 use runs::CreateRuns;
 use settings::CreateSettings;
 use slots::SlotTimes;
@@ -55,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(SlotTimes),
             Box::new(CreateInbox),
             Box::new(CreateErasure),
+            Box::new(IndexOutboxPersonaCreated),
         ]
     }
 

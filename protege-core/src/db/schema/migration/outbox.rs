@@ -107,3 +107,46 @@ async fn create_outbox(manager: &SchemaManager<'_>, t: &Types) -> Result<(), DbE
     )
     .await
 }
+
+/// The index the agent's daily cap counts a persona's replies by (§17): `outbox` by
+/// persona, creation time and state, so the count reads the day's entries of the index and
+/// no row, however many replies the persona sent before. Down drops it.
+#[derive(Debug)]
+pub(super) struct IndexOutboxPersonaCreated;
+
+/// The index of [`IndexOutboxPersonaCreated`].
+const PERSONA_CREATED: &str = "idx_outbox_persona_created";
+
+impl MigrationName for IndexOutboxPersonaCreated {
+    fn name(&self) -> &str {
+        "m20261213_000001_index_outbox_persona_created"
+    }
+}
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigrationTrait for IndexOutboxPersonaCreated {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        use outbox::Column as O;
+        super::create_indexes(
+            manager,
+            outbox::Entity,
+            &[(
+                PERSONA_CREATED,
+                &[O::Persona, O::CreatedAt, O::State][..],
+                false,
+            )],
+        )
+        .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_index(
+                Index::drop()
+                    .name(PERSONA_CREATED)
+                    .table(outbox::Entity)
+                    .to_owned(),
+            )
+            .await
+    }
+}
