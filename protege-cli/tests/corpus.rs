@@ -122,6 +122,18 @@ struct Imported {
     messages: Vec<Stored>,
 }
 
+impl Imported {
+    /// An engine on the imported database, with the personas in its root now.
+    async fn engine(&self) -> Engine {
+        Engine::builder()
+            .root(self.root.path())
+            .database(&self.url)
+            .build()
+            .await
+            .unwrap()
+    }
+}
+
 fn import(corpus: &Corpus) -> Imported {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("personas")).unwrap();
@@ -327,12 +339,7 @@ impl Measured {
 
 async fn measure(corpus: &Corpus) -> Measured {
     let imported = import(corpus);
-    let engine = Engine::builder()
-        .root(imported.root.path())
-        .database(&imported.url)
-        .build()
-        .await
-        .unwrap();
+    let engine = imported.engine().await;
     let mut by_thread: BTreeMap<i64, Vec<&Stored>> = BTreeMap::new();
     for message in &imported.messages {
         by_thread.entry(message.thread).or_default().push(message);
@@ -700,12 +707,7 @@ async fn cache_ttl_choices_on_real_threads() {
             cost_persona(corpus.addresses),
         )
         .unwrap();
-        let engine = Engine::builder()
-            .root(imported.root.path())
-            .database(&imported.url)
-            .build()
-            .await
-            .unwrap();
+        let engine = imported.engine().await;
         let threads: std::collections::BTreeSet<i64> =
             imported.messages.iter().map(|m| m.thread).collect();
         table.push((name, ttl_costs(&engine, threads).await));
