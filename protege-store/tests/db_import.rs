@@ -427,10 +427,11 @@ async fn an_up_to_date_database_is_migrated_in_one_statement() {
 #[tokio::test]
 async fn the_runs_migration_keeps_the_tool_uses() {
     on_each_backend("runs_migration", |db, _| async move {
-        // Down eleven: the settings' migration, the second HTML conversion, the addresses,
+        // Down twelve: the settings' migration, the second HTML conversion, the addresses,
         // the stripped bodies, the second rules, the outbox, the agent's jobs, the slots'
-        // wall-clock times, the inbox and the erasure tables came after it.
-        Migrator::down(&db, Some(11)).await.unwrap();
+        // wall-clock times, the inbox, the erasure tables and the daily cap's index came
+        // after it.
+        Migrator::down(&db, Some(12)).await.unwrap();
         let select = |sql: &str| {
             db.query_all_raw(sea_orm::Statement::from_string(
                 db.get_database_backend(),
@@ -496,9 +497,10 @@ async fn the_addresses_migration_indexes_the_stored_messages() {
             })
             .collect::<Vec<_>>()
         };
-        // Down eight: the stripped bodies, the second rules, the outbox, the agent's jobs,
-        // the slots' wall-clock times, the inbox and the erasure tables came after it.
-        Migrator::down(&db, Some(8)).await.unwrap();
+        // Down nine: the stripped bodies, the second rules, the outbox, the agent's jobs,
+        // the slots' wall-clock times, the inbox, the erasure tables and the daily cap's
+        // index came after it.
+        Migrator::down(&db, Some(9)).await.unwrap();
         assert!(select("SELECT id FROM message_addresses").await.is_err());
         db.execute_unprepared(
             "INSERT INTO email_threads (id, subject, created_at) VALUES (1, 'S', '2026-01-01 00:00:00')",
@@ -697,10 +699,11 @@ async fn html_is_converted_once(db: DatabaseConnection) {
     );
 
     // Rows stored before the column existed: the migration converts each of them (down
-    // twelve: the runs', the settings', the second conversion's, the addresses', the
+    // thirteen: the runs', the settings', the second conversion's, the addresses', the
     // stripped bodies', the second rules', the outbox's, the agent's jobs', the slots'
-    // wall-clock times', the inbox's and the erasure tables' migrations came after it).
-    Migrator::down(&db, Some(12)).await.unwrap();
+    // wall-clock times', the inbox's, the erasure tables' and the daily cap's index's
+    // migrations came after it).
+    Migrator::down(&db, Some(13)).await.unwrap();
     let old = db
         .query_all_raw(sea_orm::Statement::from_string(
             db.get_database_backend(),
@@ -792,10 +795,10 @@ async fn the_strips_migration_strips_the_stored_messages() {
             ),
         ];
         assert_eq!(rows().await, want);
-        // Down seven: the erasure tables', the inbox's, the slots' wall-clock times', the
-        // agent's jobs', the outbox's and the second rules' migrations (which keep the
-        // rows) and this one.
-        Migrator::down(&db, Some(7)).await.unwrap();
+        // Down eight: the daily cap's index's, the erasure tables', the inbox's, the slots'
+        // wall-clock times', the agent's jobs', the outbox's and the second rules'
+        // migrations (which keep the rows) and this one.
+        Migrator::down(&db, Some(8)).await.unwrap();
         assert!(select("SELECT id FROM message_strips").await.is_err());
         db::migrate(&db).await.unwrap();
         assert_eq!(rows().await, want);
