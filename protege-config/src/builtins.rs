@@ -22,6 +22,7 @@ use protege_schema::{
 };
 use toml::de::{DeTable, DeValue};
 
+use crate::diagnostic::unknown_choice;
 use crate::reader::{self, Quoted, Sink, Value, get, type_name};
 use crate::templates::Templates;
 
@@ -241,12 +242,8 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 match Window::parse(&text) {
                     Some(w) => Some(Read::Window(w)),
                     None => {
-                        let hint = suggestion(&text, WINDOWS);
-                        let message = if hint.is_empty() {
-                            format!("unknown window `{text}`, expected `sliding` or `stable`")
-                        } else {
-                            format!("unknown window `{text}`{hint}")
-                        };
+                        let message =
+                            unknown_choice("window", &text, &WINDOWS, "`sliding` or `stable`");
                         self.sink.error(value.span(), message);
                         None
                     }
@@ -367,12 +364,7 @@ pub(crate) fn parse_quoted(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<pro
     let text = reader::string(sink, value, "`quoted`")?;
     let quoted = protege_core::Quoted::parse(&text);
     if quoted.is_none() {
-        let hint = suggestion(&text, QUOTED);
-        let message = if hint.is_empty() {
-            format!("unknown `quoted` mode `{text}`, expected `keep` or `strip`")
-        } else {
-            format!("unknown `quoted` mode `{text}`{hint}")
-        };
+        let message = unknown_choice("`quoted` mode", &text, &QUOTED, "`keep` or `strip`");
         sink.error(value.span(), message);
     }
     quoted

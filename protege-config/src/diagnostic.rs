@@ -321,6 +321,19 @@ pub(crate) fn lowercase_first(text: &str) -> String {
 /// The one "did you mean" rule of protege (`protege-schema`), shared with the macro.
 pub(crate) use protege_schema::{did_you_mean, suggestion};
 
+/// The error for `text`, not one of `choices`, given for a setting named `what`: the
+/// closest choice when one is near (`unknown cache mode `aut`, did you mean `auto`?`),
+/// else the choices spelt out in `expected` (`unknown cache mode `x`, expected `auto` or
+/// `off``).
+pub(crate) fn unknown_choice(what: &str, text: &str, choices: &[&str], expected: &str) -> String {
+    let hint = suggestion(text, choices.iter().copied());
+    if hint.is_empty() {
+        format!("unknown {what} `{text}`, expected {expected}")
+    } else {
+        format!("unknown {what} `{text}`{hint}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::agent::{self, is_loopback};
 use crate::chains::chain;
-use crate::diagnostic::{Diagnostics, suggestion};
+use crate::diagnostic::{Diagnostics, unknown_choice};
 use crate::inbox;
 use crate::reader::{self, Quoted, Sink, Value, get, unknown_keys};
 use crate::registry::Registry;
@@ -233,12 +233,7 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
             "openai" => Some(Provider::Openai),
             "anthropic" => Some(Provider::Anthropic),
             _ => {
-                let hint = suggestion(&p, PROVIDERS);
-                let message = if hint.is_empty() {
-                    format!("unknown provider `{p}`, expected `openai` or `anthropic`")
-                } else {
-                    format!("unknown provider `{p}`{hint}")
-                };
+                let message = unknown_choice("provider", &p, &PROVIDERS, "`openai` or `anthropic`");
                 sink.error(v.span(), message);
                 None
             }
@@ -270,12 +265,7 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
         match CacheMode::parse(&c) {
             Some(mode) => model.cache = mode,
             None => {
-                let hint = suggestion(&c, CACHE_MODES);
-                let message = if hint.is_empty() {
-                    format!("unknown cache mode `{c}`, expected `auto` or `off`")
-                } else {
-                    format!("unknown cache mode `{c}`{hint}")
-                };
+                let message = unknown_choice("cache mode", &c, &CACHE_MODES, "`auto` or `off`");
                 sink.error(v.span(), message);
             }
         }
@@ -286,12 +276,7 @@ fn model(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<ModelConfig> {
         match CacheTtl::parse(&c) {
             Some(ttl) => model.cache_ttl = ttl,
             None => {
-                let hint = suggestion(&c, CACHE_TTLS);
-                let message = if hint.is_empty() {
-                    format!("unknown cache_ttl `{c}`, expected `auto`, `5m` or `1h`")
-                } else {
-                    format!("unknown cache_ttl `{c}`{hint}")
-                };
+                let message = unknown_choice("cache_ttl", &c, &CACHE_TTLS, "`auto`, `5m` or `1h`");
                 sink.error(v.span(), message);
             }
         }
@@ -375,12 +360,7 @@ fn api(
 ) -> Option<OpenaiApi> {
     let name = reader::string(sink, v, "`api`")?;
     let Some(api) = OpenaiApi::parse(&name) else {
-        let hint = suggestion(&name, OPENAI_APIS);
-        let message = if hint.is_empty() {
-            format!("unknown api `{name}`, expected `chat` or `responses`")
-        } else {
-            format!("unknown api `{name}`{hint}")
-        };
+        let message = unknown_choice("api", &name, &OPENAI_APIS, "`chat` or `responses`");
         sink.error(v.span(), message);
         return None;
     };
