@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use hyper::body::Incoming;
@@ -87,6 +87,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
+    /// When the whole request had arrived.
+    pub at: Instant,
 }
 
 impl Recorded {
@@ -235,6 +237,11 @@ impl StandIn {
         lock(&self.shared.requests).clone()
     }
 
+    /// The newest request received, if any.
+    pub fn last_request(&self) -> Option<Recorded> {
+        lock(&self.shared.requests).last().cloned()
+    }
+
     /// Checks every body received or sent since the last call with wirecheck and returns
     /// its verdicts that are not `ok`, one line per problem prefixed with what was checked
     /// (`request 2 to /v1/messages: wirecheck anthropic: $: max_tokens is required
@@ -311,6 +318,7 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Respo
                 })
                 .collect(),
             body: body.to_vec(),
+            at: Instant::now(),
         });
         requests.len()
     };

@@ -9,9 +9,13 @@
 //!   started, each body posted to the stand-in, the tool called, the round recorded; no
 //!   job, no outbox;
 //! - `agent/job_1_round`: a job answered in one round: the claim, the gate, the run started,
-//!   the provider asked, the reply stored (an upper bound of claim-to-first-request).
+//!   the provider asked, the reply stored;
+//! - `agent/claim_to_first_request`: from `Agent::work_once` on a stored job to the moment
+//!   the stand-in holds the whole first request (the claim, the gate, the persona resolved,
+//!   the run started, the body sent).
 //!
-//! Prints rounds per second of each and the ratio.
+//! Prints rounds per second of each and the ratio, what a round after the first adds to a
+//! job (rounds per second of the loop itself), and the median claim-to-first-request.
 
 use std::time::{Duration, Instant};
 
@@ -185,6 +189,20 @@ fn main() {
             BatchSize::PerIteration,
         );
     });
+    group.bench_function("claim_to_first_request", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                fresh();
+                provider.push([Scripted::Json(200, standin::anthropic_text("It shipped."))]);
+                let start = Instant::now();
+                rt.block_on(agent.work_once()).unwrap().unwrap();
+                let received = provider.last_request().unwrap().at;
+                total += received - start;
+            }
+            total
+        });
+    });
     group.finish();
     // A direct timing for the summary line (criterion's own report is above).
     let time = |f: &mut dyn FnMut()| {
@@ -203,17 +221,40 @@ fn main() {
         provider.push(script());
         rt.block_on(agent.work_once()).unwrap().unwrap();
     });
+    let one_round_median = time(&mut || {
+        fresh();
+        provider.push([Scripted::Json(200, standin::anthropic_text("It shipped."))]);
+        rt.block_on(agent.work_once()).unwrap().unwrap();
+    });
     let hand_median = time(&mut || {
         let n = imported();
         provider.push(script());
         rt.block_on(by_hand(&engine, &http, &provider.base_url(), &tool, n));
     });
+    let mut firsts: Vec<Duration> = (0..15)
+        .map(|_| {
+            fresh();
+            provider.push([Scripted::Json(200, standin::anthropic_text("It shipped."))]);
+            let start = Instant::now();
+            rt.block_on(agent.work_once()).unwrap().unwrap();
+            provider.last_request().unwrap().at - start
+        })
+        .collect();
+    firsts.sort();
     let per_second = |d: Duration| ROUNDS as f64 / d.as_secs_f64();
+    // A round after the first: what 10 more rounds add to a job of one.
+    let marginal = agent_median.saturating_sub(one_round_median) / (ROUNDS as u32 - 1);
     println!(
         "agent: {:.0} rounds/s (job of {ROUNDS} rounds, mail stored included); by hand: {:.0} rounds/s; ratio {:.2}",
         per_second(agent_median),
         per_second(hand_median),
         hand_median.as_secs_f64() / agent_median.as_secs_f64()
+    );
+    println!(
+        "agent: a round after the first {:.2} ms ({:.0} rounds/s); claim to first request p50 {:.2} ms",
+        marginal.as_secs_f64() * 1e3,
+        1.0 / marginal.as_secs_f64().max(f64::EPSILON),
+        firsts[firsts.len() / 2].as_secs_f64() * 1e3
     );
 }
 

@@ -874,7 +874,8 @@ impl Agent {
         let now = Utc::now();
         let day = now - chrono::Duration::hours(24);
         let correspondent = bare_address(from).to_lowercase();
-        let replies = db::reply_counts(conn, persona, day, thread, &correspondent).await?;
+        let bound = u64::from(agent.max_replies_per_day);
+        let replies = db::reply_counts(conn, persona, day, bound, thread, &correspondent).await?;
         let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         if count(replies.persona) >= agent.max_replies_per_day {
             return Ok(Some(JobEnd::Skipped("persona_cap".to_owned())));

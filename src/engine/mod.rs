@@ -438,6 +438,7 @@ impl EngineBuilder {
                 #[cfg(feature = "agent")]
                 inboxes: inbox::InboxStatus::default(),
                 wake: Wake::default(),
+                rounds: run::ParsedRounds::default(),
                 fence_key: match self.fence_key {
                     Some(key) => OnceCell::new_with(Some(Arc::from(key.as_bytes()))),
                     None => OnceCell::new(),
@@ -535,6 +536,8 @@ struct Inner {
     /// Wakes this process's agent worker when a job is made here, and its delivery worker
     /// when a reply is queued, instead of waiting for their next look.
     wake: Wake,
+    /// The recorded rounds of the runs going on here, parsed once.
+    rounds: run::ParsedRounds,
 }
 
 /// The wake-ups of the workers of one process.

@@ -525,7 +525,8 @@ impl Engine {
             if let Some(pending) = pending {
                 check_pending_response(&run, pending, &input.response)?;
             }
-            let mut rounds = earlier_rounds(&run, input.round, &response, &stored)?;
+            let mut rounds =
+                earlier_rounds(&self.inner.rounds, &run, input.round, &response, &stored)?;
             let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
             let status = match response.outcome {
                 Outcome::ToolCalls if !over => db::RUN_STARTED,
@@ -565,12 +566,18 @@ impl Engine {
                 cost: self.usage_cost(&run.persona, &run.model, &usage),
                 ended: (status != db::RUN_STARTED).then_some(input.round + 1),
             };
-            // The run as this transaction left it: it changed the row only if nobody else had.
-            let run = run_after(run, &new);
-            rounds.push(ParsedRound {
+            let parsed = ParsedRound {
                 response,
                 results: input.results,
-            });
+            };
+            if status == db::RUN_STARTED {
+                self.inner.rounds.remember(&run.id, &new, &parsed);
+            } else {
+                self.inner.rounds.forget(&run.id);
+            }
+            // The run as this transaction left it: it changed the row only if nobody else had.
+            let run = run_after(run, &new);
+            rounds.push(parsed);
             return Ok((self.step(&run, input.round, &rounds), Some(recorded)));
         }
         Err(busy(&run, input.round))
@@ -661,7 +668,7 @@ impl Engine {
                 span.record("protege.run.replayed", true);
                 return Ok((pending, None));
             }
-            earlier_rounds(&run, number, &response, &stored)?;
+            earlier_rounds(&self.inner.rounds, &run, number, &response, &stored)?;
             span.record("protege.run.status", "pending");
             let new = new_round(round, false, raw, &[], &response, db::RUN_STARTED);
             match db::record_pending(conn, &run, &new).await? {
@@ -716,6 +723,7 @@ impl Engine {
         let conn = self.db().await?;
         let run = self.load_run_row(run_id).await?;
         if db::abandon_run(conn, &run.id, micros(Utc::now())).await? {
+            self.inner.rounds.forget(&run.id);
             let run = self.load_run_row(run_id).await?;
             return self.run_columns(&run).await;
         }
@@ -1040,9 +1048,10 @@ fn pending_calls(response: &ModelResponse) -> Vec<PendingCall> {
         .collect()
 }
 
-/// The rounds of `stored` before round `round`, parsed, once the call ids of `response`
-/// are checked against theirs.
+/// The rounds of `stored` before round `round`, parsed (through `cache`), once the call
+/// ids of `response` are checked against theirs.
 fn earlier_rounds(
+    cache: &ParsedRounds,
     run: &run_row::Model,
     round: u32,
     response: &ModelResponse,
@@ -1053,7 +1062,7 @@ fn earlier_rounds(
         .iter()
         .filter(|r| r.round < i32::try_from(round).unwrap_or(i32::MAX))
         .collect();
-    let parsed = parse_rounds(run, &earlier)?;
+    let parsed = cache.parse(run, &earlier)?;
     check_new_call_ids(run, round, response, &earlier, &parsed)?;
     Ok(parsed)
 }
@@ -1065,21 +1074,124 @@ struct ParsedRound {
     results: Vec<ToolResult>,
 }
 
+/// The recorded rounds of the runs going on in this process, parsed: a run's rounds are
+/// read back at each of its later rounds (twice per round when the response is stored
+/// before the calls), and each is parsed once instead of at every read. An entry is used
+/// only for the very texts it was parsed from, so a round stored again or changed since is
+/// parsed anew; a run's entry goes when it ends here, and the least recently used go
+/// beyond [`ParsedRounds::RUNS`] runs.
+#[derive(Debug)]
+pub(crate) struct ParsedRounds(std::sync::Mutex<hashlink::LruCache<String, Vec<CachedRound>>>);
+
+/// A round as stored and as parsed.
+#[derive(Debug)]
+struct CachedRound {
+    round: i32,
+    response: String,
+    results: String,
+    parsed: ParsedRound,
+}
+
+impl Default for ParsedRounds {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new(hashlink::LruCache::new(Self::RUNS)))
+    }
+}
+
+impl ParsedRounds {
+    /// How many runs keep their parsed rounds.
+    const RUNS: usize = 256;
+
+    /// `rounds` of `run` (in order) parsed, those parsed before taken from here.
+    fn parse(
+        &self,
+        run: &run_row::Model,
+        rounds: &[&run_round::Model],
+    ) -> Result<Vec<ParsedRound>, EngineError> {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let mut out: Vec<Option<ParsedRound>> = {
+            let mut cache = lock();
+            let known = cache.get(&run.id);
+            rounds
+                .iter()
+                .map(|r| {
+                    known?
+                        .iter()
+                        .find(|c| {
+                            c.round == r.round && c.response == r.response && c.results == r.results
+                        })
+                        .map(|c| c.parsed.clone())
+                })
+                .collect()
+        };
+        let mut new = Vec::new();
+        for (slot, r) in out.iter_mut().zip(rounds) {
+            if slot.is_none() {
+                let parsed = parse_round(run, r)?;
+                new.push(CachedRound {
+                    round: r.round,
+                    response: r.response.clone(),
+                    results: r.results.clone(),
+                    parsed: parsed.clone(),
+                });
+                *slot = Some(parsed);
+            }
+        }
+        if !new.is_empty() {
+            let mut cache = lock();
+            let entry = cache.entry(run.id.clone()).or_insert_with(Vec::new);
+            for c in new {
+                entry.retain(|e| e.round != c.round);
+                entry.push(c);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Keeps round `new` of run `run_id`, recorded as `parsed`.
+    fn remember(&self, run_id: &str, new: &db::NewRound, parsed: &ParsedRound) {
+        let mut cache = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = cache.entry(run_id.to_owned()).or_insert_with(Vec::new);
+        entry.retain(|e| e.round != new.round);
+        entry.push(CachedRound {
+            round: new.round,
+            response: new.response.clone(),
+            results: new.results.clone(),
+            parsed: parsed.clone(),
+        });
+    }
+
+    /// Forgets the rounds of run `run_id` (it ended).
+    fn forget(&self, run_id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(run_id);
+    }
+}
+
+/// Round `r` of `run` parsed.
+fn parse_round(run: &run_row::Model, r: &run_round::Model) -> Result<ParsedRound, EngineError> {
+    Ok(ParsedRound {
+        response: parse_response_text(run, &r.response)?,
+        // A pending round has no results yet (its stored `null`).
+        results: serde_json::from_str(&r.results).unwrap_or_default(),
+    })
+}
+
 /// `rounds` of `run` (in order) parsed.
 fn parse_rounds(
     run: &run_row::Model,
     rounds: &[&run_round::Model],
 ) -> Result<Vec<ParsedRound>, EngineError> {
-    rounds
-        .iter()
-        .map(|r| {
-            Ok(ParsedRound {
-                response: parse_response_text(run, &r.response)?,
-                // A pending round has no results yet (its stored `null`).
-                results: serde_json::from_str(&r.results).unwrap_or_default(),
-            })
-        })
-        .collect()
+    rounds.iter().map(|r| parse_round(run, r)).collect()
 }
 
 /// Checks that no tool call of `response` (round `round` of `run`) reuses the id of a

@@ -299,6 +299,8 @@ impl Reader {
             // mode already, and `synchronous` is a setting of each connection.
             conn.pragma_update(None, "foreign_keys", true)?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
+            // Plans that do not depend on the values bound, as on the read connections.
+            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
             conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
             slot.conn = Some(conn);
         }
@@ -429,6 +431,18 @@ mod tests {
             statements: AtomicU64::new(0),
             writer: Mutex::default(),
         }
+    }
+
+    /// The bundled SQLite is built with the query planner stability guarantee on
+    /// (`.cargo/config.toml`), so SeaORM's connections, which protege cannot configure
+    /// without unsafe code, keep their cached statements' plans too.
+    #[test]
+    fn sqlite_is_built_with_stable_plans() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert!(
+            conn.db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG)
+                .unwrap()
+        );
     }
 
     /// A read connection has an 8 MiB page cache and does not map the file.

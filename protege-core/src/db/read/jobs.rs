@@ -1,6 +1,6 @@
 //! The agent's jobs (§17), read: one job, a message's job, and a listing.
 
-use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
+use sea_orm::sea_query::{Asterisk, Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_orm::{ConnectionTrait, FromQueryResult};
 
 use crate::db::entities::agent_job;
@@ -158,12 +158,12 @@ pub async fn attachment_in_thread<C: ConnectionTrait>(
         .await?)
 }
 
-/// How many replies `persona` made since `since` (in any state but `rejected`): in all, in
-/// thread `thread`, and to `correspondent` (a bare address, compared lowercased): what the
-/// agent's daily caps count.
+/// How many replies `persona` made since `since` (in any state but `rejected`): in all (up
+/// to a bound), in thread `thread`, and to `correspondent` (a bare address, compared
+/// lowercased): what the agent's daily caps count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReplyCounts {
-    /// Every reply of the persona.
+    /// Every reply of the persona, counted up to the bound asked for.
     pub persona: u64,
     /// The replies in the thread.
     pub thread: u64,
@@ -172,7 +172,8 @@ pub struct ReplyCounts {
 }
 
 /// [`ReplyCounts`] of `persona` since `since`. The persona's count reads the day's entries
-/// of its index (`outbox` by persona, creation time and state) and no row. The thread's and
+/// of its index (`outbox` by persona, creation time and state), no row, and no more than
+/// `bound` of them: a cap needs to know only whether it is reached. The thread's and
 /// the correspondent's read only the replies to the thread's messages and to the messages
 /// that carry the correspondent's address (`message_addresses`, bare and lowercased), by
 /// the outbox's message key, and keep the persona's in the row visitor: a condition on
@@ -182,6 +183,7 @@ pub async fn reply_counts<C: ConnectionTrait>(
     db: &C,
     persona: &str,
     since: chrono::DateTime<chrono::Utc>,
+    bound: u64,
     thread: i64,
     correspondent: &str,
 ) -> Result<ReplyCounts> {
@@ -194,10 +196,15 @@ pub async fn reply_counts<C: ConnectionTrait>(
             .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
             .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since));
     };
-    let mut all = Query::select();
-    all.expr(Expr::col((outbox::Entity, outbox::Column::Id)).count())
-        .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona));
-    replies(&mut all);
+    let mut day = Query::select();
+    day.column((outbox::Entity, outbox::Column::Id))
+        .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
+        .limit(bound);
+    replies(&mut day);
+    let all = Query::select()
+        .expr(Expr::col(Asterisk).count())
+        .from_subquery(day, "day")
+        .to_owned();
     let mut counts = ReplyCounts::default();
     db.select(&all, |row| {
         counts.persona = u64::try_from(row.int(0)?).unwrap_or(0);

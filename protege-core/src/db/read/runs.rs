@@ -3,7 +3,7 @@
 //!
 //! [`Engine::record_round`]: https://docs.rs/protege/latest/protege/struct.Engine.html#method.record_round
 
-use sea_orm::sea_query::{Expr, ExprTrait, Order, Query};
+use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SubQueryStatement};
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 use super::rows::{self, columns};
@@ -123,7 +123,11 @@ pub async fn call_id_taken_in_thread(
 
 /// Whether message `message` (a `messages.id`) was sent to one of `addresses` (bare and
 /// lowercased): one of them is in its To or Cc, or sent a message of its thread (a
-/// participant's row of `message_addresses`). One query.
+/// participant's row of `message_addresses`). One query, which reads only the rows of
+/// `addresses` in the message's thread: a row of `message_addresses` carries its message's
+/// thread, so the message's own rows are among them, and the index by address and thread
+/// finds them (a condition on either the message or the thread would read every row of the
+/// persona's address instead).
 pub async fn persona_addressed(
     db: &DatabaseConnection,
     message: i64,
@@ -140,11 +144,12 @@ pub async fn persona_addressed(
         .from(a::Entity)
         .and_where(Expr::col(a::Column::Address).is_in(addresses.iter().cloned()))
         .and_where(
+            Expr::col(a::Column::EmailThreadId).eq(Expr::from(SubQueryStatement::from(thread))),
+        )
+        .and_where(
             Expr::col(a::Column::MessageId)
                 .eq(message)
-                .or(Expr::col(a::Column::EmailThreadId)
-                    .in_subquery(thread)
-                    .and(Expr::col(a::Column::Participant).eq(true))),
+                .or(Expr::col(a::Column::Participant).eq(true)),
         )
         .limit(1)
         .to_owned();
