@@ -1711,4 +1711,70 @@ mod tests {
         assert!(a < b, "{a} {b}");
         assert_ne!(new_run_id(Utc::now()), new_run_id(Utc::now()));
     }
+
+    /// A round's response in Anthropic's format, answering with `text`.
+    fn answer(text: &str) -> String {
+        json!({
+            "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 2}
+        })
+        .to_string()
+    }
+
+    /// The parsed rounds are reused only for the very texts they came from: a round stored
+    /// again with another text is parsed anew, and an ended run's are forgotten.
+    #[test]
+    fn parsed_rounds_follow_the_stored_text() {
+        let at = "2026-01-05T10:00:00Z".parse().unwrap();
+        let run = run_row::Model {
+            id: "run_1".to_owned(),
+            persona: "support".to_owned(),
+            message_id: None,
+            responsibility: None,
+            format: "anthropic".to_owned(),
+            model: "claude-sonnet-4-5".to_owned(),
+            status: db::RUN_STARTED.to_owned(),
+            rounds: 1,
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            request_sha256: String::new(),
+            request: String::new(),
+            started_at: at,
+            finished_at: None,
+        };
+        let round = |text: &str| run_round::Model {
+            id: 1,
+            run_id: "run_1".to_owned(),
+            round: 0,
+            response: answer(text),
+            results: "[]".to_owned(),
+            stop_reason: "end_turn".to_owned(),
+            input_tokens: 10,
+            output_tokens: 2,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            created_at: at,
+        };
+        let cache = ParsedRounds::default();
+        let text = |rounds: Vec<ParsedRound>| rounds[0].response.message.content.text();
+        let first = round("It shipped.");
+        assert_eq!(text(cache.parse(&run, &[&first]).unwrap()), "It shipped.");
+        assert_eq!(text(cache.parse(&run, &[&first]).unwrap()), "It shipped.");
+        let changed = round("It is on its way.");
+        assert_eq!(text(cache.parse(&run, &[&changed]).unwrap()), "It is on its way.");
+        assert_eq!(cache.0.lock().unwrap().get("run_1").map(Vec::len), Some(1));
+        cache.forget("run_1");
+        assert!(cache.0.lock().unwrap().get("run_1").is_none());
+        // Not readable in the run's format: the error, not an entry.
+        let broken = run_round::Model {
+            response: "{}".to_owned(),
+            ..round("")
+        };
+        assert!(cache.parse(&run, &[&broken]).is_err());
+        assert!(cache.0.lock().unwrap().get("run_1").is_none());
+    }
 }
