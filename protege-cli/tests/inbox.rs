@@ -6,9 +6,10 @@
 //! with `since`, refuses a message over the size limit unread and one whose storing crashed
 //! three times, and leaves a message the database could not take unmarked. `serve --agent`
 //! reads the folder with IDLE, one process at a time, and reports a wrong password in
-//! `/readyz`.
+//! `/readyz`. A scripted server that drops the connection in the middle of a message's bytes
+//! (no Dovecot needed) fails the pass with one sentence and nothing stored.
 //!
-//! Skipped unless `PROTEGE_TEST_DOVECOT` names the `dovecot` binary:
+//! Skipped unless `PROTEGE_TEST_DOVECOT` names the `dovecot` binary (but the scripted one):
 //!
 //! ```text
 //! PROTEGE_TEST_DOVECOT=$(scripts/dovecot-install) cargo test -p protege-cli --test inbox
@@ -36,6 +37,11 @@ const WAIT: Duration = Duration::from_secs(30);
 /// The `support` persona: an agent (whose provider is a closed port: no job runs here)
 /// reading `support@acme.test`'s INBOX in plain text on the loopback port of `dovecot`.
 fn root(dovecot: &Dovecot, extra: &str) -> tempfile::TempDir {
+    root_on(dovecot.imap_port(), extra)
+}
+
+/// [`root`] reading the IMAP server on loopback port `port`.
+fn root_on(port: u16, extra: &str) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("personas")).unwrap();
     std::fs::write(
@@ -61,8 +67,7 @@ password_env = "{PASSWORD_ENV}"
 [[message_resolvers]]
 use = "LoadText"
 template = "Hello."
-"#,
-            port = dovecot.imap_port()
+"#
         ),
     )
     .unwrap();
@@ -579,4 +584,102 @@ async fn the_sent_folder_stores_a_person_s_replies_outbound_without_jobs() {
             ("<r1@example.org>".into(), "outbound".into(), 1, None),
         ]
     );
+}
+
+/// An IMAP server on loopback that holds two messages received on 10 March 2026 and speaks
+/// just what a first sync with `since` sends. Its first session drops the connection in the
+/// middle of the first message's bytes; the later ones answer in full.
+fn dropping_server() -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for (session, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { return };
+            let mut out = stream.try_clone().unwrap();
+            let mut lines = BufReader::new(stream);
+            let _ = out.write_all(b"* OK [CAPABILITY IMAP4rev1 UIDPLUS] ready\r\n");
+            let mut line = String::new();
+            while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+                let (tag, command) = line.trim_end().split_once(' ').unwrap_or(("*", ""));
+                let command = command.to_ascii_uppercase();
+                let reply = if command.starts_with("CAPABILITY") {
+                    format!("* CAPABILITY IMAP4rev1 UIDPLUS\r\n{tag} OK done\r\n")
+                } else if command.starts_with("SELECT") {
+                    format!(
+                        "* 2 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 3] ok\r\n{tag} OK [READ-WRITE] selected\r\n"
+                    )
+                } else if command.starts_with("UID SEARCH") {
+                    format!("* SEARCH 1 2\r\n{tag} OK done\r\n")
+                } else if command.starts_with("UID FETCH") && command.contains("BODY.PEEK") {
+                    let mut reply = String::new();
+                    for uid in [1u32, 2] {
+                        if !command.contains(&uid.to_string()) {
+                            continue;
+                        }
+                        let body =
+                            String::from_utf8(mail(&format!("d{uid}"), "ann@example.org", SUPPORT))
+                                .unwrap();
+                        if session == 0 {
+                            let half = format!(
+                                "* {uid} FETCH (UID {uid} BODY[] {{{}}}\r\n{}",
+                                body.len(),
+                                &body[..body.len() / 2]
+                            );
+                            let _ = out.write_all(half.as_bytes());
+                            let _ = out.shutdown(std::net::Shutdown::Both);
+                            break;
+                        }
+                        reply.push_str(&format!(
+                            "* {uid} FETCH (UID {uid} BODY[] {{{}}}\r\n{body})\r\n",
+                            body.len()
+                        ));
+                    }
+                    if session == 0 {
+                        break;
+                    }
+                    format!("{reply}{tag} OK done\r\n")
+                } else if command.starts_with("UID FETCH") {
+                    let mut reply = String::new();
+                    for uid in [1u32, 2] {
+                        let size = mail(&format!("d{uid}"), "ann@example.org", SUPPORT).len();
+                        reply.push_str(&format!(
+                            "* {uid} FETCH (UID {uid} RFC822.SIZE {size} INTERNALDATE \"10-Mar-2026 09:00:00 +0000\")\r\n"
+                        ));
+                    }
+                    format!("{reply}{tag} OK done\r\n")
+                } else if command.starts_with("LOGOUT") {
+                    let _ = out.write_all(format!("* BYE bye\r\n{tag} OK done\r\n").as_bytes());
+                    break;
+                } else {
+                    format!("{tag} OK done\r\n")
+                };
+                if out.write_all(reply.as_bytes()).is_err() {
+                    break;
+                }
+                line.clear();
+            }
+        }
+    });
+    port
+}
+
+/// A server that drops the connection in the middle of a message's bytes: the pass fails
+/// with one sentence, stores and marks nothing, and the next pass stores each message once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_dropped_mid_fetch_stores_nothing_and_the_next_pass_stores_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+    let port = dropping_server();
+    let root = root_on(port, "since = \"2000-01-01\"\n");
+    let (code, out, err) = fetch(root.path(), &db, PASSWORD);
+    let said = format!(
+        "error: the mailbox `{SUPPORT}@127.0.0.1:{port}/INBOX` could not be read: UID FETCH: io: bytes remaining in stream\n"
+    );
+    assert_eq!((code, out.as_str(), err), (1, "", said));
+    assert_eq!(stored(&db).await, (vec![], vec![]));
+    let (code, out, err) = fetch(root.path(), &db, PASSWORD);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    let ids = vec!["<d1@example.org>".to_owned(), "<d2@example.org>".to_owned()];
+    assert_eq!(stored(&db).await, (ids, vec![]));
 }
