@@ -1765,7 +1765,10 @@ mod tests {
         assert_eq!(text(cache.parse(&run, &[&first]).unwrap()), "It shipped.");
         assert_eq!(text(cache.parse(&run, &[&first]).unwrap()), "It shipped.");
         let changed = round("It is on its way.");
-        assert_eq!(text(cache.parse(&run, &[&changed]).unwrap()), "It is on its way.");
+        assert_eq!(
+            text(cache.parse(&run, &[&changed]).unwrap()),
+            "It is on its way."
+        );
         assert_eq!(cache.0.lock().unwrap().get("run_1").map(Vec::len), Some(1));
         cache.forget("run_1");
         assert!(cache.0.lock().unwrap().get("run_1").is_none());
