@@ -322,30 +322,51 @@ async fn a_forgotten_correspondent_leaves_the_request_and_every_table() {
 
 /// Resolves of Kim's mail run without pause while Kim is erased, 10 times over: every
 /// resolve that succeeds has the whole thread (the first mail with its attachment and its
-/// round of two calls) or none of it, never a part.
+/// round of two calls) or none of it, never a part. An erased Message-ID is never stored
+/// again, so each time over imports Kim's thread under new Message-IDs and run id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_during_resolves_never_gives_half_a_thread() {
     let dir = tempfile::tempdir().unwrap();
     let root = root();
     let urls = every_backend(dir.path(), "provenance_race").await;
+    let fixture = serde_json::to_string(&fixture()).unwrap();
     for (url, _) in &urls {
         let engine = Arc::new(engine_on(root.path(), url).await);
-        let (mut whole, mut none) = (0, 0);
+        let mut whole = 0;
         for round in 0..10 {
+            let id = |name: &str| format!("<{name}.{round}@");
+            let run = format!("r1.{round}");
             if round > 0 {
-                engine
-                    .import_fixture(&root.path().join("fixture.json"))
-                    .await
-                    .unwrap();
+                let renamed = ["k1", "k2", "k3"]
+                    .iter()
+                    .fold(fixture.clone(), |f, k| f.replace(&format!("<{k}@"), &id(k)))
+                    .replace("\"r1\"", &format!("\"{run}\""));
+                let path = root.path().join(format!("fixture-{round}.json"));
+                std::fs::write(&path, renamed).unwrap();
+                engine.import_fixture(&path).await.unwrap();
             }
+            let (k1, k3) = if round == 0 {
+                ("<k1@example.com>".to_owned(), "<k3@example.com>".to_owned())
+            } else {
+                (
+                    format!("{}example.com>", id("k1")),
+                    format!("{}example.com>", id("k3")),
+                )
+            };
+            let run = if round == 0 { "r1".to_owned() } else { run };
             let done = Arc::new(AtomicBool::new(false));
+            let (first_seen, mut seen_once) = tokio::sync::watch::channel(false);
             let resolver = {
                 let (engine, done) = (engine.clone(), done.clone());
+                let input = ResolveInput::reply("support", &k3).now(now());
                 tokio::spawn(async move {
                     let mut seen = Vec::new();
                     while !done.load(Ordering::SeqCst) {
-                        match engine.resolve(&input()).await {
-                            Ok(out) => seen.push(out),
+                        match engine.resolve(&input).await {
+                            Ok(out) => {
+                                seen.push(out);
+                                first_seen.send_replace(true);
+                            }
                             Err(e) => {
                                 assert_eq!(e.kind(), EngineErrorKind::NotFound, "{e}");
                                 break;
@@ -355,33 +376,36 @@ async fn an_erasure_during_resolves_never_gives_half_a_thread() {
                     seen
                 })
             };
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            // The erasure starts once a resolve has seen the thread, however slow the
+            // machine, and runs while the next ones are under way.
+            tokio::time::timeout(
+                std::time::Duration::from_secs(30),
+                seen_once.wait_for(|seen| *seen),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{url}: round {round}: no resolve within 30 s"))
+            .unwrap_or_else(|_| panic!("{url}: round {round}: the resolver stopped first"));
             engine.forget("kim@example.com", false).await.unwrap();
             done.store(true, Ordering::SeqCst);
             for out in resolver.await.unwrap() {
                 let sources: Vec<Value> = out.sources().iter().map(|s| json!(s)).collect();
                 let has = |v: Value| sources.contains(&v);
-                let first = has(json!({"kind": "message", "message_id": "<k1@example.com>"}));
-                let calls = has(json!({"kind": "tool_use", "run_id": "r1", "tool_call_id": "c2"}));
+                let first = has(json!({"kind": "message", "message_id": k1}));
+                let calls = has(json!({"kind": "tool_use", "run_id": run, "tool_call_id": "c2"}));
                 let text = out.body.to_string();
                 let attachment = text.contains("receipt.txt");
                 assert_eq!(
                     (first, calls, attachment),
                     (first, first, first),
-                    "{url}: {text}"
+                    "{url}: round {round}: {text}"
                 );
-                if first {
-                    whole += 1;
-                } else {
-                    none += 1;
-                }
+                whole += usize::from(first);
             }
         }
         assert!(
-            whole > 0,
-            "{url}: no resolve saw the thread before the erasure"
+            whole >= 10,
+            "{url}: {whole} resolves saw the thread before the erasure"
         );
-        let _ = none;
         engine.db().await.unwrap().clone().close().await.unwrap();
     }
     drop_server_dbs(&urls, "provenance_race").await;
