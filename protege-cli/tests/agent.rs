@@ -1554,3 +1554,168 @@ async fn the_daily_caps_skip_a_thread_a_correspondent_and_the_persona_on_every_b
         assert_eq!(provider.requests().len(), 4, "{url}");
     }
 }
+
+/// A 1×1 PNG and a one-object PDF, Base64-encoded.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+const PDF: &str = "JVBERi0xLjQKMSAwIG9iajw8Pj5lbmRvYmoKdHJhaWxlcjw8Pj4KJSVFT0YK";
+
+/// Zoe's mail `id` with a label (PNG), a receipt (PDF) and a note (text), after `headers`.
+fn mail_with_attachments(id: &str, headers: &str) -> String {
+    let date = chrono::Utc::now().to_rfc2822();
+    format!(
+        "Message-ID: {id}\r\nFrom: Zoe <zoe@example.com>\r\nTo: Acme Support <support@acme.test>\r\n\
+         Subject: My receipt\r\nDate: {date}\r\n{headers}MIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n\
+         --b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHere are my label and receipt.\r\n\
+         --b1\r\nContent-Type: image/png; name=\"label.png\"\r\n\
+         Content-Disposition: attachment; filename=\"label.png\"\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{PNG}\r\n\
+         --b1\r\nContent-Type: application/pdf; name=\"receipt.pdf\"\r\n\
+         Content-Disposition: attachment; filename=\"receipt.pdf\"\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{PDF}\r\n\
+         --b1\r\nContent-Type: text/plain; name=\"note.txt\"\r\n\
+         Content-Disposition: attachment; filename=\"note.txt\"\r\n\r\norder A-1042\r\n\
+         --b1--\r\n"
+    )
+}
+
+/// The id the attachments list of `body` shows for `filename` (`- NAME (TYPE, N bytes, id:
+/// ID)`).
+fn attachment_id_in(body: &str, filename: &str) -> String {
+    let line = body
+        .split("\\n")
+        .chain(body.split('\n'))
+        .find(|l| l.starts_with(&format!("- {filename} (")))
+        .unwrap_or_else(|| panic!("no attachment {filename} in {body}"));
+    let start = line.find("id: ").unwrap() + 4;
+    line[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
+}
+
+/// `message` without its cache breakpoints.
+fn unmarked(message: &Value) -> Value {
+    let mut message = message.clone();
+    for block in message["content"].as_array_mut().into_iter().flatten() {
+        block.as_object_mut().unwrap().remove("cache_control");
+    }
+    message
+}
+
+/// The persona of [`root_with`] with the built-in `read_attachment` too.
+const READ_ATTACHMENT: &str = "\n[[tools]]\nbuiltin = \"read_attachment\"\n";
+
+#[tokio::test]
+async fn read_attachment_shows_the_image_and_the_pdf_in_the_rounds_and_in_later_replays_on_every_backend()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_attachments").await {
+        let provider = StandIn::start([]).await.unwrap();
+        let root = root_with(&provider.base_url(), "http://127.0.0.1:9", READ_ATTACHMENT);
+        let engine = engine_of(root.path(), &url).await;
+        engine
+            .ingest_mail(
+                mail_with_attachments("<r1@example.com>", "").as_bytes(),
+                Some(Direction::Inbound),
+            )
+            .await
+            .unwrap();
+        // The ids are hashes of the Message-ID: read them from the rendering the model sees.
+        let first = engine
+            .resolve(&protege::ResolveInput::reply("support", "<r1@example.com>"))
+            .await
+            .unwrap()
+            .body
+            .to_string();
+        let [label, receipt, note] =
+            ["label.png", "receipt.pdf", "note.txt"].map(|f| attachment_id_in(&first, f));
+        let mut reads = standin::anthropic_tool_use(&[
+            ("read_attachment", json!({"attachment_id": label})),
+            ("read_attachment", json!({"attachment_id": receipt})),
+            ("read_attachment", json!({"attachment_id": note})),
+            (
+                "read_attachment",
+                json!({"attachment_id": "att-000000000000000000000000"}),
+            ),
+        ]);
+        for (i, block) in reads["content"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            block["id"] = json!(format!("toolu_01R{:021}", i + 1));
+        }
+        provider.push([
+            Scripted::Json(200, reads),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+        ]);
+        let report = agent(&engine, "w1").work_once().await.unwrap().unwrap();
+        assert_eq!(report.state, "done", "{url}: {report:?}");
+
+        // Round 1's request: the image and the PDF inside their results, after the text;
+        // the note as text; the unknown id as an error.
+        let expected = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_01R000000000000000000001", "content": [
+                {"type": "text", "text": format!("{{\"attachment_id\":\"{label}\"}}")},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+            ]},
+            {"type": "tool_result", "tool_use_id": "toolu_01R000000000000000000002", "content": [
+                {"type": "text", "text": format!("{{\"attachment_id\":\"{receipt}\"}}")},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}, "title": "receipt.pdf"},
+            ]},
+            {"type": "tool_result", "tool_use_id": "toolu_01R000000000000000000003",
+             "content": format!("{{\"attachment_id\":\"{note}\"}}\norder A-1042")},
+            {"type": "tool_result", "tool_use_id": "toolu_01R000000000000000000004",
+             "content": "no attachment `att-000000000000000000000000` in this thread", "is_error": true},
+        ]});
+        let requests = provider.requests();
+        assert_eq!(requests.len(), 2, "{url}");
+        let round1 = requests[1].json();
+        let messages = round1["messages"].as_array().unwrap();
+        assert_eq!(unmarked(messages.last().unwrap()), expected, "{url}");
+        // The run stores the text only.
+        let job = job_of(&engine, "<r1@example.com>").await;
+        let run = engine.run(job.run_id.as_deref().unwrap()).await.unwrap();
+        let stored = serde_json::to_string(&run).unwrap();
+        assert!(
+            !stored.contains(PNG) && !stored.contains(PDF),
+            "{url}: {stored}"
+        );
+
+        // Zoe writes again in the thread: the history replays the round with the image and
+        // the PDF rebuilt from the stored attachments.
+        engine
+            .ingest_mail(
+                mail(
+                    "<r2@example.com>",
+                    "Zoe <zoe@example.com>",
+                    "In-Reply-To: <r1@example.com>\r\nReferences: <r1@example.com>\r\n",
+                )
+                .as_bytes(),
+                Some(Direction::Inbound),
+            )
+            .await
+            .unwrap();
+        let report = agent(&engine, "w1").work_once().await.unwrap().unwrap();
+        assert_eq!(report.state, "done", "{url}: {report:?}");
+        let replay = provider.requests()[2].json();
+        // The results open the user turn that ends with Zoe's new mail.
+        let replayed: Vec<Value> = replay["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(unmarked)
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|block| block["type"] == "tool_result")
+            .collect();
+        assert_eq!(
+            Value::from(replayed),
+            expected["content"],
+            "{url}: {replay}"
+        );
+        assert_eq!(provider.wire_failures(), Vec::<String>::new(), "{url}");
+    }
+}

@@ -740,7 +740,7 @@ fn read_attachment_is_a_builtin_with_its_own_definition() {
                 "type": "object",
                 "properties": {
                     "attachment_id": {
-                        "type": "integer",
+                        "type": "string",
                         "description": "The id of the attachment, as the attachments list of a message shows it."
                     }
                 },

@@ -122,7 +122,7 @@ impl BuiltinTool {
                     "type": "object",
                     "properties": {
                         "attachment_id": {
-                            "type": "integer",
+                            "type": "string",
                             "description": "The id of the attachment, as the attachments list of a message shows it."
                         }
                     },
@@ -130,6 +130,16 @@ impl BuiltinTool {
                 }),
             },
         }
+    }
+}
+
+/// The attachment a call of the built-in `read_attachment` asks for: its `attachment_id`
+/// (a number, or a string) as text; `None` when the input has none.
+pub fn read_attachment_id(input: &serde_json::Value) -> Option<String> {
+    match input.get("attachment_id")? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 

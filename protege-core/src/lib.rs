@@ -79,7 +79,7 @@ pub mod wire;
 
 // The payload: messages and the request they make.
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
-pub use request::{build_request, user_turn};
+pub use request::{attachment_part, build_request, user_turn};
 
 // A run's input.
 pub use agent_config::{
@@ -90,7 +90,7 @@ pub use agent_config::{
     DEFAULT_PAUSE, DEFAULT_PROVIDER_ATTEMPTS, DEFAULT_TOOL_TIMEOUT, HttpTool, InboxAfter,
     McpServer, McpTool, PersonaAgent, PersonaInbox, PersonaOutbox, PersonaTool,
     READ_ATTACHMENT_DESCRIPTION, ReplyMode, SmtpServer, TlsMode, ToolRunner, Unauthenticated,
-    glob_matches,
+    glob_matches, read_attachment_id,
 };
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,

@@ -117,6 +117,32 @@ impl Content {
         }
     }
 
+    /// The parts that are not text (images and documents), in order.
+    pub fn media(&self) -> Vec<&Part> {
+        match self {
+            Content::Text(_) => Vec::new(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter(|p| !matches!(p, Part::Text { .. }))
+                .collect(),
+        }
+    }
+
+    /// The content followed by `extra` parts (the same content when there are none).
+    #[must_use = "returns the longer content"]
+    pub fn and_parts(self, extra: Vec<Part>) -> Content {
+        if extra.is_empty() {
+            return self;
+        }
+        let mut parts = match self {
+            Content::Text(text) if text.is_empty() => Vec::new(),
+            Content::Text(text) => vec![Part::text(text)],
+            Content::Parts(parts) => parts,
+        };
+        parts.extend(extra);
+        Content::Parts(parts)
+    }
+
     /// Whether the content holds no text and no parts.
     pub fn is_empty(&self) -> bool {
         match self {

@@ -59,29 +59,14 @@ pub(crate) fn user_turn_with(
         let Some(data) = a.data.as_deref() else {
             continue;
         };
-        let declared = a.content_type.trim().to_ascii_lowercase();
-        if !(declared.starts_with("image/") || declared == "application/pdf") {
+        if !is_part_kind(&a.content_type) || sniff(data).is_none() {
             continue;
         }
-        let Some(sniffed) = sniff(data) else {
-            continue;
-        };
         if parts.len() == limits.attachment_parts {
             left_out += 1;
             continue;
         }
-        let encoded = base64::engine::general_purpose::STANDARD.encode(data);
-        parts.push(match sniffed {
-            Sniffed::Image(media_type) => Part::Image {
-                media_type: media_type.to_owned(),
-                data: encoded,
-            },
-            Sniffed::Pdf => Part::Document {
-                filename: a.filename.clone(),
-                media_type: "application/pdf".to_owned(),
-                data: encoded,
-            },
-        });
+        parts.extend(attachment_part(&a.filename, &a.content_type, data));
     }
     if left_out > 0 {
         let _ = write!(
@@ -101,6 +86,36 @@ pub(crate) fn user_turn_with(
         parts.insert(0, Part::text(text));
         Content::Parts(parts)
     }
+}
+
+/// The part a provider reads for an attachment's `data`: an image of a type both providers
+/// accept (PNG, JPEG, GIF, WebP) or a whole PDF document, judged from the bytes, when its
+/// declared `content_type` says image or PDF too; `None` for anything else (the attachment
+/// then shows as text only). The image carries the media type detected from the bytes, the
+/// document its `filename`.
+pub fn attachment_part(filename: &str, content_type: &str, data: &[u8]) -> Option<Part> {
+    if !is_part_kind(content_type) {
+        return None;
+    }
+    let sniffed = sniff(data)?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(data);
+    Some(match sniffed {
+        Sniffed::Image(media_type) => Part::Image {
+            media_type: media_type.to_owned(),
+            data: encoded,
+        },
+        Sniffed::Pdf => Part::Document {
+            filename: filename.to_owned(),
+            media_type: "application/pdf".to_owned(),
+            data: encoded,
+        },
+    })
+}
+
+/// Whether a declared content type says image or PDF.
+fn is_part_kind(content_type: &str) -> bool {
+    let declared = content_type.trim().to_ascii_lowercase();
+    declared.starts_with("image/") || declared == "application/pdf"
 }
 
 /// What attachment bytes are, as far as the providers care.

@@ -611,3 +611,122 @@ fn late_system_text_with_no_user_turn_after_it_ends_the_conversation() {
         )
     );
 }
+
+/// A round in which `read_attachment` returned an image and a PDF, and a lookup text.
+fn attachment_round() -> Request {
+    let image = Part::Image {
+        media_type: "image/png".into(),
+        data: PNG.into(),
+    };
+    let pdf = Part::Document {
+        filename: "receipt.pdf".into(),
+        media_type: "application/pdf".into(),
+        data: PDF.into(),
+    };
+    Request {
+        messages: vec![
+            message(Role::User, "See my label and receipt."),
+            message(Role::Assistant, "").with_tool_calls(vec![
+                ToolCall::new(
+                    "call_1",
+                    "read_attachment",
+                    json!({"attachment_id": "att-1"}),
+                ),
+                ToolCall::new("call_2", "lookup_order", json!({"order": "A-1"})),
+                ToolCall::new(
+                    "call_3",
+                    "read_attachment",
+                    json!({"attachment_id": "att-2"}),
+                ),
+            ]),
+            message(
+                Role::Tool,
+                vec![Part::text(r#"{"attachment_id":"att-1"}"#), image],
+            )
+            .with_tool_call_id("call_1"),
+            message(Role::Tool, "shipped").with_tool_call_id("call_2"),
+            message(
+                Role::Tool,
+                vec![Part::text(r#"{"attachment_id":"att-2"}"#), pdf],
+            )
+            .with_tool_call_id("call_3"),
+        ],
+        tools: vec![
+            ToolDef {
+                name: "read_attachment".into(),
+                description: "Read an attachment".into(),
+                input_schema: json!({"type": "object", "properties": {"attachment_id": {"type": "string"}}, "required": ["attachment_id"]}),
+            },
+            ToolDef {
+                name: "lookup_order".into(),
+                description: "Find an order".into(),
+                input_schema: json!({"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}),
+            },
+        ],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn openai_puts_the_images_tools_returned_in_a_user_message_after_the_round() {
+    let body = openai(
+        "attachment_round",
+        &attachment_round(),
+        &model("gpt-4o", None),
+    );
+    let messages: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        messages["messages"].as_array().unwrap()[2..],
+        [
+            json!({"role": "tool", "tool_call_id": "call_1", "content": r#"{"attachment_id":"att-1"}"#}),
+            json!({"role": "tool", "tool_call_id": "call_2", "content": "shipped"}),
+            json!({"role": "tool", "tool_call_id": "call_3", "content": r#"{"attachment_id":"att-2"}"#}),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "(returned by tool call call_1)"},
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}},
+                {"type": "text", "text": "(returned by tool call call_3)"},
+                {"type": "file", "file": {"filename": "receipt.pdf", "file_data": format!("data:application/pdf;base64,{PDF}")}},
+            ]}),
+        ]
+    );
+}
+
+#[test]
+fn anthropic_puts_the_images_tools_returned_inside_their_results() {
+    let body = anthropic(
+        "attachment_round",
+        &attachment_round(),
+        &model("claude-sonnet-4-5", Some(100)),
+    );
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "call_1", "content": [
+                {"type": "text", "text": r#"{"attachment_id":"att-1"}"#},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+            ]},
+            {"type": "tool_result", "tool_use_id": "call_2", "content": "shipped"},
+            {"type": "tool_result", "tool_use_id": "call_3", "content": [
+                {"type": "text", "text": r#"{"attachment_id":"att-2"}"#},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}, "title": "receipt.pdf"},
+            ]},
+        ]})
+    );
+    // Without tools the rounds go as text, the image after its result's line.
+    let mut no_tools = attachment_round();
+    no_tools.tools.clear();
+    let body = anthropic(
+        "attachment_round_as_text",
+        &no_tools,
+        &model("claude-sonnet-4-5", Some(100)),
+    );
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["messages"][2]["content"].as_array().unwrap()[0..2],
+        [
+            json!({"type": "text", "text": r#"[tool result read_attachment] {"attachment_id":"att-1"}"#}),
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
+        ]
+    );
+}

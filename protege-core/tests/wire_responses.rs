@@ -846,3 +846,39 @@ fn late_system_text_with_no_user_message_after_it_ends_the_input() {
         )
     );
 }
+
+#[test]
+fn an_image_a_tool_returned_goes_in_its_function_call_output() {
+    let r = Request {
+        messages: vec![
+            message(Role::User, "See my label."),
+            message(Role::Assistant, "").with_tool_calls(vec![ToolCall::new(
+                "call_1",
+                "lookup_order",
+                json!({"order": "A-1"}),
+            )]),
+            message(
+                Role::Tool,
+                vec![
+                    Part::text(r#"{"attachment_id":"att-1"}"#),
+                    Part::Image {
+                        media_type: "image/png".into(),
+                        data: PNG.into(),
+                    },
+                ],
+            )
+            .with_tool_call_id("call_1"),
+        ],
+        tools: vec![lookup_order()],
+        ..Default::default()
+    };
+    let out: Value =
+        serde_json::from_str(&body("attachment_round", &r, &model("gpt-4o", None))).unwrap();
+    assert_eq!(
+        out["input"][2],
+        json!({"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_text", "text": r#"{"attachment_id":"att-1"}"#},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}"), "detail": "auto"},
+        ]})
+    );
+}

@@ -976,10 +976,8 @@ impl Agent {
 
     /// The built-in `read_attachment`: an attachment of the trigger's thread by id.
     async fn read_attachment(&self, context: &CallContext<'_>, input: &Value) -> ToolOutcome {
-        let id = match input.get("attachment_id") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => return ToolOutcome::error("`attachment_id` is missing"),
+        let Some(id) = protege_core::read_attachment_id(input) else {
+            return ToolOutcome::error("`attachment_id` is missing");
         };
         let conn = match self.engine.db().await {
             Ok(conn) => conn,
@@ -1008,6 +1006,16 @@ impl Agent {
             ));
         }
         let head = json!({ "attachment_id": id }).to_string();
+        // An image or a PDF is stored as its head alone: the part is rebuilt from the
+        // attachment each time a body is built.
+        if protege_core::attachment_part(&attachment.filename, &attachment.content_type, &data)
+            .is_some()
+        {
+            return ToolOutcome {
+                content: head,
+                is_error: false,
+            };
+        }
         let text_like = attachment.content_type.starts_with("text/")
             || attachment.content_type.contains("json")
             || attachment.content_type.contains("xml");
@@ -1017,7 +1025,7 @@ impl Agent {
                 is_error: false,
             },
             _ => ToolOutcome::error(format!(
-                "attachment `{id}` ({}) is not text: it cannot be read as a result",
+                "attachment `{id}` ({}) is neither text, an image nor a PDF: it cannot be read",
                 attachment.content_type
             )),
         }

@@ -9,18 +9,21 @@
 //! the run ended `done` or `stopped`. A round's response may be stored before its results
 //! (a pending round), so a job resumed elsewhere never asks the provider again.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, SecondsFormat, Utc};
+use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use protege_core::db::entities::{run as run_row, run_round};
 use protege_core::wire::{
     ModelResponse, ModelSpec, Outcome, Usage, from_anthropic_response, from_openai_response,
-    from_openai_responses_response,
+    from_openai_responses_response, function_call_output,
 };
 use protege_core::{
-    CacheHints, CacheMode, CacheTtl, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, Message,
-    Prices, Request, Role, message,
+    BuiltinTool, CacheHints, CacheMode, CacheTtl, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES,
+    Message, Part, Prices, Request, Role, message, read_attachment_id,
 };
 
 use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput, encode, trace};
@@ -267,15 +270,57 @@ struct StoredRequest {
 /// The bodies of `run` that its recorded `rounds` (in order) answered: body k is what
 /// [`Engine::record_round`] gave after round k − 1 (round 0's for k = 0), built the same
 /// way from the stored request.
-pub(super) fn round_bodies(
+pub(super) async fn round_bodies(
+    conn: &DatabaseConnection,
     run: &run_row::Model,
     rounds: &[run_round::Model],
 ) -> Result<Vec<Value>, EngineError> {
     let rounds: Vec<&run_round::Model> = rounds.iter().collect();
     let parsed = parse_rounds(run, &rounds)?;
+    let parts = read_parts(conn, run, &parsed).await?;
     (0..parsed.len())
-        .map(|k| next_body(run, &parsed[..k]))
+        .map(|k| next_body(run, &parsed[..k], &parts))
         .collect()
+}
+
+/// The images and documents the successful calls of the built-in `read_attachment` in
+/// `rounds` of `run` returned, by call id, rebuilt from the attachments' stored bytes (a
+/// result stores only its text): no statement for rounds without such a call.
+async fn read_parts(
+    conn: &DatabaseConnection,
+    run: &run_row::Model,
+    rounds: &[ParsedRound],
+) -> Result<HashMap<String, Part>, EngineError> {
+    let Some(message) = run.message_id else {
+        return Ok(HashMap::new());
+    };
+    let read_attachment = BuiltinTool::ReadAttachment.as_str();
+    let calls: Vec<(&str, String)> = rounds
+        .iter()
+        .flat_map(|r| {
+            r.response.message.tool_calls.iter().filter_map(|c| {
+                let ok = r
+                    .results
+                    .iter()
+                    .any(|x| x.tool_call_id == c.id && !x.is_error);
+                (ok && c.name == read_attachment)
+                    .then(|| read_attachment_id(&c.input))
+                    .flatten()
+                    .map(|id| (c.id.as_str(), id))
+            })
+        })
+        .collect();
+    if calls.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut ids: Vec<String> = calls.iter().map(|(_, id)| id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    let by_attachment = db::thread_attachment_parts(conn, message, &ids).await?;
+    Ok(calls
+        .into_iter()
+        .filter_map(|(call, id)| Some((call.to_owned(), by_attachment.get(&id)?.clone())))
+        .collect())
 }
 
 /// The conversation of a run: the cache key of its stored request (`None` when it has
@@ -578,7 +623,11 @@ impl Engine {
             // The run as this transaction left it: it changed the row only if nobody else had.
             let run = run_after(run, &new);
             rounds.push(parsed);
-            return Ok((self.step(&run, input.round, &rounds), Some(recorded)));
+            let parts = read_parts(conn, &run, &rounds).await?;
+            return Ok((
+                self.step(&run, input.round, &rounds, &parts),
+                Some(recorded),
+            ));
         }
         Err(busy(&run, input.round))
     }
@@ -891,19 +940,22 @@ impl Engine {
         let upto: Vec<&run_round::Model> =
             stored.iter().filter(|r| r.round <= round as i32).collect();
         let rounds = parse_rounds(run, &upto)?;
-        self.step(run, round, &rounds)
+        let parts = read_parts(self.db().await?, run, &rounds).await?;
+        self.step(run, round, &rounds, &parts)
     }
 
-    /// What comes after round `round` of `run`, given its rounds up to that one parsed.
+    /// What comes after round `round` of `run`, given its rounds up to that one parsed and
+    /// the parts their calls of `read_attachment` returned.
     fn step(
         &self,
         run: &run_row::Model,
         round: u32,
         rounds: &[ParsedRound],
+        parts: &HashMap<String, Part>,
     ) -> Result<Step, EngineError> {
         let is_last = round as i32 + 1 == run.rounds;
         if !is_last || run.status == db::RUN_STARTED {
-            let body = next_body(run, rounds)?;
+            let body = next_body(run, rounds, parts)?;
             return Ok(Step::Continue {
                 round: round + 1,
                 body,
@@ -959,8 +1011,9 @@ impl Engine {
             ));
         }
         let parsed = parse_rounds(&run, &done)?;
+        let parts = read_parts(self.db().await?, &run, &parsed).await?;
         let round = u32::try_from(run.rounds).unwrap_or_default();
-        Ok((round, next_body(&run, &parsed)?))
+        Ok((round, next_body(&run, &parsed, &parts)?))
     }
 }
 
@@ -1538,7 +1591,11 @@ fn new_round(
 
 /// The body after `rounds`: round 0's request, then per round the assistant message and
 /// one tool message per result in the order of the calls, encoded in the run's format.
-fn next_body(run: &run_row::Model, rounds: &[ParsedRound]) -> Result<Value, EngineError> {
+fn next_body(
+    run: &run_row::Model,
+    rounds: &[ParsedRound],
+    parts: &HashMap<String, Part>,
+) -> Result<Value, EngineError> {
     let stored: StoredRequest = serde_json::from_str(&run.request)
         .map_err(|_| broken(run, "holds an unreadable request"))?;
     let spec = stored.spec();
@@ -1556,35 +1613,47 @@ fn next_body(run: &run_row::Model, rounds: &[ParsedRound]) -> Result<Value, Engi
         if let Some(Value::Array(input)) = body.get_mut("input") {
             for r in rounds {
                 input.extend(r.response.output.iter().cloned());
-                input.extend(r.response.message.tool_calls.iter().filter_map(|call| {
-                    let result = r.results.iter().find(|x| x.tool_call_id == call.id)?;
-                    Some(json!({
-                        "type": "function_call_output",
-                        "call_id": call.id,
-                        "output": result.content,
-                    }))
-                }));
+                input.extend(
+                    round_messages(r.response.message.clone(), &r.results, parts)
+                        .iter()
+                        .skip(1)
+                        .map(|m| {
+                            function_call_output(
+                                m.tool_call_id.as_deref().unwrap_or_default(),
+                                &m.content,
+                            )
+                        }),
+                );
             }
         }
         return Ok(body);
     }
     for r in rounds {
-        request
-            .messages
-            .extend(round_messages(r.response.message.clone(), &r.results));
+        request.messages.extend(round_messages(
+            r.response.message.clone(),
+            &r.results,
+            parts,
+        ));
     }
     encode(&request, format, Some(spec))
 }
 
-/// The messages of one round: the assistant message, then one tool message per call.
-fn round_messages(assistant: Message, results: &[ToolResult]) -> Vec<Message> {
+/// The messages of one round: the assistant message, then one tool message per call (with
+/// the image or document of `parts` its call returned, if any).
+fn round_messages(
+    assistant: Message,
+    results: &[ToolResult],
+    parts: &HashMap<String, Part>,
+) -> Vec<Message> {
     let tools: Vec<Message> = assistant
         .tool_calls
         .iter()
         .filter_map(|call| {
             let r = results.iter().find(|r| r.tool_call_id == call.id)?;
+            let content = protege_core::Content::from(r.content.clone())
+                .and_parts(parts.get(&call.id).cloned().into_iter().collect());
             Some(
-                message(Role::Tool, r.content.clone())
+                message(Role::Tool, content)
                     .with_tool_call_id(&call.id)
                     .with_is_error(r.is_error),
             )

@@ -277,7 +277,8 @@ impl Engine {
             }
             let provider = provider_of(&run);
             let rounds = db::load_rounds(conn, &run.id).await?;
-            let units: Vec<Vec<PrefixUnit>> = round_bodies(&run, &rounds)?
+            let units: Vec<Vec<PrefixUnit>> = round_bodies(conn, &run, &rounds)
+                .await?
                 .iter()
                 .map(|body| prefix_units(body, provider))
                 .collect();
@@ -288,7 +289,8 @@ impl Engine {
                             let rounds = db::load_rounds(conn, &row.id).await?;
                             let p = provider_of(row);
                             *slot = Previous::Units(
-                                round_bodies(row, &rounds)?
+                                round_bodies(conn, row, &rounds)
+                                    .await?
                                     .iter()
                                     .map(|body| prefix_units(body, p))
                                     .collect(),

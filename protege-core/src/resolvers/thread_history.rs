@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use crate::agent_config::{BuiltinTool, read_attachment_id};
 use crate::context::{Context, MailStats, Quoted};
 use crate::db::read::history::{self, History, PriorTurn, StoredToolUse};
 use crate::db::strips::{self, StoredStrip};
@@ -24,8 +25,10 @@ use crate::tokens::Tokenizer;
 /// nothing. A message with neither body nor attachments is skipped (its tool rounds stay);
 /// a tool result longer than `result_limit` characters is cut and marked
 /// `[truncated: N more characters]`; a call without a recorded result gets
-/// `{"error":"no result recorded"}`; with `max_tokens`, whole turns are dropped oldest
-/// first until the estimate fits.
+/// `{"error":"no result recorded"}`; a successful call of the built-in `read_attachment`
+/// gets the image or PDF it returned back after its text, rebuilt from the attachment's
+/// stored bytes (one more statement when the window has such calls); with `max_tokens`,
+/// whole turns are dropped oldest first until the estimate fits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a resolver does nothing until it is part of a chain"]
 pub struct ThreadHistory {
@@ -360,6 +363,9 @@ impl ThreadHistory {
         }
         let mut stats = MailStats::default();
         let mut turns = self.render(read.turns, &render, &mut stats)?;
+        if self.include_tool_calls {
+            attach_read_parts(db, current.id, &mut turns).await?;
+        }
         ctx.note_mail(
             self.name(),
             stats,
@@ -370,6 +376,54 @@ impl ThreadHistory {
         }
         Ok(turns)
     }
+}
+
+/// Puts back the image or document each replayed call of the built-in `read_attachment`
+/// returned after its result's text, rebuilt from the attachment's stored bytes (a result
+/// stores only the text): one statement for the thread of `message`, none when no replayed
+/// call read an attachment. An attachment erased or gone since leaves the text alone.
+async fn attach_read_parts(
+    db: &sea_orm::DatabaseConnection,
+    message: i64,
+    turns: &mut [Turn],
+) -> Result<()> {
+    let read_attachment = BuiltinTool::ReadAttachment.as_str();
+    // (turn, message, attachment id) of each successful result of a `read_attachment` call.
+    let mut wanted = Vec::new();
+    for (t, (messages, _)) in turns.iter().enumerate() {
+        let mut calls: Vec<(&str, String)> = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            match m.role {
+                Role::Assistant => calls.extend(m.tool_calls.iter().filter_map(|c| {
+                    (c.name == read_attachment)
+                        .then(|| read_attachment_id(&c.input))
+                        .flatten()
+                        .map(|id| (c.id.as_str(), id))
+                })),
+                Role::Tool if !m.is_error && m.content.text() != MISSING_RESULT => {
+                    let id = m.tool_call_id.as_deref().unwrap_or_default();
+                    if let Some((_, attachment)) = calls.iter().find(|(call, _)| *call == id) {
+                        wanted.push((t, i, attachment.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut ids: Vec<String> = wanted.iter().map(|(_, _, id)| id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    let parts = crate::db::thread_attachment_parts(db, message, &ids).await?;
+    for (t, i, id) in wanted {
+        if let Some(part) = parts.get(&id) {
+            let m = &mut turns[t].0[i];
+            m.content = std::mem::take(&mut m.content).and_parts(vec![part.clone()]);
+        }
+    }
+    Ok(())
 }
 
 /// Strips, as a writer would have, the bodies the read found no stored row for (written by

@@ -200,13 +200,26 @@ fn turn_of<'a>(
             let name = call_names.get(id).copied().unwrap_or_default();
             let kind = if m.is_error { "error" } else { "result" };
             let text = format!("[tool {kind} {name}] {}", m.content.text());
-            ("user", vec![text_block(&text)], 1)
+            let mut blocks = vec![text_block(&text)];
+            blocks.extend(media_blocks(&m.content));
+            // The result's image stays with its line, before the turn's other blocks.
+            let results = blocks.len();
+            ("user", blocks, results)
         }
         Role::Tool => {
+            // An image or document a tool returned goes inside its result, after the text.
+            let media = media_blocks(&m.content);
+            let content = if media.is_empty() {
+                Value::from(m.content.text())
+            } else {
+                let mut blocks = text_blocks(m);
+                blocks.extend(media);
+                Value::Array(blocks)
+            };
             let mut block = json!({
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
-                "content": m.content.text(),
+                "content": content,
             });
             if m.is_error {
                 block["is_error"] = Value::Bool(true);
@@ -294,36 +307,34 @@ fn text_blocks(m: &Message) -> Vec<Value> {
 }
 
 fn content_blocks(content: &Content) -> Vec<Value> {
-    let mut blocks = Vec::new();
-    for part in content.parts() {
-        match part {
-            Part::Text { text } => {
-                if !text.trim().is_empty() {
-                    blocks.push(text_block(&text));
-                }
-            }
-            Part::Image { media_type, data } => {
-                if IMAGE_TYPES.contains(&media_type.as_str()) {
-                    blocks.push(json!({
-                        "type": "image",
-                        "source": { "type": "base64", "media_type": media_type, "data": data },
-                    }));
-                } else {
-                    blocks.push(text_block(&format!(
-                        "(an image of type {media_type} is attached; this provider does not accept it)"
-                    )));
-                }
-            }
-            Part::Document {
-                filename,
-                media_type,
-                data,
-            } => blocks.push(json!({
-                "type": "document",
-                "source": { "type": "base64", "media_type": media_type, "data": data },
-                "title": filename,
-            })),
-        }
-    }
-    blocks
+    content.parts().iter().filter_map(part_block).collect()
+}
+
+/// The blocks of the images and documents of `content`.
+fn media_blocks(content: &Content) -> Vec<Value> {
+    content.media().into_iter().filter_map(part_block).collect()
+}
+
+/// The block of one part (none for blank text: empty text blocks are not allowed).
+fn part_block(part: &Part) -> Option<Value> {
+    Some(match part {
+        Part::Text { text } if text.trim().is_empty() => return None,
+        Part::Text { text } => text_block(text),
+        Part::Image { media_type, data } if IMAGE_TYPES.contains(&media_type.as_str()) => json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": media_type, "data": data },
+        }),
+        Part::Image { media_type, .. } => text_block(&format!(
+            "(an image of type {media_type} is attached; this provider does not accept it)"
+        )),
+        Part::Document {
+            filename,
+            media_type,
+            data,
+        } => json!({
+            "type": "document",
+            "source": { "type": "base64", "media_type": media_type, "data": data },
+            "title": filename,
+        }),
+    })
 }

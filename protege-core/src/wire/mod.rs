@@ -12,7 +12,7 @@ mod response;
 pub use anthropic::{DEFAULT_MAX_TOKENS, to_anthropic};
 pub use openai::to_openai;
 pub use openai_responses::{
-    from_openai_responses_response, is_reasoning_model, to_openai_responses,
+    from_openai_responses_response, function_call_output, is_reasoning_model, to_openai_responses,
 };
 pub use prefix::{
     Billed, CacheSim, OPENAI_RETENTION_MINUTES, PrefixUnit, cached_tokens, prefix_units,

@@ -16,7 +16,8 @@ pub(super) fn is_o_series(model: &str) -> bool {
 /// The Chat Completions body for `request`: `model`, `messages`, `tools` when any, and
 /// `max_tokens` (or `max_completion_tokens` for o-series models) when the model has a
 /// budget. A tool message's `is_error` is not sent (the API has no such field). Images become `image_url` data URLs, documents `file` parts, tool calls carry
-/// their `arguments` as a JSON string. A request without any message (a scheduled chain
+/// their `arguments` as a JSON string; a tool message's images and documents follow the
+/// round's tool messages as a user message (tool messages take text only). A request without any message (a scheduled chain
 /// that contributed nothing) gets one user message `(conversation start)`, as Anthropic
 /// bodies do, since the API rejects an empty `messages` array. With `cache = "auto"`,
 /// the request's cache key (see [`cache_key`](crate::cache_key)) is sent as
@@ -28,7 +29,7 @@ pub fn to_openai(request: &Request, model: &ModelSpec) -> Result<Value> {
     let messages: Vec<Value> = if request.messages.is_empty() {
         vec![json!({ "role": "user", "content": super::CONVERSATION_START })]
     } else {
-        request.messages.iter().map(message).collect()
+        messages(&request.messages)
     };
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
@@ -62,6 +63,34 @@ pub fn to_openai(request: &Request, model: &ModelSpec) -> Result<Value> {
         body.insert("prompt_cache_key".into(), Value::from(key.clone()));
     }
     Ok(Value::Object(body))
+}
+
+/// The messages of the body. Tool messages take text only: the images and documents tool
+/// results returned follow the round's tool messages as one user message, each after a
+/// text part naming its call.
+fn messages(messages: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut media: Vec<Part> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        out.push(message(m));
+        if m.role != Role::Tool {
+            continue;
+        }
+        let parts = m.content.media();
+        if !parts.is_empty() {
+            let id = m.tool_call_id.as_deref().unwrap_or_default();
+            media.push(Part::text(format!("(returned by tool call {id})")));
+            media.extend(parts.into_iter().cloned());
+        }
+        let round_ends = messages
+            .get(i + 1)
+            .is_none_or(|next| next.role != Role::Tool);
+        if round_ends && !media.is_empty() {
+            let parts = Content::Parts(std::mem::take(&mut media));
+            out.push(json!({ "role": "user", "content": user_content(&parts) }));
+        }
+    }
+    out
 }
 
 fn message(m: &Message) -> Value {

@@ -163,13 +163,17 @@ fn input_items(request: &Request) -> Vec<Value> {
                     Some((_, name)) => {
                         let kind = if m.is_error { "error" } else { "result" };
                         let text = format!("[tool {kind} {name}] {}", m.content.text());
-                        items.push(text_message("user", text));
+                        let media = m.content.media();
+                        if media.is_empty() {
+                            items.push(text_message("user", text));
+                        } else {
+                            let parts = std::iter::once(Part::text(text))
+                                .chain(media.into_iter().cloned())
+                                .collect();
+                            items.push(user_message(&Content::Parts(parts)));
+                        }
                     }
-                    None => items.push(json_object([
-                        ("type", Value::from("function_call_output")),
-                        ("call_id", Value::from(id)),
-                        ("output", Value::from(m.content.text())),
-                    ])),
+                    None => items.push(function_call_output(id, &m.content)),
                 }
             }
         }
@@ -178,6 +182,30 @@ fn input_items(request: &Request) -> Vec<Value> {
         items.push(late_message(late));
     }
     items
+}
+
+/// The `function_call_output` item of the result `content` of call `call_id`: its text as
+/// a string or, with images or documents (what `read_attachment` returns), its text then
+/// each of them as `input_text`, `input_image` and `input_file` parts.
+pub fn function_call_output(call_id: &str, content: &Content) -> Value {
+    let media = content.media();
+    let output = if media.is_empty() {
+        Value::from(content.text())
+    } else {
+        let text = content.text();
+        let parts: Vec<Value> = (!text.is_empty())
+            .then(|| Part::text(text))
+            .iter()
+            .chain(media)
+            .map(input_part)
+            .collect();
+        Value::Array(parts)
+    };
+    json_object([
+        ("type", Value::from("function_call_output")),
+        ("call_id", Value::from(call_id)),
+        ("output", output),
+    ])
 }
 
 /// The user message of late system `texts`, one `input_text` part each.
@@ -238,34 +266,34 @@ fn text_message(role: &str, text: String) -> Value {
 fn user_message(content: &Content) -> Value {
     let content = match content {
         Content::Text(text) => Value::from(text.clone()),
-        Content::Parts(parts) => Value::Array(
-            parts
-                .iter()
-                .map(|p| match p {
-                    Part::Text { text } => json!({ "type": "input_text", "text": text }),
-                    Part::Image { media_type, data } => json!({
-                        "type": "input_image",
-                        "image_url": format!("data:{media_type};base64,{data}"),
-                        "detail": "auto",
-                    }),
-                    Part::Document {
-                        filename,
-                        media_type,
-                        data,
-                    } => json!({
-                        "type": "input_file",
-                        "filename": filename,
-                        "file_data": format!("data:{media_type};base64,{data}"),
-                    }),
-                })
-                .collect(),
-        ),
+        Content::Parts(parts) => Value::Array(parts.iter().map(input_part).collect()),
     };
     json_object([
         ("type", Value::from("message")),
         ("role", Value::from("user")),
         ("content", content),
     ])
+}
+
+/// A part as an `input_text`, `input_image` or `input_file` part.
+fn input_part(part: &Part) -> Value {
+    match part {
+        Part::Text { text } => json!({ "type": "input_text", "text": text }),
+        Part::Image { media_type, data } => json!({
+            "type": "input_image",
+            "image_url": format!("data:{media_type};base64,{data}"),
+            "detail": "auto",
+        }),
+        Part::Document {
+            filename,
+            media_type,
+            data,
+        } => json!({
+            "type": "input_file",
+            "filename": filename,
+            "file_data": format!("data:{media_type};base64,{data}"),
+        }),
+    }
 }
 
 /// The [`ModelResponse`] of an OpenAI Responses answer: the whole body of a `200` to

@@ -158,6 +158,55 @@ pub async fn attachment_in_thread<C: ConnectionTrait>(
         .await?)
 }
 
+/// The parts the calls of the built-in `read_attachment` in the thread of message row
+/// `message` returned, rebuilt from the stored bytes of the attachments named `ids` (see
+/// [`attachment_part`](crate::attachment_part)), by attachment id: one statement, none for
+/// no ids. An attachment that is gone, has no stored data or is neither an image nor a PDF
+/// has no entry.
+pub async fn thread_attachment_parts<C: ConnectionTrait>(
+    db: &C,
+    message: i64,
+    ids: &[String],
+) -> Result<std::collections::HashMap<String, crate::Part>> {
+    use crate::db::entities::{attachment, message};
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    let mut parts = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return Ok(parts);
+    }
+    let thread = Query::select()
+        .column(message::Column::EmailThreadId)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::Id).eq(message))
+        .to_owned();
+    let messages = Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).in_subquery(thread))
+        .to_owned();
+    let found = attachment::Entity::find()
+        .filter(attachment::Column::AttachmentId.is_in(ids.iter().cloned()))
+        .filter(attachment::Column::MessageId.in_subquery(messages))
+        .order_by_desc(attachment::Column::Id)
+        .all(db)
+        .await?;
+    // Newest first: the first of an id is the one `read_attachment` read.
+    let mut seen = std::collections::HashSet::new();
+    for a in found {
+        if !seen.insert(a.attachment_id.clone()) {
+            continue;
+        }
+        if let Some(part) = a
+            .data
+            .as_deref()
+            .and_then(|data| crate::attachment_part(&a.filename, &a.content_type, data))
+        {
+            parts.insert(a.attachment_id, part);
+        }
+    }
+    Ok(parts)
+}
+
 /// How many replies `persona` made since `since` (in any state but `rejected`): in all (up
 /// to a bound), in thread `thread`, and to `correspondent` (a bare address, compared
 /// lowercased): what the agent's daily caps count.
