@@ -258,7 +258,8 @@ async fn claim_one(
         });
     };
     let txn = protege_core::db::lock::begin_thread(db, thread).await?;
-    let in_thread = || Expr::col(J::MessageId).in_subquery(thread_messages(thread));
+    let in_thread =
+        || Expr::col(J::MessageId).in_subquery(protege_core::db::thread_message_ids(thread));
     // Another job of the thread at work, or a reply of it waiting for a person.
     let mut busy = jobs_select();
     busy.and_where(in_thread())
@@ -277,7 +278,10 @@ async fn claim_one(
         .expr(Expr::val(1))
         .from(outbox::Entity)
         .and_where(Expr::col(outbox::Column::State).eq(outbox_state::WAITING))
-        .and_where(Expr::col(outbox::Column::MessageId).in_subquery(thread_messages(thread)))
+        .and_where(
+            Expr::col(outbox::Column::MessageId)
+                .in_subquery(protege_core::db::thread_message_ids(thread)),
+        )
         .limit(1);
     let reply_waits = txn
         .query_one_raw(dates::statement(&txn, &waiting_reply))
@@ -347,15 +351,6 @@ async fn claim_one(
         resumed,
         superseded,
     }))
-}
-
-/// The ids of the messages of thread `thread`.
-fn thread_messages(thread: i64) -> sea_orm::sea_query::SelectStatement {
-    Query::select()
-        .column(message::Column::Id)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
-        .to_owned()
 }
 
 /// The conditional update that claims job `id`; the job as it left it, and whether a

@@ -556,8 +556,6 @@ impl Engine {
             check_results(&run, input.round, &response, results, max_bytes)?;
             check_response(&run, input.round, &response)?;
             check_reasoning_model(&run, input.round, &input.response, &response)?;
-            self.check_thread_call_ids(&run, input.round, &response)
-                .await?;
             // The rounds stored: the pending one, if any, and those before it, whose call
             // ids are checked against this round's and which make the next body.
             let stored = db::load_rounds(conn, &run.id).await?;
@@ -567,8 +565,14 @@ impl Engine {
                 run = self.load_run_row(run_id).await?;
                 continue;
             }
-            if let Some(pending) = pending {
-                check_pending_response(&run, pending, &input.response)?;
+            match pending {
+                // The very response stored: its call ids were checked against the thread's
+                // when it was.
+                Some(pending) => check_pending_response(&run, pending, &input.response)?,
+                None => {
+                    self.check_thread_call_ids(&run, input.round, &response)
+                        .await?;
+                }
             }
             let mut rounds =
                 earlier_rounds(&self.inner.rounds, &run, input.round, &response, &stored)?;

@@ -55,7 +55,7 @@ pub use read::{
 pub use read::{
     call_id_taken_in_thread, direct_round_trips, embedded_statements, embedded_write, load_rounds,
     load_run, persona_addressed, recent_inbound_to, replayed_tool_use, runs_of_message,
-    thread_inbound_messages,
+    thread_inbound_messages, thread_message_ids, thread_message_ids_of,
 };
 pub use read::{first_seen, newest_slot};
 pub use schema::{Migrator, entities, migrate};

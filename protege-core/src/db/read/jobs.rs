@@ -142,13 +142,9 @@ pub async fn attachment_in_thread<C: ConnectionTrait>(
     thread: i64,
     attachment_id: &str,
 ) -> Result<Option<crate::db::entities::attachment::Model>> {
-    use crate::db::entities::{attachment, message};
+    use crate::db::entities::attachment;
     use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
-    let messages = Query::select()
-        .column(message::Column::Id)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
-        .to_owned();
+    let messages = super::thread_message_ids(thread);
     Ok(attachment::Entity::find()
         .filter(attachment::Column::AttachmentId.eq(attachment_id))
         .filter(attachment::Column::MessageId.in_subquery(messages))
@@ -168,22 +164,13 @@ pub async fn thread_attachment_parts<C: ConnectionTrait>(
     message: i64,
     ids: &[String],
 ) -> Result<std::collections::HashMap<String, crate::Part>> {
-    use crate::db::entities::{attachment, message};
+    use crate::db::entities::attachment;
     use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
     let mut parts = std::collections::HashMap::new();
     if ids.is_empty() {
         return Ok(parts);
     }
-    let thread = Query::select()
-        .column(message::Column::EmailThreadId)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::Id).eq(message))
-        .to_owned();
-    let messages = Query::select()
-        .column(message::Column::Id)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).in_subquery(thread))
-        .to_owned();
+    let messages = super::thread_message_ids_of(message);
     let found = attachment::Entity::find()
         .filter(attachment::Column::AttachmentId.is_in(ids.iter().cloned()))
         .filter(attachment::Column::MessageId.in_subquery(messages))
@@ -236,7 +223,7 @@ pub async fn reply_counts<C: ConnectionTrait>(
     thread: i64,
     correspondent: &str,
 ) -> Result<ReplyCounts> {
-    use crate::db::entities::{message, message_address, outbox};
+    use crate::db::entities::{message_address, outbox};
     use crate::db::tx::Tx;
     use sea_orm::sea_query::SelectStatement;
     let replies = |select: &mut SelectStatement| {
@@ -260,11 +247,7 @@ pub async fn reply_counts<C: ConnectionTrait>(
         Ok(())
     })
     .await?;
-    let thread_messages = Query::select()
-        .column(message::Column::Id)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
-        .to_owned();
+    let thread_messages = super::thread_message_ids(thread);
     let their_messages = Query::select()
         .column(message_address::Column::MessageId)
         .from(message_address::Entity)

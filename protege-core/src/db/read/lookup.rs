@@ -15,6 +15,29 @@ use crate::db::entities::{attachment, email_thread, message, message_address, to
 use crate::error::Result;
 use crate::mail::{Direction, MailMessage};
 
+/// The ids of the messages of thread `thread`: a subquery for `IN`.
+pub fn thread_message_ids(thread: i64) -> SelectStatement {
+    Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread))
+        .to_owned()
+}
+
+/// The ids of the messages of the thread of message row `message`: a subquery for `IN`.
+pub fn thread_message_ids_of(message: i64) -> SelectStatement {
+    let thread = Query::select()
+        .column(message::Column::EmailThreadId)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::Id).eq(message))
+        .to_owned();
+    Query::select()
+        .column(message::Column::Id)
+        .from(message::Entity)
+        .and_where(Expr::col(message::Column::EmailThreadId).in_subquery(thread))
+        .to_owned()
+}
+
 /// Loads the stored message with the RFC 5322 `message_id`, with its attachments (and
 /// their data) in insertion order; `None` when there is none.
 ///
@@ -217,10 +240,7 @@ async fn messages_of_thread(
     if messages.is_empty() {
         return Ok(messages);
     }
-    let mut ids = Query::select();
-    ids.column(message::Column::Id)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread_id));
+    let ids = thread_message_ids(thread_id);
     let attachment_columns = columns(attachment::Entity)
         .take(attachment::Column::Data.position() + usize::from(with_data));
     let mut of_thread = Query::select();
@@ -367,10 +387,7 @@ pub(crate) async fn thread_tool_use_counts(
     db: &DatabaseConnection,
     thread_id: i64,
 ) -> Result<HashMap<i64, u64>> {
-    let mut ids = Query::select();
-    ids.column(message::Column::Id)
-        .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).eq(thread_id));
+    let ids = thread_message_ids(thread_id);
     let mut counts = Query::select();
     counts
         .expr_as(Expr::col(tool_use::Column::MessageId), "message")

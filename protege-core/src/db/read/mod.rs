@@ -83,7 +83,7 @@ pub async fn snapshot(db: &DatabaseConnection) -> crate::error::Result<DatabaseT
 pub use lookup::{
     AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
     load_message, load_message_by_row, newest_inbound_message, recent_inbound_to,
-    thread_inbound_messages, thread_messages,
+    thread_inbound_messages, thread_message_ids, thread_message_ids_of, thread_messages,
 };
 pub use outbox::{
     OutboxFilter, claimable_outbox, first_contacts, last_delivery, list_outbox, load_outbox,

@@ -92,20 +92,11 @@ pub async fn call_id_taken_in_thread(
     run_id: &str,
     ids: &[&str],
 ) -> Result<Option<(String, String)>> {
-    use crate::db::entities::{message as m, tool_use as t};
+    use crate::db::entities::tool_use as t;
     if ids.is_empty() {
         return Ok(None);
     }
-    let thread = Query::select()
-        .column(m::Column::EmailThreadId)
-        .from(m::Entity)
-        .and_where(Expr::col(m::Column::Id).eq(message))
-        .to_owned();
-    let in_thread = Query::select()
-        .column(m::Column::Id)
-        .from(m::Entity)
-        .and_where(Expr::col(m::Column::EmailThreadId).in_subquery(thread))
-        .to_owned();
+    let in_thread = super::thread_message_ids_of(message);
     let select = Query::select()
         .columns([t::Column::ToolCallId, t::Column::RunId])
         .from(t::Entity)
