@@ -1796,6 +1796,74 @@ async fn a_pending_round_is_stored_once_and_completed_on_every_backend() {
     }
 }
 
+/// A round this engine stored pending and another engine (a replica, a job taken over)
+/// completed meanwhile: completing it here writes nothing, answers from what the other
+/// wrote, and refuses other results; the run's usage is counted once. On every backend.
+#[tokio::test]
+async fn a_pending_round_another_engine_completed_is_answered_from_its_write_on_every_backend() {
+    let root = agent_root();
+    let name = format!("pt_runs_pending_race_{}", std::process::id());
+    for (url, _) in every_backend(root.path(), &name).await {
+        let here = engine_on(root.path(), &url).await;
+        let there = Engine::builder()
+            .root(root.path())
+            .database(&url)
+            .build()
+            .await
+            .unwrap();
+        let id = here.start_run(&start_input()).await.unwrap().id;
+        here.record_response(&id, 0, response("good-loop-round-0.json"))
+            .await
+            .unwrap();
+        let step = there
+            .record_round(&id, round(0, "good-loop-round-0.json", both_results()))
+            .await
+            .unwrap();
+        assert_eq!(
+            step,
+            Step::Continue {
+                round: 1,
+                body: round_1_body()
+            },
+            "{url}"
+        );
+        let other = vec![
+            ToolResult::new(LOOKUP, ORDER),
+            ToolResult::new(TRACK, "in transit"),
+        ];
+        assert_eq!(
+            fail(
+                here.record_round(&id, round(0, "good-loop-round-0.json", other))
+                    .await
+            ),
+            (
+                EngineErrorKind::Conflict,
+                format!(
+                    "round 0 of run `{id}` is recorded with another response or other results; the round expected next is 1"
+                )
+            ),
+            "{url}"
+        );
+        // The same results again, the mark of the pending round taken or not.
+        here.record_response(&id, 0, response("good-loop-round-0.json"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            here.record_round(&id, round(0, "good-loop-round-0.json", both_results()))
+                .await
+                .unwrap(),
+            step,
+            "{url}"
+        );
+        let shown = here.run(&id).await.unwrap();
+        assert_eq!(
+            (shown.run.rounds, shown.run.input_tokens),
+            (1, 812),
+            "{url}"
+        );
+    }
+}
+
 /// Pending rounds, abandoning a run and the runs of a message over HTTP, with the exact
 /// answers, on every backend.
 #[tokio::test]

@@ -538,11 +538,20 @@ impl Engine {
         inputs: &[(String, Value)],
     ) -> Result<(Result<Step, EngineError>, Option<Recorded>), EngineError> {
         let conn = self.db().await?;
-        let mut run = self.load_run_row(run_id).await?;
+        let round = i32::try_from(input.round).unwrap_or(i32::MAX);
+        // The round this process just stored pending, completed with the response stored:
+        // the row as that write left it and the earlier rounds parsed, nothing read back.
+        let mut known = self
+            .inner
+            .rounds
+            .take_pending(run_id, round, &input.response);
+        let mut run = match &known {
+            Some((run, _)) => run.clone(),
+            None => self.load_run_row(run_id).await?,
+        };
         let response = parse_response(&run, &input.response)?;
         trace::record_usage(span, &run.persona, &run.format, &run.model, &response.usage);
         let results = &input.results;
-        let round = i32::try_from(input.round).unwrap_or(i32::MAX);
         // A writer that loses the race for the round reads what the winner wrote and
         // answers from it: a retry, a run that ended, or the round now pending.
         for _ in 0..WRITE_ATTEMPTS {
@@ -556,26 +565,34 @@ impl Engine {
             check_results(&run, input.round, &response, results, max_bytes)?;
             check_response(&run, input.round, &response)?;
             check_reasoning_model(&run, input.round, &input.response, &response)?;
-            // The rounds stored: the pending one, if any, and those before it, whose call
-            // ids are checked against this round's and which make the next body.
-            let stored = db::load_rounds(conn, &run.id).await?;
-            let pending = stored.iter().find(|r| r.round == round);
-            if pending.is_some_and(|r| !r.is_pending()) {
-                // Another writer recorded the round since the run was read.
-                run = self.load_run_row(run_id).await?;
-                continue;
-            }
-            match pending {
-                // The very response stored: its call ids were checked against the thread's
-                // when it was.
-                Some(pending) => check_pending_response(&run, pending, &input.response)?,
+            let (pending, mut rounds) = match known.take() {
+                // Its call ids were checked against the thread's and the earlier rounds'
+                // when the response was stored.
+                Some((_, earlier)) => (true, earlier),
                 None => {
-                    self.check_thread_call_ids(&run, input.round, &response)
-                        .await?;
+                    // The rounds stored: the pending one, if any, and those before it, whose
+                    // call ids are checked against this round's and which make the next body.
+                    let stored = db::load_rounds(conn, &run.id).await?;
+                    let pending = stored.iter().find(|r| r.round == round);
+                    if pending.is_some_and(|r| !r.is_pending()) {
+                        // Another writer recorded the round since the run was read.
+                        run = self.load_run_row(run_id).await?;
+                        continue;
+                    }
+                    match pending {
+                        // The very response stored: its call ids were checked against the
+                        // thread's when it was.
+                        Some(pending) => check_pending_response(&run, pending, &input.response)?,
+                        None => {
+                            self.check_thread_call_ids(&run, input.round, &response)
+                                .await?;
+                        }
+                    }
+                    let earlier =
+                        earlier_rounds(&self.inner.rounds, &run, input.round, &response, &stored)?;
+                    (pending.is_some(), earlier)
                 }
-            }
-            let mut rounds =
-                earlier_rounds(&self.inner.rounds, &run, input.round, &response, &stored)?;
+            };
             let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
             let status = match response.outcome {
                 Outcome::ToolCalls if !over => db::RUN_STARTED,
@@ -583,14 +600,7 @@ impl Engine {
                 _ => "stopped",
             };
             span.record("protege.run.status", status);
-            let mut new = new_round(
-                round,
-                pending.is_some(),
-                &input.response,
-                results,
-                &response,
-                status,
-            );
+            let mut new = new_round(round, pending, &input.response, results, &response, status);
             for (call, ran) in inputs {
                 if let Some(tool_use) = new.tool_uses.iter_mut().find(|t| &t.tool_call_id == call) {
                     tool_use.input = ran.to_string();
@@ -726,6 +736,9 @@ impl Engine {
             let new = new_round(round, false, raw, &[], &response, db::RUN_STARTED);
             match db::record_pending(conn, &run, &new).await? {
                 db::RoundWrite::Recorded => {
+                    self.inner
+                        .rounds
+                        .mark_pending(&with_usage(run.clone(), new.usage), round, raw);
                     let recorded = Recorded {
                         persona: run.persona.clone(),
                         usage: response.usage,
@@ -1138,7 +1151,27 @@ struct ParsedRound {
 /// parsed anew; a run's entry goes when it ends here, and the least recently used go
 /// beyond [`ParsedRounds::RUNS`] runs.
 #[derive(Debug)]
-pub(crate) struct ParsedRounds(std::sync::Mutex<hashlink::LruCache<String, Vec<CachedRound>>>);
+pub(crate) struct ParsedRounds(std::sync::Mutex<hashlink::LruCache<String, RunEntry>>);
+
+/// What this process knows of a run going on: its rounds parsed and, right after it stored
+/// a round's response, that pending round.
+#[derive(Debug, Default)]
+struct RunEntry {
+    rounds: Vec<CachedRound>,
+    pending: Option<PendingMark>,
+}
+
+/// A round this process stored pending: the run's row as that write left it and the
+/// response stored. Completing the round with that very response needs neither the row nor
+/// the rounds read back: every write of a round is conditional on the run's count and
+/// status, so a row changed since by another writer makes the write a race, answered by
+/// reading everything back.
+#[derive(Debug, Clone)]
+struct PendingMark {
+    run: run_row::Model,
+    round: i32,
+    response: Value,
+}
 
 /// A round as stored and as parsed.
 #[derive(Debug)]
@@ -1172,7 +1205,7 @@ impl ParsedRounds {
         };
         let mut out: Vec<Option<ParsedRound>> = {
             let mut cache = lock();
-            let known = cache.get(&run.id);
+            let known = cache.get(&run.id).map(|e| &e.rounds);
             rounds
                 .iter()
                 .map(|r| {
@@ -1200,7 +1233,10 @@ impl ParsedRounds {
         }
         if !new.is_empty() {
             let mut cache = lock();
-            let entry = cache.entry(run.id.clone()).or_insert_with(Vec::new);
+            let entry = &mut cache
+                .entry(run.id.clone())
+                .or_insert_with(RunEntry::default)
+                .rounds;
             for c in new {
                 entry.retain(|e| e.round != c.round);
                 entry.push(c);
@@ -1215,14 +1251,64 @@ impl ParsedRounds {
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let entry = cache.entry(run_id.to_owned()).or_insert_with(Vec::new);
-        entry.retain(|e| e.round != new.round);
-        entry.push(CachedRound {
+        let entry = cache
+            .entry(run_id.to_owned())
+            .or_insert_with(RunEntry::default);
+        entry.pending = None;
+        entry.rounds.retain(|e| e.round != new.round);
+        entry.rounds.push(CachedRound {
             round: new.round,
             response: new.response.clone(),
             results: new.results.clone(),
             parsed: parsed.clone(),
         });
+    }
+
+    /// Keeps that this process stored round `round` of `run` (the row as that write left
+    /// it) pending with `response`.
+    fn mark_pending(&self, run: &run_row::Model, round: i32, response: &Value) {
+        let mut cache = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache
+            .entry(run.id.clone())
+            .or_insert_with(RunEntry::default)
+            .pending = Some(PendingMark {
+            run: run.clone(),
+            round,
+            response: response.clone(),
+        });
+    }
+
+    /// The run's row as this process left it when it stored round `round` pending with this
+    /// very `response`, and the rounds before it parsed, when all of them are here; the mark
+    /// is taken either way.
+    fn take_pending(
+        &self,
+        run_id: &str,
+        round: i32,
+        response: &Value,
+    ) -> Option<(run_row::Model, Vec<ParsedRound>)> {
+        let mut cache = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = cache.get_mut(run_id)?;
+        let mark = entry.pending.take()?;
+        if mark.round != round || mark.run.rounds != round || &mark.response != response {
+            return None;
+        }
+        let earlier: Option<Vec<ParsedRound>> = (0..round)
+            .map(|k| {
+                entry
+                    .rounds
+                    .iter()
+                    .find(|c| c.round == k)
+                    .map(|c| c.parsed.clone())
+            })
+            .collect();
+        Some((mark.run, earlier?))
     }
 
     /// Forgets the rounds of run `run_id` (it ended).
@@ -1282,15 +1368,22 @@ fn check_new_call_ids(
 }
 
 /// `run` once round `new` is recorded, as [`db::record_round`] changed its row.
-fn run_after(mut run: run_row::Model, new: &db::NewRound) -> run_row::Model {
-    // A pending round's usage is in the row already.
-    let [input, output, cache_read, cache_write] = if new.pending { [0; 4] } else { new.usage };
-    run.rounds = new.round + 1;
-    run.status = new.status.to_owned();
+/// `run` with `usage` (input, output, cache read and cache write tokens) added to its own,
+/// as storing a pending round leaves it.
+fn with_usage(mut run: run_row::Model, usage: [i64; 4]) -> run_row::Model {
+    let [input, output, cache_read, cache_write] = usage;
     run.input_tokens += input;
     run.output_tokens += output;
     run.cache_read_tokens += cache_read;
     run.cache_write_tokens += cache_write;
+    run
+}
+
+fn run_after(run: run_row::Model, new: &db::NewRound) -> run_row::Model {
+    // A pending round's usage is in the row already.
+    let mut run = with_usage(run, if new.pending { [0; 4] } else { new.usage });
+    run.rounds = new.round + 1;
+    run.status = new.status.to_owned();
     if new.status != db::RUN_STARTED {
         run.finished_at = Some(new.at);
     }
@@ -1842,7 +1935,10 @@ mod tests {
             text(cache.parse(&run, &[&changed]).unwrap()),
             "It is on its way."
         );
-        assert_eq!(cache.0.lock().unwrap().get("run_1").map(Vec::len), Some(1));
+        assert_eq!(
+            cache.0.lock().unwrap().get("run_1").map(|e| e.rounds.len()),
+            Some(1)
+        );
         cache.forget("run_1");
         assert!(cache.0.lock().unwrap().get("run_1").is_none());
         // Not readable in the run's format: the error, not an entry.
