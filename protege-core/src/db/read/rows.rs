@@ -24,8 +24,8 @@ use rusqlite::types::ValueRef;
 use sea_orm::{ColumnTrait, EntityTrait, IdenStatic, Iterable, QueryResult, TryGetable};
 
 use crate::db::entities::{
-    attachment, email_thread, message, message_strip, outbox, run, run_round, thread_summary,
-    tool_use,
+    attachment, email_thread, message, message_address, message_strip, outbox, run, run_round,
+    thread_summary, tool_use,
 };
 use crate::db::strips::StoredStrip;
 use crate::error::{Error, ErrorKind, Result};
@@ -59,6 +59,7 @@ table_columns!(
     run,
     run_round,
     message_strip,
+    message_address,
     outbox
 );
 

@@ -97,8 +97,9 @@ pub async fn call_id_taken_in_thread(
         return Ok(None);
     }
     let in_thread = super::thread_message_ids_of(message);
+    // Every column, so the embedded reader finds each at its place.
     let select = Query::select()
-        .columns([t::Column::ToolCallId, t::Column::RunId])
+        .columns(columns(t::Entity))
         .from(t::Entity)
         .and_where(Expr::col(t::Column::MessageId).in_subquery(in_thread))
         .and_where(Expr::col(t::Column::RunId).ne(run_id))
@@ -106,10 +107,13 @@ pub async fn call_id_taken_in_thread(
         .order_by(t::Column::Id, Order::Asc)
         .limit(1)
         .to_owned();
-    Ok(match db.query_one(&select).await? {
-        Some(row) => Some((row.try_get("", "tool_call_id")?, row.try_get("", "run_id")?)),
-        None => None,
-    })
+    Ok(all!(db, &select, call_and_run).into_iter().next())
+}
+
+/// The call id and the run of a `tool_uses` row selected with every column.
+fn call_and_run(row: &impl rows::Row) -> Result<(String, String)> {
+    use crate::db::entities::tool_use as t;
+    Ok((row.get(t::Column::ToolCallId)?, row.get(t::Column::RunId)?))
 }
 
 /// Whether message `message` (a `messages.id`) was sent to one of `addresses` (bare and
@@ -130,8 +134,9 @@ pub async fn persona_addressed(
         .from(m::Entity)
         .and_where(Expr::col(m::Column::Id).eq(message))
         .to_owned();
+    // The first column, `id`, as the embedded reader finds it.
     let select = Query::select()
-        .column(a::Column::Id)
+        .columns(columns(a::Entity).take(1))
         .from(a::Entity)
         .and_where(Expr::col(a::Column::Address).is_in(addresses.iter().cloned()))
         .and_where(
@@ -144,5 +149,10 @@ pub async fn persona_addressed(
         )
         .limit(1)
         .to_owned();
-    Ok(db.query_one(&select).await?.is_some())
+    Ok(!all!(db, &select, address_row).is_empty())
+}
+
+/// The id of a `message_addresses` row selected alone.
+fn address_row(row: &impl rows::Row) -> Result<i64> {
+    row.get(crate::db::entities::message_address::Column::Id)
 }
