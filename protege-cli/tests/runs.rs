@@ -2140,3 +2140,64 @@ async fn the_command_line_lists_abandons_and_records_pending_rounds() {
         );
     }
 }
+
+/// What a round after the first costs on a SQLite file, as the agent records it (its
+/// response stored pending, then its results): the statements of each step, counted by
+/// SeaORM's metric callback (the driver's own thread) and by the embedded reader.
+/// Completing the round just stored pending reads nothing back, and nothing goes through
+/// the driver's thread.
+#[tokio::test]
+async fn a_round_after_the_first_reads_nothing_back_and_never_hops_to_the_drivers_thread() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let root = agent_root();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        root.path().join("count.db").display()
+    );
+    let mut conn = protege::db::open(&url).await.unwrap();
+    protege::db::migrate(&conn).await.unwrap();
+    let driver = Arc::new(AtomicUsize::new(0));
+    let seen = driver.clone();
+    conn.set_metric_callback(move |_| {
+        seen.fetch_add(1, Ordering::Relaxed);
+    });
+    let engine = Engine::builder()
+        .root(root.path())
+        .connection(conn.clone())
+        .build()
+        .await
+        .unwrap();
+    engine
+        .ingest_mail(first_mail().as_bytes(), Some(Direction::Inbound))
+        .await
+        .unwrap();
+    let id = engine.start_run(&start_input()).await.unwrap().id;
+    let count = || {
+        (
+            driver.load(Ordering::Relaxed),
+            protege::db::embedded_statements(&conn).unwrap() as usize,
+        )
+    };
+    let mut steps = Vec::new();
+    for n in 0..2 {
+        let input = round(n, "good-loop-round-0.json", both_results());
+        let before = count();
+        engine
+            .record_response(&id, n, input.response.clone())
+            .await
+            .unwrap();
+        let stored = count();
+        let step = engine.record_round(&id, input).await.unwrap();
+        assert!(matches!(step, Step::Continue { .. }), "{step:?}");
+        let after = count();
+        steps.push((
+            (stored.0 - before.0, stored.1 - before.1),
+            (after.0 - stored.0, after.1 - stored.1),
+        ));
+    }
+    // Round 1: its response stored after three reads (the run, its rounds, the thread's
+    // call ids), its results written with nothing read; no statement through the driver's
+    // thread (the writes go through the embedded writer, which these counters leave out).
+    assert_eq!(steps[1], ((0, 3), (0, 0)));
+}
