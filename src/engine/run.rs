@@ -22,8 +22,8 @@ use protege_core::wire::{
     from_openai_responses_response, function_call_output,
 };
 use protege_core::{
-    BuiltinTool, CacheHints, CacheMode, CacheTtl, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES,
-    Message, Part, Prices, Request, Role, message, read_attachment_id,
+    CacheHints, CacheMode, CacheTtl, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, Message, Part,
+    Prices, Request, Role, message,
 };
 
 use super::{Engine, EngineError, EngineErrorKind, Format, ResolveInput, encode, trace};
@@ -294,33 +294,18 @@ async fn read_parts(
     let Some(message) = run.message_id else {
         return Ok(HashMap::new());
     };
-    let read_attachment = BuiltinTool::ReadAttachment.as_str();
-    let calls: Vec<(&str, String)> = rounds
-        .iter()
-        .flat_map(|r| {
-            r.response.message.tool_calls.iter().filter_map(|c| {
-                let ok = r
-                    .results
-                    .iter()
-                    .any(|x| x.tool_call_id == c.id && !x.is_error);
-                (ok && c.name == read_attachment)
-                    .then(|| read_attachment_id(&c.input))
-                    .flatten()
-                    .map(|id| (c.id.as_str(), id))
-            })
-        })
-        .collect();
-    if calls.is_empty() {
-        return Ok(HashMap::new());
+    let mut calls = Vec::new();
+    for r in rounds {
+        for c in &r.response.message.tool_calls {
+            if r.results
+                .iter()
+                .any(|x| x.tool_call_id == c.id && !x.is_error)
+            {
+                calls.push((c.id.as_str(), c.name.as_str(), &c.input));
+            }
+        }
     }
-    let mut ids: Vec<String> = calls.iter().map(|(_, id)| id.clone()).collect();
-    ids.sort();
-    ids.dedup();
-    let by_attachment = db::thread_attachment_parts(conn, message, &ids).await?;
-    Ok(calls
-        .into_iter()
-        .filter_map(|(call, id)| Some((call.to_owned(), by_attachment.get(&id)?.clone())))
-        .collect())
+    Ok(db::read_attachment_parts(conn, message, calls).await?)
 }
 
 /// The conversation of a run: the cache key of its stored request (`None` when it has

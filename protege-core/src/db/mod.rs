@@ -44,8 +44,8 @@ pub use read::{
 // them, out of the documented surface (an application reads through `Engine`).
 pub use read::jobs::{
     JobFilter, ReplyCounts, attachment_in_thread, job_of_message, job_state, jobs_select,
-    list_jobs, load_job, message_row_of, paused_job, person_replied, reply_counts, select_jobs,
-    thread_attachment_parts, tokens_since,
+    list_jobs, load_job, message_row_of, paused_job, person_replied, read_attachment_parts,
+    reply_counts, select_jobs, tokens_since,
 };
 pub use read::{
     OutboxFilter, claimable_outbox, first_contacts, last_delivery, list_outbox, load_outbox,

@@ -1,8 +1,7 @@
 //! `ThreadHistory`: the prior turns of the inbound message's thread and their tool rounds.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use crate::agent_config::{BuiltinTool, read_attachment_id};
 use crate::context::{Context, MailStats, Quoted};
 use crate::db::read::history::{self, History, PriorTurn, StoredToolUse};
 use crate::db::strips::{self, StoredStrip};
@@ -387,40 +386,30 @@ async fn attach_read_parts(
     message: i64,
     turns: &mut [Turn],
 ) -> Result<()> {
-    let read_attachment = BuiltinTool::ReadAttachment.as_str();
-    // (turn, message, attachment id) of each successful result of a `read_attachment` call.
-    let mut wanted = Vec::new();
+    // The successful results, each with its call, and where each result stands.
+    let mut calls = Vec::new();
+    let mut at = HashMap::new();
     for (t, (messages, _)) in turns.iter().enumerate() {
-        let mut calls: Vec<(&str, String)> = Vec::new();
+        let mut round: Vec<&ToolCall> = Vec::new();
         for (i, m) in messages.iter().enumerate() {
             match m.role {
-                Role::Assistant => calls.extend(m.tool_calls.iter().filter_map(|c| {
-                    (c.name == read_attachment)
-                        .then(|| read_attachment_id(&c.input))
-                        .flatten()
-                        .map(|id| (c.id.as_str(), id))
-                })),
+                Role::Assistant => round = m.tool_calls.iter().collect(),
                 Role::Tool if !m.is_error && m.content.text() != MISSING_RESULT => {
                     let id = m.tool_call_id.as_deref().unwrap_or_default();
-                    if let Some((_, attachment)) = calls.iter().find(|(call, _)| *call == id) {
-                        wanted.push((t, i, attachment.clone()));
+                    if let Some(call) = round.iter().find(|c| c.id == id) {
+                        calls.push((call.id.as_str(), call.name.as_str(), &call.input));
+                        at.insert(call.id.clone(), (t, i));
                     }
                 }
                 _ => {}
             }
         }
     }
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let mut ids: Vec<String> = wanted.iter().map(|(_, _, id)| id.clone()).collect();
-    ids.sort();
-    ids.dedup();
-    let parts = crate::db::thread_attachment_parts(db, message, &ids).await?;
-    for (t, i, id) in wanted {
-        if let Some(part) = parts.get(&id) {
+    let parts = crate::db::read_attachment_parts(db, message, calls).await?;
+    for (call, part) in parts {
+        if let Some(&(t, i)) = at.get(&call) {
             let m = &mut turns[t].0[i];
-            m.content = std::mem::take(&mut m.content).and_parts(vec![part.clone()]);
+            m.content = std::mem::take(&mut m.content).and_parts(vec![part]);
         }
     }
     Ok(())

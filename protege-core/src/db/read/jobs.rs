@@ -154,41 +154,50 @@ pub async fn attachment_in_thread<C: ConnectionTrait>(
         .await?)
 }
 
-/// The parts the calls of the built-in `read_attachment` in the thread of message row
-/// `message` returned, rebuilt from the stored bytes of the attachments named `ids` (see
-/// [`attachment_part`](crate::attachment_part)), by attachment id: one statement, none for
-/// no ids. An attachment that is gone, has no stored data or is neither an image nor a PDF
-/// has no entry.
-pub async fn thread_attachment_parts<C: ConnectionTrait>(
+/// The images and PDFs the calls of the built-in `read_attachment` among `calls` (each its
+/// call id, tool name and input; only successful calls are to be given) returned in the
+/// thread of message row `message`, by call id, rebuilt from the attachments' stored bytes
+/// (see [`attachment_part`](crate::attachment_part)): a result stores only its text. One
+/// statement; none when no call is of `read_attachment`. A call whose attachment is gone,
+/// has no stored data or is neither an image nor a PDF has no entry.
+pub async fn read_attachment_parts<'a, C: ConnectionTrait>(
     db: &C,
     message: i64,
-    ids: &[String],
+    calls: impl IntoIterator<Item = (&'a str, &'a str, &'a serde_json::Value)>,
 ) -> Result<std::collections::HashMap<String, crate::Part>> {
     use crate::db::entities::attachment;
     use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    let read = crate::BuiltinTool::ReadAttachment.as_str();
+    let calls: Vec<(&str, String)> = calls
+        .into_iter()
+        .filter(|(_, name, _)| *name == read)
+        .filter_map(|(call, _, input)| Some((call, crate::read_attachment_id(input)?)))
+        .collect();
     let mut parts = std::collections::HashMap::new();
-    if ids.is_empty() {
+    if calls.is_empty() {
         return Ok(parts);
     }
-    let messages = super::thread_message_ids_of(message);
     let found = attachment::Entity::find()
-        .filter(attachment::Column::AttachmentId.is_in(ids.iter().cloned()))
-        .filter(attachment::Column::MessageId.in_subquery(messages))
+        .filter(attachment::Column::AttachmentId.is_in(calls.iter().map(|(_, id)| id.clone())))
+        .filter(attachment::Column::MessageId.in_subquery(super::thread_message_ids_of(message)))
         .order_by_desc(attachment::Column::Id)
         .all(db)
         .await?;
     // Newest first: the first of an id is the one `read_attachment` read.
-    let mut seen = std::collections::HashSet::new();
+    let mut by_id = std::collections::HashMap::new();
     for a in found {
-        if !seen.insert(a.attachment_id.clone()) {
+        if by_id.contains_key(&a.attachment_id) {
             continue;
         }
-        if let Some(part) = a
+        let part = a
             .data
             .as_deref()
-            .and_then(|data| crate::attachment_part(&a.filename, &a.content_type, data))
-        {
-            parts.insert(a.attachment_id, part);
+            .and_then(|data| crate::attachment_part(&a.filename, &a.content_type, data));
+        by_id.insert(a.attachment_id, part);
+    }
+    for (call, id) in calls {
+        if let Some(Some(part)) = by_id.get(&id) {
+            parts.insert(call.to_owned(), part.clone());
         }
     }
     Ok(parts)
