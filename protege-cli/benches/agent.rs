@@ -204,34 +204,45 @@ fn main() {
         });
     });
     group.finish();
-    // A direct timing for the summary line (criterion's own report is above).
+    // A direct timing for the summary line (criterion's own report is above): jobs of 11
+    // rounds and of one taken in turn, so that whatever else the machine does weighs on both
+    // alike, and medians of `SAMPLES`.
+    const SAMPLES: usize = 41;
     let time = |f: &mut dyn FnMut()| {
-        let mut samples: Vec<Duration> = (0..15)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed()
-            })
-            .collect();
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    };
+    let median = |mut samples: Vec<Duration>| {
         samples.sort();
         samples[samples.len() / 2]
     };
-    let agent_median = time(&mut || {
-        fresh();
-        provider.push(script());
-        rt.block_on(agent.work_once()).unwrap().unwrap();
-    });
-    let one_round_median = time(&mut || {
-        fresh();
-        provider.push([Scripted::Json(200, standin::anthropic_text("It shipped."))]);
-        rt.block_on(agent.work_once()).unwrap().unwrap();
-    });
-    let hand_median = time(&mut || {
-        let n = imported();
-        provider.push(script());
-        rt.block_on(by_hand(&engine, &http, &provider.base_url(), &tool, n));
-    });
-    let mut firsts: Vec<Duration> = (0..15)
+    let (mut long, mut short) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        long.push(time(&mut || {
+            fresh();
+            provider.push(script());
+            rt.block_on(agent.work_once()).unwrap().unwrap();
+        }));
+        short.push(time(&mut || {
+            fresh();
+            provider.push([Scripted::Json(200, standin::anthropic_text("It shipped."))]);
+            rt.block_on(agent.work_once()).unwrap().unwrap();
+        }));
+    }
+    let (agent_median, one_round_median) = (median(long), median(short));
+    let hand_median = median(
+        (0..SAMPLES)
+            .map(|_| {
+                time(&mut || {
+                    let n = imported();
+                    provider.push(script());
+                    rt.block_on(by_hand(&engine, &http, &provider.base_url(), &tool, n));
+                })
+            })
+            .collect(),
+    );
+    let mut firsts: Vec<Duration> = (0..SAMPLES)
         .map(|_| {
             fresh();
             provider.push([Scripted::Json(200, standin::anthropic_text("It shipped."))]);
