@@ -79,7 +79,7 @@ pub mod wire;
 
 // The payload: messages and the request they make.
 pub use message::{Content, Message, Part, Request, Role, ToolCall, ToolDef, message};
-pub use request::{attachment_part, build_request, user_turn};
+pub use request::{attachment_part, build_request, is_attachment_part, user_turn};
 
 // A run's input.
 pub use agent_config::{

@@ -59,14 +59,14 @@ pub(crate) fn user_turn_with(
         let Some(data) = a.data.as_deref() else {
             continue;
         };
-        if !is_part_kind(&a.content_type) || sniff(data).is_none() {
+        let Some(kind) = part_kind(&a.content_type, data) else {
             continue;
-        }
+        };
         if parts.len() == limits.attachment_parts {
             left_out += 1;
             continue;
         }
-        parts.extend(attachment_part(&a.filename, &a.content_type, data));
+        parts.push(part_of(kind, &a.filename, data));
     }
     if left_out > 0 {
         let _ = write!(
@@ -94,12 +94,29 @@ pub(crate) fn user_turn_with(
 /// then shows as text only). The image carries the media type detected from the bytes, the
 /// document its `filename`.
 pub fn attachment_part(filename: &str, content_type: &str, data: &[u8]) -> Option<Part> {
-    if !is_part_kind(content_type) {
+    Some(part_of(part_kind(content_type, data)?, filename, data))
+}
+
+/// Whether [`attachment_part`] gives a part for `data` declared `content_type`, judged
+/// without encoding it.
+pub fn is_attachment_part(content_type: &str, data: &[u8]) -> bool {
+    part_kind(content_type, data).is_some()
+}
+
+/// What `data` is for the providers, when its declared `content_type` says image or PDF
+/// too.
+fn part_kind(content_type: &str, data: &[u8]) -> Option<Sniffed> {
+    let declared = content_type.trim().to_ascii_lowercase();
+    if !(declared.starts_with("image/") || declared == "application/pdf") {
         return None;
     }
-    let sniffed = sniff(data)?;
+    sniff(data)
+}
+
+/// The part of `data`, of kind `kind`, Base64-encoded.
+fn part_of(kind: Sniffed, filename: &str, data: &[u8]) -> Part {
     let encoded = base64::engine::general_purpose::STANDARD.encode(data);
-    Some(match sniffed {
+    match kind {
         Sniffed::Image(media_type) => Part::Image {
             media_type: media_type.to_owned(),
             data: encoded,
@@ -109,13 +126,7 @@ pub fn attachment_part(filename: &str, content_type: &str, data: &[u8]) -> Optio
             media_type: "application/pdf".to_owned(),
             data: encoded,
         },
-    })
-}
-
-/// Whether a declared content type says image or PDF.
-fn is_part_kind(content_type: &str) -> bool {
-    let declared = content_type.trim().to_ascii_lowercase();
-    declared.starts_with("image/") || declared == "application/pdf"
+    }
 }
 
 /// What attachment bytes are, as far as the providers care.

@@ -1008,9 +1008,7 @@ impl Agent {
         let head = json!({ "attachment_id": id }).to_string();
         // An image or a PDF is stored as its head alone: the part is rebuilt from the
         // attachment each time a body is built.
-        if protege_core::attachment_part(&attachment.filename, &attachment.content_type, &data)
-            .is_some()
-        {
+        if protege_core::is_attachment_part(&attachment.content_type, &data) {
             return ToolOutcome {
                 content: head,
                 is_error: false,

@@ -24,17 +24,21 @@ pub fn thread_message_ids(thread: i64) -> SelectStatement {
         .to_owned()
 }
 
-/// The ids of the messages of the thread of message row `message`: a subquery for `IN`.
-pub fn thread_message_ids_of(message: i64) -> SelectStatement {
-    let thread = Query::select()
+/// The thread of message row `message`: a subquery.
+pub(crate) fn thread_of(message: i64) -> SelectStatement {
+    Query::select()
         .column(message::Column::EmailThreadId)
         .from(message::Entity)
         .and_where(Expr::col(message::Column::Id).eq(message))
-        .to_owned();
+        .to_owned()
+}
+
+/// The ids of the messages of the thread of message row `message`: a subquery for `IN`.
+pub fn thread_message_ids_of(message: i64) -> SelectStatement {
     Query::select()
         .column(message::Column::Id)
         .from(message::Entity)
-        .and_where(Expr::col(message::Column::EmailThreadId).in_subquery(thread))
+        .and_where(Expr::col(message::Column::EmailThreadId).in_subquery(thread_of(message)))
         .to_owned()
 }
 

@@ -128,12 +128,8 @@ pub async fn persona_addressed(
     message: i64,
     addresses: &[String],
 ) -> Result<bool> {
-    use crate::db::entities::{message as m, message_address as a};
-    let thread = Query::select()
-        .column(m::Column::EmailThreadId)
-        .from(m::Entity)
-        .and_where(Expr::col(m::Column::Id).eq(message))
-        .to_owned();
+    use crate::db::entities::message_address as a;
+    let thread = super::lookup::thread_of(message);
     // The first column, `id`, as the embedded reader finds it.
     let select = Query::select()
         .columns(columns(a::Entity).take(1))
