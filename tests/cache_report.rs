@@ -371,3 +371,41 @@ async fn cache_ttl_auto_marks_the_prefix_for_an_hour_in_a_quick_thread() {
         }
     }
 }
+
+/// `cache_ttl = "auto"` on OpenAI: in the same quick thread the third reply asks for
+/// extended retention (`prompt_cache_retention: "24h"`) in both OpenAI formats, the first
+/// reply for none; the cache key is sent either way.
+#[tokio::test]
+async fn cache_ttl_auto_asks_openai_for_extended_retention_in_a_quick_thread() {
+    let head = persona_head("").replace(
+        "provider = \"anthropic\"\nname = \"claude-sonnet-4-5\"\n",
+        "provider = \"openai\"\nname = \"gpt-4.1\"\ncache_ttl = \"auto\"\n",
+    );
+    let persona = format!("{head}\n[[message_resolvers]]\nuse = \"ThreadHistory\"\n");
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with(dir.path(), &[("quick", persona)], &thread_spaced(7, 10)).await;
+    for format in [Format::Openai, Format::OpenaiResponses] {
+        let mut fields = Vec::new();
+        for (id, at) in [
+            ("<m0@example.com>", "2026-03-01T00:00:00Z"),
+            ("<m6@example.com>", "2026-03-01T01:00:00Z"),
+        ] {
+            let input = protege::ResolveInput::reply("quick", id)
+                .format(format)
+                .now(at.parse().unwrap());
+            let body = engine.resolve(&input).await.unwrap().body;
+            fields.push((
+                body["prompt_cache_key"].is_string(),
+                body["prompt_cache_retention"].clone(),
+            ));
+        }
+        assert_eq!(
+            fields,
+            [
+                (true, serde_json::Value::Null),
+                (true, serde_json::json!("24h"))
+            ],
+            "{format:?}"
+        );
+    }
+}

@@ -128,6 +128,18 @@ use = "ThreadHistory"
     root
 }
 
+/// Makes the support persona's `tracking_log` (at `tools`) wait for a person's approval.
+fn approve_tracking(root: &Path, tools: &str) {
+    let file = root.join("personas/support.toml");
+    let tool = format!(
+        "http = {{ url = \"{tools}/tracking\", secret_env = \"PROTEGE_TEST_TOOL_SECRET\" }}"
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(&tool, &format!("{tool}\napproval = true"));
+    std::fs::write(&file, text).unwrap();
+}
+
 /// A customer's mail, dated now, from `from`, with `headers` added.
 fn mail(id: &str, from: &str, headers: &str) -> String {
     let date = chrono::Utc::now().to_rfc2822();
@@ -1145,17 +1157,7 @@ async fn a_call_that_needs_approval_waits_and_runs_with_the_input_a_person_appro
         .unwrap();
         let (tools, calls) = tool_server().await;
         let root = root_with(&provider.base_url(), &tools, "");
-        // `tracking_log` needs a person's approval.
-        let file = root.path().join("personas/support.toml");
-        let text = std::fs::read_to_string(&file).unwrap().replace(
-            &format!(
-                "http = {{ url = \"{tools}/tracking\", secret_env = \"PROTEGE_TEST_TOOL_SECRET\" }}"
-            ),
-            &format!(
-                "http = {{ url = \"{tools}/tracking\", secret_env = \"PROTEGE_TEST_TOOL_SECRET\" }}\napproval = true"
-            ),
-        );
-        std::fs::write(&file, text).unwrap();
+        approve_tracking(root.path(), &tools);
         let engine = engine_of(root.path(), &url).await;
         let support = engine.persona("support").unwrap();
         assert!(
@@ -1459,12 +1461,13 @@ async fn agent_retry_queues_every_failed_job_of_a_persona() {
 
 /// The daily caps of §17, counted by the database: a thread's, a correspondent's (whatever
 /// the case of the address) and the persona's, each skipping the job with its reason and
-/// without asking the provider.
+/// without asking the provider. Another persona's reply, in the same thread and to the same
+/// correspondent, counts against none of them.
 #[tokio::test]
 async fn the_daily_caps_skip_a_thread_a_correspondent_and_the_persona_on_every_backend() {
     let dir = tempfile::tempdir().unwrap();
     for (url, _) in every_backend(dir.path(), "agent_caps").await {
-        let answers = (0..4).map(|_| Scripted::Json(200, standin::anthropic_text(ANSWER)));
+        let answers = (0..5).map(|_| Scripted::Json(200, standin::anthropic_text(ANSWER)));
         let provider = StandIn::start(answers).await.unwrap();
         let root = root_with(
             &provider.base_url(),
@@ -1472,13 +1475,41 @@ async fn the_daily_caps_skip_a_thread_a_correspondent_and_the_persona_on_every_b
             "max_replies_per_day = 4\nmax_replies_per_thread_per_day = 1\n\
              max_replies_per_correspondent_per_day = 2",
         );
+        // Billing, a second persona with the same caps, answers Zoe first.
+        let support = std::fs::read_to_string(root.path().join("personas/support.toml")).unwrap();
+        std::fs::write(
+            root.path().join("personas/billing.toml"),
+            support.replace("support@acme.test", "billing@acme.test"),
+        )
+        .unwrap();
         let engine = engine_of(root.path(), &url).await;
+        let worker = agent(&engine, "w");
+        let to_billing = mail("<bill-1@example.com>", "Zoe <zoe@example.com>", "")
+            .replace(
+                "To: Acme Support <support@acme.test>",
+                "To: <billing@acme.test>",
+            )
+            .replace(
+                "Subject: Where is my order?",
+                "Subject: Order <cap-1@example.com>",
+            );
+        engine
+            .ingest_mail(to_billing.as_bytes(), Some(Direction::Inbound))
+            .await
+            .unwrap();
+        let billed = worker.work_once().await.unwrap().unwrap();
+        assert_eq!(
+            (billed.persona.as_str(), billed.state.as_str()),
+            ("billing", "done"),
+            "{url}: {billed:?}"
+        );
         let answer_of = |parent: &str| format!("In-Reply-To: {parent}\r\nReferences: {parent}\r\n");
         let cases = [
+            // In billing's thread, to support.
             (
                 "<cap-1@example.com>",
                 "Zoe <zoe@example.com>",
-                String::new(),
+                answer_of("<bill-1@example.com>"),
                 "done",
                 None,
             ),
@@ -1525,7 +1556,6 @@ async fn the_daily_caps_skip_a_thread_a_correspondent_and_the_persona_on_every_b
                 Some("persona_cap"),
             ),
         ];
-        let worker = agent(&engine, "w");
         for (id, from, headers, state, reason) in &cases {
             // Distinct subjects: each new mail starts its own thread.
             let raw = mail(id, from, headers).replace(
@@ -1551,7 +1581,71 @@ async fn the_daily_caps_skip_a_thread_a_correspondent_and_the_persona_on_every_b
                 "{url}: {id}: {report:?}"
             );
         }
-        assert_eq!(provider.requests().len(), 4, "{url}");
+        assert_eq!(provider.requests().len(), 5, "{url}");
+    }
+}
+
+/// A reply still under way (its job waits for approval) counts against the caps from the
+/// claim of the next job on: Zoe's second thread is over her cap of one, and Bob's mail
+/// over the persona's cap of two once Kim has her reply.
+#[tokio::test]
+async fn a_reply_under_way_counts_against_the_caps_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, _) in every_backend(dir.path(), "agent_caps_under_way").await {
+        let provider = StandIn::start([
+            Scripted::Json(200, two_calls("W")),
+            Scripted::Json(200, standin::anthropic_text(ANSWER)),
+        ])
+        .await
+        .unwrap();
+        let (tools, calls) = tool_server().await;
+        let root = root_with(
+            &provider.base_url(),
+            &tools,
+            "max_replies_per_day = 2\nmax_replies_per_correspondent_per_day = 1",
+        );
+        approve_tracking(root.path(), &tools);
+        let engine = engine_of(root.path(), &url).await;
+        let worker = agent(&engine, "w");
+        let cases = [
+            (
+                "<w-1@example.com>",
+                "Zoe <zoe@example.com>",
+                "waiting",
+                Some("approval"),
+            ),
+            (
+                "<w-2@example.com>",
+                "Zoe <zoe@example.com>",
+                "skipped",
+                Some("correspondent_cap"),
+            ),
+            ("<w-3@example.com>", "Kim <kim@example.com>", "done", None),
+            (
+                "<w-4@example.com>",
+                "Bob <bob@example.com>",
+                "skipped",
+                Some("persona_cap"),
+            ),
+        ];
+        for (id, from, state, reason) in cases {
+            let raw = mail(id, from, "").replace(
+                "Subject: Where is my order?",
+                &format!("Subject: Order {id}"),
+            );
+            engine
+                .ingest_mail(raw.as_bytes(), Some(Direction::Inbound))
+                .await
+                .unwrap();
+            let report = worker.work_once().await.unwrap().unwrap();
+            assert_eq!(
+                (report.state.as_str(), report.reason.as_deref()),
+                (state, reason),
+                "{url}: {id}: {report:?}"
+            );
+        }
+        assert_eq!(provider.requests().len(), 2, "{url}");
+        assert!(calls.all().is_empty(), "{url}");
     }
 }
 

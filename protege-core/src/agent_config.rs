@@ -272,7 +272,27 @@ impl Default for PersonaAgent {
     }
 }
 
+/// The daily reply caps of `[agent]` (§17), checked in the transaction that claims a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyCaps {
+    /// `max_replies_per_thread_per_day`.
+    pub thread: u32,
+    /// `max_replies_per_correspondent_per_day`.
+    pub correspondent: u32,
+    /// `max_replies_per_day`.
+    pub persona: u32,
+}
+
 impl PersonaAgent {
+    /// Its daily reply caps.
+    pub fn reply_caps(&self) -> ReplyCaps {
+        ReplyCaps {
+            thread: self.max_replies_per_thread_per_day,
+            correspondent: self.max_replies_per_correspondent_per_day,
+            persona: self.max_replies_per_day,
+        }
+    }
+
     /// Whether every reply waits for approval (`reply = "draft"` or `approval =
     /// "always"`).
     pub fn always_drafts(&self) -> bool {

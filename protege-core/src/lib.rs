@@ -89,8 +89,8 @@ pub use agent_config::{
     DEFAULT_MAX_REPLIES_PER_DAY, DEFAULT_MAX_REPLIES_PER_THREAD_PER_DAY, DEFAULT_MODEL_TIMEOUT,
     DEFAULT_PAUSE, DEFAULT_PROVIDER_ATTEMPTS, DEFAULT_TOOL_TIMEOUT, HttpTool, InboxAfter,
     McpServer, McpTool, PersonaAgent, PersonaInbox, PersonaOutbox, PersonaTool,
-    READ_ATTACHMENT_DESCRIPTION, ReplyMode, SmtpServer, TlsMode, ToolRunner, Unauthenticated,
-    glob_matches, read_attachment_id,
+    READ_ATTACHMENT_DESCRIPTION, ReplyCaps, ReplyMode, SmtpServer, TlsMode, ToolRunner,
+    Unauthenticated, glob_matches, read_attachment_id,
 };
 pub use context::{
     AppConfig, Context, ContextBuilder, DEFAULT_MAX_ROUNDS, DEFAULT_TOOL_RESULT_BYTES, MailRender,

@@ -448,6 +448,44 @@ fn anthropic_cache_ttl_marks_breakpoints_for_five_minutes_or_an_hour() {
     assert!(!anthropic("cache_ttl_off", &hinted, &off).contains("cache_control"));
 }
 
+/// `cache_ttl` on Chat Completions: `1h`, and `auto` when the hints say an hour pays, ask
+/// for extended retention (`prompt_cache_retention: "24h"`) beside the cache key; `5m`,
+/// `auto` without the hint and `cache = "off"` send no retention (the model's default).
+#[test]
+fn openai_cache_ttl_asks_for_extended_retention_when_an_hour_pays() {
+    let spec = |ttl| ModelSpec::new("gpt-4.1").cache_ttl(ttl);
+    let fields = |body: &str| {
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        (
+            body["prompt_cache_key"].clone(),
+            body["prompt_cache_retention"].clone(),
+        )
+    };
+    let mut hinted = tool_round_with_history();
+    hinted.cache.hour = true;
+    let hour = openai(
+        "openai_cache_ttl_1h",
+        &tool_round_with_history(),
+        &spec(CacheTtl::OneHour),
+    );
+    assert_eq!(fields(&hour), (json!("0123456789abcdef"), json!("24h")));
+    let auto = openai("openai_cache_ttl_auto", &hinted, &spec(CacheTtl::Auto));
+    assert_eq!(fields(&auto), (json!("0123456789abcdef"), json!("24h")));
+    let five = openai("openai_cache_ttl_5m", &hinted, &spec(CacheTtl::FiveMinutes));
+    assert_eq!(fields(&five), (json!("0123456789abcdef"), json!(null)));
+    let unhinted = openai(
+        "openai_cache_ttl_auto_unhinted",
+        &tool_round_with_history(),
+        &spec(CacheTtl::Auto),
+    );
+    assert_eq!(unhinted, five);
+    let off = spec(CacheTtl::OneHour).cache(CacheMode::Off);
+    assert_eq!(
+        fields(&openai("openai_cache_ttl_off", &hinted, &off)),
+        (json!(null), json!(null))
+    );
+}
+
 /// The rule of `cache_ttl = "auto"` over the latest eight gaps: when the request reads
 /// the prefix the previous one left, an hour pays when 1.15 × the middle gaps (five
 /// minutes to an hour) exceed 0.75 × (1 + the gaps over an hour); when it writes the

@@ -16,7 +16,7 @@ use protege_core::wire::{
     from_openai_responses_response, is_reasoning_model, to_openai_responses,
 };
 use protege_core::{
-    CacheHints, CacheMode, ErrorKind, Part, Request, Role, ToolCall, ToolDef, message,
+    CacheHints, CacheMode, CacheTtl, ErrorKind, Part, Request, Role, ToolCall, ToolDef, message,
 };
 use serde_json::{Value, json};
 
@@ -219,6 +219,28 @@ fn auto_cache_sends_the_conversation_key_as_chat_completions_does() {
         body("cache_key_off", &r, &model("gpt-4o", Some(100))),
         r#"{"model":"gpt-4o","input":[{"type":"message","role":"user","content":"hi"}],"max_output_tokens":100,"store":false}"#
     );
+}
+
+/// `cache_ttl = "1h"`, or `auto` when the thread's rhythm makes an hour pay, asks for
+/// extended retention, as Chat Completions bodies do.
+#[test]
+fn an_hour_long_cache_asks_for_extended_retention() {
+    let mut r = Request {
+        messages: vec![message(Role::User, "hi")],
+        cache: CacheHints {
+            history_end: Some(0),
+            key: Some("0123456789abcdef".into()),
+            hour: false,
+        },
+        ..Default::default()
+    };
+    let hour = ModelSpec::new("gpt-5.1").cache_ttl(CacheTtl::OneHour);
+    let expected = r#"{"model":"gpt-5.1","input":[{"type":"message","role":"user","content":"hi"}],"prompt_cache_key":"0123456789abcdef","prompt_cache_retention":"24h","store":false,"include":["reasoning.encrypted_content"]}"#;
+    assert_eq!(body("cache_ttl_1h", &r, &hour), expected);
+    let auto = ModelSpec::new("gpt-5.1").cache_ttl(CacheTtl::Auto);
+    assert!(!body("cache_ttl_auto_unhinted", &r, &auto).contains("prompt_cache_retention"));
+    r.cache.hour = true;
+    assert_eq!(body("cache_ttl_auto", &r, &auto), expected);
 }
 
 #[test]

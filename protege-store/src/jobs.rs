@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SimpleExpr, UpdateStatement};
-use sea_orm::{ActiveValue::NotSet, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait};
+use sea_orm::{
+    ActiveValue::NotSet, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
+    EntityTrait,
+};
 
-use protege_core::Result;
 use protege_core::db::entities::{agent_job, message, outbox, run as run_row};
 use protege_core::db::{dates, job_state as state, jobs_select, outbox_state, select_jobs};
+use protege_core::{ReplyCaps, Result};
 use protege_mail::eml::parse::ParsedEml;
 
 use crate::store;
@@ -185,19 +188,28 @@ pub struct ClaimedJob {
     /// Earlier queued jobs of the thread, persona and sender, now `skipped`
     /// (`superseded`).
     pub superseded: u64,
+    /// The daily cap its persona's replies reached when it was claimed (`persona_cap`,
+    /// `thread_cap`, `correspondent_cap`), counting the persona's other jobs under way as
+    /// replies to come; `None` under every cap, and for a job without a message.
+    pub capped: Option<&'static str>,
 }
+
+/// The daily reply caps of a persona, by its name; `None` for a persona without them.
+pub type CapsOf<'a> = &'a (dyn Fn(&str) -> Option<ReplyCaps> + Sync);
 
 /// Claims one job for `owner` until `until`: queued and due, or running under a lease that
 /// ran out; of a thread's queued jobs the newest, and only while no other job of the thread
 /// is running or waiting and no reply of the thread waits for approval. Earlier queued jobs
-/// of the same thread, persona and sender are `skipped` (`superseded`) in the same
-/// transaction. Oldest work first; `persona`: only that persona's jobs.
+/// of the same thread, persona and sender are `skipped` (`superseded`), and the persona's
+/// daily caps (`caps`) counted, in the same transaction. Oldest work first; `persona`: only
+/// that persona's jobs.
 pub async fn claim_job(
     db: &DatabaseConnection,
     owner: &str,
     until: DateTime<Utc>,
     now: DateTime<Utc>,
     persona: Option<&str>,
+    caps: CapsOf<'_>,
 ) -> Result<Option<ClaimedJob>> {
     use agent_job::Column as J;
     use message::Column as M;
@@ -222,135 +234,192 @@ pub async fn claim_job(
     for row in rows {
         let id: i64 = row.try_get_by_index(0)?;
         let thread: Option<i64> = row.try_get_by_index(1)?;
-        if let Some(t) = thread {
-            if seen_threads.contains(&t) {
-                continue;
+        let claimed = match thread {
+            Some(t) if seen_threads.contains(&t) => continue,
+            Some(t) => {
+                seen_threads.push(t);
+                let claim = ThreadClaim {
+                    thread: t,
+                    owner,
+                    until,
+                    now,
+                };
+                claim.claim(db, id, persona, caps).await?
             }
-            seen_threads.push(t);
-        }
-        if let Some(claimed) = claim_one(db, id, thread, owner, until, now, persona).await? {
-            return Ok(Some(claimed));
+            None => claim_update(db, id, owner, until, now)
+                .await?
+                .map(|(job, resumed)| ClaimedJob {
+                    job,
+                    resumed,
+                    superseded: 0,
+                    capped: None,
+                }),
+        };
+        if claimed.is_some() {
+            return Ok(claimed);
         }
     }
     Ok(None)
 }
 
-/// Claims job `id` of `thread` (or the thread's newest queued job), in one transaction
-/// holding the thread; `None` when another worker or the thread's state forbids it.
-async fn claim_one(
-    db: &DatabaseConnection,
-    id: i64,
-    thread: Option<i64>,
-    owner: &str,
+/// A claim of one of a thread's jobs, made in one transaction holding the thread.
+struct ThreadClaim<'a> {
+    thread: i64,
+    owner: &'a str,
     until: DateTime<Utc>,
     now: DateTime<Utc>,
-    persona: Option<&str>,
-) -> Result<Option<ClaimedJob>> {
-    use agent_job::Column as J;
-    use message::Column as M;
-    let Some(thread) = thread else {
-        return claim_update(db, id, owner, until, now).await.map(|job| {
-            job.map(|(job, resumed)| ClaimedJob {
-                job,
-                resumed,
-                superseded: 0,
-            })
-        });
-    };
-    let txn = protege_core::db::lock::begin_thread(db, thread).await?;
-    let in_thread =
-        || Expr::col(J::MessageId).in_subquery(protege_core::db::thread_message_ids(thread));
-    // Another job of the thread at work, or a reply of it waiting for a person.
-    let mut busy = jobs_select();
-    busy.and_where(in_thread())
+}
+
+impl ThreadClaim<'_> {
+    /// Claims the thread's newest queued job (of `persona` when named; job `id` is the
+    /// candidate that led here); `None` when another worker or the thread's state forbids
+    /// it.
+    async fn claim(
+        &self,
+        db: &DatabaseConnection,
+        id: i64,
+        persona: Option<&str>,
+        caps: CapsOf<'_>,
+    ) -> Result<Option<ClaimedJob>> {
+        use agent_job::Column as J;
+        let txn = protege_core::db::lock::begin_thread(db, self.thread).await?;
+        if self.busy(&txn, id).await? {
+            txn.rollback().await?;
+            return Ok(None);
+        }
+        // Of the thread's queued jobs, the newest (of the same persona when one is named).
+        let mut newest = jobs_select();
+        newest
+            .and_where(
+                Expr::col(J::MessageId)
+                    .in_subquery(protege_core::db::thread_message_ids(self.thread)),
+            )
+            .and_where(may_claim(self.now))
+            .order_by(J::Id, Order::Desc)
+            .limit(1);
+        if let Some(persona) = persona {
+            newest.and_where(Expr::col(J::Persona).eq(persona));
+        }
+        let chosen = select_jobs(&txn, &newest).await?.into_iter().next();
+        let claimed = match chosen {
+            Some(chosen) => claim_update(&txn, chosen.id, self.owner, self.until, self.now).await?,
+            None => None,
+        };
+        let Some((job, resumed)) = claimed else {
+            txn.rollback().await?;
+            return Ok(None);
+        };
+        let (mut superseded, mut capped) = (0, None);
+        if let Some(message) = job.message_id
+            && let Some(from) = sender_of(&txn, message).await?
+        {
+            superseded = self.supersede(&txn, &job, &from).await?;
+            if let Some(caps) = caps(&job.persona) {
+                let day = self.now - chrono::Duration::hours(24);
+                let counts = protege_core::db::reply_counts(
+                    &txn,
+                    &job.persona,
+                    day,
+                    u64::from(caps.persona),
+                    self.thread,
+                    &protege_mail::address_key(&from),
+                    job.id,
+                )
+                .await?;
+                capped = counts.reached(&caps);
+            }
+        }
+        txn.commit().await?;
+        Ok(Some(ClaimedJob {
+            job,
+            resumed,
+            superseded,
+            capped,
+        }))
+    }
+
+    /// Whether another job of the thread than `id` is at work, or a reply of it waits for
+    /// a person.
+    async fn busy(&self, txn: &DatabaseTransaction, id: i64) -> Result<bool> {
+        use agent_job::Column as J;
+        let mut busy = jobs_select();
+        busy.and_where(
+            Expr::col(J::MessageId).in_subquery(protege_core::db::thread_message_ids(self.thread)),
+        )
         .and_where(Expr::col(J::Id).ne(id))
         .and_where(
             Expr::col(J::State)
                 .eq(state::WAITING)
                 .or(Expr::col(J::State)
                     .eq(state::RUNNING)
-                    .and(Expr::col(J::LeaseUntil).gte(now))),
+                    .and(Expr::col(J::LeaseUntil).gte(self.now))),
         )
         .limit(1);
-    let busy_job = !select_jobs(&txn, &busy).await?.is_empty();
-    let mut waiting_reply = Query::select();
-    waiting_reply
-        .expr(Expr::val(1))
-        .from(outbox::Entity)
-        .and_where(Expr::col(outbox::Column::State).eq(outbox_state::WAITING))
-        .and_where(
-            Expr::col(outbox::Column::MessageId)
-                .in_subquery(protege_core::db::thread_message_ids(thread)),
-        )
-        .limit(1);
-    let reply_waits = txn
-        .query_one_raw(dates::statement(&txn, &waiting_reply))
-        .await?
-        .is_some();
-    if busy_job || reply_waits {
-        txn.rollback().await?;
-        return Ok(None);
-    }
-    // Of the thread's queued jobs, the newest (of the same persona when one is named).
-    let mut newest = jobs_select();
-    newest
-        .and_where(in_thread())
-        .and_where(may_claim(now))
-        .order_by(J::Id, Order::Desc)
-        .limit(1);
-    if let Some(persona) = persona {
-        newest.and_where(Expr::col(J::Persona).eq(persona));
-    }
-    let Some(chosen) = select_jobs(&txn, &newest).await?.into_iter().next() else {
-        txn.rollback().await?;
-        return Ok(None);
-    };
-    let Some((job, resumed)) = claim_update(&txn, chosen.id, owner, until, now).await? else {
-        txn.rollback().await?;
-        return Ok(None);
-    };
-    let mut superseded = 0;
-    if let Some(message) = job.message_id {
-        // The sender of the chosen job's message: its earlier queued jobs are answered by it.
-        let mut sender = Query::select();
-        sender
-            .column(M::FromAddress)
-            .from(message::Entity)
-            .and_where(Expr::col(M::Id).eq(message));
-        let from: Option<String> = txn
-            .query_one_raw(dates::statement(&txn, &sender))
-            .await?
-            .map(|row| row.try_get_by_index(0))
-            .transpose()?;
-        if let Some(from) = from {
-            let mut same_sender = Query::select();
-            same_sender
-                .column(M::Id)
-                .from(message::Entity)
-                .and_where(Expr::col(M::EmailThreadId).eq(thread))
-                .and_where(Expr::col(M::FromAddress).eq(from));
-            let mut update = Query::update();
-            update
-                .table(agent_job::Entity)
-                .value(J::State, state::SKIPPED)
-                .value(J::Reason, "superseded")
-                .value(J::UpdatedAt, now)
-                .and_where(Expr::col(J::State).eq(state::QUEUED))
-                .and_where(Expr::col(J::Persona).eq(job.persona.as_str()))
-                .and_where(Expr::col(J::Id).lt(job.id))
-                .and_where(Expr::col(J::MessageId).in_subquery(same_sender));
-            superseded = txn
-                .execute_raw(dates::statement(&txn, &update))
-                .await?
-                .rows_affected();
+        if !select_jobs(txn, &busy).await?.is_empty() {
+            return Ok(true);
         }
+        let mut waiting_reply = Query::select();
+        waiting_reply
+            .expr(Expr::val(1))
+            .from(outbox::Entity)
+            .and_where(Expr::col(outbox::Column::State).eq(outbox_state::WAITING))
+            .and_where(
+                Expr::col(outbox::Column::MessageId)
+                    .in_subquery(protege_core::db::thread_message_ids(self.thread)),
+            )
+            .limit(1);
+        Ok(txn
+            .query_one_raw(dates::statement(txn, &waiting_reply))
+            .await?
+            .is_some())
     }
-    txn.commit().await?;
-    Ok(Some(ClaimedJob {
-        job,
-        resumed,
-        superseded,
-    }))
+
+    /// Skips (`superseded`) the earlier queued jobs of `job`'s persona answering mail of
+    /// the thread from `from`: the newer run has them in its history. How many.
+    async fn supersede(
+        &self,
+        txn: &DatabaseTransaction,
+        job: &agent_job::Model,
+        from: &str,
+    ) -> Result<u64> {
+        use agent_job::Column as J;
+        use message::Column as M;
+        let mut same_sender = Query::select();
+        same_sender
+            .column(M::Id)
+            .from(message::Entity)
+            .and_where(Expr::col(M::EmailThreadId).eq(self.thread))
+            .and_where(Expr::col(M::FromAddress).eq(from));
+        let mut update = Query::update();
+        update
+            .table(agent_job::Entity)
+            .value(J::State, state::SKIPPED)
+            .value(J::Reason, "superseded")
+            .value(J::UpdatedAt, self.now)
+            .and_where(Expr::col(J::State).eq(state::QUEUED))
+            .and_where(Expr::col(J::Persona).eq(job.persona.as_str()))
+            .and_where(Expr::col(J::Id).lt(job.id))
+            .and_where(Expr::col(J::MessageId).in_subquery(same_sender));
+        Ok(txn
+            .execute_raw(dates::statement(txn, &update))
+            .await?
+            .rows_affected())
+    }
+}
+
+/// The From of message row `message`, as stored (header form).
+async fn sender_of(txn: &DatabaseTransaction, message: i64) -> Result<Option<String>> {
+    use message::Column as M;
+    let mut sender = Query::select();
+    sender
+        .column(M::FromAddress)
+        .from(message::Entity)
+        .and_where(Expr::col(M::Id).eq(message));
+    Ok(txn
+        .query_one_raw(dates::statement(txn, &sender))
+        .await?
+        .map(|row| row.try_get_by_index(0))
+        .transpose()?)
 }
 
 /// The conditional update that claims job `id`; the job as it left it, and whether a

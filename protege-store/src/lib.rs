@@ -59,9 +59,9 @@ pub use inbox::{
     raise_highest_uid, reject_message, release_inbox, renew_inbox, reset_inbox,
 };
 pub use jobs::{
-    AgentPersona, ClaimedJob, JobEnd, JobRule, NewJob, RELEASED, claim_job, decide_calls, end_job,
-    pause_persona, renew_job, resume_paused, retry_failed_jobs, retry_job, set_job_run, take_job,
-    wait_for_approval,
+    AgentPersona, CapsOf, ClaimedJob, JobEnd, JobRule, NewJob, RELEASED, claim_job, decide_calls,
+    end_job, pause_persona, renew_job, resume_paused, retry_failed_jobs, retry_job, set_job_run,
+    take_job, wait_for_approval,
 };
 pub use outbox::{
     Change, NewReply, OPERATOR_HOLD, StoredReply, claim, drop_recipients, edit_reply, hold,

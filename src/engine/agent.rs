@@ -240,6 +240,24 @@ enum Answers {
     Slot(protege_core::Responsibility),
 }
 
+/// What the claim of a job found.
+#[derive(Debug, Clone, Copy, Default)]
+struct Claim {
+    /// Another worker's lease had run out on it.
+    resumed: bool,
+    /// The daily cap its persona's replies reached, counted in the claiming transaction.
+    capped: Option<&'static str>,
+}
+
+impl From<&db::ClaimedJob> for Claim {
+    fn from(claimed: &db::ClaimedJob) -> Self {
+        Self {
+            resumed: claimed.resumed,
+            capped: claimed.capped,
+        }
+    }
+}
+
 /// What ends a claim early.
 enum Stop {
     /// The job ends so (or goes back to the queue).
@@ -329,8 +347,12 @@ impl Agent {
     pub async fn work_once(&self) -> Result<Option<JobReport>, EngineError> {
         let now = Utc::now();
         let conn = self.engine.db().await?;
-        let Some(claimed) =
-            db::claim_job(conn, &self.owner, now + lease_of(self.lease), now, None).await?
+        let caps_of = |name: &str| {
+            let persona = self.engine.persona(name)?;
+            persona.info().agent.as_ref().map(PersonaAgent::reply_caps)
+        };
+        let until = now + lease_of(self.lease);
+        let Some(claimed) = db::claim_job(conn, &self.owner, until, now, None, &caps_of).await?
         else {
             return Ok(None);
         };
@@ -338,9 +360,9 @@ impl Agent {
             metrics::counter!("protege_agent_skips_total", "reason" => "superseded")
                 .increment(claimed.superseded);
         }
+        let claim = Claim::from(&claimed);
         Ok(Some(
-            self.run_job(claimed.job, claimed.resumed, None, &mut |_| {})
-                .await?,
+            self.run_job(claimed.job, claim, None, &mut |_| {}).await?,
         ))
     }
 
@@ -424,14 +446,15 @@ impl Agent {
                 ),
             ));
         };
-        self.run_job(job, false, Some(foreground), on_round).await
+        self.run_job(job, Claim::default(), Some(foreground), on_round)
+            .await
     }
 
     /// Runs claimed job `job` to its end (or until the lease is lost) and records the end.
     async fn run_job(
         &self,
         job: agent_job::Model,
-        resumed: bool,
+        claim: Claim,
         foreground: Option<Foreground>,
         on_round: &mut (dyn FnMut(&RoundReport) + Send),
     ) -> Result<JobReport, EngineError> {
@@ -462,7 +485,7 @@ impl Agent {
             lease_lost: false,
         };
         let end = self
-            .steps(&job, resumed, foreground, &lost, &mut report, on_round)
+            .steps(&job, claim, foreground, &lost, &mut report, on_round)
             .await;
         drop(renewer);
         let end = match end {
@@ -508,7 +531,7 @@ impl Agent {
     async fn steps(
         &self,
         job: &agent_job::Model,
-        resumed: bool,
+        claim: Claim,
         foreground: Option<Foreground>,
         lost: &AtomicBool,
         report: &mut JobReport,
@@ -526,7 +549,7 @@ impl Agent {
         let Some(agent) = info.agent.clone() else {
             return Ok(JobEnd::Skipped("not_an_agent".to_owned()));
         };
-        if resumed && u32::try_from(job.attempts).unwrap_or(u32::MAX) > agent.max_attempts {
+        if claim.resumed && u32::try_from(job.attempts).unwrap_or(u32::MAX) > agent.max_attempts {
             return Ok(JobEnd::Failed {
                 reason: "crashed".to_owned(),
                 error: format!(
@@ -576,10 +599,10 @@ impl Agent {
                 {
                     return Ok(JobEnd::Skipped("person_replied".to_owned()));
                 }
-                if let Some(end) = self
-                    .caps(&job.persona, &agent, trigger.thread_id, &trigger.from)
-                    .await?
-                {
+                if let Some(cap) = claim.capped {
+                    return Ok(JobEnd::Skipped(cap.to_owned()));
+                }
+                if let Some(end) = self.tokens_cap(&job.persona, &agent).await? {
                     return Ok(end);
                 }
             }
@@ -862,44 +885,30 @@ impl Agent {
         }
     }
 
-    /// The daily caps of §17, checked before any model call.
-    async fn caps(
+    /// `[agent] tokens_per_day` (§17), checked before any model call: over it, the job
+    /// waits for the next midnight (UTC). The reply caps are counted by the claim.
+    async fn tokens_cap(
         &self,
         persona: &str,
         agent: &PersonaAgent,
-        thread: i64,
-        from: &str,
     ) -> Result<Option<JobEnd>, EngineError> {
+        let Some(limit) = agent.tokens_per_day else {
+            return Ok(None);
+        };
         let conn = self.engine.db().await?;
         let now = Utc::now();
-        let day = now - chrono::Duration::hours(24);
-        let correspondent = bare_address(from).to_lowercase();
-        let bound = u64::from(agent.max_replies_per_day);
-        let replies = db::reply_counts(conn, persona, day, bound, thread, &correspondent).await?;
-        let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        if count(replies.persona) >= agent.max_replies_per_day {
-            return Ok(Some(JobEnd::Skipped("persona_cap".to_owned())));
+        let midnight = now
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .map_or(now, |t| t.and_utc());
+        if db::tokens_since(conn, persona, midnight).await? < limit {
+            return Ok(None);
         }
-        if count(replies.thread) >= agent.max_replies_per_thread_per_day {
-            return Ok(Some(JobEnd::Skipped("thread_cap".to_owned())));
-        }
-        if count(replies.correspondent) >= agent.max_replies_per_correspondent_per_day {
-            return Ok(Some(JobEnd::Skipped("correspondent_cap".to_owned())));
-        }
-        if let Some(limit) = agent.tokens_per_day {
-            let midnight = now
-                .date_naive()
-                .and_hms_opt(0, 0, 0)
-                .map_or(now, |t| t.and_utc());
-            if db::tokens_since(conn, persona, midnight).await? >= limit {
-                return Ok(Some(JobEnd::Queued {
-                    at: midnight + chrono::Duration::days(1),
-                    reason: "deferred".to_owned(),
-                    error: None,
-                }));
-            }
-        }
-        Ok(None)
+        Ok(Some(JobEnd::Queued {
+            at: midnight + chrono::Duration::days(1),
+            reason: "deferred".to_owned(),
+            error: None,
+        }))
     }
 
     /// Makes one call of a round; every failure is an error result for the model.

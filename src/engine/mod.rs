@@ -920,7 +920,8 @@ impl Engine {
                 None => counted = assembled.count_tokens(),
             }
         }
-        if format == Format::Anthropic
+        // The hour's hint: Anthropic's breakpoints, OpenAI's extended retention.
+        if format != Format::Messages
             && let Some(spec) = &model
             && spec.cache == protege_core::CacheMode::Auto
             && spec.cache_ttl == protege_core::CacheTtl::Auto

@@ -22,6 +22,8 @@ pub use response::{ModelResponse, Outcome, Usage, from_anthropic_response, from_
 use crate::cache::{CacheMode, CacheTtl};
 use crate::context::ModelConfig;
 use crate::error::{Error, ErrorKind, Result};
+use crate::message::Request;
+use serde_json::{Map, Value};
 
 /// The first user turn when a conversation would otherwise not start with one.
 const CONVERSATION_START: &str = "(conversation start)";
@@ -73,6 +75,29 @@ impl ModelSpec {
     pub fn cache_ttl(mut self, ttl: CacheTtl) -> Self {
         self.cache_ttl = ttl;
         self
+    }
+}
+
+/// The cache fields of an OpenAI body (Chat Completions and Responses alike), with `cache
+/// = "auto"`: the request's cache key as `prompt_cache_key`, and `prompt_cache_retention:
+/// "24h"` (extended retention) when caches should outlast the in-memory ones, gone within
+/// the hour: `cache_ttl = "1h"`, or `auto` when the thread's rhythm makes an hour pay
+/// (`request.cache.hour`). Otherwise no retention is sent and the model's default holds
+/// (in memory for the models that have both, 24 hours for those that have only it).
+fn openai_cache_fields(request: &Request, model: &ModelSpec, body: &mut Map<String, Value>) {
+    if model.cache != CacheMode::Auto {
+        return;
+    }
+    if let Some(key) = &request.cache.key {
+        body.insert("prompt_cache_key".into(), Value::from(key.clone()));
+    }
+    let hours = match model.cache_ttl {
+        CacheTtl::OneHour => true,
+        CacheTtl::Auto => request.cache.hour,
+        CacheTtl::FiveMinutes => false,
+    };
+    if hours {
+        body.insert("prompt_cache_retention".into(), Value::from("24h"));
     }
 }
 

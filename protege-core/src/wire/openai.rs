@@ -3,7 +3,6 @@
 use serde_json::{Map, Value, json};
 
 use super::ModelSpec;
-use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role};
 
@@ -57,11 +56,7 @@ pub fn to_openai(request: &Request, model: &ModelSpec) -> Result<Value> {
         };
         body.insert(key.into(), Value::from(max));
     }
-    if model.cache == CacheMode::Auto
-        && let Some(key) = &request.cache.key
-    {
-        body.insert("prompt_cache_key".into(), Value::from(key.clone()));
-    }
+    super::openai_cache_fields(request, model, &mut body);
     Ok(Value::Object(body))
 }
 

@@ -11,7 +11,6 @@ use super::response::{
     response, shown, string, text_content,
 };
 use super::{CONVERSATION_START, ModelResponse, ModelSpec, Outcome, late_system};
-use crate::cache::CacheMode;
 use crate::error::Result;
 use crate::message::{Content, Message, Part, Request, Role, ToolCall};
 
@@ -83,11 +82,7 @@ pub fn to_openai_responses(request: &Request, model: &ModelSpec) -> Result<Value
     if let Some(max) = model.max_tokens {
         body.insert("max_output_tokens".into(), Value::from(max));
     }
-    if model.cache == CacheMode::Auto
-        && let Some(key) = &request.cache.key
-    {
-        body.insert("prompt_cache_key".into(), Value::from(key.clone()));
-    }
+    super::openai_cache_fields(request, model, &mut body);
     body.insert("store".into(), Value::Bool(false));
     if is_reasoning_model(&model.name) {
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));

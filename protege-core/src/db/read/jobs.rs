@@ -1,6 +1,8 @@
 //! The agent's jobs (§17), read: one job, a message's job, and a listing.
 
-use sea_orm::sea_query::{Asterisk, Expr, ExprTrait, Order, Query, SelectStatement};
+use sea_orm::sea_query::{
+    Asterisk, Expr, ExprTrait, Order, Query, SelectStatement, SubQueryStatement, UnionType,
+};
 use sea_orm::{ConnectionTrait, FromQueryResult};
 
 use crate::db::entities::agent_job;
@@ -203,9 +205,9 @@ pub async fn read_attachment_parts<'a, C: ConnectionTrait>(
     Ok(parts)
 }
 
-/// How many replies `persona` made since `since` (in any state but `rejected`): in all (up
-/// to a bound), in thread `thread`, and to `correspondent` (a bare address, compared
-/// lowercased): what the agent's daily caps count.
+/// How many replies `persona` made since `since` (in any state but `rejected`) or has
+/// under way: in all (up to a bound), in thread `thread`, and to `correspondent` (a bare
+/// address, compared lowercased): what the agent's daily caps count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReplyCounts {
     /// Every reply of the persona, counted up to the bound asked for.
@@ -216,14 +218,37 @@ pub struct ReplyCounts {
     pub correspondent: u64,
 }
 
-/// [`ReplyCounts`] of `persona` since `since`. The persona's count reads the day's entries
-/// of its index (`outbox` by persona, creation time and state), no row, and no more than
-/// `bound` of them: a cap needs to know only whether it is reached. The thread's and
-/// the correspondent's read only the replies to the thread's messages and to the messages
-/// that carry the correspondent's address (`message_addresses`, bare and lowercased), by
-/// the outbox's message key, and keep the persona's in the row visitor: a condition on
-/// the persona in the statement would let a planner without statistics walk the persona's
-/// whole day instead.
+impl ReplyCounts {
+    /// The cap these counts reach, first the persona's, then the thread's, then the
+    /// correspondent's (the reason a job is skipped for); `None` under all three.
+    pub fn reached(&self, caps: &crate::ReplyCaps) -> Option<&'static str> {
+        let over = |count: u64, cap: u32| count >= u64::from(cap);
+        if over(self.persona, caps.persona) {
+            Some("persona_cap")
+        } else if over(self.thread, caps.thread) {
+            Some("thread_cap")
+        } else if over(self.correspondent, caps.correspondent) {
+            Some("correspondent_cap")
+        } else {
+            None
+        }
+    }
+}
+
+/// [`ReplyCounts`] of `persona` since `since`, counting as a reply to come each of the
+/// persona's jobs still under way (`running` or `waiting`, whatever their lease says: a
+/// lapsed one is resumed) other than `besides`, the job being claimed. Read in the
+/// claiming transaction (§17), so that two jobs of one correspondent in two threads,
+/// claimed one after the other, see each other before either has replied.
+///
+/// The persona's count reads the day's entries of its index (`outbox` by persona,
+/// creation time and state), no row, and no more than `bound` of them: a cap needs to know
+/// only whether it is reached; its jobs under way, the `(persona, state)` index. The
+/// thread's and the correspondent's read only the replies and jobs of the thread's
+/// messages and of the messages that carry the correspondent's address
+/// (`message_addresses`, bare and lowercased), by their message key, and keep the
+/// persona's in the row visitor: a condition on the persona in the statement would let a
+/// planner without statistics walk the persona's whole day instead.
 pub async fn reply_counts<C: ConnectionTrait>(
     db: &C,
     persona: &str,
@@ -231,48 +256,82 @@ pub async fn reply_counts<C: ConnectionTrait>(
     bound: u64,
     thread: i64,
     correspondent: &str,
+    besides: i64,
 ) -> Result<ReplyCounts> {
     use crate::db::entities::{message_address, outbox};
     use crate::db::tx::Tx;
-    use sea_orm::sea_query::SelectStatement;
     let replies = |select: &mut SelectStatement| {
         select
             .from(outbox::Entity)
             .and_where(Expr::col((outbox::Entity, outbox::Column::State)).ne("rejected"))
             .and_where(Expr::col((outbox::Entity, outbox::Column::CreatedAt)).gte(since));
     };
+    let under_way = |select: &mut SelectStatement| {
+        select
+            .from(agent_job::Entity)
+            .and_where(
+                Expr::col((agent_job::Entity, agent_job::Column::State))
+                    .is_in([job_state::RUNNING, job_state::WAITING]),
+            )
+            .and_where(Expr::col((agent_job::Entity, agent_job::Column::Id)).ne(besides));
+    };
     let mut day = Query::select();
     day.column((outbox::Entity, outbox::Column::Id))
         .and_where(Expr::col((outbox::Entity, outbox::Column::Persona)).eq(persona))
         .limit(bound);
     replies(&mut day);
+    let mut jobs = Query::select();
+    jobs.expr(Expr::col(Asterisk).count())
+        .and_where(Expr::col((agent_job::Entity, agent_job::Column::Persona)).eq(persona));
+    under_way(&mut jobs);
     let all = Query::select()
         .expr(Expr::col(Asterisk).count())
+        .expr(Expr::from(SubQueryStatement::from(jobs)))
         .from_subquery(day, "day")
         .to_owned();
     let mut counts = ReplyCounts::default();
     db.select(&all, |row| {
-        counts.persona = u64::try_from(row.int(0)?).unwrap_or(0);
+        counts.persona =
+            u64::try_from(row.int(0)?).unwrap_or(0) + u64::try_from(row.int(1)?).unwrap_or(0);
         Ok(())
     })
     .await?;
-    let thread_messages = super::thread_message_ids(thread);
-    let their_messages = Query::select()
-        .column(message_address::Column::MessageId)
-        .from(message_address::Entity)
-        .and_where(Expr::col(message_address::Column::Address).eq(correspondent.to_lowercase()))
-        .to_owned();
-    for (messages, count) in [
-        (thread_messages, &mut counts.thread),
-        (their_messages, &mut counts.correspondent),
+    let their_messages = || {
+        Query::select()
+            .column(message_address::Column::MessageId)
+            .from(message_address::Entity)
+            .and_where(Expr::col(message_address::Column::Address).eq(correspondent.to_lowercase()))
+            .to_owned()
+    };
+    let in_thread = || super::thread_message_ids(thread);
+    // The thread's jobs under way are none: a job is claimed only when its thread has none.
+    let mut thread_replies = Query::select();
+    thread_replies
+        .column((outbox::Entity, outbox::Column::Persona))
+        .and_where(Expr::col((outbox::Entity, outbox::Column::MessageId)).in_subquery(in_thread()));
+    replies(&mut thread_replies);
+    let mut their_replies = Query::select();
+    their_replies
+        .column((outbox::Entity, outbox::Column::Persona))
+        .and_where(
+            Expr::col((outbox::Entity, outbox::Column::MessageId)).in_subquery(their_messages()),
+        );
+    replies(&mut their_replies);
+    let mut their_jobs = Query::select();
+    their_jobs
+        .column((agent_job::Entity, agent_job::Column::Persona))
+        .and_where(
+            Expr::col((agent_job::Entity, agent_job::Column::MessageId))
+                .in_subquery(their_messages()),
+        );
+    under_way(&mut their_jobs);
+    for (select, count) in [
+        (thread_replies, &mut counts.thread),
+        (
+            their_replies.union(UnionType::All, their_jobs).to_owned(),
+            &mut counts.correspondent,
+        ),
     ] {
-        let mut select = Query::select();
-        select
-            .column((outbox::Entity, outbox::Column::Persona))
-            .and_where(
-                Expr::col((outbox::Entity, outbox::Column::MessageId)).in_subquery(messages),
-            );
-        replies(&mut select);
         db.select(&select, |row| {
             if row.text(0)?.as_deref() == Some(persona) {
                 *count += 1;
