@@ -549,92 +549,14 @@ impl Agent {
         let Some(agent) = info.agent.clone() else {
             return Ok(JobEnd::Skipped("not_an_agent".to_owned()));
         };
-        if claim.resumed && u32::try_from(job.attempts).unwrap_or(u32::MAX) > agent.max_attempts {
-            return Ok(JobEnd::Failed {
-                reason: "crashed".to_owned(),
-                error: format!(
-                    "claimed {} times without finishing (`[agent] max_attempts` is {})",
-                    job.attempts - 1,
-                    agent.max_attempts
-                ),
-            });
+        if claim.resumed {
+            crashed(job, &agent)?;
         }
-        // What the job answers: a message, or a responsibility's slot.
-        let answers = match (job.message_id, job.slot_id) {
-            (Some(row), _) => match db::load_message_by_row(conn, row).await? {
-                Some(trigger) => Answers::Message(Box::new(trigger)),
-                None => return Ok(JobEnd::Skipped("trigger_gone".to_owned())),
-            },
-            (None, Some(slot)) => {
-                use sea_orm::EntityTrait;
-                let row = protege_core::db::entities::responsibility_slot::Entity::find_by_id(slot)
-                    .one(conn)
-                    .await
-                    .map_err(protege_core::Error::from)?;
-                let found = row.and_then(|row| {
-                    info.responsibilities
-                        .iter()
-                        .find(|r| r.name == row.responsibility)
-                        .cloned()
-                });
-                match found {
-                    Some(responsibility) => Answers::Slot(responsibility),
-                    None => return Ok(JobEnd::Skipped("responsibility_gone".to_owned())),
-                }
-            }
-            (None, None) => {
-                return Ok(JobEnd::Failed {
-                    reason: "error".to_owned(),
-                    error: "the job answers neither a message nor a slot".to_owned(),
-                });
-            }
-        };
+        let answers = answers_of(conn, job, info).await?;
         if foreground.is_none() {
-            if agent.reply == ReplyMode::Off {
-                return Ok(JobEnd::Skipped("reply_off".to_owned()));
-            }
-            if let Answers::Message(trigger) = &answers {
-                if agent.after_person == AfterPerson::Skip
-                    && db::person_replied(conn, trigger.thread_id).await?
-                {
-                    return Ok(JobEnd::Skipped("person_replied".to_owned()));
-                }
-                if let Some(cap) = claim.capped {
-                    return Ok(JobEnd::Skipped(cap.to_owned()));
-                }
-                if let Some(end) = self.tokens_cap(&job.persona, &agent).await? {
-                    return Ok(end);
-                }
-            }
+            self.gate(job, claim, &agent, &answers).await?;
         }
-        let Some(model) = info.model.clone() else {
-            return Ok(JobEnd::Failed {
-                reason: "persona".to_owned(),
-                error: format!("persona `{}` has no `[model]`", job.persona),
-            });
-        };
-        let format = match model.provider {
-            Some(Provider::Anthropic) => ProviderFormat::Anthropic,
-            Some(Provider::Openai) if model.uses_responses() => ProviderFormat::OpenAiResponses,
-            Some(Provider::Openai) => ProviderFormat::OpenAiChat,
-            None => {
-                return Ok(JobEnd::Failed {
-                    reason: "persona".to_owned(),
-                    error: format!("persona `{}` names no `[model] provider`", job.persona),
-                });
-            }
-        };
-        let key_var = model.api_key_env().unwrap_or_default().to_owned();
-        let Some(api_key) = (self.env)(&key_var) else {
-            return Ok(JobEnd::Queued {
-                at: Utc::now() + lease_of(agent.pause),
-                reason: "paused".to_owned(),
-                error: Some(format!(
-                    "the environment variable `{key_var}` of `[model] api_key_env` is not set"
-                )),
-            });
-        };
-        let base_url = model.base_url().unwrap_or_default().to_owned();
+        let provider = self.provider_of(job, info, &agent)?;
         // The persona's MCP tools: connected at its first job and after its file changed.
         let mcp = engine.inner.mcp.ensure(info, &self.env, &self.http).await;
         // Tool results are fenced like the thread's mail; a scheduled run has no thread.
@@ -650,38 +572,9 @@ impl Agent {
             Answers::Message(_) => None,
             Answers::Slot(responsibility) => Some(responsibility.tools.clone()),
         };
-
-        // The run: resumed, or started now.
-        let mut next: Option<(u32, Value)> = None;
-        let run_id = match self.live_run(job).await? {
-            Some(id) => id,
-            None => {
-                let input = match &answers {
-                    Answers::Message(trigger) => {
-                        ResolveInput::reply(job.persona.clone(), trigger.message_id.clone())
-                    }
-                    Answers::Slot(responsibility) => {
-                        ResolveInput::scheduled(job.persona.clone(), responsibility.name.clone())
-                    }
-                }
-                .format(Format::Provider);
-                let extra: Vec<protege_core::ToolDef> = mcp
-                    .as_deref()
-                    .map(|m| m.tools().cloned().collect())
-                    .unwrap_or_default();
-                let offer = super::Offer {
-                    extra: &extra,
-                    only: only.as_deref(),
-                };
-                let run = engine.start_run_offering(&input, &offer, true).await?;
-                ensure(lost)?;
-                if !db::set_job_run(conn, job.id, &self.owner, &run.id, Utc::now()).await? {
-                    return Err(Stop::Lost);
-                }
-                next = Some((0, run.body));
-                run.id
-            }
-        };
+        let (run_id, mut next) = self
+            .run_of(job, &answers, mcp.as_deref(), only.as_deref(), lost)
+            .await?;
         report.run_id = Some(run_id.clone());
         let (correspondent, authenticated, thread) = match &answers {
             Answers::Message(trigger) => (
@@ -711,134 +604,15 @@ impl Agent {
             ensure(lost)?;
             // A worker told to stop hands the job back between two rounds.
             if self.stopping.load(Ordering::SeqCst) {
-                return Ok(JobEnd::Queued {
+                return Err(Stop::End(JobEnd::Queued {
                     at: Utc::now(),
                     reason: db::RELEASED.to_owned(),
                     error: None,
-                });
+                }));
             }
-            // A round whose response is stored (a resumed job) is never asked again.
-            let stored = match next {
-                Some(_) => None,
-                None => engine.pending_round(&run_id).await?,
-            };
-            let (round, response, resumed_round) = match stored {
-                Some(pending) => (pending.round, pending.response, true),
-                None => {
-                    let (round, body) = match next.take() {
-                        Some(next) => next,
-                        None => engine.next_round_body(&run_id).await?,
-                    };
-                    let call = ProviderCall {
-                        format,
-                        base_url: &base_url,
-                        api_key: &api_key,
-                        body: &body,
-                        timeout: model.timeout(),
-                        attempts: agent.provider_attempts,
-                    };
-                    let reply = match self.client.call(&call).await {
-                        Ok(reply) => reply,
-                        Err(e) => return Ok(provider_end(e, job, &agent)),
-                    };
-                    ensure(lost)?;
-                    (round, reply.body, false)
-                }
-            };
-            let pending = engine
-                .record_response(&run_id, round, response.clone())
+            let (round_report, step) = self
+                .round(&context, &provider, job, next.take(), lost)
                 .await?;
-            protege_core::fault("agent.after_response");
-            let text = response_text(format, &response);
-            // Calls that wait for a person: decided for this round, or the run waits.
-            let decision = job
-                .approval
-                .as_deref()
-                .and_then(|text| serde_json::from_str::<Decision>(text).ok())
-                .filter(|d| d.round == round);
-            let waits = pending
-                .calls
-                .iter()
-                .any(|c| context.needs_approval(&c.name));
-            if waits && decision.is_none() {
-                return Ok(JobEnd::Waiting);
-            }
-            let mut ran: Vec<(String, Value)> = Vec::new();
-            let mut calls: Vec<(PendingCall, Option<ToolOutcome>)> = Vec::new();
-            for call in &pending.calls {
-                let decided = decision
-                    .as_ref()
-                    .filter(|_| context.needs_approval(&call.name));
-                match decided {
-                    None => calls.push((call.clone(), None)),
-                    Some(d) if d.decision == "rejected" => {
-                        let why = d.reason.clone().unwrap_or_default();
-                        let outcome = ToolOutcome::error(format!("rejected by an operator: {why}"));
-                        calls.push((call.clone(), Some(outcome)));
-                    }
-                    Some(d) => {
-                        let input = d
-                            .calls
-                            .iter()
-                            .find(|c| c.tool_call_id == call.tool_call_id)
-                            .map_or_else(|| call.input.clone(), |c| c.input.clone());
-                        if input != call.input {
-                            ran.push((call.tool_call_id.clone(), input.clone()));
-                        }
-                        calls.push((
-                            PendingCall {
-                                input,
-                                ..call.clone()
-                            },
-                            None,
-                        ));
-                    }
-                }
-            }
-            let outcomes = futures::future::join_all(calls.iter().map(|(call, decided)| async {
-                match decided {
-                    Some(outcome) => outcome.clone(),
-                    None => self.call_tool(&context, call).await,
-                }
-            }))
-            .await;
-            let results: Vec<ToolResult> = calls
-                .iter()
-                .zip(&outcomes)
-                .map(|((call, _), out)| {
-                    ToolResult::new(call.tool_call_id.clone(), out.content.clone())
-                        .error(out.is_error)
-                })
-                .collect();
-            ensure(lost)?;
-            let step = engine
-                .record_round_ran(
-                    &run_id,
-                    RoundInput {
-                        round,
-                        response,
-                        results,
-                    },
-                    &ran,
-                )
-                .await;
-            protege_core::fault("agent.after_tools");
-            let round_report = RoundReport {
-                round,
-                resumed: resumed_round,
-                text,
-                calls: calls
-                    .iter()
-                    .zip(outcomes)
-                    .map(|((call, _), out)| CallReport {
-                        tool_call_id: call.tool_call_id.clone(),
-                        name: call.name.clone(),
-                        input: call.input.clone(),
-                        content: out.content,
-                        is_error: out.is_error,
-                    })
-                    .collect(),
-            };
             on_round(&round_report);
             report.rounds.push(round_report);
             match step {
@@ -848,9 +622,232 @@ impl Agent {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.reply(&run_id, foreground, lost, report).await
+    }
 
-        // The reply.
-        let record = engine.run(&run_id).await?;
+    /// The gate of a job claimed in the background (§17), before any model call: `reply =
+    /// "off"`, a person who took the thread over, the daily caps the claim counted, and
+    /// `tokens_per_day`. `Stop::End` when the job is not answered now.
+    async fn gate(
+        &self,
+        job: &agent_job::Model,
+        claim: Claim,
+        agent: &PersonaAgent,
+        answers: &Answers,
+    ) -> Result<(), Stop> {
+        if agent.reply == ReplyMode::Off {
+            return Err(Stop::End(JobEnd::Skipped("reply_off".to_owned())));
+        }
+        let Answers::Message(trigger) = answers else {
+            return Ok(());
+        };
+        if agent.after_person == AfterPerson::Skip
+            && db::person_replied(self.engine.db().await?, trigger.thread_id).await?
+        {
+            return Err(Stop::End(JobEnd::Skipped("person_replied".to_owned())));
+        }
+        if let Some(cap) = claim.capped {
+            return Err(Stop::End(JobEnd::Skipped(cap.to_owned())));
+        }
+        match self.tokens_cap(&job.persona, agent).await? {
+            Some(end) => Err(Stop::End(end)),
+            None => Ok(()),
+        }
+    }
+
+    /// Where and how the persona's model is asked: its wire format, endpoint and key.
+    /// `Stop::End` when the persona names no model or provider (failed), or its key is not
+    /// in the environment (paused).
+    fn provider_of(
+        &self,
+        job: &agent_job::Model,
+        info: &PersonaInfo,
+        agent: &PersonaAgent,
+    ) -> Result<ProviderSetup, Stop> {
+        let failed = |error: String| {
+            Stop::End(JobEnd::Failed {
+                reason: "persona".to_owned(),
+                error,
+            })
+        };
+        let Some(model) = info.model.clone() else {
+            return Err(failed(format!(
+                "persona `{}` has no `[model]`",
+                job.persona
+            )));
+        };
+        let format = match model.provider {
+            Some(Provider::Anthropic) => ProviderFormat::Anthropic,
+            Some(Provider::Openai) if model.uses_responses() => ProviderFormat::OpenAiResponses,
+            Some(Provider::Openai) => ProviderFormat::OpenAiChat,
+            None => {
+                return Err(failed(format!(
+                    "persona `{}` names no `[model] provider`",
+                    job.persona
+                )));
+            }
+        };
+        let key_var = model.api_key_env().unwrap_or_default().to_owned();
+        let Some(api_key) = (self.env)(&key_var) else {
+            return Err(Stop::End(JobEnd::Queued {
+                at: Utc::now() + lease_of(agent.pause),
+                reason: "paused".to_owned(),
+                error: Some(format!(
+                    "the environment variable `{key_var}` of `[model] api_key_env` is not set"
+                )),
+            }));
+        };
+        Ok(ProviderSetup {
+            format,
+            base_url: model.base_url().unwrap_or_default().to_owned(),
+            api_key,
+            model,
+        })
+    }
+
+    /// The job's run, resumed, or started now (with the body of its first round).
+    async fn run_of(
+        &self,
+        job: &agent_job::Model,
+        answers: &Answers,
+        mcp: Option<&PersonaMcp>,
+        only: Option<&[String]>,
+        lost: &AtomicBool,
+    ) -> Result<(String, Option<(u32, Value)>), Stop> {
+        if let Some(id) = self.live_run(job).await? {
+            return Ok((id, None));
+        }
+        let input = match answers {
+            Answers::Message(trigger) => {
+                ResolveInput::reply(job.persona.clone(), trigger.message_id.clone())
+            }
+            Answers::Slot(responsibility) => {
+                ResolveInput::scheduled(job.persona.clone(), responsibility.name.clone())
+            }
+        }
+        .format(Format::Provider);
+        let extra: Vec<protege_core::ToolDef> = mcp
+            .map(|m| m.tools().cloned().collect())
+            .unwrap_or_default();
+        let offer = super::Offer {
+            extra: &extra,
+            only,
+        };
+        let run = self.engine.start_run_offering(&input, &offer, true).await?;
+        ensure(lost)?;
+        let conn = self.engine.db().await?;
+        if !db::set_job_run(conn, job.id, &self.owner, &run.id, Utc::now()).await? {
+            return Err(Stop::Lost);
+        }
+        Ok((run.id, Some((0, run.body))))
+    }
+
+    /// One round of the run: its response (stored before, or asked of the provider with
+    /// `next`, the round's body when known), recorded before its calls are made; the calls,
+    /// concurrently; their results recorded. The round as reported, and the step the run
+    /// takes next.
+    async fn round(
+        &self,
+        context: &CallContext<'_>,
+        provider: &ProviderSetup,
+        job: &agent_job::Model,
+        next: Option<(u32, Value)>,
+        lost: &AtomicBool,
+    ) -> Result<(RoundReport, Result<Step, EngineError>), Stop> {
+        let engine = &self.engine;
+        let run_id = context.run_id;
+        // A round whose response is stored (a resumed job) is never asked again.
+        let stored = match next {
+            Some(_) => None,
+            None => engine.pending_round(run_id).await?,
+        };
+        let (round, response, resumed) = match stored {
+            Some(pending) => (pending.round, pending.response, true),
+            None => {
+                let (round, body) = match next {
+                    Some(next) => next,
+                    None => engine.next_round_body(run_id).await?,
+                };
+                let call = provider.call(&body, context.agent);
+                let reply = match self.client.call(&call).await {
+                    Ok(reply) => reply,
+                    Err(e) => return Err(Stop::End(provider_end(e, job, context.agent))),
+                };
+                ensure(lost)?;
+                (round, reply.body, false)
+            }
+        };
+        let pending = engine
+            .record_response(run_id, round, response.clone())
+            .await?;
+        protege_core::fault("agent.after_response");
+        let text = response_text(provider.format, &response);
+        // Calls that wait for a person: decided for this round, or the run waits.
+        let decision = job
+            .approval
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<Decision>(text).ok())
+            .filter(|d| d.round == round);
+        let waits = pending
+            .calls
+            .iter()
+            .any(|c| context.needs_approval(&c.name));
+        if waits && decision.is_none() {
+            return Err(Stop::End(JobEnd::Waiting));
+        }
+        let (calls, ran) = decided_calls(&pending.calls, decision.as_ref(), context);
+        let outcomes = futures::future::join_all(calls.iter().map(|(call, decided)| async {
+            match decided {
+                Some(outcome) => outcome.clone(),
+                None => self.call_tool(context, call).await,
+            }
+        }))
+        .await;
+        let results: Vec<ToolResult> = calls
+            .iter()
+            .zip(&outcomes)
+            .map(|((call, _), out)| {
+                ToolResult::new(call.tool_call_id.clone(), out.content.clone()).error(out.is_error)
+            })
+            .collect();
+        ensure(lost)?;
+        let input = RoundInput {
+            round,
+            response,
+            results,
+        };
+        let step = engine.record_round_ran(run_id, input, &ran).await;
+        protege_core::fault("agent.after_tools");
+        let calls = calls
+            .iter()
+            .zip(outcomes)
+            .map(|((call, _), out)| CallReport {
+                tool_call_id: call.tool_call_id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+                content: out.content,
+                is_error: out.is_error,
+            })
+            .collect();
+        let report = RoundReport {
+            round,
+            resumed,
+            text,
+            calls,
+        };
+        Ok((report, step))
+    }
+
+    /// The reply of the finished run `run_id`, composed and stored (held for a person in a
+    /// foreground run that does not send).
+    async fn reply(
+        &self,
+        run_id: &str,
+        foreground: Option<Foreground>,
+        lost: &AtomicBool,
+        report: &mut JobReport,
+    ) -> Result<JobEnd, Stop> {
+        let record = self.engine.run(run_id).await?;
         if record.run.status == "stopped" {
             return Ok(JobEnd::Skipped("run_stopped".to_owned()));
         }
@@ -862,7 +859,11 @@ impl Agent {
         }
         ensure(lost)?;
         let held = foreground.filter(|f| !f.send).map(|_| "trial run");
-        match engine.compose_reply_held(&run_id, Utc::now(), held).await? {
+        match self
+            .engine
+            .compose_reply_held(run_id, Utc::now(), held)
+            .await?
+        {
             Composed::Reply { outbox } => {
                 report.outbox = Some(outbox.id);
                 report.outbox_state = Some(outbox.state.clone());
@@ -1396,6 +1397,122 @@ fn gate_label(reason: &str) -> String {
 /// A duration as chrono's.
 pub(crate) fn lease_of(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+/// `Stop::End` (failed, `crashed`) when resumed job `job` was claimed more than `[agent]
+/// max_attempts` times without finishing.
+fn crashed(job: &agent_job::Model, agent: &PersonaAgent) -> Result<(), Stop> {
+    if u32::try_from(job.attempts).unwrap_or(u32::MAX) <= agent.max_attempts {
+        return Ok(());
+    }
+    Err(Stop::End(JobEnd::Failed {
+        reason: "crashed".to_owned(),
+        error: format!(
+            "claimed {} times without finishing (`[agent] max_attempts` is {})",
+            job.attempts - 1,
+            agent.max_attempts
+        ),
+    }))
+}
+
+/// What job `job` answers: its message, or its responsibility's slot. `Stop::End` when
+/// the message or the responsibility is gone (skipped), or the job names neither (failed).
+async fn answers_of(
+    conn: &sea_orm::DatabaseConnection,
+    job: &agent_job::Model,
+    info: &PersonaInfo,
+) -> Result<Answers, Stop> {
+    let skipped = |reason: &str| Stop::End(JobEnd::Skipped(reason.to_owned()));
+    match (job.message_id, job.slot_id) {
+        (Some(row), _) => match db::load_message_by_row(conn, row).await? {
+            Some(trigger) => Ok(Answers::Message(Box::new(trigger))),
+            None => Err(skipped("trigger_gone")),
+        },
+        (None, Some(slot)) => {
+            use sea_orm::EntityTrait;
+            let row = protege_core::db::entities::responsibility_slot::Entity::find_by_id(slot)
+                .one(conn)
+                .await
+                .map_err(protege_core::Error::from)?;
+            let found = row.and_then(|row| {
+                info.responsibilities
+                    .iter()
+                    .find(|r| r.name == row.responsibility)
+                    .cloned()
+            });
+            found
+                .map(Answers::Slot)
+                .ok_or_else(|| skipped("responsibility_gone"))
+        }
+        (None, None) => Err(Stop::End(JobEnd::Failed {
+            reason: "error".to_owned(),
+            error: "the job answers neither a message nor a slot".to_owned(),
+        })),
+    }
+}
+
+/// The calls of a round as a person decided them: each with its outcome when rejected
+/// (an error result, never made), with its input as approved otherwise; and the calls
+/// whose input the person changed, with that input (recorded with the round).
+fn decided_calls(
+    pending: &[PendingCall],
+    decision: Option<&Decision>,
+    context: &CallContext<'_>,
+) -> (
+    Vec<(PendingCall, Option<ToolOutcome>)>,
+    Vec<(String, Value)>,
+) {
+    let mut ran: Vec<(String, Value)> = Vec::new();
+    let mut calls: Vec<(PendingCall, Option<ToolOutcome>)> = Vec::new();
+    for call in pending {
+        let decided = decision.filter(|_| context.needs_approval(&call.name));
+        match decided {
+            None => calls.push((call.clone(), None)),
+            Some(d) if d.decision == "rejected" => {
+                let why = d.reason.clone().unwrap_or_default();
+                let outcome = ToolOutcome::error(format!("rejected by an operator: {why}"));
+                calls.push((call.clone(), Some(outcome)));
+            }
+            Some(d) => {
+                let input = d
+                    .calls
+                    .iter()
+                    .find(|c| c.tool_call_id == call.tool_call_id)
+                    .map_or_else(|| call.input.clone(), |c| c.input.clone());
+                if input != call.input {
+                    ran.push((call.tool_call_id.clone(), input.clone()));
+                }
+                let call = PendingCall {
+                    input,
+                    ..call.clone()
+                };
+                calls.push((call, None));
+            }
+        }
+    }
+    (calls, ran)
+}
+
+/// The persona's model as the agent calls it.
+struct ProviderSetup {
+    format: ProviderFormat,
+    base_url: String,
+    api_key: String,
+    model: protege_core::ModelConfig,
+}
+
+impl ProviderSetup {
+    /// The call of one round with `body`.
+    fn call<'a>(&'a self, body: &'a Value, agent: &PersonaAgent) -> ProviderCall<'a> {
+        ProviderCall {
+            format: self.format,
+            base_url: &self.base_url,
+            api_key: &self.api_key,
+            body,
+            timeout: self.model.timeout(),
+            attempts: agent.provider_attempts,
+        }
+    }
 }
 
 /// `Err(Stop::Lost)` once the lease is lost.

@@ -846,18 +846,7 @@ impl Engine {
         span: &tracing::Span,
     ) -> Result<(Resolution, ResolvedParts), ResolveFailure> {
         self.personas_ready()?;
-        if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            return Err(EngineError::new(
-                EngineErrorKind::BadRequest,
-                "the model name is empty; pass a model such as `gpt-4o` or leave it out",
-            )
-            .into());
-        }
-        let now = input
-            .now
-            .map(input::run_time)
-            .transpose()
-            .map_err(|message| EngineError::new(EngineErrorKind::BadRequest, message))?;
+        let now = checked_now(input)?;
         let persona = self.require_persona(&input.persona)?;
         let info = persona.info();
         let model = match input.format {
@@ -903,32 +892,19 @@ impl Engine {
             let shown = path.strip_prefix(self.root()).unwrap_or(path);
             EngineError::from(e).in_persona(&info.name, shown)
         })?;
-        let mut calibration = None;
-        let mut counted = Vec::new();
         // A recorded span counts the tokens too, for its figures; they are kept only when
         // the input asks for `--explain`.
         let traced = !span.is_disabled();
-        if input.explain || traced {
-            // A model without a public tokenizer counts with its calibration, once enough
-            // of its runs are recorded. `ThreadHistory`'s budget keeps the estimate: it is
-            // spent before this point, without a query for the calibration.
-            if let Some(name) = model_name.filter(|_| assembled.tokenizer == Tokenizer::Estimate) {
-                calibration = self.calibration(name).await?;
-            }
-            match &calibration {
-                Some(c) => assembled.count_tokens_calibrated(c),
-                None => counted = assembled.count_tokens(),
-            }
-        }
-        // The hour's hint: Anthropic's breakpoints, OpenAI's extended retention.
+        let (calibration, counted) = if input.explain || traced {
+            self.count_tokens(&mut assembled, model_name).await?
+        } else {
+            (None, Vec::new())
+        };
         if format != Format::Messages
             && let Some(spec) = &model
-            && spec.cache == protege_core::CacheMode::Auto
-            && spec.cache_ttl == protege_core::CacheTtl::Auto
             && let Some(m) = ctx.message()
         {
-            let gaps = cache_report::recent_gaps(conn, m.thread_id, m.email.sent_at).await?;
-            assembled.request.cache.hour = protege_core::hour_pays(&gaps);
+            assembled.request.cache.hour = hour_pays(conn, spec, m).await?;
         }
         let body = encode(&assembled.request, format, model.clone())?;
         let mut resolution = Resolution {
@@ -958,6 +934,29 @@ impl Engine {
                 message_row,
             },
         ))
+    }
+
+    /// Counts the tokens of each step of `assembled`: with the tokenizer of `model_name`,
+    /// or, for a model without a public tokenizer, with its calibration once enough of its
+    /// runs are recorded (`ThreadHistory`'s budget keeps the estimate: it is spent before
+    /// this point, without a query for the calibration). The calibration used, or the
+    /// tokenizer's count of each message.
+    async fn count_tokens(
+        &self,
+        assembled: &mut protege_core::Assembled,
+        model_name: Option<&str>,
+    ) -> Result<(Option<Calibration>, Vec<usize>), EngineError> {
+        let mut calibration = None;
+        if let Some(name) = model_name.filter(|_| assembled.tokenizer == Tokenizer::Estimate) {
+            calibration = self.calibration(name).await?;
+        }
+        Ok(match calibration {
+            Some(c) => {
+                assembled.count_tokens_calibrated(&c);
+                (Some(c), Vec::new())
+            }
+            None => (None, assembled.count_tokens()),
+        })
     }
 
     pub(crate) fn unknown_persona(&self, name: &str) -> EngineError {
@@ -1021,6 +1020,38 @@ pub(crate) struct ResolvedParts {
 }
 
 /// The wire format a resolve asked for, `provider` replaced by the persona's.
+/// Whether the prefix of a reply to `message` should be cached for an hour (Anthropic's
+/// breakpoints, OpenAI's extended retention): with `cache = "auto"` and `cache_ttl =
+/// "auto"`, when the thread's recent gaps make it pay.
+async fn hour_pays(
+    conn: &DatabaseConnection,
+    spec: &ModelSpec,
+    message: &protege_core::MailMessage,
+) -> Result<bool, EngineError> {
+    if spec.cache != protege_core::CacheMode::Auto || spec.cache_ttl != protege_core::CacheTtl::Auto
+    {
+        return Ok(false);
+    }
+    let gaps = cache_report::recent_gaps(conn, message.thread_id, message.email.sent_at).await?;
+    Ok(protege_core::hour_pays(&gaps))
+}
+
+/// The time `input` resolves at (`None`: now); an empty model name or a time that is not
+/// RFC 3339 is a bad request.
+fn checked_now(input: &ResolveInput) -> Result<Option<chrono::DateTime<chrono::Utc>>, EngineError> {
+    if input.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        return Err(EngineError::new(
+            EngineErrorKind::BadRequest,
+            "the model name is empty; pass a model such as `gpt-4o` or leave it out",
+        ));
+    }
+    input
+        .now
+        .map(input::run_time)
+        .transpose()
+        .map_err(|message| EngineError::new(EngineErrorKind::BadRequest, message))
+}
+
 fn wire_format(info: &protege_core::PersonaInfo, format: Format) -> Result<Format, EngineError> {
     match format {
         Format::Provider => Format::of_model(info.model.as_ref()).ok_or_else(|| {
