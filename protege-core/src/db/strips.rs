@@ -61,6 +61,20 @@ impl StoredStrip {
     pub fn is_of(&self, readable: &str) -> bool {
         self.body_hash == body_hash(readable)
     }
+
+    /// A row of `message_strips`: its message's row id and the stripped body.
+    pub(crate) fn read(row: &impl rows::Row) -> crate::error::Result<(i64, StoredStrip)> {
+        use message_strip::Column as S;
+        let removed: i64 = row.get(S::Removed)?;
+        Ok((
+            row.get(S::MessageId)?,
+            StoredStrip {
+                text: row.get(S::Text)?,
+                removed: usize::try_from(removed).unwrap_or(0),
+                body_hash: row.get(S::BodyHash)?,
+            },
+        ))
+    }
 }
 
 /// The hash of a readable body stored beside its stripped text: the same in every process
@@ -369,7 +383,7 @@ pub(crate) async fn of_messages<C: ConnectionTrait>(
             .and_where(Expr::col(S::Rules).eq(STRIP_RULES))
             .to_owned();
         for row in db.query_all(&select).await? {
-            let (id, strip) = rows::strip(&row)?;
+            let (id, strip) = StoredStrip::read(&row)?;
             found.insert(id, strip);
         }
     }

@@ -311,7 +311,7 @@ impl Turns {
 
     /// One row of the stripped bodies statement.
     fn strip(&mut self, row: &impl Row) -> Result<()> {
-        let (message_id, strip) = rows::strip(row)?;
+        let (message_id, strip) = StoredStrip::read(row)?;
         if message_id == self.current.0 {
             self.current.1 = Some(strip);
         } else if let Some(turn) = self.turn(message_id) {

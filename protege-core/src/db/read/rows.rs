@@ -27,7 +27,6 @@ use crate::db::entities::{
     attachment, email_thread, message, message_address, message_strip, outbox, run, run_round,
     thread_summary, tool_use,
 };
-use crate::db::strips::StoredStrip;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mail::{Attachment, Direction, Email, MailMessage};
 use protege_mail::ReplyHeaders;
@@ -296,20 +295,6 @@ pub(crate) fn message(row: &impl Row) -> Result<MailMessage> {
             attachments: Vec::new(),
         },
     })
-}
-
-/// A row of `message_strips`: its message's row id and the stripped body.
-pub(crate) fn strip(row: &impl Row) -> Result<(i64, StoredStrip)> {
-    use message_strip::Column as S;
-    let removed: i64 = row.get(S::Removed)?;
-    Ok((
-        row.get(S::MessageId)?,
-        StoredStrip {
-            text: row.get(S::Text)?,
-            removed: usize::try_from(removed).unwrap_or(0),
-            body_hash: row.get(S::BodyHash)?,
-        },
-    ))
 }
 
 /// Parses a stored JSON array of addresses.
