@@ -471,35 +471,18 @@ impl PersonaSet {
                 }];
             }
         };
-        let name = persona.info.name.clone();
-        if let Some(other) = state.by_name.get(&name)
-            && other.path != path
-        {
-            let span = Persona::name_span(&source);
-            let diagnostic = Diagnostic::new(
-                path,
-                &source,
-                span,
-                format!(
-                    "duplicate persona name `{name}`: also defined in `{}`",
-                    other.path.display()
-                ),
-            );
+        if let Some((diagnostic, duplicate)) = clash(&state.by_name, &persona, path, &source) {
             rejected.sources.insert(path.to_owned(), fingerprint);
-            rejected.duplicates.insert(path.to_owned(), name);
-            return vec![Event::Rejected {
-                path: path.to_owned(),
-                diagnostics: vec![diagnostic].into(),
-            }];
-        }
-        if let Some(diagnostic) = shared_mailbox(&state.by_name, &persona, path, &source) {
-            rejected.sources.insert(path.to_owned(), fingerprint);
+            if let Some(name) = duplicate {
+                rejected.duplicates.insert(path.to_owned(), name);
+            }
             return vec![Event::Rejected {
                 path: path.to_owned(),
                 diagnostics: vec![diagnostic].into(),
             }];
         }
         rejected.sources.remove(path);
+        let name = persona.info.name.clone();
         let mut events = Vec::new();
         if let Some((old, _)) = &previous
             && *old != name
@@ -533,6 +516,34 @@ impl PersonaSet {
 /// Whether a file name in the folder is a persona: `*.toml`, not hidden.
 pub(crate) fn is_persona_file(name: &str) -> bool {
     name.ends_with(".toml") && !name.starts_with('.') && name.len() > ".toml".len()
+}
+
+/// Why `persona`, read from `source` at `path`, cannot join the `loaded` personas of
+/// other files: its name is taken (the name comes with the error, to be checked again once
+/// it is free), or its `[inbox]` reads another's mailbox.
+fn clash(
+    loaded: &BTreeMap<String, Arc<Persona>>,
+    persona: &Persona,
+    path: &Path,
+    source: &str,
+) -> Option<(Diagnostic, Option<String>)> {
+    let name = &persona.info.name;
+    if let Some(other) = loaded.get(name)
+        && other.path != path
+    {
+        let span = Persona::name_span(source);
+        let diagnostic = Diagnostic::new(
+            path,
+            source,
+            span,
+            format!(
+                "duplicate persona name `{name}`: also defined in `{}`",
+                other.path.display()
+            ),
+        );
+        return Some((diagnostic, Some(name.clone())));
+    }
+    shared_mailbox(loaded, persona, path, source).map(|diagnostic| (diagnostic, None))
 }
 
 /// The error of a persona whose `[inbox]` reads a folder another loaded persona (of another
