@@ -81,6 +81,47 @@ struct State {
     by_path: HashMap<PathBuf, (String, Fingerprint)>,
 }
 
+impl State {
+    /// Loads `persona`, read at `path` from what `fingerprint` names; `previous` is the
+    /// name and fingerprint of the persona the file held before, if any. The events: the
+    /// persona reloaded, or added (after the old name removed, when it was renamed).
+    fn install(
+        &mut self,
+        path: &Path,
+        previous: Option<(String, Fingerprint)>,
+        persona: Persona,
+        fingerprint: Fingerprint,
+    ) -> Vec<Event> {
+        let name = persona.info.name.clone();
+        let mut events = Vec::new();
+        if let Some((old, _)) = &previous
+            && *old != name
+        {
+            self.by_name.remove(old);
+            events.push(Event::Removed {
+                persona: old.clone(),
+                path: path.to_owned(),
+            });
+        }
+        let renamed = !events.is_empty();
+        self.by_name.insert(name.clone(), Arc::new(persona));
+        self.by_path
+            .insert(path.to_owned(), (name.clone(), fingerprint));
+        events.push(if previous.is_some() && !renamed {
+            Event::Reloaded {
+                persona: name,
+                path: path.to_owned(),
+            }
+        } else {
+            Event::Added {
+                persona: name,
+                path: path.to_owned(),
+            }
+        });
+        events
+    }
+}
+
 impl std::fmt::Debug for PersonaSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PersonaSet")
@@ -482,34 +523,7 @@ impl PersonaSet {
             }];
         }
         rejected.sources.remove(path);
-        let name = persona.info.name.clone();
-        let mut events = Vec::new();
-        if let Some((old, _)) = &previous
-            && *old != name
-        {
-            state.by_name.remove(old);
-            events.push(Event::Removed {
-                persona: old.clone(),
-                path: path.to_owned(),
-            });
-        }
-        let renamed = !events.is_empty();
-        state.by_name.insert(name.clone(), Arc::new(persona));
-        state
-            .by_path
-            .insert(path.to_owned(), (name.clone(), fingerprint));
-        events.push(if previous.is_some() && !renamed {
-            Event::Reloaded {
-                persona: name,
-                path: path.to_owned(),
-            }
-        } else {
-            Event::Added {
-                persona: name,
-                path: path.to_owned(),
-            }
-        });
-        events
+        state.install(path, previous, persona, fingerprint)
     }
 }
 
