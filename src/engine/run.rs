@@ -563,19 +563,10 @@ impl Engine {
                     }
                 },
             };
-            let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
-            let status = match response.outcome {
-                Outcome::ToolCalls if !over => db::RUN_STARTED,
-                Outcome::Done => "done",
-                _ => "stopped",
-            };
+            let status = status_after(&response, input.round, max_rounds);
             span.record("protege.run.status", status);
             let mut new = new_round(round, pending, &input.response, results, &response, status);
-            for (call, ran) in inputs {
-                if let Some(tool_use) = new.tool_uses.iter_mut().find(|t| &t.tool_call_id == call) {
-                    tool_use.input = ran.to_string();
-                }
-            }
+            with_inputs_ran(&mut new, inputs);
             match db::record_round(conn, &run, &new).await? {
                 db::RoundWrite::Recorded => {}
                 db::RoundWrite::Raced => {
@@ -1702,6 +1693,28 @@ fn new_round(
         status,
         tool_uses,
         at: micros(Utc::now()),
+    }
+}
+
+/// The status of a run once its round `round`, answered by `response`, is recorded: it
+/// goes on while the model asks for tools within `max_rounds`, is `done` when it answered,
+/// and `stopped` otherwise.
+fn status_after(response: &ModelResponse, round: u32, max_rounds: u32) -> &'static str {
+    let over = response.outcome == Outcome::ToolCalls && round + 1 >= max_rounds;
+    match response.outcome {
+        Outcome::ToolCalls if !over => db::RUN_STARTED,
+        Outcome::Done => "done",
+        _ => "stopped",
+    }
+}
+
+/// Gives the `tool_uses` rows of `new` the inputs that ran (call id, input) where they are
+/// not the model's (an operator edited them when approving).
+fn with_inputs_ran(new: &mut db::NewRound, inputs: &[(String, Value)]) {
+    for (call, ran) in inputs {
+        if let Some(tool_use) = new.tool_uses.iter_mut().find(|t| &t.tool_call_id == call) {
+            tool_use.input = ran.to_string();
+        }
     }
 }
 
