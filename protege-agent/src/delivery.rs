@@ -16,7 +16,7 @@ use sea_orm::DatabaseConnection;
 
 use protege_config::Persona;
 use protege_core::db::entities::outbox as outbox_row;
-use protege_core::{ReplyMode, Result, bare_address};
+use protege_core::{PersonaAgent, PersonaOutbox, ReplyMode, Result, bare_address};
 use protege_store::{outbox_state as state, retry_after};
 
 use crate::smtp::{self, Attempt, Outcome};
@@ -225,44 +225,22 @@ impl Delivery {
         let Some(persona) = self.personas.get(&row.persona) else {
             return self.hold(row, "the persona is not loaded").await;
         };
-        let approved = row.approved_by.is_some();
         let agent = persona.info.agent.clone().unwrap_or_default();
-        if !approved {
-            match agent.reply {
-                ReplyMode::Off => return self.hold(row, "reply = \"off\"").await,
-                ReplyMode::Draft => return self.hold(row, "reply = \"draft\"").await,
-                ReplyMode::Send if agent.always_drafts() => {
-                    return self.hold(row, "approval = \"always\"").await;
-                }
-                ReplyMode::Send => {}
-            }
+        if row.approved_by.is_none()
+            && let Some(reason) = held_by(&agent)
+        {
+            return self.hold(row, reason).await;
         }
         let outbox = &persona.info.outbox;
         let Some(server) = &outbox.smtp else {
             return self.hold(row, "the persona has no `[outbox] smtp`").await;
         };
-        let password = match (&outbox.user, &outbox.password_env) {
-            (Some(_), Some(var)) => match (self.env)(var) {
-                Some(p) => Some(p),
-                None => {
-                    let why =
-                        format!("the environment variable `{var}` of `password_env` is not set");
-                    self.requeue(row, &why, now).await?;
-                    return Ok(Delivered::Down(why));
-                }
-            },
-            _ => None,
-        };
-        let ca_pem = match &outbox.ca_file {
-            Some(path) => match std::fs::read(path) {
-                Ok(bytes) => Some(bytes),
-                Err(e) => {
-                    let why = format!("`ca_file` `{}` cannot be read: {e}", path.display());
-                    self.requeue(row, &why, now).await?;
-                    return Ok(Delivered::Down(why));
-                }
-            },
-            None => None,
+        let (password, ca_pem) = match self.secrets(outbox) {
+            Ok(secrets) => secrets,
+            Err(why) => {
+                self.requeue(row, &why, now).await?;
+                return Ok(Delivered::Down(why));
+            }
         };
         let recipients: Vec<String> = serde_json::from_str(&row.recipients).unwrap_or_default();
         let hello = row
@@ -282,16 +260,54 @@ impl Delivery {
             raw: row.raw.as_bytes(),
         };
         let outcome = self.with_renewed_lease(row.id, smtp::send(&attempt)).await;
+        self.record(row, &recipients, outbox.give_up_after, outcome)
+            .await
+    }
+
+    /// The SMTP password of `outbox` (read from its `password_env` when it has a `user`)
+    /// and the PEM roots of its `ca_file`; why not, when either cannot be read.
+    fn secrets(
+        &self,
+        outbox: &PersonaOutbox,
+    ) -> std::result::Result<(Option<String>, Option<Vec<u8>>), String> {
+        let password = match (&outbox.user, &outbox.password_env) {
+            (Some(_), Some(var)) => match (self.env)(var) {
+                Some(p) => Some(p),
+                None => {
+                    return Err(format!(
+                        "the environment variable `{var}` of `password_env` is not set"
+                    ));
+                }
+            },
+            _ => None,
+        };
+        let ca_pem = match &outbox.ca_file {
+            Some(path) => match std::fs::read(path) {
+                Ok(bytes) => Some(bytes),
+                Err(e) => {
+                    return Err(format!(
+                        "`ca_file` `{}` cannot be read: {e}",
+                        path.display()
+                    ));
+                }
+            },
+            None => None,
+        };
+        Ok((password, ca_pem))
+    }
+
+    /// Records on `row`, while this worker holds its lease, how its attempt to
+    /// `recipients` ended: sent (without the recipients refused for good), failed, queued
+    /// again until `give_up_after` since it was queued, or queued again with its server
+    /// down.
+    async fn record(
+        &self,
+        row: &outbox_row::Model,
+        recipients: &[String],
+        give_up_after: Duration,
+        outcome: Outcome,
+    ) -> Result<Delivered> {
         let now = Utc::now();
-        let refused_json =
-            |refused: &[(String, String)]| {
-                let mut all: Vec<serde_json::Value> =
-                    serde_json::from_str(&row.refused_recipients).unwrap_or_default();
-                all.extend(refused.iter().map(
-                    |(address, reply)| serde_json::json!({"address": address, "reply": reply}),
-                ));
-                serde_json::Value::Array(all)
-            };
         let (db, owner) = (&self.db, self.owner.as_str());
         let outcome = match outcome {
             Outcome::Sent { reply, refused } => {
@@ -302,15 +318,8 @@ impl Delivery {
                         .filter(|r| !refused.iter().any(|(a, _)| a == *r))
                         .cloned()
                         .collect();
-                    protege_store::drop_recipients(
-                        db,
-                        row.id,
-                        owner,
-                        &left,
-                        &refused_json(&refused),
-                        now,
-                    )
-                    .await?;
+                    let refused = refused_json(row, &refused);
+                    protege_store::drop_recipients(db, row.id, owner, &left, &refused, now).await?;
                 }
                 if protege_store::mark_sent(db, row.id, owner, &reply, now).await? {
                     Delivered::Sent
@@ -320,15 +329,8 @@ impl Delivery {
             }
             Outcome::Permanent { reply, refused } => {
                 if !refused.is_empty() {
-                    protege_store::drop_recipients(
-                        db,
-                        row.id,
-                        owner,
-                        &[],
-                        &refused_json(&refused),
-                        now,
-                    )
-                    .await?;
+                    let refused = refused_json(row, &refused);
+                    protege_store::drop_recipients(db, row.id, owner, &[], &refused, now).await?;
                 }
                 if protege_store::mark_failed(db, row.id, owner, &reply, None, now).await? {
                     Delivered::Failed
@@ -338,7 +340,7 @@ impl Delivery {
             }
             Outcome::Transient(reply) => {
                 let queued_at = row.queued_at.unwrap_or(row.created_at);
-                let give_up = queued_at + lease_of(outbox.give_up_after);
+                let give_up = queued_at + lease_of(give_up_after);
                 let retry_at = now + retry_after(row.attempts);
                 let (retry, delivered) = if retry_at > give_up {
                     (None, Delivered::Failed)
@@ -407,6 +409,29 @@ impl Delivery {
             () = renew => unreachable!("the renewal loop never ends"),
         }
     }
+}
+
+/// Why a reply not approved by hand is held under `agent`'s settings, if it is.
+fn held_by(agent: &PersonaAgent) -> Option<&'static str> {
+    match agent.reply {
+        ReplyMode::Off => Some("reply = \"off\""),
+        ReplyMode::Draft => Some("reply = \"draft\""),
+        ReplyMode::Send if agent.always_drafts() => Some("approval = \"always\""),
+        ReplyMode::Send => None,
+    }
+}
+
+/// The refused recipients of `row` with `refused` (address, reply) added, as the JSON
+/// array stored in its `refused_recipients`.
+fn refused_json(row: &outbox_row::Model, refused: &[(String, String)]) -> serde_json::Value {
+    let mut all: Vec<serde_json::Value> =
+        serde_json::from_str(&row.refused_recipients).unwrap_or_default();
+    all.extend(
+        refused
+            .iter()
+            .map(|(address, reply)| serde_json::json!({"address": address, "reply": reply})),
+    );
+    serde_json::Value::Array(all)
 }
 
 /// What became of one claimed row.

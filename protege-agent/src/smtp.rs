@@ -97,23 +97,26 @@ fn error_text(error: &lettre::transport::smtp::Error) -> String {
     protege_core::one_line(&error.to_string()).into_owned()
 }
 
-async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
+/// The TLS parameters for `host`, with the roots of `attempt`'s `ca_file` added to the
+/// system's.
+fn tls_parameters(attempt: &Attempt<'_>, host: &str) -> Result<TlsParameters, String> {
+    let mut builder = TlsParameters::builder(host.to_owned());
+    if let Some(pem) = attempt.ca_pem {
+        let cert = Certificate::from_pem(pem)
+            .map_err(|e| format!("`ca_file` is not a PEM certificate: {}", error_text(&e)))?;
+        builder = builder.add_root_certificate(cert);
+    }
+    builder.build_rustls().map_err(|e| error_text(&e))
+}
+
+/// The connection to `attempt`'s server, greeted with `hello`: in TLS from the start for
+/// implicit TLS, else over plain TCP.
+async fn open(attempt: &Attempt<'_>, hello: &ClientId) -> Result<AsyncSmtpConnection, Outcome> {
     let server = attempt.server;
-    let hello = ClientId::Domain(attempt.hello.to_owned());
-    let tls = |host: &str| -> Result<TlsParameters, String> {
-        let mut builder = TlsParameters::builder(host.to_owned());
-        if let Some(pem) = attempt.ca_pem {
-            let cert = Certificate::from_pem(pem)
-                .map_err(|e| format!("`ca_file` is not a PEM certificate: {}", error_text(&e)))?;
-            builder = builder.add_root_certificate(cert);
-        }
-        builder.build_rustls().map_err(|e| error_text(&e))
-    };
     let wrapper = match server.security {
-        TlsMode::Implicit => match tls(&server.host) {
-            Ok(params) => Some(params),
-            Err(e) => return Outcome::Connection(e),
-        },
+        TlsMode::Implicit => {
+            Some(tls_parameters(attempt, &server.host).map_err(Outcome::Connection)?)
+        }
         _ => None,
     };
     let connected = match wrapper {
@@ -121,7 +124,7 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
             AsyncSmtpConnection::connect_tokio1(
                 (server.host.as_str(), server.port),
                 Some(attempt.timeout),
-                &hello,
+                hello,
                 Some(params),
                 None,
             )
@@ -135,35 +138,39 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
                 match tokio::net::TcpStream::connect((server.host.as_str(), server.port)).await {
                     Ok(tcp) => tcp,
                     Err(e) => {
-                        return Outcome::Connection(format!(
+                        return Err(Outcome::Connection(format!(
                             "cannot connect to {}:{}: {e}",
                             server.host, server.port
-                        ));
+                        )));
                     }
                 };
             let _ = tcp.set_nodelay(true);
-            AsyncSmtpConnection::connect_with_transport(Box::new(tcp), &hello).await
+            AsyncSmtpConnection::connect_with_transport(Box::new(tcp), hello).await
         }
     };
-    let mut conn = match connected {
-        Ok(conn) => conn,
-        Err(e) => return Outcome::Connection(error_text(&e)),
-    };
+    connected.map_err(|e| Outcome::Connection(error_text(&e)))
+}
+
+/// Turns `conn` to TLS with `STARTTLS` when the server's security asks for it, then logs
+/// in when `attempt` has a login; the connection is aborted on failure.
+async fn secure_and_log_in(
+    conn: &mut AsyncSmtpConnection,
+    attempt: &Attempt<'_>,
+    hello: &ClientId,
+) -> Result<(), Outcome> {
+    let server = attempt.server;
     if server.security == TlsMode::StartTls {
         if !conn.can_starttls() {
             conn.abort().await;
-            return Outcome::Connection(format!(
+            return Err(Outcome::Connection(format!(
                 "{}:{} offers no STARTTLS, which `smtp://` requires",
                 server.host, server.port
-            ));
+            )));
         }
-        let params = match tls(&server.host) {
-            Ok(params) => params,
-            Err(e) => return Outcome::Connection(e),
-        };
-        if let Err(e) = conn.starttls(params, &hello).await {
+        let params = tls_parameters(attempt, &server.host).map_err(Outcome::Connection)?;
+        if let Err(e) = conn.starttls(params, hello).await {
             conn.abort().await;
-            return Outcome::Connection(error_text(&e));
+            return Err(Outcome::Connection(error_text(&e)));
         }
     }
     if let Some((user, password)) = attempt.login {
@@ -173,8 +180,57 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
             .await
         {
             conn.abort().await;
-            return Outcome::Connection(format!("AUTH: {}", error_text(&e)));
+            return Err(Outcome::Connection(format!("AUTH: {}", error_text(&e))));
         }
+    }
+    Ok(())
+}
+
+/// Gives `conn` every recipient of `attempt` with `RCPT TO`: the recipients refused for
+/// good (address, reply), or how the attempt ends when a recipient must wait or none is
+/// accepted; the connection is aborted then.
+async fn give_recipients(
+    conn: &mut AsyncSmtpConnection,
+    attempt: &Attempt<'_>,
+) -> Result<Vec<(String, String)>, Outcome> {
+    let mut refused = Vec::new();
+    let mut accepted = 0usize;
+    for recipient in attempt.recipients {
+        let Ok(address) = recipient.parse::<Address>() else {
+            refused.push((recipient.clone(), "not an address".to_owned()));
+            continue;
+        };
+        match conn.command(Rcpt::new(address, Vec::new())).await {
+            Ok(_) => accepted += 1,
+            Err(e) if e.is_permanent() => refused.push((recipient.clone(), error_text(&e))),
+            Err(e) => {
+                // A recipient the server cannot take now: the whole message waits, so no
+                // one receives it twice.
+                conn.abort().await;
+                return Err(Outcome::Transient(error_text(&e)));
+            }
+        }
+    }
+    if accepted == 0 {
+        conn.abort().await;
+        let reply = refused
+            .last()
+            .map_or_else(|| "no recipient".to_owned(), |(_, r)| r.clone());
+        return Err(Outcome::Permanent { reply, refused });
+    }
+    Ok(refused)
+}
+
+/// The whole exchange of `attempt`: connection, TLS, login, envelope and data; `stage`
+/// records whether the message was on its way when the exchange stopped.
+async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
+    let hello = ClientId::Domain(attempt.hello.to_owned());
+    let mut conn = match open(attempt, &hello).await {
+        Ok(conn) => conn,
+        Err(outcome) => return outcome,
+    };
+    if let Err(outcome) = secure_and_log_in(&mut conn, attempt, &hello).await {
+        return outcome;
     }
     let from: Address = match attempt.from.parse() {
         Ok(a) => a,
@@ -191,31 +247,10 @@ async fn exchange(attempt: &Attempt<'_>, stage: &mut Stage) -> Outcome {
         return classify(&e, Vec::new(), Stage::Connect);
     }
     *stage = Stage::Message;
-    let mut refused = Vec::new();
-    let mut accepted = 0usize;
-    for recipient in attempt.recipients {
-        let Ok(address) = recipient.parse::<Address>() else {
-            refused.push((recipient.clone(), "not an address".to_owned()));
-            continue;
-        };
-        match conn.command(Rcpt::new(address, Vec::new())).await {
-            Ok(_) => accepted += 1,
-            Err(e) if e.is_permanent() => refused.push((recipient.clone(), error_text(&e))),
-            Err(e) => {
-                // A recipient the server cannot take now: the whole message waits, so no
-                // one receives it twice.
-                conn.abort().await;
-                return Outcome::Transient(error_text(&e));
-            }
-        }
-    }
-    if accepted == 0 {
-        conn.abort().await;
-        let reply = refused
-            .last()
-            .map_or_else(|| "no recipient".to_owned(), |(_, r)| r.clone());
-        return Outcome::Permanent { reply, refused };
-    }
+    let refused = match give_recipients(&mut conn, attempt).await {
+        Ok(refused) => refused,
+        Err(outcome) => return outcome,
+    };
     if let Err(e) = conn.command(Data).await {
         conn.abort().await;
         return classify(&e, refused, Stage::Message);

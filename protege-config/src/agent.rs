@@ -19,7 +19,7 @@ use protege_schema::{
     AFTER_PERSON, AGENT, APPROVALS, DURATION_MAX_DAYS, DurationError, FROM_NAME_MAX_CHARS, OUTBOX,
     REPLY_MODES, TLS_MODES, UNAUTHENTICATED, is_identifier, key_names, parse_duration,
 };
-use toml::de::DeValue;
+use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::suggestion;
 use crate::reader::{self, Quoted, Sink, Value, get, misspelt, type_name, unknown_keys};
@@ -35,6 +35,18 @@ pub(crate) fn agent(
     let t = reader::table(sink, value, "`agent`")?;
     unknown_keys(sink, t, &key_names(AGENT), " in `[agent]`");
     let mut agent = PersonaAgent::default();
+    reply_settings(sink, t, &mut agent);
+    answer_settings(sink, t, &mut agent);
+    limit_settings(sink, t, &mut agent);
+    if let Some(v) = get(t, "reply_tools") {
+        agent.reply_tools = tools.check(sink, v, "reply_tools");
+    }
+    Some(agent)
+}
+
+/// How the replies of `[agent]` `t` go, read into `agent`: `reply`, `approval` and
+/// `unauthenticated`.
+fn reply_settings(sink: &mut Sink<'_>, t: &DeTable<'_>, agent: &mut PersonaAgent) {
     if let Some(v) = get(t, "reply")
         && let Some(reply) = one_of(sink, v, "reply", &REPLY_MODES, ReplyMode::parse)
     {
@@ -56,6 +68,11 @@ pub(crate) fn agent(
     {
         agent.unauthenticated = unauthenticated;
     }
+}
+
+/// Which mail `[agent]` `t` answers and how, read into `agent`: `reply_all`, `max_cc`,
+/// `html`, `answer_automated`, `answer_cc`, `after_person` and `max_age`.
+fn answer_settings(sink: &mut Sink<'_>, t: &DeTable<'_>, agent: &mut PersonaAgent) {
     if let Some(v) = get(t, "reply_all")
         && let Some(reply_all) = reader::boolean(sink, v, "`reply_all`")
     {
@@ -91,6 +108,11 @@ pub(crate) fn agent(
     {
         agent.max_age = d;
     }
+}
+
+/// The limits on the agent's work of `[agent]` `t`, read into `agent`: the reply counts,
+/// attempts and catch-up, `tokens_per_day`, `give_up_after` and `pause`.
+fn limit_settings(sink: &mut Sink<'_>, t: &DeTable<'_>, agent: &mut PersonaAgent) {
     for (key, field) in [
         (
             "max_replies_per_thread_per_day",
@@ -124,10 +146,6 @@ pub(crate) fn agent(
     {
         agent.pause = d;
     }
-    if let Some(v) = get(t, "reply_tools") {
-        agent.reply_tools = tools.check(sink, v, "reply_tools");
-    }
-    Some(agent)
 }
 
 /// The `[outbox]` table; the defaults when it is not a table.

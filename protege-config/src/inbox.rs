@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use protege_core::{DEFAULT_INBOX_POLL, InboxAfter, PersonaInbox, TlsMode};
 use protege_schema::{INBOX, TLS_MODES, key_names};
+use toml::de::DeTable;
 
 use crate::agent::{duration, env_name, host_and_port, is_loopback, non_blank, one_of};
 use crate::reader::{self, Quoted, Sink, Value, get, unknown_keys};
@@ -40,45 +41,12 @@ pub(crate) fn inbox(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<PersonaInb
     });
     let user = user.and_then(|v| non_blank(sink, v, "user"));
     let password_env = password_env.and_then(|v| env_name(sink, v, "password_env"));
-    let mut security = server.as_ref().map(|s| s.security);
-    if let Some(v) = get(t, "tls")
-        && one_of(sink, v, "tls", &TLS_MODES, |s| (s == "none").then_some(())).is_some()
-        && let Some(server) = &server
-    {
-        if server.security == TlsMode::Implicit {
-            sink.error(
-                v.span(),
-                "`tls = \"none\"` contradicts `imaps://`, which is TLS from the first byte: use `imap://` for a plain-text loopback server",
-            );
-        } else if !is_loopback(&server.host) {
-            sink.error(
-                v.span(),
-                format!(
-                    "`tls = \"none\"` is accepted only for a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and `{}` is not one: the password and the mail would cross the network in plain text",
-                    server.host
-                ),
-            );
-        } else {
-            security = Some(TlsMode::None);
-        }
-    }
+    let security = connection_security(sink, t, server.as_ref());
     let after = match get(t, "after") {
         Some(v) => after(sink, v)?,
         None => InboxAfter::Seen,
     };
-    let since = get(t, "since").and_then(|v| {
-        let text = reader::text(sink, v, Quoted("since"))?;
-        let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-            .ok()
-            .filter(|_| text.len() == 10);
-        if day.is_none() {
-            sink.error(
-                v.span(),
-                format!("`since` must be a day written `YYYY-MM-DD`, such as `\"2026-01-31\"`; found `{text}`"),
-            );
-        }
-        day
-    });
+    let since = get(t, "since").and_then(|v| since_day(sink, v));
     let poll = get(t, "poll")
         .and_then(|v| duration(sink, v, "poll"))
         .unwrap_or(DEFAULT_INBOX_POLL);
@@ -114,6 +82,53 @@ pub(crate) fn inbox(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<PersonaInb
         sent,
         ca_file,
     })
+}
+
+/// The security of the connection to the `imap` `server` of `[inbox]` `t`: the URL's, or
+/// none with `tls = "none"`, which only a loopback `imap://` server may have.
+fn connection_security(
+    sink: &mut Sink<'_>,
+    t: &DeTable<'_>,
+    server: Option<&ImapUrl>,
+) -> Option<TlsMode> {
+    let mut security = server.map(|s| s.security);
+    if let Some(v) = get(t, "tls")
+        && one_of(sink, v, "tls", &TLS_MODES, |s| (s == "none").then_some(())).is_some()
+        && let Some(server) = server
+    {
+        if server.security == TlsMode::Implicit {
+            sink.error(
+                v.span(),
+                "`tls = \"none\"` contradicts `imaps://`, which is TLS from the first byte: use `imap://` for a plain-text loopback server",
+            );
+        } else if !is_loopback(&server.host) {
+            sink.error(
+                v.span(),
+                format!(
+                    "`tls = \"none\"` is accepted only for a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and `{}` is not one: the password and the mail would cross the network in plain text",
+                    server.host
+                ),
+            );
+        } else {
+            security = Some(TlsMode::None);
+        }
+    }
+    security
+}
+
+/// `since`: a day written `YYYY-MM-DD`.
+fn since_day(sink: &mut Sink<'_>, value: &Value<'_>) -> Option<chrono::NaiveDate> {
+    let text = reader::text(sink, value, Quoted("since"))?;
+    let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .filter(|_| text.len() == 10);
+    if day.is_none() {
+        sink.error(
+            value.span(),
+            format!("`since` must be a day written `YYYY-MM-DD`, such as `\"2026-01-31\"`; found `{text}`"),
+        );
+    }
+    day
 }
 
 /// `after`: `seen`, or `move:FOLDER`.

@@ -81,6 +81,47 @@ struct State {
     by_path: HashMap<PathBuf, (String, Fingerprint)>,
 }
 
+impl State {
+    /// Loads `persona`, read at `path` from what `fingerprint` names; `previous` is the
+    /// name and fingerprint of the persona the file held before, if any. The events: the
+    /// persona reloaded, or added (after the old name removed, when it was renamed).
+    fn install(
+        &mut self,
+        path: &Path,
+        previous: Option<(String, Fingerprint)>,
+        persona: Persona,
+        fingerprint: Fingerprint,
+    ) -> Vec<Event> {
+        let name = persona.info.name.clone();
+        let mut events = Vec::new();
+        if let Some((old, _)) = &previous
+            && *old != name
+        {
+            self.by_name.remove(old);
+            events.push(Event::Removed {
+                persona: old.clone(),
+                path: path.to_owned(),
+            });
+        }
+        let renamed = !events.is_empty();
+        self.by_name.insert(name.clone(), Arc::new(persona));
+        self.by_path
+            .insert(path.to_owned(), (name.clone(), fingerprint));
+        events.push(if previous.is_some() && !renamed {
+            Event::Reloaded {
+                persona: name,
+                path: path.to_owned(),
+            }
+        } else {
+            Event::Added {
+                persona: name,
+                path: path.to_owned(),
+            }
+        });
+        events
+    }
+}
+
 impl std::fmt::Debug for PersonaSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PersonaSet")
@@ -471,68 +512,52 @@ impl PersonaSet {
                 }];
             }
         };
-        let name = persona.info.name.clone();
-        if let Some(other) = state.by_name.get(&name)
-            && other.path != path
-        {
-            let span = Persona::name_span(&source);
-            let diagnostic = Diagnostic::new(
-                path,
-                &source,
-                span,
-                format!(
-                    "duplicate persona name `{name}`: also defined in `{}`",
-                    other.path.display()
-                ),
-            );
+        if let Some((diagnostic, duplicate)) = clash(&state.by_name, &persona, path, &source) {
             rejected.sources.insert(path.to_owned(), fingerprint);
-            rejected.duplicates.insert(path.to_owned(), name);
-            return vec![Event::Rejected {
-                path: path.to_owned(),
-                diagnostics: vec![diagnostic].into(),
-            }];
-        }
-        if let Some(diagnostic) = shared_mailbox(&state.by_name, &persona, path, &source) {
-            rejected.sources.insert(path.to_owned(), fingerprint);
+            if let Some(name) = duplicate {
+                rejected.duplicates.insert(path.to_owned(), name);
+            }
             return vec![Event::Rejected {
                 path: path.to_owned(),
                 diagnostics: vec![diagnostic].into(),
             }];
         }
         rejected.sources.remove(path);
-        let mut events = Vec::new();
-        if let Some((old, _)) = &previous
-            && *old != name
-        {
-            state.by_name.remove(old);
-            events.push(Event::Removed {
-                persona: old.clone(),
-                path: path.to_owned(),
-            });
-        }
-        let renamed = !events.is_empty();
-        state.by_name.insert(name.clone(), Arc::new(persona));
-        state
-            .by_path
-            .insert(path.to_owned(), (name.clone(), fingerprint));
-        events.push(if previous.is_some() && !renamed {
-            Event::Reloaded {
-                persona: name,
-                path: path.to_owned(),
-            }
-        } else {
-            Event::Added {
-                persona: name,
-                path: path.to_owned(),
-            }
-        });
-        events
+        state.install(path, previous, persona, fingerprint)
     }
 }
 
 /// Whether a file name in the folder is a persona: `*.toml`, not hidden.
 pub(crate) fn is_persona_file(name: &str) -> bool {
     name.ends_with(".toml") && !name.starts_with('.') && name.len() > ".toml".len()
+}
+
+/// Why `persona`, read from `source` at `path`, cannot join the `loaded` personas of
+/// other files: its name is taken (the name comes with the error, to be checked again once
+/// it is free), or its `[inbox]` reads another's mailbox.
+fn clash(
+    loaded: &BTreeMap<String, Arc<Persona>>,
+    persona: &Persona,
+    path: &Path,
+    source: &str,
+) -> Option<(Diagnostic, Option<String>)> {
+    let name = &persona.info.name;
+    if let Some(other) = loaded.get(name)
+        && other.path != path
+    {
+        let span = Persona::name_span(source);
+        let diagnostic = Diagnostic::new(
+            path,
+            source,
+            span,
+            format!(
+                "duplicate persona name `{name}`: also defined in `{}`",
+                other.path.display()
+            ),
+        );
+        return Some((diagnostic, Some(name.clone())));
+    }
+    shared_mailbox(loaded, persona, path, source).map(|diagnostic| (diagnostic, None))
 }
 
 /// The error of a persona whose `[inbox]` reads a folder another loaded persona (of another

@@ -145,7 +145,6 @@ fn tool(sink: &mut Sink<'_>, entry: &Value<'_>, t: &DeTable<'_>, out: &mut Tools
         }
         return;
     }
-    let mut valid = true;
     let approval = match get(t, "approval") {
         Some(v) if runners.is_empty() => {
             sink.error(
@@ -157,75 +156,14 @@ fn tool(sink: &mut Sink<'_>, entry: &Value<'_>, t: &DeTable<'_>, out: &mut Tools
         Some(v) => reader::boolean(sink, v, "`approval`"),
         None => Some(false),
     };
-    valid &= approval.is_some();
+    let valid = approval.is_some();
     let approval = approval.unwrap_or_default();
     match runners.first() {
-        Some(("mcp", v)) => {
-            for (key, why) in [
-                ("name", "the server names its tools"),
-                ("description", "the server describes its tools"),
-                ("input_schema", "the server gives the schema of each tool"),
-            ] {
-                if let Some(k) = get(t, key) {
-                    sink.error(k.span(), format!("`{key}` does not go with `mcp`: {why}"));
-                    valid = false;
-                }
-            }
-            match mcp(sink, v) {
-                Some(mcp) => {
-                    out.names.patterns.extend(mcp.allow.iter().cloned());
-                    if valid {
-                        out.runners.push(PersonaTool {
-                            name: None,
-                            runner: ToolRunner::Mcp(mcp),
-                            approval,
-                        });
-                    }
-                }
-                // Which names it allows is unknown: none is reported as unknown.
-                None => out.names.open = true,
-            }
-        }
-        Some(("builtin", v)) => {
-            for (key, why) in [
-                ("name", "a built-in tool has its own name"),
-                ("input_schema", "a built-in tool has its own schema"),
-            ] {
-                if let Some(k) = get(t, key) {
-                    sink.error(
-                        k.span(),
-                        format!("`{key}` does not go with `builtin`: {why}"),
-                    );
-                    valid = false;
-                }
-            }
-            let description =
-                get(t, "description").map(|d| reader::string(sink, d, "`description`"));
-            let Some(builtin) = one_of(sink, v, "builtin", &BUILTIN_TOOLS, BuiltinTool::parse)
-            else {
-                return;
-            };
-            let mut def = builtin.tool_def();
-            if !declare(sink, v, &def.name, &mut out.names) {
-                return;
-            }
-            match description {
-                Some(Some(d)) => def.description = d,
-                Some(None) => return,
-                None => {}
-            }
-            if valid {
-                out.runners.push(PersonaTool {
-                    name: Some(def.name.clone()),
-                    runner: ToolRunner::Builtin(builtin),
-                    approval,
-                });
-                out.defs.push(def);
-            }
-        }
+        Some(("mcp", v)) => mcp_entry(sink, t, v, approval, valid, out),
+        Some(("builtin", v)) => builtin_entry(sink, t, v, approval, valid, out),
         first => {
             let http = first.and_then(|(_, v)| http(sink, v));
-            valid &= first.is_none() || http.is_some();
+            let valid = valid && (first.is_none() || http.is_some());
             let Some(def) = declared(sink, entry, t, &mut out.names) else {
                 return;
             };
@@ -241,6 +179,102 @@ fn tool(sink: &mut Sink<'_>, entry: &Value<'_>, t: &DeTable<'_>, out: &mut Tools
             }
             out.defs.push(def);
         }
+    }
+}
+
+/// Reports each of `keys` (key, why it does not go) that the entry `t` has, as not going
+/// with its `runner`: whether it has none of them.
+fn refuse_keys(sink: &mut Sink<'_>, t: &DeTable<'_>, runner: &str, keys: &[(&str, &str)]) -> bool {
+    let mut none = true;
+    for (key, why) in keys {
+        if let Some(k) = get(t, key) {
+            sink.error(
+                k.span(),
+                format!("`{key}` does not go with `{runner}`: {why}"),
+            );
+            none = false;
+        }
+    }
+    none
+}
+
+/// An entry `t` of `[[tools]]` with `mcp` (its value `v`), added to `out` when it is valid
+/// (`valid`: nothing read before it was wrong) with its `approval`; the names its `allow`
+/// matches are the persona's tools either way.
+fn mcp_entry(
+    sink: &mut Sink<'_>,
+    t: &DeTable<'_>,
+    v: &Value<'_>,
+    approval: bool,
+    valid: bool,
+    out: &mut Tools,
+) {
+    let valid = refuse_keys(
+        sink,
+        t,
+        "mcp",
+        &[
+            ("name", "the server names its tools"),
+            ("description", "the server describes its tools"),
+            ("input_schema", "the server gives the schema of each tool"),
+        ],
+    ) && valid;
+    match mcp(sink, v) {
+        Some(mcp) => {
+            out.names.patterns.extend(mcp.allow.iter().cloned());
+            if valid {
+                out.runners.push(PersonaTool {
+                    name: None,
+                    runner: ToolRunner::Mcp(mcp),
+                    approval,
+                });
+            }
+        }
+        // Which names it allows is unknown: none is reported as unknown.
+        None => out.names.open = true,
+    }
+}
+
+/// An entry `t` of `[[tools]]` with `builtin` (its value `v`), added to `out` when it is
+/// valid (`valid`: nothing read before it was wrong) with its `approval`; its name is
+/// declared when the tool exists.
+fn builtin_entry(
+    sink: &mut Sink<'_>,
+    t: &DeTable<'_>,
+    v: &Value<'_>,
+    approval: bool,
+    valid: bool,
+    out: &mut Tools,
+) {
+    let valid = refuse_keys(
+        sink,
+        t,
+        "builtin",
+        &[
+            ("name", "a built-in tool has its own name"),
+            ("input_schema", "a built-in tool has its own schema"),
+        ],
+    ) && valid;
+    let description = get(t, "description").map(|d| reader::string(sink, d, "`description`"));
+    let Some(builtin) = one_of(sink, v, "builtin", &BUILTIN_TOOLS, BuiltinTool::parse) else {
+        return;
+    };
+    let mut def = builtin.tool_def();
+    if !declare(sink, v, &def.name, &mut out.names) {
+        return;
+    }
+    match description {
+        Some(Some(d)) => def.description = d,
+        Some(None) => return,
+        None => {}
+    }
+    if valid {
+        out.runners.push(PersonaTool {
+            name: Some(def.name.clone()),
+            runner: ToolRunner::Builtin(builtin),
+            approval,
+        });
+        out.defs.push(def);
     }
 }
 

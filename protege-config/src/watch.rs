@@ -102,68 +102,19 @@ impl PersonaSet {
             });
         }
         let (control, orders) = std::sync::mpsc::channel();
-        let set = self.clone();
-        let sender = tx.clone();
-        let rearm = control.clone();
         let names = [folder.clone(), canonical.clone()];
         // Persona files that are symlinks to files elsewhere (a dotfile setup): an edit of
         // the target changes nothing in the folder, so the target's folder is watched too.
         let targets = Arc::new(std::sync::Mutex::new(linked_targets(self, &names)));
-        let links = targets.clone();
         let link_names = names.clone();
-        let handler = move |result: DebounceEventResult| {
-            let mut paths: Vec<PathBuf> = Vec::new();
-            let mut rescan = false;
-            let mut moved = false;
-            match result {
-                Ok(events) => {
-                    for event in events {
-                        if event.need_rescan() {
-                            rescan = true;
-                        }
-                        // Opening and reading files (ours included) changes nothing.
-                        if event.kind.is_access() {
-                            continue;
-                        }
-                        for p in &event.paths {
-                            let linked = links
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                .get(p)
-                                .cloned();
-                            if let Some(key) = linked {
-                                if !paths.contains(&key) {
-                                    paths.push(key);
-                                }
-                                continue;
-                            }
-                            match classify(&names, &set.shared.dir, p) {
-                                Seen::Folder => moved = true,
-                                Seen::Persona(key) if !paths.contains(&key) => paths.push(key),
-                                Seen::Persona(_) | Seen::Elsewhere => {}
-                                Seen::OtherEntry => rescan = true,
-                            }
-                        }
-                    }
-                }
-                Err(_) => rescan = true,
-            }
-            if moved {
-                // The owner of the watcher rearms it, then rescans.
-                let _ = rearm.send(Control::Rearm);
-                return;
-            }
-            let folder_changed = rescan || !paths.is_empty();
-            if rescan {
-                paths = with_every_file(&set, paths);
-            }
-            for event in set.reconcile(&paths) {
-                let _ = sender.send(event);
-            }
-            if folder_changed {
-                let _ = rearm.send(Control::Links);
-            }
+        let handler = Handler {
+            set: self.clone(),
+            sender: tx.clone(),
+            rearm: control.clone(),
+            links: targets.clone(),
+            names,
         };
+        let handler = move |result: DebounceEventResult| handler.handle(result);
         let mut debouncer = new_debouncer(debounce, None, handler)
             .map_err(|e| Error::new(ErrorKind::Watch, cannot(&e)))?;
         debouncer
@@ -202,6 +153,97 @@ impl PersonaSet {
             events: rx,
             control,
         })
+    }
+}
+
+/// What the file watcher's handler works with: the set it reloads, where its events go,
+/// the thread that owns the watcher, the targets of the persona files that are symlinks
+/// and the folder's two names (as written and canonical).
+struct Handler {
+    set: PersonaSet,
+    sender: mpsc::UnboundedSender<Event>,
+    rearm: std::sync::mpsc::Sender<Control>,
+    links: Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>>,
+    names: [PathBuf; 2],
+}
+
+/// What a burst of file events touched.
+struct Burst {
+    /// The persona files changed, as the set's keys, each once.
+    paths: Vec<PathBuf>,
+    /// Whether every file is to be read again (an event lost, or another entry changed).
+    rescan: bool,
+    /// Whether the folder itself, or a folder above it, changed.
+    moved: bool,
+}
+
+impl Handler {
+    /// Applies a burst of file events: has the watcher rearmed when the folder moved, else
+    /// reloads what changed, sends the events and has the symlinks followed again.
+    fn handle(&self, result: DebounceEventResult) {
+        let Burst {
+            mut paths,
+            rescan,
+            moved,
+        } = self.burst(result);
+        if moved {
+            // The owner of the watcher rearms it, then rescans.
+            let _ = self.rearm.send(Control::Rearm);
+            return;
+        }
+        let folder_changed = rescan || !paths.is_empty();
+        if rescan {
+            paths = with_every_file(&self.set, paths);
+        }
+        for event in self.set.reconcile(&paths) {
+            let _ = self.sender.send(event);
+        }
+        if folder_changed {
+            let _ = self.rearm.send(Control::Links);
+        }
+    }
+
+    /// What the events of `result` touched.
+    fn burst(&self, result: DebounceEventResult) -> Burst {
+        let mut burst = Burst {
+            paths: Vec::new(),
+            rescan: false,
+            moved: false,
+        };
+        let Ok(events) = result else {
+            burst.rescan = true;
+            return burst;
+        };
+        for event in events {
+            if event.need_rescan() {
+                burst.rescan = true;
+            }
+            // Opening and reading files (ours included) changes nothing.
+            if event.kind.is_access() {
+                continue;
+            }
+            for p in &event.paths {
+                let linked = self
+                    .links
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(p)
+                    .cloned();
+                if let Some(key) = linked {
+                    if !burst.paths.contains(&key) {
+                        burst.paths.push(key);
+                    }
+                    continue;
+                }
+                match classify(&self.names, &self.set.shared.dir, p) {
+                    Seen::Folder => burst.moved = true,
+                    Seen::Persona(key) if !burst.paths.contains(&key) => burst.paths.push(key),
+                    Seen::Persona(_) | Seen::Elsewhere => {}
+                    Seen::OtherEntry => burst.rescan = true,
+                }
+            }
+        }
+        burst
     }
 }
 

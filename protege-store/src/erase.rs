@@ -233,43 +233,12 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     threads: &[i64],
     keep_erased: bool,
 ) -> Result<Attempt> {
-    let mut messages: BTreeSet<i64> = messages.iter().copied().collect();
-    let mut threads: BTreeSet<i64> = threads.iter().copied().collect();
-    let mut ids: BTreeMap<i64, String> = BTreeMap::new();
-    let mut runs: BTreeSet<String> = BTreeSet::new();
-    // The scheduled runs that quoted a message removed, and the mail they sent, until no
-    // new one turns up (that mail may itself be quoted by a later digest).
-    loop {
-        let unread: Vec<i64> = messages
-            .iter()
-            .copied()
-            .filter(|m| !ids.contains_key(m))
-            .collect();
-        if unread.is_empty() {
-            break;
-        }
-        ids.extend(message_ids(db, &unread).await?);
-        let hashes: Vec<String> = unread
-            .iter()
-            .filter_map(|m| ids.get(m))
-            .map(|id| message_sha256(id))
-            .collect();
-        let found = runs_quoting(db, &hashes).await?;
-        let new: Vec<String> = found.into_iter().filter(|r| !runs.contains(r)).collect();
-        if new.is_empty() {
-            break;
-        }
-        let sent = mail_of_runs(db, &new).await?;
-        runs.extend(new);
-        for (message, thread) in sent {
-            messages.insert(message);
-            threads.insert(thread);
-        }
-    }
-    let messages: Vec<i64> = messages.into_iter().collect();
-    let threads: Vec<i64> = threads.into_iter().collect();
-    let runs: Vec<String> = runs.into_iter().collect();
-
+    let Scope {
+        messages,
+        threads,
+        ids,
+        runs,
+    } = Scope::of(db, messages, threads).await?;
     if let Some(id) = sending_row(db, &messages, Utc::now()).await? {
         return Ok(Attempt::Sending(id));
     }
@@ -285,39 +254,7 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     }
     remove_runs(db, &runs, &mut out).await?;
     for chunk in messages.chunks(IN_CHUNK) {
-        out.outbox += delete_in(db, outbox::Entity, outbox::Column::MessageId, chunk).await?;
-        remove_jobs(db, agent_job::Column::MessageId, chunk, &mut out).await?;
-        let runs_of_chunk: SelectStatement = Query::select()
-            .column(run::Column::Id)
-            .from(run::Entity)
-            .and_where(Expr::col(run::Column::MessageId).is_in(chunk.iter().copied()))
-            .to_owned();
-        let rounds = Query::delete()
-            .from_table(run_round::Entity)
-            .and_where(Expr::col(run_round::Column::RunId).in_subquery(runs_of_chunk))
-            .to_owned();
-        out.run_rounds += db.execute(&rounds).await?.rows_affected();
-        out.runs += delete_in(db, run::Entity, run::Column::MessageId, chunk).await?;
-        out.tool_uses +=
-            delete_in(db, tool_use::Entity, tool_use::Column::MessageId, chunk).await?;
-        out.attachments +=
-            delete_in(db, attachment::Entity, attachment::Column::MessageId, chunk).await?;
-        out.message_addresses += delete_in(
-            db,
-            message_address::Entity,
-            message_address::Column::MessageId,
-            chunk,
-        )
-        .await?;
-        // The stored stripped bodies hold the messages' text too; a cache, not counted.
-        delete_in(
-            db,
-            message_strip::Entity,
-            message_strip::Column::MessageId,
-            chunk,
-        )
-        .await?;
-        out.messages += delete_in(db, message::Entity, message::Column::Id, chunk).await?;
+        remove_message_rows(db, chunk, &mut out).await?;
     }
     let removed_ids: Vec<&str> = messages
         .iter()
@@ -340,24 +277,131 @@ pub(crate) async fn remove_messages<C: ConnectionTrait + TransactionTrait>(
     // The messages left in those threads were stripped against the ones removed.
     protege_core::db::strips::restrip(db, &threads, &HashSet::new()).await?;
     for chunk in threads.chunks(IN_CHUNK) {
-        let t = Alias::new(email_thread::Entity.table_name());
-        let m = Alias::new(message::Entity.table_name());
-        let left = Query::select()
-            .expr(Expr::val(1))
-            .from(message::Entity)
-            .and_where(
-                Expr::col((m, message::Column::EmailThreadId))
-                    .equals((t.clone(), email_thread::Column::Id)),
-            )
-            .to_owned();
-        let empty = Query::delete()
-            .from_table(email_thread::Entity)
-            .and_where(Expr::col((t, email_thread::Column::Id)).is_in(chunk.iter().copied()))
-            .and_where(Expr::exists(left).not())
-            .to_owned();
-        out.email_threads += db.execute(&empty).await?.rows_affected();
+        out.email_threads += remove_empty_threads(db, chunk).await?;
     }
     Ok(Attempt::Done(out))
+}
+
+/// What [`remove_messages`] removes: the messages asked for, the scheduled runs that
+/// quoted one of them and the mail those runs sent, with their threads.
+struct Scope {
+    /// The row ids of the messages, in order.
+    messages: Vec<i64>,
+    /// The threads of the messages, in order.
+    threads: Vec<i64>,
+    /// The Message-IDs of the messages, by row id.
+    ids: BTreeMap<i64, String>,
+    /// The ids of the scheduled runs, in order.
+    runs: Vec<String>,
+}
+
+impl Scope {
+    /// The scope of removing `messages` of `threads`: the scheduled runs that quoted a
+    /// message removed, and the mail they sent, until no new one turns up (that mail may
+    /// itself be quoted by a later digest).
+    async fn of<C: ConnectionTrait>(db: &C, messages: &[i64], threads: &[i64]) -> Result<Self> {
+        let mut messages: BTreeSet<i64> = messages.iter().copied().collect();
+        let mut threads: BTreeSet<i64> = threads.iter().copied().collect();
+        let mut ids: BTreeMap<i64, String> = BTreeMap::new();
+        let mut runs: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let unread: Vec<i64> = messages
+                .iter()
+                .copied()
+                .filter(|m| !ids.contains_key(m))
+                .collect();
+            if unread.is_empty() {
+                break;
+            }
+            ids.extend(message_ids(db, &unread).await?);
+            let hashes: Vec<String> = unread
+                .iter()
+                .filter_map(|m| ids.get(m))
+                .map(|id| message_sha256(id))
+                .collect();
+            let found = runs_quoting(db, &hashes).await?;
+            let new: Vec<String> = found.into_iter().filter(|r| !runs.contains(r)).collect();
+            if new.is_empty() {
+                break;
+            }
+            let sent = mail_of_runs(db, &new).await?;
+            runs.extend(new);
+            for (message, thread) in sent {
+                messages.insert(message);
+                threads.insert(thread);
+            }
+        }
+        Ok(Scope {
+            messages: messages.into_iter().collect(),
+            threads: threads.into_iter().collect(),
+            ids,
+            runs: runs.into_iter().collect(),
+        })
+    }
+}
+
+/// Deletes the messages whose row ids are `chunk` (at most [`IN_CHUNK`]) with the rows
+/// that hang on them, children first: outbox rows, jobs, run rounds, runs, tool uses,
+/// attachments, `message_addresses` and `message_strips` rows; adds the counts to `out`.
+async fn remove_message_rows<C: ConnectionTrait>(
+    db: &C,
+    chunk: &[i64],
+    out: &mut Removed,
+) -> Result<()> {
+    out.outbox += delete_in(db, outbox::Entity, outbox::Column::MessageId, chunk).await?;
+    remove_jobs(db, agent_job::Column::MessageId, chunk, out).await?;
+    let runs_of_chunk: SelectStatement = Query::select()
+        .column(run::Column::Id)
+        .from(run::Entity)
+        .and_where(Expr::col(run::Column::MessageId).is_in(chunk.iter().copied()))
+        .to_owned();
+    let rounds = Query::delete()
+        .from_table(run_round::Entity)
+        .and_where(Expr::col(run_round::Column::RunId).in_subquery(runs_of_chunk))
+        .to_owned();
+    out.run_rounds += db.execute(&rounds).await?.rows_affected();
+    out.runs += delete_in(db, run::Entity, run::Column::MessageId, chunk).await?;
+    out.tool_uses += delete_in(db, tool_use::Entity, tool_use::Column::MessageId, chunk).await?;
+    out.attachments +=
+        delete_in(db, attachment::Entity, attachment::Column::MessageId, chunk).await?;
+    out.message_addresses += delete_in(
+        db,
+        message_address::Entity,
+        message_address::Column::MessageId,
+        chunk,
+    )
+    .await?;
+    // The stored stripped bodies hold the messages' text too; a cache, not counted.
+    delete_in(
+        db,
+        message_strip::Entity,
+        message_strip::Column::MessageId,
+        chunk,
+    )
+    .await?;
+    out.messages += delete_in(db, message::Entity, message::Column::Id, chunk).await?;
+    Ok(())
+}
+
+/// Deletes those of the threads `chunk` (at most [`IN_CHUNK`]) left without a message:
+/// how many.
+async fn remove_empty_threads<C: ConnectionTrait>(db: &C, chunk: &[i64]) -> Result<u64> {
+    let t = Alias::new(email_thread::Entity.table_name());
+    let m = Alias::new(message::Entity.table_name());
+    let left = Query::select()
+        .expr(Expr::val(1))
+        .from(message::Entity)
+        .and_where(
+            Expr::col((m, message::Column::EmailThreadId))
+                .equals((t.clone(), email_thread::Column::Id)),
+        )
+        .to_owned();
+    let empty = Query::delete()
+        .from_table(email_thread::Entity)
+        .and_where(Expr::col((t, email_thread::Column::Id)).is_in(chunk.iter().copied()))
+        .and_where(Expr::exists(left).not())
+        .to_owned();
+    Ok(db.execute(&empty).await?.rows_affected())
 }
 
 /// The Message-IDs of the messages whose row ids are `rows`, by row id.

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use protege_core::db::entities::message;
 use protege_core::wire::{Billed, CacheSim, ModelSpec, cached_tokens, prefix_units};
 use protege_core::{
-    CacheTtl, Direction, Prices, Provider, TTL_GAPS, hour_pays, min_cacheable_tokens,
+    CacheTtl, Direction, Prices, Provider, Request, TTL_GAPS, hour_pays, min_cacheable_tokens,
 };
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
@@ -114,6 +114,154 @@ fn price(p: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// Writes one line of the cache report's table: its seven cells in their columns, the
+/// message column `width` wide, without trailing spaces.
+fn table_line(f: &mut std::fmt::Formatter<'_>, width: usize, cells: [&str; 7]) -> std::fmt::Result {
+    let [n, message, input, cached, share, cost, note] = cells;
+    let text = format!(
+        "  {n:>3}  {message:<width$}  {input:>8}  {cached:>8}  {share:>7}  {cost:>9}  {note}"
+    );
+    writeln!(f, "{}", text.trim_end())
+}
+
+/// Writes one line of the cache report's costs: `label`, `cost`, and what it saves against
+/// `uncached` (but on the line of the cost without caching).
+fn cost_line(
+    f: &mut std::fmt::Formatter<'_>,
+    label: &str,
+    cost: f64,
+    uncached: f64,
+) -> std::fmt::Result {
+    let saved = if label == "without caching" {
+        String::new()
+    } else {
+        format!("  saved {}", dollars(uncached - cost))
+    };
+    writeln!(f, "  {label:<20}{:>10}{saved}", dollars(cost))
+}
+
+impl CacheReport {
+    /// The cost of `billed` as the table prints it: `-` without prices.
+    fn billed_cost(&self, billed: &Billed) -> String {
+        self.prices
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |p| dollars(billed.cost(p)))
+    }
+
+    /// The note of a row billed `billed`: the breakpoints under the minimum cacheable
+    /// length, if any.
+    fn note(&self, billed: &Billed) -> String {
+        match (self.provider, billed.short_breakpoints) {
+            (_, 0) => String::new(),
+            (Provider::Openai, _) => format!("not cached: under {} tokens", self.min_tokens),
+            (Provider::Anthropic, n) => format!(
+                "not cached: {n} {} under {} tokens",
+                if n == 1 { "breakpoint" } else { "breakpoints" },
+                self.min_tokens
+            ),
+        }
+    }
+
+    /// Writes the table: the titles, one line per reply run and the total.
+    fn write_table(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.message_id.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("message".len());
+        table_line(
+            f,
+            width,
+            ["#", "message", "input", "cached", "cached%", "cost", ""],
+        )?;
+        let mut total = Billed::default();
+        for (i, r) in self.rows.iter().enumerate() {
+            total.add(&r.billed);
+            table_line(
+                f,
+                width,
+                [
+                    &(i + 1).to_string(),
+                    &r.message_id,
+                    &r.input_tokens.to_string(),
+                    &r.cached_tokens.to_string(),
+                    &percent(r.cached_tokens, r.input_tokens),
+                    &self.billed_cost(&r.billed),
+                    &self.note(&r.billed),
+                ],
+            )?;
+        }
+        table_line(
+            f,
+            width,
+            [
+                "",
+                "total",
+                &self.input_tokens().to_string(),
+                &self.cached_tokens().to_string(),
+                &percent(self.cached_tokens(), self.input_tokens()),
+                &self.billed_cost(&total),
+                "",
+            ],
+        )
+    }
+
+    /// Writes the costs: the prices they are at, then the thread's cost with each
+    /// `cache_ttl` (with caching, for OpenAI bodies) and without caching; or why there
+    /// is no cost.
+    fn write_costs(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(p) = &self.prices else {
+            return writeln!(
+                f,
+                "cost: no price for model `{}`: set `[model] prices` (USD per million tokens)",
+                self.model
+            );
+        };
+        let uncached = self.uncached_cost().unwrap_or_default();
+        match self.provider {
+            Provider::Anthropic => {
+                writeln!(
+                    f,
+                    "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cache read {}, write 5m {}, write 1h {}), \
+                     each request sent when its message was, with the persona's `cache_ttl = \"{}\"`; \
+                     the thread with each cache_ttl, and what it saves against no caching:",
+                    self.model,
+                    price(p.input),
+                    price(p.cache_read),
+                    price(p.cache_write_5m),
+                    price(p.cache_write_1h),
+                    self.cache_ttl.as_str()
+                )?;
+                for ttl in [CacheTtl::Auto, CacheTtl::FiveMinutes, CacheTtl::OneHour] {
+                    let label = format!("cache_ttl = \"{}\"", ttl.as_str());
+                    cost_line(f, &label, self.cost(ttl).unwrap_or_default(), uncached)?;
+                }
+            }
+            Provider::Openai => {
+                writeln!(
+                    f,
+                    "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cached input {}), \
+                     each request sent when its message was; openai bodies carry no cache lifetime: \
+                     a prefix is kept {} minutes after its last use",
+                    self.model,
+                    price(p.input),
+                    price(p.cache_read),
+                    protege_core::wire::OPENAI_RETENTION_MINUTES
+                )?;
+                cost_line(
+                    f,
+                    "with caching",
+                    self.cost(self.cache_ttl).unwrap_or_default(),
+                    uncached,
+                )?;
+            }
+        }
+        cost_line(f, "without caching", uncached, uncached)
+    }
+}
+
 impl std::fmt::Display for CacheReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let provider = match self.provider {
@@ -128,122 +276,8 @@ impl std::fmt::Display for CacheReport {
             self.rows.len(),
             if self.rows.len() == 1 { "run" } else { "runs" }
         )?;
-        let width = self
-            .rows
-            .iter()
-            .map(|r| r.message_id.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max("message".len());
-        let line = |f: &mut std::fmt::Formatter<'_>, cells: [&str; 7]| {
-            let [n, message, input, cached, share, cost, note] = cells;
-            let text = format!(
-                "  {n:>3}  {message:<width$}  {input:>8}  {cached:>8}  {share:>7}  {cost:>9}  {note}"
-            );
-            writeln!(f, "{}", text.trim_end())
-        };
-        line(
-            f,
-            ["#", "message", "input", "cached", "cached%", "cost", ""],
-        )?;
-        let cost = |b: &Billed| {
-            self.prices
-                .as_ref()
-                .map_or_else(|| "-".to_owned(), |p| dollars(b.cost(p)))
-        };
-        let mut total = Billed::default();
-        for (i, r) in self.rows.iter().enumerate() {
-            total.add(&r.billed);
-            let note = match (self.provider, r.billed.short_breakpoints) {
-                (_, 0) => String::new(),
-                (Provider::Openai, _) => format!("not cached: under {} tokens", self.min_tokens),
-                (Provider::Anthropic, n) => format!(
-                    "not cached: {n} {} under {} tokens",
-                    if n == 1 { "breakpoint" } else { "breakpoints" },
-                    self.min_tokens
-                ),
-            };
-            line(
-                f,
-                [
-                    &(i + 1).to_string(),
-                    &r.message_id,
-                    &r.input_tokens.to_string(),
-                    &r.cached_tokens.to_string(),
-                    &percent(r.cached_tokens, r.input_tokens),
-                    &cost(&r.billed),
-                    &note,
-                ],
-            )?;
-        }
-        line(
-            f,
-            [
-                "",
-                "total",
-                &self.input_tokens().to_string(),
-                &self.cached_tokens().to_string(),
-                &percent(self.cached_tokens(), self.input_tokens()),
-                &cost(&total),
-                "",
-            ],
-        )?;
-        match &self.prices {
-            None => writeln!(
-                f,
-                "cost: no price for model `{}`: set `[model] prices` (USD per million tokens)",
-                self.model
-            )?,
-            Some(p) => {
-                let uncached = self.uncached_cost().unwrap_or_default();
-                let row = |f: &mut std::fmt::Formatter<'_>, label: &str, cost: f64| {
-                    let saved = if label == "without caching" {
-                        String::new()
-                    } else {
-                        format!("  saved {}", dollars(uncached - cost))
-                    };
-                    writeln!(f, "  {label:<20}{:>10}{saved}", dollars(cost))
-                };
-                match self.provider {
-                    Provider::Anthropic => {
-                        writeln!(
-                            f,
-                            "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cache read {}, write 5m {}, write 1h {}), \
-                             each request sent when its message was, with the persona's `cache_ttl = \"{}\"`; \
-                             the thread with each cache_ttl, and what it saves against no caching:",
-                            self.model,
-                            price(p.input),
-                            price(p.cache_read),
-                            price(p.cache_write_5m),
-                            price(p.cache_write_1h),
-                            self.cache_ttl.as_str()
-                        )?;
-                        for ttl in [CacheTtl::Auto, CacheTtl::FiveMinutes, CacheTtl::OneHour] {
-                            let label = format!("cache_ttl = \"{}\"", ttl.as_str());
-                            row(f, &label, self.cost(ttl).unwrap_or_default())?;
-                        }
-                    }
-                    Provider::Openai => {
-                        writeln!(
-                            f,
-                            "cost = the input cost in USD at `{}`'s prices per million tokens (input {}, cached input {}), \
-                             each request sent when its message was; openai bodies carry no cache lifetime: \
-                             a prefix is kept {} minutes after its last use",
-                            self.model,
-                            price(p.input),
-                            price(p.cache_read),
-                            protege_core::wire::OPENAI_RETENTION_MINUTES
-                        )?;
-                        row(
-                            f,
-                            "with caching",
-                            self.cost(self.cache_ttl).unwrap_or_default(),
-                        )?;
-                    }
-                }
-                row(f, "without caching", uncached)?;
-            }
-        }
+        self.write_table(f)?;
+        self.write_costs(f)?;
         write!(
             f,
             "tokens are estimated as characters / 4 of each block's JSON, rounded up; \
@@ -285,26 +319,7 @@ impl Engine {
         model: Option<&str>,
     ) -> Result<CacheReport, EngineError> {
         let info = self.require_persona(persona)?.info().clone();
-        let wire = match format {
-            Format::Provider => match Format::of_model(info.model.as_ref()) {
-                Some(wire) => wire,
-                None => {
-                    return Err(EngineError::new(
-                        EngineErrorKind::InvalidInput,
-                        format!(
-                            "persona `{persona}` names no provider: set `provider` in its `[model]` table or ask for `openai`, `openai-responses` or `anthropic`"
-                        ),
-                    ));
-                }
-            },
-            Format::Messages => {
-                return Err(EngineError::new(
-                    EngineErrorKind::BadRequest,
-                    "a cache report needs a provider's wire format: `openai`, `openai-responses`, `anthropic` or `provider`",
-                ));
-            }
-            wire => wire,
-        };
+        let wire = report_wire(persona, info.model.as_ref(), format)?;
         let provider = match wire {
             Format::Anthropic => Provider::Anthropic,
             _ => Provider::Openai,
@@ -322,10 +337,7 @@ impl Engine {
         let overrides = info.model.as_ref().and_then(|m| m.prices);
         let prices = Prices::resolve(&spec.name, overrides.as_ref());
         let min_tokens = min_cacheable_tokens(&spec.name, provider);
-        let mut sims: Vec<(CacheTtl, CacheSim, Billed)> = CacheTtl::ALL
-            .into_iter()
-            .map(|ttl| (ttl, CacheSim::new(provider, min_tokens), Billed::default()))
-            .collect();
+        let mut sims = TtlSims::new(provider, wire, min_tokens);
         let times: Vec<DateTime<Utc>> = messages.iter().map(|(_, at)| *at).collect();
         let mut rows = Vec::with_capacity(messages.len());
         let mut previous = Vec::new();
@@ -341,27 +353,12 @@ impl Engine {
             request.cache.hour = hour_pays(&gaps(
                 &earlier[earlier.len().saturating_sub(TTL_GAPS + 1)..],
             ));
-            let mut billed = Billed::default();
-            for (ttl, sim, total) in &mut sims {
-                let body = match provider {
-                    Provider::Anthropic => {
-                        super::encode(&request, wire, Some(spec.clone().cache_ttl(*ttl)))?
-                    }
-                    // No lifetime to choose: the body as sent.
-                    Provider::Openai => out.body.clone(),
-                };
-                let b = sim.request(prefix_units(&body, provider), sent_at);
-                total.add(&b);
-                if *ttl == spec.cache_ttl {
-                    billed = b;
-                }
-            }
             rows.push(CacheReportRow {
                 message_id,
                 sent_at,
                 input_tokens: units.iter().map(|u| u.tokens).sum(),
                 cached_tokens: cached_tokens(&previous, &units, provider),
-                billed,
+                billed: sims.request(&request, &out.body, &spec, sent_at)?,
             });
             previous = units;
         }
@@ -374,11 +371,96 @@ impl Engine {
             cache_ttl: spec.cache_ttl,
             min_tokens,
             rows,
-            by_ttl: sims
-                .into_iter()
-                .map(|(ttl, _, total)| (ttl, total))
-                .collect(),
+            by_ttl: sims.totals(),
         })
+    }
+}
+
+/// The wire format a cache report of `persona` (whose `[model]` is `model`) encodes its
+/// requests in: `format`, or for `provider` the persona's own; `messages` is no
+/// provider's.
+fn report_wire(
+    persona: &str,
+    model: Option<&protege_core::ModelConfig>,
+    format: Format,
+) -> Result<Format, EngineError> {
+    match format {
+        Format::Provider => Format::of_model(model).ok_or_else(|| {
+            EngineError::new(
+                EngineErrorKind::InvalidInput,
+                format!(
+                    "persona `{persona}` names no provider: set `provider` in its `[model]` table or ask for `openai`, `openai-responses` or `anthropic`"
+                ),
+            )
+        }),
+        Format::Messages => Err(EngineError::new(
+            EngineErrorKind::BadRequest,
+            "a cache report needs a provider's wire format: `openai`, `openai-responses`, `anthropic` or `provider`",
+        )),
+        wire => Ok(wire),
+    }
+}
+
+/// The simulated prompt caches of a cache report: one per `cache_ttl`, each with what it
+/// billed so far.
+struct TtlSims {
+    /// The provider whose cache is simulated.
+    provider: Provider,
+    /// The wire format the requests are encoded in.
+    wire: Format,
+    /// Per `cache_ttl`, its cache and the sum of what it billed.
+    sims: Vec<(CacheTtl, CacheSim, Billed)>,
+}
+
+impl TtlSims {
+    /// Empty caches of `provider`'s, one per `cache_ttl`, that cache no prefix under
+    /// `min_tokens`.
+    fn new(provider: Provider, wire: Format, min_tokens: usize) -> Self {
+        let sims = CacheTtl::ALL
+            .into_iter()
+            .map(|ttl| (ttl, CacheSim::new(provider, min_tokens), Billed::default()))
+            .collect();
+        TtlSims {
+            provider,
+            wire,
+            sims,
+        }
+    }
+
+    /// Sends `request`, encoded as `body`, at `sent_at` to every cache (re-encoded with
+    /// each cache's `cache_ttl` for Anthropic): what the cache of `spec`'s `cache_ttl`
+    /// bills of it.
+    fn request(
+        &mut self,
+        request: &Request,
+        body: &serde_json::Value,
+        spec: &ModelSpec,
+        sent_at: DateTime<Utc>,
+    ) -> Result<Billed, EngineError> {
+        let mut billed = Billed::default();
+        for (ttl, sim, total) in &mut self.sims {
+            let body = match self.provider {
+                Provider::Anthropic => {
+                    super::encode(request, self.wire, Some(spec.clone().cache_ttl(*ttl)))?
+                }
+                // No lifetime to choose: the body as sent.
+                Provider::Openai => body.clone(),
+            };
+            let b = sim.request(prefix_units(&body, self.provider), sent_at);
+            total.add(&b);
+            if *ttl == spec.cache_ttl {
+                billed = b;
+            }
+        }
+        Ok(billed)
+    }
+
+    /// What each `cache_ttl` billed over every request.
+    fn totals(self) -> Vec<(CacheTtl, Billed)> {
+        self.sims
+            .into_iter()
+            .map(|(ttl, _, total)| (ttl, total))
+            .collect()
     }
 }
 

@@ -94,6 +94,41 @@ pub struct Claimed {
     pub lease_until: Option<DateTime<Utc>>,
 }
 
+/// The subject of the answer of `responsibility` of `persona`: its `subject` template
+/// rendered on one line (it sees `now` and `responsibility`), else its name; at most
+/// [`MAX_SUBJECT_CHARS`].
+fn scheduled_subject(
+    persona: &str,
+    responsibility: &protege_core::Responsibility,
+    now: DateTime<Utc>,
+) -> Result<String, EngineError> {
+    let name = &responsibility.name;
+    let subject = match &responsibility.subject {
+        None => responsibility.name.clone(),
+        Some(template) => {
+            let vars = serde_json::json!({
+                "now": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "responsibility": responsibility,
+            });
+            let rendered = protege_core::Template::compile("subject", template.as_str())
+                .and_then(|t| t.render(&minijinja::Value::from(minijinja::value::Serde(&vars))))
+                .map_err(|e| {
+                    invalid(format!(
+                        "the `subject` of responsibility `{name}` of persona `{persona}` does not render: {e}"
+                    ))
+                })?;
+            protege_mail::one_line(rendered.trim()).into_owned()
+        }
+    };
+    let length = subject.chars().count();
+    if length > MAX_SUBJECT_CHARS {
+        return Err(invalid(format!(
+            "the subject of responsibility `{name}` renders {length} characters, over the {MAX_SUBJECT_CHARS} of one mail header line: no answer is composed"
+        )));
+    }
+    Ok(subject)
+}
+
 /// The error of an outbox row `id` that is not in the state a decision needs.
 fn wrong_state(id: i64, state: &str, needs: &str) -> EngineError {
     EngineError::new(
@@ -146,25 +181,7 @@ impl Engine {
             });
         }
         let run = self.load_run_row(run_id).await?;
-        if run.status != "done" && run.status != "stopped" {
-            return Err(invalid(format!(
-                "run `{run_id}` is `{}`: only a finished run has a reply",
-                run.status
-            )));
-        }
-        let text = match (run.status.as_str(), self.answer(&run).await?) {
-            ("done", Step::Done { text, .. }) => text,
-            ("stopped", Step::Stopped { stop_reason, .. }) => {
-                return Err(invalid(format!(
-                    "run `{run_id}` stopped ({stop_reason}): a stopped run composes no reply"
-                )));
-            }
-            (status, _) => {
-                return Err(invalid(format!(
-                    "run `{run_id}` is `{status}`: only a finished run has a reply"
-                )));
-            }
-        };
+        let text = self.final_answer(run_id, &run).await?;
         let Some(trigger_row) = run.message_id else {
             return self.compose_scheduled(&run, text, now, held).await;
         };
@@ -214,13 +231,7 @@ impl Engine {
             html: persona.info.agent.as_ref().is_some_and(|a| a.html),
         };
         let raw = reply_bytes(&reply)?;
-        let mut reason = plan.reason.clone();
-        if self.holds_a_secret(&text).await {
-            reason = Some("contains a secret".to_owned());
-        }
-        if reason.is_none() {
-            reason = held.map(str::to_owned);
-        }
+        let reason = self.wait_reason(&text, plan.reason.clone(), held).await;
         let new = NewReply {
             trigger: Some(trigger_row),
             thread: Some(trigger.thread_id),
@@ -285,30 +296,7 @@ impl Engine {
         if text.trim().is_empty() {
             return Ok(skipped("no_reply"));
         }
-        let subject = match &responsibility.subject {
-            None => responsibility.name.clone(),
-            Some(template) => {
-                let vars = serde_json::json!({
-                    "now": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    "responsibility": responsibility,
-                });
-                let rendered = protege_core::Template::compile("subject", template.as_str())
-                    .and_then(|t| t.render(&minijinja::Value::from(minijinja::value::Serde(&vars))))
-                    .map_err(|e| {
-                        invalid(format!(
-                            "the `subject` of responsibility `{name}` of persona `{}` does not render: {e}",
-                            run.persona
-                        ))
-                    })?;
-                protege_mail::one_line(rendered.trim()).into_owned()
-            }
-        };
-        let length = subject.chars().count();
-        if length > MAX_SUBJECT_CHARS {
-            return Err(invalid(format!(
-                "the subject of responsibility `{name}` renders {length} characters, over the {MAX_SUBJECT_CHARS} of one mail header line: no answer is composed"
-            )));
-        }
+        let subject = scheduled_subject(&run.persona, responsibility, now)?;
         let from = persona
             .info
             .addresses
@@ -337,18 +325,13 @@ impl Engine {
             html: persona.info.agent.as_ref().is_some_and(|a| a.html),
         };
         let raw = reply_bytes(&reply)?;
-        let mut reason = persona
+        let drafts = persona
             .info
             .agent
             .as_ref()
             .is_some_and(|a| a.always_drafts())
             .then(|| "draft".to_owned());
-        if self.holds_a_secret(&text).await {
-            reason = Some("contains a secret".to_owned());
-        }
-        if reason.is_none() {
-            reason = held.map(str::to_owned);
-        }
+        let reason = self.wait_reason(&text, drafts, held).await;
         let new = NewReply {
             trigger: None,
             thread: None,
@@ -363,6 +346,45 @@ impl Engine {
             now,
         };
         self.store_composed(&new, reply.message_id).await
+    }
+
+    /// The answer text of the finished run `run` (asked for as `run_id`): a run that goes
+    /// on, or that stopped, has no reply.
+    async fn final_answer(
+        &self,
+        run_id: &str,
+        run: &run_row::Model,
+    ) -> Result<String, EngineError> {
+        if run.status != "done" && run.status != "stopped" {
+            return Err(invalid(format!(
+                "run `{run_id}` is `{}`: only a finished run has a reply",
+                run.status
+            )));
+        }
+        match (run.status.as_str(), self.answer(run).await?) {
+            ("done", Step::Done { text, .. }) => Ok(text),
+            ("stopped", Step::Stopped { stop_reason, .. }) => Err(invalid(format!(
+                "run `{run_id}` stopped ({stop_reason}): a stopped run composes no reply"
+            ))),
+            (status, _) => Err(invalid(format!(
+                "run `{run_id}` is `{status}`: only a finished run has a reply"
+            ))),
+        }
+    }
+
+    /// Why a reply with the answer `text` waits for approval: because it holds a secret,
+    /// else for `reason` (the persona's settings), else for `held` (a trial run in the
+    /// foreground); `None` when it goes.
+    async fn wait_reason(
+        &self,
+        text: &str,
+        reason: Option<String>,
+        held: Option<&str>,
+    ) -> Option<String> {
+        if self.holds_a_secret(text).await {
+            return Some("contains a secret".to_owned());
+        }
+        reason.or_else(|| held.map(str::to_owned))
     }
 
     /// Whether `text` holds the value of a secret protege holds (§17): the fence key, the

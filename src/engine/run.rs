@@ -550,47 +550,23 @@ impl Engine {
             check_results(&run, input.round, &response, results, max_bytes)?;
             check_response(&run, input.round, &response)?;
             check_reasoning_model(&run, input.round, &input.response, &response)?;
-            let (pending, mut rounds) = match known.take() {
+            let (pending, rounds) = match known.take() {
                 // Its call ids were checked against the thread's and the earlier rounds'
                 // when the response was stored.
                 Some((_, earlier)) => (true, earlier),
-                None => {
-                    // The rounds stored: the pending one, if any, and those before it, whose
-                    // call ids are checked against this round's and which make the next body.
-                    let stored = db::load_rounds(conn, &run.id).await?;
-                    let pending = stored.iter().find(|r| r.round == round);
-                    if pending.is_some_and(|r| !r.is_pending()) {
+                None => match self.stored_rounds(conn, &run, &input, &response).await? {
+                    Some(stored) => stored,
+                    None => {
                         // Another writer recorded the round since the run was read.
                         run = self.load_run_row(run_id).await?;
                         continue;
                     }
-                    match pending {
-                        // The very response stored: its call ids were checked against the
-                        // thread's when it was.
-                        Some(pending) => check_pending_response(&run, pending, &input.response)?,
-                        None => {
-                            self.check_thread_call_ids(&run, input.round, &response)
-                                .await?;
-                        }
-                    }
-                    let earlier =
-                        earlier_rounds(&self.inner.rounds, &run, input.round, &response, &stored)?;
-                    (pending.is_some(), earlier)
-                }
+                },
             };
-            let over = response.outcome == Outcome::ToolCalls && input.round + 1 >= max_rounds;
-            let status = match response.outcome {
-                Outcome::ToolCalls if !over => db::RUN_STARTED,
-                Outcome::Done => "done",
-                _ => "stopped",
-            };
+            let status = status_after(&response, input.round, max_rounds);
             span.record("protege.run.status", status);
             let mut new = new_round(round, pending, &input.response, results, &response, status);
-            for (call, ran) in inputs {
-                if let Some(tool_use) = new.tool_uses.iter_mut().find(|t| &t.tool_call_id == call) {
-                    tool_use.input = ran.to_string();
-                }
-            }
+            with_inputs_ran(&mut new, inputs);
             match db::record_round(conn, &run, &new).await? {
                 db::RoundWrite::Recorded => {}
                 db::RoundWrite::Raced => {
@@ -604,31 +580,85 @@ impl Engine {
             } else {
                 response.usage
             };
-            let recorded = Recorded {
-                persona: run.persona.clone(),
-                usage,
-                cost: self.usage_cost(&run.persona, &run.model, &usage),
-                ended: (status != db::RUN_STARTED).then_some(input.round + 1),
-            };
+            let ended = (status != db::RUN_STARTED).then_some(input.round + 1);
+            let recorded = self.recorded(&run, usage, ended);
             let parsed = ParsedRound {
                 response,
                 results: input.results,
             };
-            if status == db::RUN_STARTED {
-                self.inner.rounds.remember(&run.id, &new, &parsed);
-            } else {
-                self.inner.rounds.forget(&run.id);
-            }
-            // The run as this transaction left it: it changed the row only if nobody else had.
-            let run = run_after(run, &new);
-            rounds.push(parsed);
-            let parts = read_parts(conn, &run, &rounds).await?;
-            return Ok((
-                self.step(&run, input.round, &rounds, &parts),
-                Some(recorded),
-            ));
+            let step = self
+                .step_recorded(conn, run, &new, parsed, rounds, input.round)
+                .await?;
+            return Ok((step, Some(recorded)));
         }
         Err(busy(&run, input.round))
+    }
+
+    /// The rounds of `run` stored before round `input.round` (whose response is
+    /// `response`), parsed, with its call ids checked against theirs and the thread's (or
+    /// the stored response checked to be the same), and whether that round is stored
+    /// pending; `None` when another writer recorded the round since `run` was read.
+    async fn stored_rounds(
+        &self,
+        conn: &DatabaseConnection,
+        run: &run_row::Model,
+        input: &RoundInput,
+        response: &ModelResponse,
+    ) -> Result<Option<(bool, Vec<ParsedRound>)>, EngineError> {
+        // The rounds stored: the pending one, if any, and those before it, whose call ids
+        // are checked against this round's and which make the next body.
+        let stored = db::load_rounds(conn, &run.id).await?;
+        let round = i32::try_from(input.round).unwrap_or(i32::MAX);
+        let pending = stored.iter().find(|r| r.round == round);
+        if pending.is_some_and(|r| !r.is_pending()) {
+            return Ok(None);
+        }
+        match pending {
+            // The very response stored: its call ids were checked against the thread's
+            // when it was.
+            Some(pending) => check_pending_response(run, pending, &input.response)?,
+            None => {
+                self.check_thread_call_ids(run, input.round, response)
+                    .await?
+            }
+        }
+        let earlier = earlier_rounds(&self.inner.rounds, run, input.round, response, &stored)?;
+        Ok(Some((pending.is_some(), earlier)))
+    }
+
+    /// What recording `usage` in a round of `run` comes to, for the metrics: its cost at
+    /// the run model's prices, and the run's rounds when the round `ended` it.
+    fn recorded(&self, run: &run_row::Model, usage: Usage, ended: Option<u32>) -> Recorded {
+        Recorded {
+            persona: run.persona.clone(),
+            usage,
+            cost: self.usage_cost(&run.persona, &run.model, &usage),
+            ended,
+        }
+    }
+
+    /// What comes after round `round` of `run` (as read before the round was written),
+    /// now recorded as `new`: the round, `parsed`, is kept among the parsed rounds while
+    /// the run goes on, and follows the `earlier` ones into the next body.
+    async fn step_recorded(
+        &self,
+        conn: &DatabaseConnection,
+        run: run_row::Model,
+        new: &db::NewRound,
+        parsed: ParsedRound,
+        mut earlier: Vec<ParsedRound>,
+        round: u32,
+    ) -> Result<Result<Step, EngineError>, EngineError> {
+        if new.status == db::RUN_STARTED {
+            self.inner.rounds.remember(&run.id, new, &parsed);
+        } else {
+            self.inner.rounds.forget(&run.id);
+        }
+        // The run as this transaction left it: it changed the row only if nobody else had.
+        let run = run_after(run, new);
+        earlier.push(parsed);
+        let parts = read_parts(conn, &run, &earlier).await?;
+        Ok(self.step(&run, round, &earlier, &parts))
     }
 
     /// Stores the provider's `response` to round `round` of run `run_id` before the results
@@ -724,12 +754,7 @@ impl Engine {
                     self.inner
                         .rounds
                         .mark_pending(&with_usage(run.clone(), new.usage), round, raw);
-                    let recorded = Recorded {
-                        persona: run.persona.clone(),
-                        usage: response.usage,
-                        cost: self.usage_cost(&run.persona, &run.model, &response.usage),
-                        ended: None,
-                    };
+                    let recorded = self.recorded(&run, response.usage, None);
                     return Ok((pending, Some(recorded)));
                 }
                 db::RoundWrite::Raced => run = self.load_run_row(run_id).await?,
@@ -1668,6 +1693,28 @@ fn new_round(
         status,
         tool_uses,
         at: micros(Utc::now()),
+    }
+}
+
+/// The status of a run once its round `round`, answered by `response`, is recorded: it
+/// goes on while the model asks for tools within `max_rounds`, is `done` when it answered,
+/// and `stopped` otherwise.
+fn status_after(response: &ModelResponse, round: u32, max_rounds: u32) -> &'static str {
+    let over = response.outcome == Outcome::ToolCalls && round + 1 >= max_rounds;
+    match response.outcome {
+        Outcome::ToolCalls if !over => db::RUN_STARTED,
+        Outcome::Done => "done",
+        _ => "stopped",
+    }
+}
+
+/// Gives the `tool_uses` rows of `new` the inputs that ran (call id, input) where they are
+/// not the model's (an operator edited them when approving).
+fn with_inputs_ran(new: &mut db::NewRound, inputs: &[(String, Value)]) {
+    for (call, ran) in inputs {
+        if let Some(tool_use) = new.tool_uses.iter_mut().find(|t| &t.tool_call_id == call) {
+            tool_use.input = ran.to_string();
+        }
     }
 }
 

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use protege_core::db::entities::run as run_row;
+use protege_core::db::entities::{run as run_row, run_round};
 use protege_core::wire::Usage;
 use protege_core::wire::{PrefixUnit, cached_tokens, prefix_units};
 use protege_core::{Prices, Provider};
+use sea_orm::DatabaseConnection;
 
 use super::cache_report::{dollars, percent};
 use super::run::{round_bodies, stored_cache_key, written_for_an_hour};
@@ -231,6 +232,108 @@ enum Previous {
     Units(Vec<Vec<PrefixUnit>>),
 }
 
+impl Previous {
+    /// The units of the previous run's bodies, read from its rounds the first time.
+    async fn units(
+        &mut self,
+        conn: &DatabaseConnection,
+    ) -> Result<&[Vec<PrefixUnit>], EngineError> {
+        if let Previous::Row(row) = self {
+            let rounds = db::load_rounds(conn, &row.id).await?;
+            *self = Previous::Units(round_units(conn, row, &rounds).await?);
+        }
+        Ok(match self {
+            Previous::Units(units) => units,
+            Previous::Row(_) => &[],
+        })
+    }
+}
+
+/// The prefix units of each body of `run` that its recorded `rounds` answered.
+async fn round_units(
+    conn: &DatabaseConnection,
+    run: &run_row::Model,
+    rounds: &[run_round::Model],
+) -> Result<Vec<Vec<PrefixUnit>>, EngineError> {
+    let provider = provider_of(run);
+    Ok(round_bodies(conn, run, rounds)
+        .await?
+        .iter()
+        .map(|body| prefix_units(body, provider))
+        .collect())
+}
+
+/// The tokens a prompt cache would serve of a run's bodies, `units`: body 0 up to the
+/// longest prefix it shares with one of the previous run's bodies, `before`, body k up to
+/// the prefix it shares with body k − 1.
+fn simulated_cached(
+    before: &[Vec<PrefixUnit>],
+    units: &[Vec<PrefixUnit>],
+    provider: Provider,
+) -> usize {
+    let mut cached = 0;
+    for (k, current) in units.iter().enumerate() {
+        cached += if k == 0 {
+            before
+                .iter()
+                .map(|p| cached_tokens(p, current, provider))
+                .max()
+                .unwrap_or(0)
+        } else {
+            cached_tokens(&units[k - 1], current, provider)
+        };
+    }
+    cached
+}
+
+/// The row of `run`, with its recorded `rounds`, the `units` of their bodies, the tokens
+/// the simulation serves of them from cache, and the `prices` of its model.
+fn cache_row(
+    run: &run_row::Model,
+    rounds: &[run_round::Model],
+    units: &[Vec<PrefixUnit>],
+    simulated_cached: usize,
+    prices: Option<Prices>,
+) -> RunCacheRow {
+    let count = |n: i64| u64::try_from(n).unwrap_or_default();
+    let usage = Usage {
+        input: count(run.input_tokens),
+        output: count(run.output_tokens),
+        cache_read: count(run.cache_read_tokens),
+        cache_write: count(run.cache_write_tokens),
+        // The split of the writes is in the stored responses (Anthropic's).
+        cache_write_1h: rounds
+            .iter()
+            .filter(|r| r.response.contains("ephemeral_1h_input_tokens"))
+            .filter_map(|r| serde_json::from_str(&r.response).ok())
+            .map(|response| written_for_an_hour(&response))
+            .fold(0, u64::saturating_add),
+    };
+    let uncached = Usage {
+        input: usage
+            .input
+            .saturating_add(usage.cache_read)
+            .saturating_add(usage.cache_write),
+        output: usage.output,
+        ..Usage::default()
+    };
+    RunCacheRow {
+        run_id: run.id.clone(),
+        status: run.status.clone(),
+        rounds: u32::try_from(run.rounds).unwrap_or_default(),
+        billed_tokens: count(run.input_tokens)
+            + count(run.cache_read_tokens)
+            + count(run.cache_write_tokens),
+        cache_read_tokens: count(run.cache_read_tokens),
+        simulated_input_tokens: units.iter().flatten().map(|u| u.tokens).sum(),
+        simulated_cached_tokens: simulated_cached,
+        cost: prices.map(|p| p.usage_cost(&usage)),
+        uncached_cost: prices.map(|p| p.usage_cost(&uncached)),
+    }
+}
+
+/// The provider whose cache serves the bodies of `run`: Anthropic's for its format, else
+/// OpenAI's.
 fn provider_of(run: &run_row::Model) -> Provider {
     if run.format == "anthropic" {
         Provider::Anthropic
@@ -275,84 +378,18 @@ impl Engine {
                 }
                 continue;
             }
-            let provider = provider_of(&run);
             let rounds = db::load_rounds(conn, &run.id).await?;
-            let units: Vec<Vec<PrefixUnit>> = round_bodies(conn, &run, &rounds)
-                .await?
-                .iter()
-                .map(|body| prefix_units(body, provider))
-                .collect();
+            let units = round_units(conn, &run, &rounds).await?;
             let before: &[Vec<PrefixUnit>] =
                 match conversation.as_ref().and_then(|c| previous.get_mut(c)) {
-                    Some(slot) => {
-                        if let Previous::Row(row) = slot {
-                            let rounds = db::load_rounds(conn, &row.id).await?;
-                            let p = provider_of(row);
-                            *slot = Previous::Units(
-                                round_bodies(conn, row, &rounds)
-                                    .await?
-                                    .iter()
-                                    .map(|body| prefix_units(body, p))
-                                    .collect(),
-                            );
-                        }
-                        match slot {
-                            Previous::Units(units) => units,
-                            Previous::Row(_) => &[],
-                        }
-                    }
+                    Some(slot) => slot.units(conn).await?,
                     None => &[],
                 };
-            let mut simulated_cached = 0;
-            for (k, current) in units.iter().enumerate() {
-                simulated_cached += if k == 0 {
-                    before
-                        .iter()
-                        .map(|p| cached_tokens(p, current, provider))
-                        .max()
-                        .unwrap_or(0)
-                } else {
-                    cached_tokens(&units[k - 1], current, provider)
-                };
-            }
-            let count = |n: i64| u64::try_from(n).unwrap_or_default();
-            let usage = Usage {
-                input: count(run.input_tokens),
-                output: count(run.output_tokens),
-                cache_read: count(run.cache_read_tokens),
-                cache_write: count(run.cache_write_tokens),
-                // The split of the writes is in the stored responses (Anthropic's).
-                cache_write_1h: rounds
-                    .iter()
-                    .filter(|r| r.response.contains("ephemeral_1h_input_tokens"))
-                    .filter_map(|r| serde_json::from_str(&r.response).ok())
-                    .map(|response| written_for_an_hour(&response))
-                    .fold(0, u64::saturating_add),
-            };
+            let simulated_cached = simulated_cached(before, &units, provider_of(&run));
             let prices = *prices_of
                 .entry(run.model.clone())
                 .or_insert_with(|| Prices::resolve(&run.model, overrides.as_ref()));
-            let uncached = Usage {
-                input: usage
-                    .input
-                    .saturating_add(usage.cache_read)
-                    .saturating_add(usage.cache_write),
-                output: usage.output,
-                ..Usage::default()
-            };
-            rows.push(RunCacheRow {
-                run_id: run.id.clone(),
-                status: run.status.clone(),
-                rounds: u32::try_from(run.rounds).unwrap_or_default(),
-                billed_tokens: count(run.input_tokens)
-                    + count(run.cache_read_tokens)
-                    + count(run.cache_write_tokens),
-                cache_read_tokens: count(run.cache_read_tokens),
-                simulated_input_tokens: units.iter().flatten().map(|u| u.tokens).sum(),
-                simulated_cached_tokens: simulated_cached,
-                cost: prices.map(|p| p.usage_cost(&usage)),
-                uncached_cost: prices.map(|p| p.usage_cost(&uncached)),
-            });
+            rows.push(cache_row(&run, &rounds, &units, simulated_cached, prices));
             if let Some(c) = conversation.filter(|_| !units.is_empty()) {
                 previous.insert(c, Previous::Units(units));
             }

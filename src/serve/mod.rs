@@ -166,6 +166,7 @@ impl Service {
                 )
                 .route("/v1/runs/{id}/waiting", get(jobs::waiting));
         }
+        let routes = outbox_routes(run_routes(routes));
         routes
             .route("/ui", get(ui::page))
             .route("/ui/app.js", get(ui::script))
@@ -185,57 +186,6 @@ impl Service {
             .route("/v1/forget", limited(post(handlers::forget), FORGET_LIMIT))
             .route("/v1/prune", limited(post(handlers::prune), PRUNE_LIMIT))
             .route("/v1/diff", limited(post(handlers::diff), DIFF_LIMIT))
-            .route(
-                "/v1/runs",
-                limited(post(runs::start), RESOLVE_LIMIT).get(runs::list),
-            )
-            .route("/v1/runs/{id}", get(runs::show))
-            .route(
-                "/v1/runs/{id}/abandon",
-                limited(post(runs::abandon), DECISION_LIMIT),
-            )
-            .route(
-                "/v1/runs/{id}/rounds",
-                limited(post(runs::record), ROUND_LIMIT),
-            )
-            .route(
-                "/v1/runs/{id}/reply",
-                limited(post(outbox::compose), DECISION_LIMIT),
-            )
-            .route("/v1/outbox", get(outbox::list))
-            .route(
-                "/v1/outbox/claim",
-                limited(post(outbox::claim), DECISION_LIMIT),
-            )
-            .route(
-                "/v1/outbox/hold",
-                limited(post(outbox::hold), DECISION_LIMIT),
-            )
-            .route(
-                "/v1/outbox/release",
-                limited(post(outbox::release), DECISION_LIMIT),
-            )
-            .route("/v1/outbox/{id}", get(outbox::show))
-            .route(
-                "/v1/outbox/{id}/approve",
-                limited(post(outbox::approve), RESOLVE_LIMIT),
-            )
-            .route(
-                "/v1/outbox/{id}/reject",
-                limited(post(outbox::reject), DECISION_LIMIT),
-            )
-            .route(
-                "/v1/outbox/{id}/retry",
-                limited(post(outbox::retry), DECISION_LIMIT),
-            )
-            .route(
-                "/v1/outbox/{id}/sent",
-                limited(post(outbox::sent), DECISION_LIMIT),
-            )
-            .route(
-                "/v1/outbox/{id}/failed",
-                limited(post(outbox::failed), DECISION_LIMIT),
-            )
             .route("/v1/agent/jobs", get(jobs::list))
             .route(
                 "/v1/agent/jobs/{id}/retry",
@@ -251,6 +201,69 @@ impl Service {
             .layer(middleware::from_fn(layers::log))
             .with_state(app)
     }
+}
+
+/// The routes of runs (§13) added to `routes`: start and list, show, abandon, record a
+/// round, and compose the run's reply.
+fn run_routes(routes: Router<App>) -> Router<App> {
+    routes
+        .route(
+            "/v1/runs",
+            limited(post(runs::start), RESOLVE_LIMIT).get(runs::list),
+        )
+        .route("/v1/runs/{id}", get(runs::show))
+        .route(
+            "/v1/runs/{id}/abandon",
+            limited(post(runs::abandon), DECISION_LIMIT),
+        )
+        .route(
+            "/v1/runs/{id}/rounds",
+            limited(post(runs::record), ROUND_LIMIT),
+        )
+        .route(
+            "/v1/runs/{id}/reply",
+            limited(post(outbox::compose), DECISION_LIMIT),
+        )
+}
+
+/// The routes of the outbox (§18) added to `routes`: list, claim, hold and release, show,
+/// and the decisions and outcomes of one reply.
+fn outbox_routes(routes: Router<App>) -> Router<App> {
+    routes
+        .route("/v1/outbox", get(outbox::list))
+        .route(
+            "/v1/outbox/claim",
+            limited(post(outbox::claim), DECISION_LIMIT),
+        )
+        .route(
+            "/v1/outbox/hold",
+            limited(post(outbox::hold), DECISION_LIMIT),
+        )
+        .route(
+            "/v1/outbox/release",
+            limited(post(outbox::release), DECISION_LIMIT),
+        )
+        .route("/v1/outbox/{id}", get(outbox::show))
+        .route(
+            "/v1/outbox/{id}/approve",
+            limited(post(outbox::approve), RESOLVE_LIMIT),
+        )
+        .route(
+            "/v1/outbox/{id}/reject",
+            limited(post(outbox::reject), DECISION_LIMIT),
+        )
+        .route(
+            "/v1/outbox/{id}/retry",
+            limited(post(outbox::retry), DECISION_LIMIT),
+        )
+        .route(
+            "/v1/outbox/{id}/sent",
+            limited(post(outbox::sent), DECISION_LIMIT),
+        )
+        .route(
+            "/v1/outbox/{id}/failed",
+            limited(post(outbox::failed), DECISION_LIMIT),
+        )
 }
 
 /// What every handler and layer shares.

@@ -20,12 +20,51 @@ const BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0,
 ];
 
+/// `protege serve`: serves the engine's routes and runs its workers until SIGTERM or
+/// SIGINT, then drains them.
 pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     let token = token(args)?;
     let metrics = PrometheusBuilder::new()
         .set_buckets(&BUCKETS)
         .and_then(PrometheusBuilder::install_recorder)
         .map_err(|e| Failure::invalid(format!("cannot set up the metrics: {e}")))?;
+    let engine = start_engine(env, args).await?;
+    let (listener, address) = listen(args, token.is_some()).await?;
+    // The signals are caught from here on: a SIGTERM sent once the address is announced
+    // drains the service, never kills it.
+    let shutdown = shutdown_signal();
+    tracing::info!("listening on http://{address}");
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+    let workers = Workers::spawn(&engine, args, &stopping_rx);
+    let router = Service::new(engine)
+        .token(token)
+        .deadline(Duration::from_secs_f64(args.deadline))
+        .metrics(move || metrics.render())
+        .router();
+    let limits = limits(args);
+    tracing::info!(
+        max_connections = limits.max_connections,
+        max_connections_per_client = limits.max_per_client,
+        "connection caps"
+    );
+    let drain_limit = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing the requests in flight");
+        let _ = stopping_tx.send(true);
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        () = conn::serve(listener, router, limits, stopping_rx) => {}
+        () = drain_limit => tracing::warn!("requests still in flight after 30 s; exiting"),
+    }
+    workers.drain().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The engine `serve` runs, its personas loaded (the invalid ones and those loaded
+/// logged) and their reloads logged as they come.
+async fn start_engine(env: &Env, args: &ServeArgs) -> CliResult<protege::Engine> {
     let engine = env
         .engine_builder()
         .trusted_authserv_ids(args.trusted_authserv_ids.iter().cloned())
@@ -44,13 +83,22 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
     if let Some(events) = engine.events() {
         tokio::spawn(log_reloads(events));
     }
+    Ok(engine)
+}
+
+/// The listener on `--listen` and its address. Without a token (`with_token` false) only
+/// a loopback address is served, unless `--no-auth` says otherwise.
+async fn listen(
+    args: &ServeArgs,
+    with_token: bool,
+) -> CliResult<(tokio::net::TcpListener, std::net::SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| Failure::invalid(format!("cannot listen on `{}`: {e}", args.listen)))?;
     let address = listener
         .local_addr()
         .map_err(|e| Failure::invalid(format!("cannot read the listening address: {e}")))?;
-    if token.is_none() {
+    if !with_token {
         if !args.no_auth && !address.ip().is_loopback() {
             return Err(Failure::usage(format!(
                 "`{}` is not a loopback address and `PROTEGE_SERVE_TOKEN` is not set: set a token, or pass `--no-auth` to serve without authentication",
@@ -61,90 +109,102 @@ pub(crate) async fn run(env: &Env, args: &ServeArgs) -> CliResult {
             "authentication is off: `/v1/*` and `/metrics` are open to anyone who reaches {address}"
         );
     }
-    // The signals are caught from here on: a SIGTERM sent once the address is announced
-    // drains the service, never kills it.
-    let shutdown = shutdown_signal();
-    tracing::info!("listening on http://{address}");
-    // The outbox's delivery worker: it sends the replies of the personas with an
-    // `[outbox] smtp` server, and stops claiming when the service stops.
-    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
-    let lease = Duration::from_secs(args.delivery_lease);
-    let worker = tokio::spawn(deliver(engine.clone(), lease, stopping_rx.clone()));
-    let agent = args.agent.then(|| {
-        let lease = Duration::from_secs(args.job_lease);
-        tokio::spawn(answer(engine.clone(), lease, stopping_rx.clone()))
-    });
-    // The responsibilities' slots, fired as they fall due; the agent runs their jobs.
-    let schedules = args.agent.then(|| {
-        let (engine, stop) = (engine.clone(), stopping_rx.clone());
-        tokio::spawn(async move { engine.run_schedules(SCHEDULE_INTERVAL, stop).await })
-    });
-    // The personas' mailboxes, each read by one session across the replicas.
-    let inboxes = args.agent.then(|| {
-        let (engine, stop) = (engine.clone(), stopping_rx.clone());
-        let lease = Duration::from_secs(args.inbox_lease);
-        tokio::spawn(async move {
-            engine
-                .run_inboxes(worker_name(), lease, |name| std::env::var(name).ok(), stop)
-                .await;
-        })
-    });
-    let router = Service::new(engine)
-        .token(token)
-        .deadline(Duration::from_secs_f64(args.deadline))
-        .metrics(move || metrics.render())
-        .router();
+    Ok((listener, address))
+}
+
+/// The connection caps and timeouts of `args`; without `--max-connections-per-client`, a
+/// quarter of the connections.
+fn limits(args: &ServeArgs) -> conn::Limits {
     let max_connections = args
         .max_connections
         .map_or_else(conn::default_max_connections, |n| n as usize);
-    let limits = conn::Limits {
+    conn::Limits {
         header_timeout: Duration::from_secs_f64(args.header_timeout),
         idle_timeout: Duration::from_secs_f64(args.idle_timeout),
         max_connections,
         max_per_client: args
             .max_connections_per_client
             .map_or((max_connections / 4).max(1), |n| n as usize),
-    };
-    tracing::info!(
-        max_connections = limits.max_connections,
-        max_connections_per_client = limits.max_per_client,
-        "connection caps"
-    );
-    let drain_limit = async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing the requests in flight");
-        let _ = stopping_tx.send(true);
-        tokio::time::sleep(DRAIN).await;
-    };
-    tokio::select! {
-        () = conn::serve(listener, router, limits, stopping_rx) => {}
-        () = drain_limit => tracing::warn!("requests still in flight after 30 s; exiting"),
     }
-    // An SMTP exchange in flight finishes (its outcome is recorded) unless it outlasts the
-    // drain: its row then stays `sending` until its lease runs out.
-    if tokio::time::timeout(DRAIN, worker).await.is_err() {
-        tracing::warn!("a delivery still in flight after 30 s; exiting");
+}
+
+/// The workers `serve` runs beside its routes; all but the delivery worker only with
+/// `--agent`.
+struct Workers {
+    /// The outbox's delivery worker.
+    delivery: tokio::task::JoinHandle<()>,
+    /// The agent's worker, running the jobs.
+    agent: Option<tokio::task::JoinHandle<()>>,
+    /// The responsibilities' slots, fired as they fall due.
+    schedules: Option<tokio::task::JoinHandle<()>>,
+    /// The personas' inbox sessions.
+    inboxes: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Starts the workers of `engine` as `args` asks; each stops when `stop` turns true.
+    fn spawn(
+        engine: &protege::Engine,
+        args: &ServeArgs,
+        stop: &tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        // The outbox's delivery worker: it sends the replies of the personas with an
+        // `[outbox] smtp` server, and stops claiming when the service stops.
+        let lease = Duration::from_secs(args.delivery_lease);
+        let delivery = tokio::spawn(deliver(engine.clone(), lease, stop.clone()));
+        let agent = args.agent.then(|| {
+            let lease = Duration::from_secs(args.job_lease);
+            tokio::spawn(answer(engine.clone(), lease, stop.clone()))
+        });
+        // The responsibilities' slots, fired as they fall due; the agent runs their jobs.
+        let schedules = args.agent.then(|| {
+            let (engine, stop) = (engine.clone(), stop.clone());
+            tokio::spawn(async move { engine.run_schedules(SCHEDULE_INTERVAL, stop).await })
+        });
+        // The personas' mailboxes, each read by one session across the replicas.
+        let inboxes = args.agent.then(|| {
+            let (engine, stop) = (engine.clone(), stop.clone());
+            let lease = Duration::from_secs(args.inbox_lease);
+            tokio::spawn(async move {
+                engine
+                    .run_inboxes(worker_name(), lease, |name| std::env::var(name).ok(), stop)
+                    .await;
+            })
+        });
+        Workers {
+            delivery,
+            agent,
+            schedules,
+            inboxes,
+        }
     }
-    // A job's round in flight finishes; its lease then runs out and another replica
-    // resumes the job from its stored rounds.
-    if let Some(agent) = agent
-        && tokio::time::timeout(DRAIN, agent).await.is_err()
-    {
-        tracing::warn!("an agent job still in flight after 30 s; exiting");
+
+    /// Waits for each worker to stop, at most [`DRAIN`] each.
+    async fn drain(self) {
+        // An SMTP exchange in flight finishes (its outcome is recorded) unless it outlasts
+        // the drain: its row then stays `sending` until its lease runs out.
+        if tokio::time::timeout(DRAIN, self.delivery).await.is_err() {
+            tracing::warn!("a delivery still in flight after 30 s; exiting");
+        }
+        // A job's round in flight finishes; its lease then runs out and another replica
+        // resumes the job from its stored rounds.
+        if let Some(agent) = self.agent
+            && tokio::time::timeout(DRAIN, agent).await.is_err()
+        {
+            tracing::warn!("an agent job still in flight after 30 s; exiting");
+        }
+        // Each inbox session gives its folder's lease back, so another replica reads on.
+        if let Some(inboxes) = self.inboxes
+            && tokio::time::timeout(DRAIN, inboxes).await.is_err()
+        {
+            tracing::warn!("inbox sessions still closing after 30 s; exiting");
+        }
+        if let Some(schedules) = self.schedules
+            && tokio::time::timeout(DRAIN, schedules).await.is_err()
+        {
+            tracing::warn!("slots still being fired after 30 s; exiting");
+        }
     }
-    // Each inbox session gives its folder's lease back, so another replica reads on.
-    if let Some(inboxes) = inboxes
-        && tokio::time::timeout(DRAIN, inboxes).await.is_err()
-    {
-        tracing::warn!("inbox sessions still closing after 30 s; exiting");
-    }
-    if let Some(schedules) = schedules
-        && tokio::time::timeout(DRAIN, schedules).await.is_err()
-    {
-        tracing::warn!("slots still being fired after 30 s; exiting");
-    }
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// The outbox's delivery worker until `stop` turns true: it waits for the database (a

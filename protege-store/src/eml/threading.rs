@@ -270,46 +270,9 @@ impl Threader {
         if found.contains_key(&email.message_id) {
             return again(db, email).await;
         }
-
-        // The threads it could join, most relevant first: those of the messages it
-        // references, then those of stored replies to it.
-        let mut candidates: Vec<i64> = Vec::new();
-        for parent in &eml.parents {
-            if let Some(&t) = found.get(parent)
-                && !candidates.contains(&t)
-            {
-                candidates.push(t);
-            }
-        }
-        let replies: Vec<i64> = message::Entity::find()
-            .select_only()
-            .column(message::Column::EmailThreadId)
-            .filter(message::Column::InReplyTo.eq(email.message_id.as_str()))
-            .order_by_asc(message::Column::Id)
-            .into_tuple()
-            .all(db)
-            .await?;
-        for t in replies {
-            if !candidates.contains(&t) {
-                candidates.push(t);
-            }
-        }
-
+        let candidates = candidate_threads(db, eml, &found).await?;
+        let join = self.thread_to_join(db, eml, &candidates).await?;
         let direction = email.direction;
-        // Inbound mail claiming a persona's address is a forgery or a loop: it joins
-        // nothing. Every From address must be a participant.
-        let mut join = None;
-        if !self.forged(direction, &eml.origin.from) {
-            'threads: for &t in &candidates {
-                for sender in &eml.origin.from {
-                    if !self.is_participant(db, t, sender).await? {
-                        continue 'threads;
-                    }
-                }
-                join = Some(t);
-                break;
-            }
-        }
 
         let txn = db.begin().await?;
         match store::insert_email(&txn, join, &thread_subject(&email.subject), email).await {
@@ -355,6 +318,29 @@ impl Threader {
                 }
             }
         }
+    }
+
+    /// The first of the stored threads `candidates` whose participants include every
+    /// sender of `eml`: inbound mail claiming a persona's address is a forgery or a loop,
+    /// and joins nothing.
+    async fn thread_to_join<C: ConnectionTrait>(
+        &mut self,
+        db: &C,
+        eml: &ParsedEml,
+        candidates: &[i64],
+    ) -> Result<Option<i64>> {
+        if self.forged(eml.email.direction, &eml.origin.from) {
+            return Ok(None);
+        }
+        'threads: for &t in candidates {
+            for sender in &eml.origin.from {
+                if !self.is_participant(db, t, sender).await? {
+                    continue 'threads;
+                }
+            }
+            return Ok(Some(t));
+        }
+        Ok(None)
     }
 
     /// Stores the messages of `batch` in `txn`, in order, with the same outcome as
@@ -640,6 +626,38 @@ impl Threader {
         }
         Ok(())
     }
+}
+
+/// The stored threads `eml` could join, most relevant first: those of the messages it
+/// references (`found`: the stored threads by Message-ID), then those of stored replies
+/// to it.
+async fn candidate_threads<C: ConnectionTrait>(
+    db: &C,
+    eml: &ParsedEml,
+    found: &HashMap<String, i64>,
+) -> Result<Vec<i64>> {
+    let mut candidates: Vec<i64> = Vec::new();
+    for parent in &eml.parents {
+        if let Some(&t) = found.get(parent)
+            && !candidates.contains(&t)
+        {
+            candidates.push(t);
+        }
+    }
+    let replies: Vec<i64> = message::Entity::find()
+        .select_only()
+        .column(message::Column::EmailThreadId)
+        .filter(message::Column::InReplyTo.eq(eml.email.message_id.as_str()))
+        .order_by_asc(message::Column::Id)
+        .into_tuple()
+        .all(db)
+        .await?;
+    for t in replies {
+        if !candidates.contains(&t) {
+            candidates.push(t);
+        }
+    }
+    Ok(candidates)
 }
 
 /// What storing `email` again is, its Message-ID being stored: a duplicate when the stored

@@ -121,79 +121,13 @@ struct Statements {
 }
 
 impl Statements {
+    /// The statements of the `threads` chosen threads of `who`, with the last `messages`
+    /// messages of those without a summary.
     fn new(who: &Correspondent<'_>, threads: u64, messages: u64) -> Self {
-        use attachment::Column as At;
-        use email_thread::Column as T;
         use message::Column as M;
-        use thread_summary::Column as S;
 
-        let mut thread_rows = Query::select();
-        thread_rows
-            .columns(columns(email_thread::Entity))
-            .from(email_thread::Entity);
-        join_chosen(
-            &mut thread_rows,
-            who,
-            threads,
-            (email_thread::Entity, T::Id),
-        );
-        thread_rows
-            .order_by((alias("chosen"), alias("newest")), Order::Asc)
-            .order_by((alias("chosen"), alias("thread_id")), Order::Asc);
-
-        // The newest summary of each chosen thread (by `created_at`, ties by `id`).
-        let mut numbered_summaries = Query::select();
-        numbered_summaries
-            .columns(columns(thread_summary::Entity))
-            .from(thread_summary::Entity);
-        join_chosen(
-            &mut numbered_summaries,
-            who,
-            threads,
-            (thread_summary::Entity, S::EmailThreadId),
-        );
-        let mut newest_first =
-            WindowStatement::partition_by((thread_summary::Entity, S::EmailThreadId));
-        newest_first
-            .order_by((thread_summary::Entity, S::CreatedAt), Order::Desc)
-            .order_by((thread_summary::Entity, S::Id), Order::Desc);
-        numbered_summaries.expr_window_as(Func::cust("ROW_NUMBER"), newest_first, alias("rn"));
         let n = alias("numbered");
-        let mut summaries = Query::select();
-        summaries
-            .columns(columns(thread_summary::Entity).map(|(_, c)| (n.clone(), c)))
-            .from_subquery(numbered_summaries, n.clone())
-            .and_where(Expr::col((n.clone(), alias("rn"))).eq(1));
-
-        // The last `messages` messages of each chosen thread that has no summary, numbered
-        // newest first within their thread.
-        let mut no_summary = Query::select();
-        no_summary
-            .expr(Expr::val(1))
-            .from(thread_summary::Entity)
-            .and_where(
-                Expr::col((thread_summary::Entity, S::EmailThreadId))
-                    .equals((message::Entity, M::EmailThreadId)),
-            );
-        let mut numbered_messages = Query::select();
-        for (table, column) in columns(message::Entity) {
-            rows::history_column(&mut numbered_messages, table, column);
-        }
-        numbered_messages.from(message::Entity);
-        join_chosen(
-            &mut numbered_messages,
-            who,
-            threads,
-            (message::Entity, M::EmailThreadId),
-        );
-        numbered_messages
-            .and_where(Expr::exists(no_summary).not())
-            .and_where(rows::not_unsent_reply(message::Entity));
-        let mut last_first = WindowStatement::partition_by((message::Entity, M::EmailThreadId));
-        last_first
-            .order_by((message::Entity, M::SentAt), Order::Desc)
-            .order_by((message::Entity, M::Id), Order::Desc);
-        numbered_messages.expr_window_as(Func::cust("ROW_NUMBER"), last_first, alias("rn"));
+        let numbered_messages = numbered_messages(who, threads);
         let kept =
             Expr::col((n.clone(), alias("rn"))).lte(i64::try_from(messages).unwrap_or(i64::MAX));
         let mut message_rows = Query::select();
@@ -208,27 +142,114 @@ impl Statements {
         let mut kept_ids = Query::select();
         kept_ids
             .column((n.clone(), M::Id))
-            .from_subquery(numbered_messages, n.clone())
+            .from_subquery(numbered_messages, n)
             .and_where(kept);
-        let k = alias("kept");
-        let mut attachments = Query::select();
-        attachments
-            .columns(columns(attachment::Entity).take(At::Data.position()))
-            .from(attachment::Entity)
-            .join_subquery(
-                JoinType::InnerJoin,
-                kept_ids,
-                k.clone(),
-                Expr::col((k, M::Id)).equals((attachment::Entity, At::MessageId)),
-            )
-            .order_by((attachment::Entity, At::Id), Order::Asc);
         Self {
-            threads: thread_rows,
-            summaries,
+            threads: thread_rows(who, threads),
+            summaries: newest_summaries(who, threads),
             messages: message_rows,
-            attachments,
+            attachments: attachments_of(kept_ids),
         }
     }
+}
+
+/// The `email_threads` rows of the chosen threads, oldest first (by their newest message).
+fn thread_rows(who: &Correspondent<'_>, threads: u64) -> SelectStatement {
+    let mut thread_rows = Query::select();
+    thread_rows
+        .columns(columns(email_thread::Entity))
+        .from(email_thread::Entity);
+    join_chosen(
+        &mut thread_rows,
+        who,
+        threads,
+        (email_thread::Entity, email_thread::Column::Id),
+    );
+    thread_rows
+        .order_by((alias("chosen"), alias("newest")), Order::Asc)
+        .order_by((alias("chosen"), alias("thread_id")), Order::Asc);
+    thread_rows
+}
+
+/// The newest summary of each chosen thread (by `created_at`, ties by `id`).
+fn newest_summaries(who: &Correspondent<'_>, threads: u64) -> SelectStatement {
+    use thread_summary::Column as S;
+    let mut numbered_summaries = Query::select();
+    numbered_summaries
+        .columns(columns(thread_summary::Entity))
+        .from(thread_summary::Entity);
+    join_chosen(
+        &mut numbered_summaries,
+        who,
+        threads,
+        (thread_summary::Entity, S::EmailThreadId),
+    );
+    let mut newest_first =
+        WindowStatement::partition_by((thread_summary::Entity, S::EmailThreadId));
+    newest_first
+        .order_by((thread_summary::Entity, S::CreatedAt), Order::Desc)
+        .order_by((thread_summary::Entity, S::Id), Order::Desc);
+    numbered_summaries.expr_window_as(Func::cust("ROW_NUMBER"), newest_first, alias("rn"));
+    let n = alias("numbered");
+    let mut summaries = Query::select();
+    summaries
+        .columns(columns(thread_summary::Entity).map(|(_, c)| (n.clone(), c)))
+        .from_subquery(numbered_summaries, n.clone())
+        .and_where(Expr::col((n, alias("rn"))).eq(1));
+    summaries
+}
+
+/// The messages of each chosen thread that has no summary, numbered newest first within
+/// their thread (`rn`).
+fn numbered_messages(who: &Correspondent<'_>, threads: u64) -> SelectStatement {
+    use message::Column as M;
+    use thread_summary::Column as S;
+    let mut no_summary = Query::select();
+    no_summary
+        .expr(Expr::val(1))
+        .from(thread_summary::Entity)
+        .and_where(
+            Expr::col((thread_summary::Entity, S::EmailThreadId))
+                .equals((message::Entity, M::EmailThreadId)),
+        );
+    let mut numbered_messages = Query::select();
+    for (table, column) in columns(message::Entity) {
+        rows::history_column(&mut numbered_messages, table, column);
+    }
+    numbered_messages.from(message::Entity);
+    join_chosen(
+        &mut numbered_messages,
+        who,
+        threads,
+        (message::Entity, M::EmailThreadId),
+    );
+    numbered_messages
+        .and_where(Expr::exists(no_summary).not())
+        .and_where(rows::not_unsent_reply(message::Entity));
+    let mut last_first = WindowStatement::partition_by((message::Entity, M::EmailThreadId));
+    last_first
+        .order_by((message::Entity, M::SentAt), Order::Desc)
+        .order_by((message::Entity, M::Id), Order::Desc);
+    numbered_messages.expr_window_as(Func::cust("ROW_NUMBER"), last_first, alias("rn"));
+    numbered_messages
+}
+
+/// The attachments, without their bytes, of the messages whose ids `kept_ids` selects.
+fn attachments_of(kept_ids: SelectStatement) -> SelectStatement {
+    use attachment::Column as At;
+    let k = alias("kept");
+    let mut attachments = Query::select();
+    attachments
+        .columns(columns(attachment::Entity).take(At::Data.position()))
+        .from(attachment::Entity)
+        .join_subquery(
+            JoinType::InnerJoin,
+            kept_ids,
+            k.clone(),
+            Expr::col((k, message::Column::Id)).equals((attachment::Entity, At::MessageId)),
+        )
+        .order_by((attachment::Entity, At::Id), Order::Asc);
+    attachments
 }
 
 /// The threads being built from the rows of the four statements, whichever driver reads
