@@ -15,7 +15,6 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use protege::db::sea_orm::ConnectionTrait;
 use protege::runs::{RoundInput, Step, ToolResult};
 use protege::{Direction, Engine, Format, ResolveInput};
 use serde_json::{Value, json};
@@ -66,12 +65,14 @@ pub(crate) async fn run(database: &Path) -> anyhow::Result<(String, Vec<Value>)>
         .fence_key("protege-example-fence-key")
         .build()
         .await?;
-    let db = engine.db().await?;
-    protege::db::import_fixture_file(db, &root.join("examples/data/demo.json")).await?;
-    db.execute_unprepared(&std::fs::read_to_string(
-        root.join("examples/data/customers.sql"),
-    )?)
-    .await?;
+    engine
+        .import_fixture(&root.join("examples/data/demo.json"))
+        .await?;
+    engine
+        .run_sql_script(&std::fs::read_to_string(
+            root.join("examples/data/customers.sql"),
+        )?)
+        .await?;
     let mut out = String::new();
     let mut sent = Vec::new();
 

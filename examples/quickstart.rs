@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-use protege::db::sea_orm::ConnectionTrait;
 use protege::{Engine, Format, ResolveInput};
 
 #[tokio::main]
@@ -36,10 +35,11 @@ pub(crate) async fn run(database: &Path) -> anyhow::Result<String> {
 
     // The demo mail (idempotent by Message-ID), and the application's own `customers`
     // table that the support persona's `LoadRecord` reads.
-    let db = engine.db().await?;
-    protege::db::import_fixture_file(db, &root.join("examples/data/demo.json")).await?;
+    engine
+        .import_fixture(&root.join("examples/data/demo.json"))
+        .await?;
     let customers = std::fs::read_to_string(root.join("examples/data/customers.sql"))?;
-    db.execute_unprepared(&customers).await?;
+    engine.run_sql_script(&customers).await?;
 
     let input = ResolveInput::reply("support", "<refund-3@example.com>")
         .format(Format::Anthropic)

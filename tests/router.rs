@@ -28,20 +28,8 @@ async fn engine(dir: &tempfile::TempDir) -> Engine {
         .await
         .unwrap();
     // The application's `customers` table the shipped personas read.
-    use protege::db::sea_orm::ConnectionTrait as _;
     let sql = std::fs::read_to_string(project().join("examples/data/customers.sql")).unwrap();
-    let db = engine.db().await.unwrap();
-    for statement in sql
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .split(";\n")
-        .map(|s| s.trim().trim_end_matches(';'))
-        .filter(|s| !s.is_empty())
-    {
-        db.execute_unprepared(statement).await.unwrap();
-    }
+    engine.run_sql_script(&sql).await.unwrap();
     engine
 }
 

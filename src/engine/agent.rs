@@ -1451,6 +1451,9 @@ async fn answers_of(
     }
 }
 
+/// A call of a round, with its outcome when a person rejected it (never made).
+type RoundCall = (PendingCall, Option<ToolOutcome>);
+
 /// The calls of a round as a person decided them: each with its outcome when rejected
 /// (an error result, never made), with its input as approved otherwise; and the calls
 /// whose input the person changed, with that input (recorded with the round).
@@ -1458,12 +1461,9 @@ fn decided_calls(
     pending: &[PendingCall],
     decision: Option<&Decision>,
     context: &CallContext<'_>,
-) -> (
-    Vec<(PendingCall, Option<ToolOutcome>)>,
-    Vec<(String, Value)>,
-) {
+) -> (Vec<RoundCall>, Vec<(String, Value)>) {
     let mut ran: Vec<(String, Value)> = Vec::new();
-    let mut calls: Vec<(PendingCall, Option<ToolOutcome>)> = Vec::new();
+    let mut calls: Vec<RoundCall> = Vec::new();
     for call in pending {
         let decided = decision.filter(|_| context.needs_approval(&call.name));
         match decided {

@@ -1,4 +1,5 @@
-//! The database doors of the engine that need no persona: the schema and fixtures.
+//! The database doors of the engine that need no persona: the schema, fixtures, and the
+//! application's own tables.
 
 use std::path::Path;
 
@@ -29,5 +30,41 @@ impl Engine {
     pub async fn export_fixture(&self) -> Result<(serde_json::Value, ExportSummary), EngineError> {
         let conn = self.db().await?;
         Ok(db::export_fixture(conn).await?)
+    }
+
+    /// Whether the database has a table `name`: protege's own or the application's (on
+    /// PostgreSQL, in the connection's search path).
+    pub async fn has_table(&self, name: &str) -> Result<bool, EngineError> {
+        let conn = self.db().await?;
+        Ok(db::table_names(conn).await?.iter().any(|t| t == name))
+    }
+
+    /// Runs `script` in one transaction: SQL statements, each ending with `;` at the end of
+    /// a line, lines starting with `--` being comments. For the application's own tables
+    /// (the demo's `customers`, which its persona's `LoadRecord` reads); a statement that
+    /// fails leaves nothing of the script. The error names the statement by its place.
+    pub async fn run_sql_script(&self, script: &str) -> Result<(), EngineError> {
+        use sea_orm::{ConnectionTrait, TransactionTrait};
+        let conn = self.db().await?;
+        let body: Vec<&str> = script
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        let body = body.join("\n");
+        let txn = conn.begin().await.map_err(protege_core::Error::from)?;
+        let statements = body
+            .split(";\n")
+            .map(|s| s.trim().trim_end_matches(';'))
+            .filter(|s| !s.is_empty());
+        for (i, statement) in statements.enumerate() {
+            if let Err(e) = txn.execute_unprepared(statement).await {
+                return Err(EngineError::new(
+                    super::EngineErrorKind::InvalidInput,
+                    format!("statement {} of the script failed: {e}", i + 1),
+                ));
+            }
+        }
+        txn.commit().await.map_err(protege_core::Error::from)?;
+        Ok(())
     }
 }

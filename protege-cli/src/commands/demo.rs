@@ -1,8 +1,7 @@
 //! `demo`: migrate the database, import the demo data, resolve the support persona for the
 //! newest inbound message with `--explain`, print the request.
 
-use protege::ResolveInput;
-use protege::db::sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use protege::{Engine, ResolveInput};
 
 use super::{CliResult, Env, Failure, explain, output, resolve};
 
@@ -18,8 +17,8 @@ pub(crate) async fn run(env: &Env) -> CliResult {
         protege::db::redact_url(&env.database)
     ))?;
     // The demo's own table: the application's side of the database.
+    ensure_customers(env, &engine).await?;
     let conn = engine.db().await?;
-    ensure_customers(env, conn).await?;
     let summary = engine.import_fixture(&env.root.join(FIXTURE)).await?;
     output::err(&format!("demo data: {summary}\n"))?;
     let newest = protege::db::newest_inbound_message(conn)
@@ -38,30 +37,15 @@ pub(crate) async fn run(env: &Env) -> CliResult {
 }
 
 /// Creates and fills the `customers` table from the demo SQL once, when it is missing.
-async fn ensure_customers(env: &Env, conn: &DatabaseConnection) -> CliResult {
-    if conn
-        .execute_unprepared("SELECT COUNT(*) FROM customers")
-        .await
-        .is_ok()
-    {
+async fn ensure_customers(env: &Env, engine: &Engine) -> CliResult {
+    if engine.has_table("customers").await? {
         return Ok(());
     }
     let path = env.root.join(CUSTOMERS);
     let sql = std::fs::read_to_string(&path)
         .map_err(|e| Failure::invalid(format!("cannot read `{}`: {e}", path.display())))?;
-    let body: String = sql
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let txn = conn.begin().await.map_err(protege::Error::from)?;
-    // Statements end with a `;` at the end of a line.
-    for statement in body.split(";\n").map(str::trim).filter(|s| !s.is_empty()) {
-        let statement = statement.trim_end_matches(';');
-        txn.execute_unprepared(statement)
-            .await
-            .map_err(|e| Failure::invalid(format!("`{}` failed: {e}", path.display())))?;
-    }
-    txn.commit().await.map_err(protege::Error::from)?;
-    Ok(())
+    engine
+        .run_sql_script(&sql)
+        .await
+        .map_err(|e| Failure::invalid(format!("`{}`: {e}", path.display())))
 }
