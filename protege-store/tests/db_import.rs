@@ -8,7 +8,6 @@ use common::{import, on_each_backend};
 use protege::db::{self, Migrator};
 use protege_core::{Direction, ErrorKind};
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait};
-use sea_orm_migration::MigratorTrait;
 use serde_json::{Value, json};
 
 /// Row counts of the four tables.
@@ -415,7 +414,7 @@ async fn an_up_to_date_database_is_migrated_in_one_statement() {
             "on {}",
             backend.name
         );
-        let pending = Migrator::get_pending_migrations(&conn).await.unwrap();
+        let pending = Migrator::pending(&conn).await.unwrap();
         assert!(pending.is_empty(), "on {}", backend.name);
         conn.close().await.ok();
         backend.drop_database(name).await;
