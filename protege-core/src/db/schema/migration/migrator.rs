@@ -298,7 +298,7 @@ mod tests {
         let sql = |backend: DbBackend| backend.build(&install_statement()).to_string();
         assert_eq!(
             sql(DbBackend::Sqlite),
-            r#"CREATE TABLE IF NOT EXISTS "protege_migrations" ( "version" varchar NOT NULL PRIMARY KEY, "applied_at" bigint NOT NULL )"#
+            r#"CREATE TABLE IF NOT EXISTS "protege_migrations" ( "version" varchar NOT NULL PRIMARY KEY, "applied_at" integer NOT NULL )"#
         );
         assert_eq!(
             sql(DbBackend::Postgres),
