@@ -383,6 +383,28 @@ async fn migrations_are_idempotent_and_reversible() {
     .await;
 }
 
+/// A database that recorded a migration this build does not ship is left alone: migrating
+/// it fails and names the migration.
+#[tokio::test]
+async fn a_migration_this_build_does_not_ship_is_refused() {
+    on_each_backend("unknown_migration", |db, _| async move {
+        db.execute_unprepared(
+            "INSERT INTO protege_migrations (version, applied_at) \
+             VALUES ('m29990101_000001_from_a_later_build', 0)",
+        )
+        .await
+        .unwrap();
+        let err = db::migrate(&db).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("m29990101_000001_from_a_later_build"),
+            "{err}"
+        );
+        assert!(Migrator::pending(&db).await.is_err());
+    })
+    .await;
+}
+
 /// A database already at the shipped schema is checked with one statement and left alone;
 /// one a migration behind is migrated as before.
 #[tokio::test]
