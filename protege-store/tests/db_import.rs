@@ -8,7 +8,6 @@ use common::{import, on_each_backend};
 use protege::db::{self, Migrator};
 use protege_core::{Direction, ErrorKind};
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait};
-use sea_orm_migration::MigratorTrait;
 use serde_json::{Value, json};
 
 /// Row counts of the four tables.
@@ -384,6 +383,28 @@ async fn migrations_are_idempotent_and_reversible() {
     .await;
 }
 
+/// A database that recorded a migration this build does not ship is left alone: migrating
+/// it fails and names the migration.
+#[tokio::test]
+async fn a_migration_this_build_does_not_ship_is_refused() {
+    on_each_backend("unknown_migration", |db, _| async move {
+        db.execute_unprepared(
+            "INSERT INTO protege_migrations (version, applied_at) \
+             VALUES ('m29990101_000001_from_a_later_build', 0)",
+        )
+        .await
+        .unwrap();
+        let err = db::migrate(&db).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("m29990101_000001_from_a_later_build"),
+            "{err}"
+        );
+        assert!(Migrator::pending(&db).await.is_err());
+    })
+    .await;
+}
+
 /// A database already at the shipped schema is checked with one statement and left alone;
 /// one a migration behind is migrated as before.
 #[tokio::test]
@@ -415,7 +436,7 @@ async fn an_up_to_date_database_is_migrated_in_one_statement() {
             "on {}",
             backend.name
         );
-        let pending = Migrator::get_pending_migrations(&conn).await.unwrap();
+        let pending = Migrator::pending(&conn).await.unwrap();
         assert!(pending.is_empty(), "on {}", backend.name);
         conn.close().await.ok();
         backend.drop_database(name).await;

@@ -13,7 +13,6 @@ use sea_orm::{
     ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, IsolationLevel,
     SqliteTransactionMode, Statement, TransactionOptions, TransactionTrait,
 };
-use sea_orm_migration::MigratorTrait;
 
 use super::Migrator;
 
@@ -55,13 +54,9 @@ pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<Vec<String
         _ => {}
     }
     // What this call applies: another process may have applied some of them meanwhile.
-    let outcome = match Migrator::get_pending_migrations(&txn).await {
-        Ok(pending) => {
-            let names = pending.iter().map(|m| m.name().to_owned()).collect();
-            Migrator::up(&txn, None).await.map(|()| names)
-        }
-        Err(e) => Err(e),
-    };
+    let outcome = Migrator::up(&txn)
+        .await
+        .map(|names| names.into_iter().map(str::to_owned).collect());
     if backend == DbBackend::MySql {
         // Released on every path: the connection goes back to the pool afterwards.
         let released = txn
@@ -86,8 +81,8 @@ pub(super) async fn migrate_locked(db: &DatabaseConnection) -> Result<Vec<String
 
 /// True when the migrations recorded as applied are exactly the shipped ones: there is
 /// nothing to run, so no lock to take. One statement, where the lock's transaction and the
-/// migrator's own bookkeeping take eight on PostgreSQL, each a round trip, paid by every
-/// command that opens the database. Anything else (no table yet, a migration missing, or
+/// migrator's reading of its record take six on PostgreSQL, each a round trip, paid by
+/// every command that opens the database. Anything else (no table yet, a migration missing, or
 /// one this build does not know) goes the locked way, which decides and reports as before.
 async fn up_to_date(db: &DatabaseConnection) -> bool {
     let backend = db.get_database_backend();
@@ -107,10 +102,7 @@ async fn up_to_date(db: &DatabaseConnection) -> bool {
             Err(_) => return false,
         }
     }
-    let mut shipped: Vec<String> = Migrator::migrations()
-        .iter()
-        .map(|m| m.name().to_owned())
-        .collect();
+    let mut shipped = Migrator::names();
     applied.sort_unstable();
     shipped.sort_unstable();
     applied == shipped
@@ -200,9 +192,6 @@ async fn exec(txn: &DatabaseTransaction, sql: &str, key: i64) -> Result<(), DbEr
 
 /// The name of the first migration, whose row in `protege_migrations` is the import lock
 /// of MySQL.
-fn first_migration() -> String {
-    Migrator::migrations()
-        .first()
-        .map(|m| m.name().to_owned())
-        .unwrap_or_default()
+fn first_migration() -> &'static str {
+    Migrator::names().first().copied().unwrap_or_default()
 }

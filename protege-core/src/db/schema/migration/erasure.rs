@@ -1,25 +1,24 @@
 //! Erasure that reaches the agent's tables (§18): `erased_messages`, unique by the SHA-256
 //! of an erased Message-ID, and `run_sources`, the messages a scheduled run's request held.
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{erased_message, run_source};
 
 /// The migration of the erasure tables. Down drops them.
 #[derive(Debug)]
 pub(super) struct CreateErasure;
 
-impl MigrationName for CreateErasure {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateErasure {
+    fn name(&self) -> &'static str {
         "m20261212_000001_create_erasure"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateErasure {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         {
             use erased_message::Column as E;
             manager

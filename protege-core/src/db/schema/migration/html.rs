@@ -1,9 +1,10 @@
 //! The readable text of HTML bodies, stored once (`messages.html_text`).
 
 use sea_orm::ConnectionTrait;
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::message;
 
 /// The migration that stores the readable text of HTML bodies: the column
@@ -17,23 +18,21 @@ use crate::db::entities::message;
 #[derive(Debug)]
 pub(super) struct StoreHtmlText;
 
-impl MigrationName for StoreHtmlText {
-    fn name(&self) -> &str {
-        "m20261202_000002_store_html_text"
-    }
-}
-
 /// How many rows one page of the conversion lists.
 const CONVERT_PAGE: u64 = 256;
 
 /// The most bytes of HTML loaded at once by the conversion (a larger body alone).
 const CONVERT_BYTES: i64 = 8 << 20;
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for StoreHtmlText {
+#[async_trait::async_trait]
+impl Migration for StoreHtmlText {
+    fn name(&self) -> &'static str {
+        "m20261202_000002_store_html_text"
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         use message::Column as M;
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         // A MySQL/MariaDB migration is not one transaction: a run stopped half-way left the
         // column in place, and the next run goes on converting.
         if !manager.has_column("messages", "html_text").await? {
@@ -46,7 +45,7 @@ impl MigrationTrait for StoreHtmlText {
                 )
                 .await?;
         }
-        convert_html_bodies(manager.get_connection()).await
+        convert_html_bodies(manager.connection()).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -145,16 +144,14 @@ pub(super) async fn convert_again<C: ConnectionTrait>(db: &C) -> Result<(), DbEr
 #[derive(Debug)]
 pub(super) struct ConvertHtmlAgain;
 
-impl MigrationName for ConvertHtmlAgain {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for ConvertHtmlAgain {
+    fn name(&self) -> &'static str {
         "m20261204_000002_convert_html_again"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for ConvertHtmlAgain {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        convert_again(manager.get_connection()).await
+        convert_again(manager.connection()).await
     }
 
     async fn down(&self, _manager: &SchemaManager) -> Result<(), DbErr> {

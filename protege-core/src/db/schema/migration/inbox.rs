@@ -1,25 +1,24 @@
 //! Mail in over IMAP (§19): `inbox_state`, unique by folder, and `inbox_rejects`, unique by
 //! folder, `UIDVALIDITY` and UID.
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{inbox_reject, inbox_state};
 
 /// The migration of the IMAP tables. Down drops them.
 #[derive(Debug)]
 pub(super) struct CreateInbox;
 
-impl MigrationName for CreateInbox {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateInbox {
+    fn name(&self) -> &'static str {
         "m20261211_000001_create_inbox"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateInbox {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         {
             use inbox_state::Column as S;
             manager

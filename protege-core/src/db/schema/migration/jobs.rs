@@ -1,8 +1,9 @@
 //! The agent (§17, §19): `agent_jobs` and `responsibility_slots`.
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{agent_job, message, responsibility_slot, run};
 
 /// The migration of the agent's jobs: the tables `responsibility_slots` and `agent_jobs`.
@@ -10,16 +11,14 @@ use crate::db::entities::{agent_job, message, responsibility_slot, run};
 #[derive(Debug)]
 pub(super) struct CreateAgentJobs;
 
-impl MigrationName for CreateAgentJobs {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateAgentJobs {
+    fn name(&self) -> &'static str {
         "m20261209_000001_create_agent_jobs"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateAgentJobs {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         create_slots(manager, &t).await?;
         create_jobs(manager, &t).await
     }

@@ -1,10 +1,10 @@
 //! The mail store: the four tables of §6, the index on `in_reply_to` and the addresses
 //! of every message (`message_addresses`).
 
-use sea_orm::{ConnectionTrait, DbBackend};
-use sea_orm_migration::prelude::*;
+use sea_orm::sea_query::*;
+use sea_orm::{ConnectionTrait, DbBackend, DbErr};
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{attachment, email_thread, message, message_address, tool_use};
 use crate::mail::Direction;
 
@@ -12,16 +12,14 @@ use crate::mail::Direction;
 #[derive(Debug)]
 pub(super) struct CreateTables;
 
-impl MigrationName for CreateTables {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateTables {
+    fn name(&self) -> &'static str {
         "m20260101_000001_create_tables"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateTables {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         create_threads(manager, &t).await?;
         create_messages(manager, &t).await?;
         create_attachments(manager, &t).await?;
@@ -184,24 +182,22 @@ async fn create_tool_uses(manager: &SchemaManager<'_>, t: &Types) -> Result<(), 
 #[derive(Debug)]
 pub(super) struct IndexInReplyTo;
 
-impl MigrationName for IndexInReplyTo {
-    fn name(&self) -> &str {
-        "m20261201_000001_index_messages_in_reply_to"
-    }
-}
-
 /// The name of the index on `messages.in_reply_to`.
 const IN_REPLY_TO_INDEX: &str = "idx_messages_in_reply_to";
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for IndexInReplyTo {
+#[async_trait::async_trait]
+impl Migration for IndexInReplyTo {
+    fn name(&self) -> &'static str {
+        "m20261201_000001_index_messages_in_reply_to"
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let mut index = Index::create();
         index
             .name(IN_REPLY_TO_INDEX)
             .table(message::Entity)
             .if_not_exists();
-        match manager.get_database_backend() {
+        match manager.backend() {
             DbBackend::Postgres => index
                 .col(message::Column::InReplyTo)
                 .index_type(IndexType::Hash),
@@ -231,12 +227,6 @@ impl MigrationTrait for IndexInReplyTo {
 #[derive(Debug)]
 pub(super) struct CreateMessageAddresses;
 
-impl MigrationName for CreateMessageAddresses {
-    fn name(&self) -> &str {
-        "m20261205_000001_create_message_addresses"
-    }
-}
-
 /// The name of the index by address and thread.
 const ADDRESS_INDEX: &str = "idx_message_addresses_address_thread";
 
@@ -246,11 +236,15 @@ const ADDRESS_MESSAGE_INDEX: &str = "idx_message_addresses_message";
 /// How many messages one page of the backfill reads.
 const BACKFILL_PAGE: u64 = 500;
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateMessageAddresses {
+#[async_trait::async_trait]
+impl Migration for CreateMessageAddresses {
+    fn name(&self) -> &'static str {
+        "m20261205_000001_create_message_addresses"
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         use message_address::Column as A;
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         manager
             .create_table(
                 t.table(message_address::Entity)
@@ -285,7 +279,7 @@ impl MigrationTrait for CreateMessageAddresses {
             }
             manager.create_index(index.to_owned()).await?;
         }
-        backfill_addresses(manager.get_connection()).await
+        backfill_addresses(manager.connection()).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {

@@ -6,14 +6,15 @@
 //! and RFC 3339 text on SQLite, and MySQL tables use `utf8mb4` with a binary collation so
 //! Message-IDs compare exactly.
 
-use sea_orm::DbBackend;
-use sea_orm_migration::prelude::*;
+use sea_orm::sea_query::{ColumnDef, Index, IntoIden, Table, TableCreateStatement};
+use sea_orm::{DbBackend, DbErr};
 
 mod erasure;
 mod html;
 mod inbox;
 mod jobs;
 mod mail;
+mod migrator;
 mod outbox;
 mod runs;
 mod settings;
@@ -26,6 +27,7 @@ use html::{ConvertHtmlAgain, StoreHtmlText};
 use inbox::CreateInbox;
 use jobs::CreateAgentJobs;
 use mail::{CreateMessageAddresses, CreateTables, IndexInReplyTo};
+use migrator::{Migration, SchemaManager};
 use outbox::{CreateOutbox, IndexOutboxPersonaCreated};
 use runs::CreateRuns;
 use settings::CreateSettings;
@@ -33,12 +35,14 @@ use slots::SlotTimes;
 use strips::{CreateMessageStrips, MailRulesAgain};
 use summaries::CreateThreadSummaries;
 
-/// The migrator of the protege schema: every migration, in order.
+/// The migrator of the protege schema: every migration, in order, applied and rolled back
+/// with the record of the applied ones in `protege_migrations`.
 #[derive(Debug)]
 pub struct Migrator;
 
-impl MigratorTrait for Migrator {
-    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+impl Migrator {
+    /// Every migration, in the order they run.
+    fn migrations() -> Vec<Box<dyn Migration>> {
         vec![
             Box::new(CreateTables),
             Box::new(CreateThreadSummaries),
@@ -58,14 +62,10 @@ impl MigratorTrait for Migrator {
             Box::new(IndexOutboxPersonaCreated),
         ]
     }
-
-    fn migration_table_name() -> DynIden {
-        "protege_migrations".into_iden()
-    }
 }
 
 /// Creates the indexes of `table`, each `(name, columns, unique)`, unless they exist.
-pub(super) async fn create_indexes<T: IntoIden + Clone, C: IntoIden + Clone>(
+async fn create_indexes<T: IntoIden + Clone, C: IntoIden + Clone>(
     manager: &SchemaManager<'_>,
     table: T,
     indexes: &[(&str, &[C], bool)],

@@ -1,9 +1,10 @@
 //! The outbox (§18): `outbox`, and `messages.reply_headers` (what a reply to a message
 //! needs of its headers).
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{message, outbox, run};
 
 /// The migration of the outbox: the table `outbox` and the column `messages.reply_headers`.
@@ -11,16 +12,14 @@ use crate::db::entities::{message, outbox, run};
 #[derive(Debug)]
 pub(super) struct CreateOutbox;
 
-impl MigrationName for CreateOutbox {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateOutbox {
+    fn name(&self) -> &'static str {
         "m20261208_000001_create_outbox"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateOutbox {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         // A MySQL/MariaDB migration is not one transaction: each step may already be done.
         if !manager.has_column("messages", "reply_headers").await? {
             manager
@@ -117,14 +116,12 @@ pub(super) struct IndexOutboxPersonaCreated;
 /// The index of [`IndexOutboxPersonaCreated`].
 const PERSONA_CREATED: &str = "idx_outbox_persona_created";
 
-impl MigrationName for IndexOutboxPersonaCreated {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for IndexOutboxPersonaCreated {
+    fn name(&self) -> &'static str {
         "m20261213_000001_index_outbox_persona_created"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for IndexOutboxPersonaCreated {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         use outbox::Column as O;
         super::create_indexes(

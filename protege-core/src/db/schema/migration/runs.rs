@@ -1,8 +1,9 @@
 //! Runs (§13): `runs`, `run_rounds` and `tool_uses.is_error`.
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{message, run, run_round, tool_use};
 
 /// The migration of runs (§13): the tables `runs` and `run_rounds`, and `tool_uses.is_error`
@@ -10,19 +11,17 @@ use crate::db::entities::{message, run, run_round, tool_use};
 #[derive(Debug)]
 pub(super) struct CreateRuns;
 
-impl MigrationName for CreateRuns {
-    fn name(&self) -> &str {
-        "m20261203_000001_create_runs"
-    }
-}
-
 /// The name of the unique index of a run's rounds.
 const RUN_ROUND_INDEX: &str = "idx_run_rounds_run_round";
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateRuns {
+#[async_trait::async_trait]
+impl Migration for CreateRuns {
+    fn name(&self) -> &'static str {
+        "m20261203_000001_create_runs"
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         // A MySQL/MariaDB migration is not one transaction: each step may already be done.
         if !manager.has_column("tool_uses", "is_error").await? {
             manager

@@ -1,8 +1,9 @@
 //! The engine's own settings (§14): `settings` and its `fence_key`.
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 
 /// The migration of the engine's own settings (§14): the table `settings` (`name`,
 /// `value`) and its first row, `fence_key`, 32 random bytes in hex from which the fences of
@@ -10,16 +11,14 @@ use super::Types;
 #[derive(Debug)]
 pub(super) struct CreateSettings;
 
-impl MigrationName for CreateSettings {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateSettings {
+    fn name(&self) -> &'static str {
         "m20261204_000001_create_settings"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateSettings {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         manager
             .create_table(
                 t.table(crate::db::settings::Settings::Table)
@@ -33,7 +32,7 @@ impl MigrationTrait for CreateSettings {
                     .to_owned(),
             )
             .await?;
-        crate::db::settings::insert_fence_key(manager.get_connection()).await
+        crate::db::settings::insert_fence_key(manager.connection()).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {

@@ -2,9 +2,10 @@
 //! (`responsibility_slots.local_time`), and `responsibilities_seen` keeps when the agent
 //! first saw each responsibility.
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{responsibility_seen, responsibility_slot};
 
 /// The migration of the slots' wall-clock times: the column
@@ -14,20 +15,18 @@ use crate::db::entities::{responsibility_seen, responsibility_slot};
 #[derive(Debug)]
 pub(super) struct SlotTimes;
 
-impl MigrationName for SlotTimes {
-    fn name(&self) -> &str {
-        "m20261210_000001_responsibility_slot_times"
-    }
-}
-
 /// The unique index of a slot's wall-clock time.
 const LOCAL_INDEX: &str = "idx_responsibility_slots_local";
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for SlotTimes {
+#[async_trait::async_trait]
+impl Migration for SlotTimes {
+    fn name(&self) -> &'static str {
+        "m20261210_000001_responsibility_slot_times"
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         use responsibility_slot::Column as S;
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         // A MySQL/MariaDB migration is not one transaction: a run stopped half-way left the
         // column in place.
         if !manager

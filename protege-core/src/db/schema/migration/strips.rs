@@ -1,8 +1,9 @@
 //! Each message's body as `quoted = "strip"` shows it, stored once (`message_strips`).
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{message, message_strip};
 
 /// The migration that creates `message_strips` and strips every stored message (see
@@ -10,20 +11,18 @@ use crate::db::entities::{message, message_strip};
 #[derive(Debug)]
 pub(super) struct CreateMessageStrips;
 
-impl MigrationName for CreateMessageStrips {
-    fn name(&self) -> &str {
-        "m20261206_000001_create_message_strips"
-    }
-}
-
 /// The name of the unique index by message.
 const STRIP_MESSAGE_INDEX: &str = "idx_message_strips_message";
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateMessageStrips {
+#[async_trait::async_trait]
+impl Migration for CreateMessageStrips {
+    fn name(&self) -> &'static str {
+        "m20261206_000001_create_message_strips"
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         use message_strip::Column as S;
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         manager
             .create_table(
                 t.table(message_strip::Entity)
@@ -55,7 +54,7 @@ impl MigrationTrait for CreateMessageStrips {
             )
             .await?;
         // A MySQL/MariaDB run stopped half-way left some rows: they are made again.
-        crate::db::strips::restrip_all(manager.get_connection()).await
+        crate::db::strips::restrip_all(manager.connection()).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -78,16 +77,14 @@ impl MigrationTrait for CreateMessageStrips {
 #[derive(Debug)]
 pub(super) struct MailRulesAgain;
 
-impl MigrationName for MailRulesAgain {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for MailRulesAgain {
+    fn name(&self) -> &'static str {
         "m20261207_000001_mail_rules_again"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for MailRulesAgain {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let db = manager.get_connection();
+        let db = manager.connection();
         super::html::convert_again(db).await?;
         crate::db::strips::restrip_all(db).await
     }

@@ -1,24 +1,23 @@
 //! `thread_summaries`, the running summaries of a thread (§12).
 
-use sea_orm_migration::prelude::*;
+use sea_orm::DbErr;
+use sea_orm::sea_query::*;
 
-use super::Types;
+use super::{Migration, SchemaManager, Types};
 use crate::db::entities::{email_thread, message, thread_summary};
 
 /// The second migration: `thread_summaries`, the running summaries of a thread.
 #[derive(Debug)]
 pub(super) struct CreateThreadSummaries;
 
-impl MigrationName for CreateThreadSummaries {
-    fn name(&self) -> &str {
+#[async_trait::async_trait]
+impl Migration for CreateThreadSummaries {
+    fn name(&self) -> &'static str {
         "m20260601_000001_create_thread_summaries"
     }
-}
 
-#[sea_orm_migration::async_trait::async_trait]
-impl MigrationTrait for CreateThreadSummaries {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let t = Types(manager.get_database_backend());
+        let t = Types(manager.backend());
         use thread_summary::Column as S;
         manager
             .create_table(
