@@ -83,9 +83,38 @@ impl<'c> SchemaManager<'c> {
         self.execute(&stmt).await
     }
 
-    /// Runs `CREATE INDEX`.
+    /// Runs `CREATE INDEX`. MySQL has no `IF NOT EXISTS` for an index (sea-query leaves
+    /// it out there): a named index the database already has is left as it is, so a
+    /// migration stopped half-way (MySQL's schema statements are not transactional) runs
+    /// again to its end. protege's index names are unique across its tables.
     pub(super) async fn create_index(&self, stmt: IndexCreateStatement) -> Result<(), DbErr> {
+        if self.backend() == DbBackend::MySql
+            && let Some(name) = stmt.get_index_spec().get_name()
+            && self.has_index(name).await?
+        {
+            return Ok(());
+        }
         self.execute(&stmt).await
+    }
+
+    /// True when the current MySQL/MariaDB database has an index named `name`, on any
+    /// table.
+    async fn has_index(&self, name: &str) -> Result<bool, DbErr> {
+        let sql = "SELECT COUNT(*) AS `found` FROM `information_schema`.`statistics`
+                   WHERE `table_schema` = DATABASE() AND `index_name` = ?";
+        self.count(sql, vec![name.into()]).await.map(|n| n > 0)
+    }
+
+    /// The count `sql` (a `SELECT COUNT(*) AS found`) gives with `values`.
+    async fn count(&self, sql: &str, values: Vec<sea_orm::Value>) -> Result<i64, DbErr> {
+        let statement = Statement::from_sql_and_values(self.backend(), sql, values);
+        let found = self
+            .conn
+            .query_one_raw(statement)
+            .await?
+            .map(|row| row.try_get::<i64>("", "found"))
+            .transpose()?;
+        Ok(found.unwrap_or(0))
     }
 
     /// Runs `DROP INDEX`.
@@ -117,17 +146,8 @@ impl<'c> SchemaManager<'c> {
                  WHERE `table_schema` = DATABASE() AND `table_name` = ? AND `column_name` = ?"
             }
         };
-        let found = self
-            .conn
-            .query_one_raw(Statement::from_sql_and_values(
-                backend,
-                sql,
-                [table.into(), column.into()],
-            ))
-            .await?
-            .map(|row| row.try_get::<i64>("", "found"))
-            .transpose()?;
-        Ok(found.unwrap_or(0) > 0)
+        let found = self.count(sql, vec![table.into(), column.into()]).await?;
+        Ok(found > 0)
     }
 }
 
