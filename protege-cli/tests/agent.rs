@@ -1178,7 +1178,10 @@ async fn a_call_that_needs_approval_waits_and_runs_with_the_input_a_person_appro
         let first = worker.work_once().await.unwrap().unwrap();
         assert_eq!(first.state, "waiting", "{url}: {first:?}");
         let run_p = first.run_id.clone().unwrap();
-        assert_eq!(engine.run(&run_p).await.unwrap().run.status, "waiting");
+        assert_eq!(
+            engine.run(&run_p).await.unwrap().run.status.as_str(),
+            "waiting"
+        );
         // No call of the round is made before the decision.
         assert!(calls.all().is_empty(), "{url}");
         // The calls it waits for: `tracking_log` only.

@@ -106,7 +106,7 @@ async fn insert_run_row<C: ConnectionTrait>(db: &C, new: &NewRun) -> Result<()> 
         responsibility: Set(new.responsibility.clone()),
         format: Set(new.format.clone()),
         model: Set(without_nul(&new.model).into_owned()),
-        status: Set(RUN_STARTED.to_owned()),
+        status: Set(run::RunStatus::Started),
         rounds: Set(0),
         input_tokens: Set(0),
         output_tokens: Set(0),
@@ -197,7 +197,7 @@ pub struct NewRound {
     /// Input, output, cache read and cache write tokens.
     pub usage: [i64; 4],
     /// The run's status once the round is recorded.
-    pub status: &'static str,
+    pub status: run::RunStatus,
     /// The calls with their results, as `tool_uses` rows of the trigger message (none for
     /// a scheduled run or a round without calls).
     pub tool_uses: Vec<RoundToolUse>,
@@ -417,8 +417,8 @@ fn round_statements(
     let usage = if round.pending { [0; 4] } else { round.usage };
     let mut update = usage_update(usage)
         .col_expr(run::Column::Rounds, Expr::value(round.round + 1))
-        .col_expr(run::Column::Status, Expr::value(round.status));
-    if round.status != RUN_STARTED {
+        .col_expr(run::Column::Status, Expr::value(round.status.as_str()));
+    if round.status != run::RunStatus::Started {
         update = update.col_expr(run::Column::FinishedAt, Expr::value(round.at));
     }
     let mut update = update

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use protege_agent::{
     HttpCall, ProviderCall, ProviderClient, ProviderError, ProviderFormat, ToolOutcome,
 };
+use protege_core::db::RunStatus;
 use protege_core::db::entities::agent_job;
 use protege_core::{
     AfterPerson, BuiltinTool, PersonaAgent, PersonaInfo, Provider, ReplyMode, ToolRunner,
@@ -599,7 +600,8 @@ impl Agent {
         };
 
         // Where the run stands is read once; afterwards each recorded round says it.
-        let mut going_on = next.is_some() || engine.run(&run_id).await?.run.status == "started";
+        let mut going_on =
+            next.is_some() || engine.run(&run_id).await?.run.status == RunStatus::Started;
         while going_on {
             ensure(lost)?;
             // A worker told to stop hands the job back between two rounds.
@@ -848,10 +850,10 @@ impl Agent {
         report: &mut JobReport,
     ) -> Result<JobEnd, Stop> {
         let record = self.engine.run(run_id).await?;
-        if record.run.status == "stopped" {
+        if record.run.status == RunStatus::Stopped {
             return Ok(JobEnd::Skipped("run_stopped".to_owned()));
         }
-        if record.run.status != "done" {
+        if record.run.status != RunStatus::Done {
             return Ok(JobEnd::Failed {
                 reason: "error".to_owned(),
                 error: format!("run `{run_id}` ended `{}`", record.run.status),
@@ -879,7 +881,7 @@ impl Agent {
             return Ok(None);
         };
         match self.engine.run(id).await {
-            Ok(record) if record.run.status == "abandoned" => Ok(None),
+            Ok(record) if record.run.status == RunStatus::Abandoned => Ok(None),
             Ok(_) => Ok(Some(id.clone())),
             Err(e) if e.kind() == EngineErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -1209,11 +1211,11 @@ impl Engine {
         what: &str,
     ) -> Result<(u32, Vec<PendingCall>, Arc<PersonaInfo>), EngineError> {
         let record = self.run(run_id).await?;
-        if record.run.status != "waiting" {
-            return Err(not_waiting(run_id, &record.run.status, what));
+        if record.run.status != RunStatus::Waiting {
+            return Err(not_waiting(run_id, record.run.status, what));
         }
         let Some(pending) = self.pending_round(run_id).await? else {
-            return Err(not_waiting(run_id, &record.run.status, what));
+            return Err(not_waiting(run_id, record.run.status, what));
         };
         let persona = self.require_persona(&record.run.persona)?;
         let info = persona.info().clone();
@@ -1241,14 +1243,14 @@ impl Engine {
             }
             None => {
                 let status = self.run(run_id).await?.run.status;
-                Err(not_waiting(run_id, &status, what))
+                Err(not_waiting(run_id, status, what))
             }
         }
     }
 }
 
 /// The error of a decision on a run that does not wait for one.
-fn not_waiting(run_id: &str, status: &str, what: &str) -> EngineError {
+fn not_waiting(run_id: &str, status: RunStatus, what: &str) -> EngineError {
     EngineError::new(
         EngineErrorKind::Conflict,
         format!("run `{run_id}` is `{status}`: only a `waiting` run can be {what}"),

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use protege_config::Persona;
+use protege_core::db::RunStatus;
 use protege_core::db::entities::{outbox as outbox_row, run as run_row};
 use protege_core::{Approval, Direction, Email, Unauthenticated, bare_address};
 use protege_mail::{AutoSubmitted, Reply, ReplyHeaders};
@@ -355,15 +356,15 @@ impl Engine {
         run_id: &str,
         run: &run_row::Model,
     ) -> Result<String, EngineError> {
-        if run.status != "done" && run.status != "stopped" {
+        if !matches!(run.status, RunStatus::Done | RunStatus::Stopped) {
             return Err(invalid(format!(
                 "run `{run_id}` is `{}`: only a finished run has a reply",
                 run.status
             )));
         }
-        match (run.status.as_str(), self.answer(run).await?) {
-            ("done", Step::Done { text, .. }) => Ok(text),
-            ("stopped", Step::Stopped { stop_reason, .. }) => Err(invalid(format!(
+        match (run.status, self.answer(run).await?) {
+            (RunStatus::Done, Step::Done { text, .. }) => Ok(text),
+            (RunStatus::Stopped, Step::Stopped { stop_reason, .. }) => Err(invalid(format!(
                 "run `{run_id}` stopped ({stop_reason}): a stopped run composes no reply"
             ))),
             (status, _) => Err(invalid(format!(

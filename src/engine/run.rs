@@ -16,6 +16,7 @@ use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use protege_core::db::RunStatus;
 use protege_core::db::entities::{run as run_row, run_round};
 use protege_core::wire::{
     ModelResponse, ModelSpec, Outcome, Usage, from_anthropic_response, from_openai_response,
@@ -217,7 +218,7 @@ pub struct RunInfo {
     /// The model.
     pub model: String,
     /// `started`, `waiting`, `done`, `stopped` or `abandoned`.
-    pub status: String,
+    pub status: RunStatus,
     /// How many rounds are recorded with their results (a pending round is not counted).
     pub rounds: u32,
     /// Uncached input tokens, summed over the rounds.
@@ -564,7 +565,7 @@ impl Engine {
                 },
             };
             let status = status_after(&response, input.round, max_rounds);
-            span.record("protege.run.status", status);
+            span.record("protege.run.status", status.as_str());
             let mut new = new_round(round, pending, &input.response, results, &response, status);
             with_inputs_ran(&mut new, inputs);
             match db::record_round(conn, &run, &new).await? {
@@ -580,7 +581,7 @@ impl Engine {
             } else {
                 response.usage
             };
-            let ended = (status != db::RUN_STARTED).then_some(input.round + 1);
+            let ended = (status != RunStatus::Started).then_some(input.round + 1);
             let recorded = self.recorded(&run, usage, ended);
             let parsed = ParsedRound {
                 response,
@@ -649,7 +650,7 @@ impl Engine {
         mut earlier: Vec<ParsedRound>,
         round: u32,
     ) -> Result<Result<Step, EngineError>, EngineError> {
-        if new.status == db::RUN_STARTED {
+        if new.status == RunStatus::Started {
             self.inner.rounds.remember(&run.id, new, &parsed);
         } else {
             self.inner.rounds.forget(&run.id);
@@ -748,7 +749,7 @@ impl Engine {
             }
             earlier_rounds(&self.inner.rounds, &run, number, &response, &stored)?;
             span.record("protege.run.status", "pending");
-            let new = new_round(round, false, raw, &[], &response, db::RUN_STARTED);
+            let new = new_round(round, false, raw, &[], &response, RunStatus::Started);
             match db::record_pending(conn, &run, &new).await? {
                 db::RoundWrite::Recorded => {
                     self.inner
@@ -768,7 +769,7 @@ impl Engine {
     /// [`EngineErrorKind::NotFound`] for an unknown run.
     pub async fn pending_round(&self, run_id: &str) -> Result<Option<PendingRound>, EngineError> {
         let run = self.load_run_row(run_id).await?;
-        if !run_row::GOING_ON.contains(&run.status.as_str()) {
+        if !run.status.is_going_on() {
             return Ok(None);
         }
         let stored = db::load_rounds(self.db().await?, &run.id).await?;
@@ -981,7 +982,7 @@ impl Engine {
         parts: &HashMap<String, Part>,
     ) -> Result<Step, EngineError> {
         let is_last = round as i32 + 1 == run.rounds;
-        if !is_last || run.status == db::RUN_STARTED {
+        if !is_last || run.status == RunStatus::Started {
             let body = next_body(run, rounds, parts)?;
             return Ok(Step::Continue {
                 round: round + 1,
@@ -993,8 +994,8 @@ impl Engine {
             .ok_or_else(|| broken(run, "has no recorded round"))?;
         let usage = run_usage(run);
         let text = last.response.message.content.text();
-        match (run.status.as_str(), last.response.outcome) {
-            ("done", _) => Ok(Step::Done { text, usage }),
+        match (run.status, last.response.outcome) {
+            (RunStatus::Done, _) => Ok(Step::Done { text, usage }),
             (_, Outcome::ToolCalls) => {
                 let (max_rounds, _) = self.run_limits(&run.persona);
                 Err(EngineError::new(
@@ -1020,7 +1021,7 @@ impl Engine {
     #[cfg(feature = "agent")]
     pub(crate) async fn next_round_body(&self, run_id: &str) -> Result<(u32, Value), EngineError> {
         let run = self.load_run_row(run_id).await?;
-        if run.status != db::RUN_STARTED {
+        if run.status != RunStatus::Started {
             return Err(ended(&run));
         }
         let stored = db::load_rounds(self.db().await?, &run.id).await?;
@@ -1052,7 +1053,7 @@ const WRITE_ATTEMPTS: usize = 3;
 /// Refuses round `round` of `run` unless it is the next one of a run that goes on (a
 /// round of a run that ended, or another round, is a conflict).
 fn check_next(run: &run_row::Model, round: u32) -> Result<(), EngineError> {
-    if run.status != db::RUN_STARTED {
+    if run.status != RunStatus::Started {
         return Err(ended(run));
     }
     if i64::from(round) != i64::from(run.rounds) {
@@ -1069,7 +1070,7 @@ fn check_next(run: &run_row::Model, round: u32) -> Result<(), EngineError> {
 
 /// "the round expected next is K" (or none, for a run that ended).
 fn expected_next(run: &run_row::Model) -> String {
-    if run.status == db::RUN_STARTED {
+    if run.status == RunStatus::Started {
         format!("the round expected next is {}", run.rounds)
     } else {
         format!(
@@ -1393,8 +1394,8 @@ fn run_after(run: run_row::Model, new: &db::NewRound) -> run_row::Model {
     // A pending round's usage is in the row already.
     let mut run = with_usage(run, if new.pending { [0; 4] } else { new.usage });
     run.rounds = new.round + 1;
-    run.status = new.status.to_owned();
-    if new.status != db::RUN_STARTED {
+    run.status = new.status;
+    if new.status != RunStatus::Started {
         run.finished_at = Some(new.at);
     }
     run
@@ -1659,7 +1660,7 @@ fn new_round(
     raw: &Value,
     results: &[ToolResult],
     response: &ModelResponse,
-    status: &'static str,
+    status: RunStatus,
 ) -> db::NewRound {
     let u = &response.usage;
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
@@ -1699,12 +1700,12 @@ fn new_round(
 /// The status of a run once its round `round`, answered by `response`, is recorded: it
 /// goes on while the model asks for tools within `max_rounds`, is `done` when it answered,
 /// and `stopped` otherwise.
-fn status_after(response: &ModelResponse, round: u32, max_rounds: u32) -> &'static str {
+fn status_after(response: &ModelResponse, round: u32, max_rounds: u32) -> RunStatus {
     let over = response.outcome == Outcome::ToolCalls && round + 1 >= max_rounds;
     match response.outcome {
-        Outcome::ToolCalls if !over => db::RUN_STARTED,
-        Outcome::Done => "done",
-        _ => "stopped",
+        Outcome::ToolCalls if !over => RunStatus::Started,
+        Outcome::Done => RunStatus::Done,
+        _ => RunStatus::Stopped,
     }
 }
 
@@ -1842,7 +1843,7 @@ fn run_info(r: &run_row::Model) -> RunInfo {
         responsibility: r.responsibility.clone(),
         format: r.format.clone(),
         model: r.model.clone(),
-        status: r.status.clone(),
+        status: r.status,
         rounds: u32::try_from(r.rounds).unwrap_or_default(),
         input_tokens: usage.input,
         output_tokens: usage.output,
@@ -1933,7 +1934,7 @@ mod tests {
             responsibility: None,
             format: "anthropic".to_owned(),
             model: "claude-sonnet-4-5".to_owned(),
-            status: db::RUN_STARTED.to_owned(),
+            status: RunStatus::Started,
             rounds: 1,
             input_tokens: 0,
             output_tokens: 0,

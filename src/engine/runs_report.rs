@@ -319,7 +319,7 @@ fn cache_row(
     };
     RunCacheRow {
         run_id: run.id.clone(),
-        status: run.status.clone(),
+        status: run.status.to_string(),
         rounds: u32::try_from(run.rounds).unwrap_or_default(),
         billed_tokens: count(run.input_tokens)
             + count(run.cache_read_tokens)

@@ -182,6 +182,21 @@ decode_as_rusqlite_does!(
     Option<Vec<u8>>
 );
 
+impl Decode for crate::db::entities::run::RunStatus {
+    /// Read from its stored name; another text is a database error naming it.
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self> {
+        let text: String = row.get(index)?;
+        Self::parse(&text).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Database,
+                format!(
+                    "database error: column `{name}` holds `{text}`, which is not a run status"
+                ),
+            )
+        })
+    }
+}
+
 impl Decode for DateTime<Utc> {
     /// Read as SeaORM's SQLite driver reads it, from whichever storage class holds it.
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self> {

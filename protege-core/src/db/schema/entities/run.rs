@@ -21,9 +21,9 @@ pub struct Model {
     pub format: String,
     /// The model of its bodies.
     pub model: String,
-    /// `started`, `waiting`, `done`, `stopped` or `abandoned` (see [`STARTED`] and the
-    /// other constants of this module).
-    pub status: String,
+    /// Where the run stands, stored as its name (`started`, `waiting`, `done`, `stopped` or
+    /// `abandoned`).
+    pub status: RunStatus,
     /// How many rounds are recorded with their results (0 at start); a pending round (its
     /// response stored, its results not yet) is not counted.
     pub rounds: i32,
@@ -48,17 +48,90 @@ pub struct Model {
     pub finished_at: Option<DateTimeUtc>,
 }
 
+/// Where a run stands, stored as its name: the text of [`RunStatus::as_str`], the same
+/// in JSON.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "Text")]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// It goes on: its next round may be recorded.
+    #[sea_orm(string_value = "started")]
+    Started,
+    /// It waits for an operator's decision on its pending tool calls.
+    #[sea_orm(string_value = "waiting")]
+    Waiting,
+    /// Its model answered without tool calls.
+    #[sea_orm(string_value = "done")]
+    Done,
+    /// The provider or a limit stopped it (a refusal, an output budget, `[limits]
+    /// max_rounds`).
+    #[sea_orm(string_value = "stopped")]
+    Stopped,
+    /// The application gave it up (`POST /v1/runs/{id}/abandon`).
+    #[sea_orm(string_value = "abandoned")]
+    Abandoned,
+}
+
+impl RunStatus {
+    /// Every status, in the order a run goes through them.
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Started,
+        RunStatus::Waiting,
+        RunStatus::Done,
+        RunStatus::Stopped,
+        RunStatus::Abandoned,
+    ];
+
+    /// Its name, as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Started => "started",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Done => "done",
+            RunStatus::Stopped => "stopped",
+            RunStatus::Abandoned => "abandoned",
+        }
+    }
+
+    /// The status named `name`, as stored.
+    pub fn parse(name: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Whether the run has not ended ([`GOING_ON`]): only such a run can be abandoned.
+    pub fn is_going_on(self) -> bool {
+        matches!(self, RunStatus::Started | RunStatus::Waiting)
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The status of a run that goes on: its next round may be recorded.
-pub const STARTED: &str = "started";
+pub const STARTED: &str = RunStatus::Started.as_str();
 /// The status of a run that waits for an operator's decision on its pending tool calls.
-pub const WAITING: &str = "waiting";
+pub const WAITING: &str = RunStatus::Waiting.as_str();
 /// The status of a run whose model answered without tool calls.
-pub const DONE: &str = "done";
+pub const DONE: &str = RunStatus::Done.as_str();
 /// The status of a run that the provider or a limit stopped (a refusal, an output budget,
 /// `[limits] max_rounds`).
-pub const STOPPED: &str = "stopped";
+pub const STOPPED: &str = RunStatus::Stopped.as_str();
 /// The status of a run given up by the application (`POST /v1/runs/{id}/abandon`).
-pub const ABANDONED: &str = "abandoned";
+pub const ABANDONED: &str = RunStatus::Abandoned.as_str();
 
 /// The statuses of a run that has not ended: [`STARTED`] and [`WAITING`]. Only such a run
 /// can be abandoned.
