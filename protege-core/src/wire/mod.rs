@@ -1,4 +1,4 @@
-//! Provider wire formats: a [`Request`](crate::Request) as an OpenAI Chat Completions, an
+//! Provider wire formats: a [`Request`] as an OpenAI Chat Completions, an
 //! OpenAI Responses or an Anthropic Messages request body, ready to send as is, and the
 //! provider's answer back as a [`ModelResponse`] ([`from_openai_response`],
 //! [`from_openai_responses_response`], [`from_anthropic_response`]).
