@@ -7,7 +7,7 @@ use sea_orm::{ActiveValue::NotSet, ConnectionTrait, DatabaseConnection, DbErr, E
 
 use protege_core::db::dates;
 use protege_core::db::entities::{message, outbox};
-use protege_core::db::tx::{Tx, embedded_tx, now};
+use protege_core::db::tx::Tx;
 use protege_core::{Email, Error, ErrorKind, Result};
 
 use crate::store;
@@ -85,23 +85,11 @@ pub(crate) async fn mark_bounced<C: ConnectionTrait>(
 /// Stores `reply`: its message in its thread and its outbox row, in one transaction under
 /// the import lock that first finds the trigger still stored and the run without a reply;
 /// the message's Message-ID is claimed before any byte leaves. A run that has a reply
-/// already keeps it (composing twice answers the same row). On a SQLite file the
-/// transaction runs through the SQLite C library ([`embedded_tx`]).
+/// already keeps it (composing twice answers the same row).
 pub async fn store_reply(db: &DatabaseConnection, reply: &NewReply) -> Result<StoredReply> {
-    if let Some(done) = embedded_tx(db, |tx| now(store_reply_in(tx, reply))) {
-        return done;
-    }
-    let txn = protege_core::db::lock::begin_import(db).await?;
-    match store_reply_in(&txn, reply).await {
-        Ok(stored) => {
-            txn.commit().await?;
-            Ok(stored)
-        }
-        Err(e) => {
-            txn.rollback().await?;
-            Err(e)
-        }
-    }
+    protege_core::write_transaction!(db, protege_core::db::lock::begin_import(db), |tx| {
+        store_reply_in(tx, reply)
+    })
 }
 
 /// [`store_reply`]'s statements in the transaction `tx`: an error leaves it to be rolled
@@ -247,14 +235,10 @@ impl Change {
         self.when(Expr::col(outbox::Column::State).eq(state))
     }
 
-    /// Makes the change on the connection `db`, on a SQLite file through the SQLite C
-    /// library (one statement, no driver round trip); whether the row was as required (and
-    /// so changed).
+    /// Makes the change on the connection `db` (one statement, no transaction around it);
+    /// whether the row was as required (and so changed).
     pub async fn apply_on(self, db: &DatabaseConnection) -> Result<bool> {
-        if let Some(done) = protege_core::db::embedded_write(db, |tx| tx.execute(&self.update)) {
-            return Ok(done? == 1);
-        }
-        self.apply(db).await
+        Ok(protege_core::db::session::execute(db, &self.update).await? == 1)
     }
 
     /// Makes the change in `db` (a connection or a transaction); whether the row was as
@@ -406,13 +390,7 @@ pub async fn release_setting_holds(
         .and_where(Expr::col(O::State).eq(state::QUEUED))
         .and_where(Expr::col(O::HeldReason).is_not_null())
         .and_where(Expr::col(O::HeldReason).ne(OPERATOR_HOLD));
-    if let Some(done) = protege_core::db::embedded_write(db, |tx| tx.execute(&update)) {
-        return Ok(done? as u64);
-    }
-    Ok(db
-        .execute_raw(dates::statement(db, &update))
-        .await?
-        .rows_affected())
+    protege_core::db::session::execute(db, &update).await
 }
 
 /// Marks row `id` `sent` with the server's `reply`, when `owner` holds its lease at `now`;

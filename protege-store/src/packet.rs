@@ -8,7 +8,7 @@
 //! message whose own text is over it cannot be stored (an error of the input, never a
 //! database error). PostgreSQL and SQLite take rows far larger than the import's caps.
 
-use sea_orm::{DatabaseConnection, DbBackend};
+use sea_orm::DatabaseConnection;
 
 use protege_core::Result;
 use protege_mail::Email;
@@ -17,59 +17,9 @@ use protege_mail::Email;
 const OVERHEAD: u64 = 64 << 10;
 
 /// The server's `max_allowed_packet`, in bytes, on MySQL/MariaDB; `None` on PostgreSQL and
-/// SQLite. Read with `SELECT @@max_allowed_packet` the first time for each server, user
-/// and database, then kept for the life of the process.
+/// SQLite (see [`protege_core::db::session::max_allowed_packet`]).
 pub(crate) async fn max_row_bytes(db: &DatabaseConnection) -> Result<Option<u64>> {
-    if db.get_database_backend() != DbBackend::MySql {
-        return Ok(None);
-    }
-    #[cfg(not(feature = "mysql"))]
-    return Ok(None);
-    #[cfg(feature = "mysql")]
-    mysql_max_row_bytes(db).await
-}
-
-/// [`max_row_bytes`] on a MySQL/MariaDB connection.
-#[cfg(feature = "mysql")]
-async fn mysql_max_row_bytes(db: &DatabaseConnection) -> Result<Option<u64>> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-
-    use sea_orm::{ConnectionTrait, Statement};
-
-    static LIMITS: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
-    let options = db.get_mysql_connection_pool().connect_options();
-    let key = format!(
-        "{}@{}:{}/{:?}/{}",
-        options.get_username(),
-        options.get_host(),
-        options.get_port(),
-        options.get_socket(),
-        options.get_database().unwrap_or_default()
-    );
-    let limits = LIMITS.get_or_init(Default::default);
-    let cached = limits
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(&key)
-        .copied();
-    if let Some(limit) = cached {
-        return Ok(Some(limit));
-    }
-    let row = db
-        .query_one_raw(Statement::from_string(
-            DbBackend::MySql,
-            "SELECT CAST(@@max_allowed_packet AS UNSIGNED) AS packet",
-        ))
-        .await?;
-    let Some(limit) = row.map(|r| r.try_get::<u64>("", "packet")).transpose()? else {
-        return Ok(None);
-    };
-    limits
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(key, limit);
-    Ok(Some(limit))
+    protege_core::db::session::max_allowed_packet(db).await
 }
 
 /// The most bytes of data an attachment row may carry under the server limit `packet`.

@@ -24,8 +24,9 @@ use sea_orm::{
 };
 
 use protege_core::Result;
+use protege_core::db::dates;
 use protege_core::db::entities::{message, run, run_round, run_source, tool_use};
-use protege_core::db::{dates, embedded_write};
+use protege_core::db::tx::Tx;
 use protege_mail::without_nul;
 
 use crate::store::is_unique_violation;
@@ -83,7 +84,7 @@ pub async fn insert_run<C: ConnectionTrait + TransactionTrait>(db: &C, new: &New
             for hash in chunk {
                 insert.values_panic([new.id.as_str().into(), (*hash).into()]);
             }
-            txn.execute(&insert).await?;
+            ConnectionTrait::execute(&txn, &insert).await?;
         }
         Ok::<(), protege_core::Error>(())
     }
@@ -224,8 +225,7 @@ enum RoundRow {
 /// Records `round` of `run` in one transaction: the run's count, status and usage, the
 /// round's row (inserted, or its pending row completed with its results), and its tool uses
 /// as rows of the run's trigger message (`run_id` the run, `turn_index` the round,
-/// `position` the call's place). Three statements; on a SQLite file they run through the
-/// SQLite C library ([`embedded_write`]).
+/// `position` the call's place). Three statements.
 pub async fn record_round(
     db: &DatabaseConnection,
     run: &run::Model,
@@ -287,51 +287,38 @@ impl RoundRow {
 /// [`RoundWrite::Raced`], with nothing written, when an update changes no row or when the
 /// round's row is taken by another writer (the key `(run_id, round)`).
 async fn write_round(db: &DatabaseConnection, statements: &[Statement<'_>]) -> Result<RoundWrite> {
-    if let Some(done) = embedded_write(db, |tx| {
-        // One writer at a time (`BEGIN IMMEDIATE`): the guard of the run's update sees
-        // every round written before, so no insert below meets a taken key.
-        for statement in statements {
-            let changed = match statement {
-                Statement::Update(update) => tx.execute(*update)?,
-                Statement::Insert(insert) => tx.execute(*insert)?,
-            };
-            if changed == 0 && matches!(statement, Statement::Update(_)) {
-                return Err(raced());
-            }
-        }
-        Ok(RoundWrite::Recorded)
-    }) {
-        return match done {
-            Err(e) if is_raced(&e) => Ok(RoundWrite::Raced),
-            other => other,
-        };
+    let done = protege_core::write_transaction!(db, db.begin(), |tx| round_in(tx, statements));
+    match done {
+        Err(e) if is_raced(&e) => Ok(RoundWrite::Raced),
+        other => other,
     }
-    let txn = db.begin().await?;
+}
+
+/// [`write_round`]'s statements in the transaction `tx`; a lost race is an error, so that
+/// the transaction rolls back.
+async fn round_in<W: Tx>(tx: &W, statements: &[Statement<'_>]) -> Result<RoundWrite> {
     for statement in statements {
         let done = match statement {
-            Statement::Update(update) => txn.execute_raw(dates::statement(&txn, *update)).await,
-            Statement::Insert(insert) => txn.execute_raw(dates::statement(&txn, *insert)).await,
+            Statement::Update(update) => tx.execute(*update).await,
+            Statement::Insert(insert) => tx.execute(*insert).await,
         };
         let lost = match done {
-            Ok(done) => done.rows_affected() == 0 && matches!(statement, Statement::Update(_)),
+            Ok(changed) => changed == 0 && matches!(statement, Statement::Update(_)),
             // Another writer stored the round (pending, which leaves the run's count as it
-            // is) after this one read the run.
+            // is) after this one read the run. Not on SQLite, whose one writer at a time
+            // (`BEGIN IMMEDIATE`) makes the guard of the run's update see every round
+            // written before.
             Err(e) if is_unique_violation(&e) => true,
-            Err(e) => {
-                txn.rollback().await?;
-                return Err(e.into());
-            }
+            Err(e) => return Err(e.into()),
         };
         if lost {
-            txn.rollback().await?;
-            return Ok(RoundWrite::Raced);
+            return Err(raced());
         }
     }
-    txn.commit().await?;
     Ok(RoundWrite::Recorded)
 }
 
-/// The error that rolls back an embedded round's transaction that lost the race.
+/// The error that rolls back a round's transaction that lost the race.
 fn raced() -> protege_core::Error {
     protege_core::Error::new(protege_core::ErrorKind::Conflict, RACED)
 }

@@ -14,9 +14,11 @@
 //! - `schema`: the entities, the migrations and applying them;
 //! - `lock`: the locks under which migrations and imports write, one process at a time;
 //! - `dates`: the dates every backend stores, and statements that bind them alike;
-//! - `read`: every read: rows decoded by column name, the SQLite file read through the
-//!   SQLite C library, the trigger lookup, thread history, `LoadRecord`'s records and
-//!   summaries.
+//! - `session`: the one place that chooses the driver a statement runs on (the SQLite C
+//!   library on a SQLite file, SeaORM elsewhere, PostgreSQL's reads joined into one
+//!   statement), and how each driver's rows become values;
+//! - `read`: every read, each written once over the session: the trigger lookup, thread
+//!   history, `LoadRecord`'s records, summaries, runs, jobs and the outbox.
 
 mod connect;
 #[doc(hidden)]
@@ -26,10 +28,12 @@ pub mod lock;
 pub(crate) mod read;
 mod reason;
 mod schema;
+#[doc(hidden)]
+pub mod session;
 pub mod settings;
 pub mod strips;
 #[doc(hidden)]
-pub mod tx;
+pub use session::tx;
 
 pub use connect::{
     DEFAULT_CONNECT_TIMEOUT, SQLITE_BUSY_TIMEOUT, connect, connect_within, open,
@@ -37,7 +41,7 @@ pub use connect::{
 };
 pub use read::records::{table_columns, table_names};
 pub use read::{
-    AttachmentListing, MessageListing, ThreadListing, Writes, list_thread_messages, list_threads,
+    AttachmentListing, MessageListing, ThreadListing, list_thread_messages, list_threads,
     load_message, load_message_by_row, newest_inbound_message, thread_messages,
 };
 // The reads only the engine of the `protege` crate, the store and the tests use: public for
@@ -53,9 +57,9 @@ pub use read::{
 };
 #[doc(hidden)]
 pub use read::{
-    call_id_taken_in_thread, direct_round_trips, embedded_statements, embedded_write, load_rounds,
-    load_run, persona_addressed, recent_inbound_to, replayed_tool_use, runs_of_message,
-    thread_inbound_messages, thread_message_ids, thread_message_ids_of,
+    call_id_taken_in_thread, load_rounds, load_run, persona_addressed, recent_inbound_to,
+    replayed_tool_use, runs_of_message, thread_inbound_messages, thread_message_ids,
+    thread_message_ids_of,
 };
 pub use read::{first_seen, newest_slot};
 pub use schema::entities::run::RunStatus;
@@ -63,9 +67,10 @@ pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.
 #[doc(hidden)]
-pub use read::snapshot as read_snapshot;
-#[doc(hidden)]
 pub use reason::db_reason;
+#[doc(hidden)]
+pub use session::begin_snapshot as read_snapshot;
+pub use session::{Writes, direct_round_trips, embedded_statements, embedded_write};
 
 /// SeaORM, the database layer protege is built on, re-exported so an application queries
 /// protege's tables ([`entities`]) and its own with the same version and features, without

@@ -12,15 +12,14 @@
 //! 3. the last `messages` messages of each chosen thread without a summary;
 //! 4. the attachments of those messages, without their bytes.
 
+use sea_orm::DatabaseConnection;
 use sea_orm::sea_query::{
     Alias, Expr, ExprTrait, Func, JoinType, Order, Query, SelectStatement, WindowStatement,
 };
-use sea_orm::{ConnectionTrait, DatabaseConnection};
 
-use super::embedded;
 use super::rows::{self, Row, TableColumn, columns};
-use crate::db::dates;
 use crate::db::entities::{attachment, email_thread, message, message_address, thread_summary};
+use crate::db::session::Session;
 use crate::error::Result;
 use crate::mail::MailMessage;
 
@@ -320,8 +319,8 @@ impl Threads {
     }
 }
 
-/// Reads the earlier threads of `who` (oldest first): on a SQLite file through the SQLite
-/// C library ([`embedded`]), elsewhere through SeaORM; the same statements either way.
+/// Reads the earlier threads of `who` (oldest first), step by step in one snapshot: each
+/// statement reads only what the last ones left to read.
 pub(crate) async fn read(
     db: &DatabaseConnection,
     who: &Correspondent<'_>,
@@ -333,44 +332,25 @@ pub(crate) async fn read(
     }
     let statements = Statements::new(who, threads, messages);
     let mut out = Threads::default();
-    let with_messages = messages > 0;
-    if let Some(reader) = embedded::reader(db) {
-        return reader.run_snapshot(|conn| {
-            conn.query(&statements.threads, |row| out.thread(row))?;
-            if out.threads.is_empty() {
-                return Ok(Vec::new());
-            }
-            conn.query(&statements.summaries, |row| out.summary(row))?;
-            if with_messages && !out.all_summarised() {
-                conn.query(&statements.messages, |row| out.message(row))?;
-                out.messages_done();
-                conn.query(&statements.attachments, |row| out.attachment(row))?;
-            }
-            Ok(out.threads)
-        });
-    }
-    // The statements compare dates: bound as `DATETIME` on MySQL/MariaDB (see `db::dates`).
     // One snapshot for the four, so an erasure never leaves a thread half read.
-    let txn = super::snapshot(db).await?;
-    let run = |stmt: &SelectStatement| txn.query_all_raw(dates::statement(db, stmt));
-    for row in run(&statements.threads).await? {
-        out.thread(&row)?;
+    let mut session = Session::snapshot(db).await?;
+    session
+        .query(&statements.threads, |row| out.thread(row))
+        .await?;
+    if !out.threads.is_empty() {
+        session
+            .query(&statements.summaries, |row| out.summary(row))
+            .await?;
     }
-    if out.threads.is_empty() {
-        return Ok(Vec::new());
-    }
-    for row in run(&statements.summaries).await? {
-        out.summary(&row)?;
-    }
-    if with_messages && !out.all_summarised() {
-        for row in run(&statements.messages).await? {
-            out.message(&row)?;
-        }
+    if !out.threads.is_empty() && messages > 0 && !out.all_summarised() {
+        session
+            .query(&statements.messages, |row| out.message(row))
+            .await?;
         out.messages_done();
-        for row in run(&statements.attachments).await? {
-            out.attachment(&row)?;
-        }
+        session
+            .query(&statements.attachments, |row| out.attachment(row))
+            .await?;
     }
-    txn.commit().await?;
+    session.finish().await?;
     Ok(out.threads)
 }

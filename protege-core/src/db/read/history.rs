@@ -17,13 +17,13 @@ use sea_orm::sea_query::{
     Alias, Asterisk, Expr, ExprTrait, Func, JoinType, Order, Query, SelectStatement, UnionType,
     WindowStatement,
 };
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use sea_orm::{DatabaseConnection, Iterable as _};
 
 pub(crate) use super::rows::StoredToolUse;
 use super::rows::{self, Row, TableColumn, columns};
-use super::{embedded, summary};
-use crate::db::dates;
+use super::summary;
 use crate::db::entities::{attachment, message, message_strip, tool_use};
+use crate::db::session::{Part, Session};
 use crate::db::strips::{STRIP_RULES, StoredStrip};
 use crate::error::Result;
 use crate::mail::MailMessage;
@@ -333,9 +333,9 @@ impl Turns {
 /// Reads the prior messages of `current` (oldest first) with their attachments and, when
 /// `with_tools`, their tool uses, and when `with_strips` the stored stripped bodies of them
 /// and of `current`; `step` selects a cache-stable window (see `prior_ids`) and
-/// `after_summary` keeps only messages after the applicable summary's through-message: on a
-/// SQLite file through the SQLite C library
-/// ([`embedded`]), elsewhere through SeaORM; the same statements either way.
+/// `after_summary` keeps only messages after the applicable summary's through-message. The
+/// statements are one read of a fixed shape ([`Session::parts`]): one round trip on
+/// PostgreSQL.
 pub(crate) async fn read(
     db: &DatabaseConnection,
     current: &MailMessage,
@@ -350,79 +350,24 @@ pub(crate) async fn read(
     }
     let statements = Statements::new(current, limit, step, after_summary, with_tools, with_strips);
     let mut turns = Turns::new(current.id);
-    if let Some(reader) = embedded::reader(db) {
-        return reader.run_snapshot(|conn| {
-            conn.query(&statements.messages, |row| turns.message(row))?;
-            turns.messages_done();
-            if !turns.turns.is_empty() {
-                conn.query(&statements.attachments, |row| turns.attachment(row))?;
-                if let Some(tool_uses) = &statements.tool_uses {
-                    conn.query(tool_uses, |row| turns.tool_use(row))?;
-                }
-            }
-            if let Some(strips) = &statements.strips {
-                conn.query(strips, |row| turns.strip(row))?;
-            }
-            Ok(turns.done())
-        });
-    }
-    #[cfg(feature = "postgres")]
-    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
-        return one_round_trip(db, &statements, turns).await;
-    }
-    // The statements compare dates: bound as `DATETIME` on MySQL/MariaDB (see `db::dates`).
-    // One snapshot for them all, so an erasure never leaves messages without their rounds.
-    let txn = super::snapshot(db).await?;
-    let run = |stmt: &SelectStatement| txn.query_all_raw(dates::statement(db, stmt));
-    for row in run(&statements.messages).await? {
-        turns.message(&row)?;
-    }
-    turns.messages_done();
-    if !turns.turns.is_empty() {
-        for row in run(&statements.attachments).await? {
-            turns.attachment(&row)?;
-        }
-        if let Some(tool_uses) = &statements.tool_uses {
-            for row in run(tool_uses).await? {
-                turns.tool_use(&row)?;
-            }
-        }
-    }
-    if let Some(strips) = &statements.strips {
-        for row in run(strips).await? {
-            turns.strip(&row)?;
-        }
-    }
-    txn.commit().await?;
-    Ok(turns.done())
-}
-
-/// The history read on PostgreSQL in one round trip and one prepared statement (see
-/// [`super::one_trip`]): the statements as one, so one snapshot.
-#[cfg(feature = "postgres")]
-async fn one_round_trip(
-    db: &DatabaseConnection,
-    statements: &Statements,
-    mut turns: Turns,
-) -> Result<History> {
-    use super::one_trip::Part;
-    use sea_orm::Iterable as _;
+    // Without prior messages there are no attachments or tool uses to read.
     let mut parts = vec![
-        Part::new(&statements.messages, message::Column::iter()),
-        Part::new(
-            &statements.attachments,
-            attachment::Column::iter().take(attachment::Column::Data.position()),
-        ),
+        Part::new(db, &statements.messages, message::Column::iter),
+        Part::new(db, &statements.attachments, || {
+            attachment::Column::iter().take(attachment::Column::Data.position())
+        })
+        .when_rows_in(0),
     ];
     let tools = statements.tool_uses.is_some();
     if let Some(tool_uses) = &statements.tool_uses {
-        parts.push(Part::new(tool_uses, tool_use::Column::iter()));
+        parts.push(Part::new(db, tool_uses, tool_use::Column::iter).when_rows_in(0));
     }
     if let Some(strips) = &statements.strips {
-        parts.push(Part::new(strips, message_strip::Column::iter()));
+        parts.push(Part::new(db, strips, message_strip::Column::iter));
     }
+    // One snapshot for them all, so an erasure never leaves messages without their rounds.
     let mut messages_done = false;
-    super::one_trip::read(db, &parts, |part, row| {
+    Session::parts(db, &parts, |part, row| {
         if part > 0 && !messages_done {
             turns.messages_done();
             messages_done = true;

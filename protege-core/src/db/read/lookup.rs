@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, Iterable as _, QueryFilter,
+    QueryOrder,
 };
 
-use super::embedded;
 use super::rows::{self, TableColumn, columns};
 use crate::db::entities::{attachment, email_thread, message, message_address, tool_use};
+use crate::db::session::{Part, Row as _, Session};
 use crate::error::Result;
 use crate::mail::{Direction, MailMessage};
 
@@ -66,71 +67,77 @@ pub async fn load_message(
     db: &DatabaseConnection,
     message_id: &str,
 ) -> Result<Option<MailMessage>> {
-    #[cfg(feature = "postgres")]
-    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
-        return load_message_one_trip(db, message_id).await;
-    }
     // Stored without NUL, as every import stores it (PostgreSQL rejects NUL in text).
-    let by_message_id = message_where(
+    let is_it = || {
         Expr::col((message::Entity, message::Column::MessageId))
-            .eq(crate::mail::without_nul(message_id).as_ref()),
+            .eq(crate::mail::without_nul(message_id).as_ref())
+    };
+    // A Message-ID is stored once (a unique key), so its attachments are those of the
+    // messages carrying it.
+    let mut its_id = Query::select();
+    its_id
+        .column((message::Entity, message::Column::Id))
+        .from(message::Entity)
+        .and_where(is_it());
+    let attachments = attachments_where(
+        Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
     );
-    load_message_found(db, &by_message_id).await
+    load_message_found(db, &message_where(is_it()), &attachments).await
 }
 
 /// The message whose row id (`messages.id`) is `row`, with its attachments; `None` when
 /// there is none.
 pub async fn load_message_by_row(db: &DatabaseConnection, row: i64) -> Result<Option<MailMessage>> {
     let by_row = message_where(Expr::col((message::Entity, message::Column::Id)).eq(row));
-    load_message_found(db, &by_row).await
+    let attachments =
+        attachments_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(row));
+    load_message_found(db, &by_row, &attachments).await
 }
 
 /// The newest inbound message (by `sent_at`, ties by `id`), with its attachments; `None`
 /// when there is none: the message `protege demo` answers.
 pub async fn newest_inbound_message(db: &DatabaseConnection) -> Result<Option<MailMessage>> {
-    let mut newest = message_where(
-        Expr::col((message::Entity, message::Column::Direction)).eq(Direction::Inbound.as_str()),
-    );
+    let mut newest = Query::select();
     newest
+        .column((message::Entity, message::Column::Id))
+        .from(message::Entity)
+        .and_where(
+            Expr::col((message::Entity, message::Column::Direction))
+                .eq(Direction::Inbound.as_str()),
+        )
         .order_by((message::Entity, message::Column::SentAt), Order::Desc)
         .order_by((message::Entity, message::Column::Id), Order::Desc)
         .limit(1);
-    load_message_found(db, &newest).await
+    let id = Session::rows(db, &newest, |row| row.get::<i64>(message::Column::Id)).await?;
+    match id.first() {
+        Some(&id) => load_message_by_row(db, id).await,
+        None => Ok(None),
+    }
 }
 
-/// The message `by_message` finds (a select of [`message_where`]), with its attachments.
+/// The message `message` finds (a select of [`message_where`]) with the attachments
+/// `attachments` finds (a select of [`attachments_where`]): one read of a fixed shape, in
+/// one snapshot.
 async fn load_message_found(
     db: &DatabaseConnection,
-    by_message_id: &SelectStatement,
+    message: &SelectStatement,
+    attachments: &SelectStatement,
 ) -> Result<Option<MailMessage>> {
-    let attachments_of = |id: i64| {
-        attachments_where(Expr::col((attachment::Entity, attachment::Column::MessageId)).eq(id))
-    };
-    if let Some(reader) = embedded::reader(db) {
-        return reader.run(|conn| {
-            let mut found = None;
-            conn.query(by_message_id, |row| {
-                found = Some(rows::message(row)?);
-                Ok(())
-            })?;
-            let Some(mut message) = found else {
-                return Ok(None);
-            };
-            conn.query(&attachments_of(message.id), |row| {
-                message.attachments.push(rows::attachment(row, true)?.1);
-                Ok(())
-            })?;
-            Ok(Some(message))
-        });
-    }
-    let Some(row) = db.query_one(by_message_id).await? else {
-        return Ok(None);
-    };
-    let mut message = rows::message(&row)?;
-    for row in db.query_all(&attachments_of(message.id)).await? {
-        message.attachments.push(rows::attachment(&row, true)?.1);
-    }
-    Ok(Some(message))
+    let parts = [
+        Part::new(db, message, message::Column::iter),
+        Part::new(db, attachments, attachment::Column::iter).when_rows_in(0),
+    ];
+    let mut found: Option<MailMessage> = None;
+    Session::parts(db, &parts, |part, row| {
+        match (part, found.as_mut()) {
+            (0, _) => found = Some(rows::message(row)?),
+            (_, Some(message)) => message.attachments.push(rows::attachment(row, true)?.1),
+            (_, None) => {}
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(found)
 }
 
 /// The message (every column) that `condition` finds, at most one.
@@ -152,47 +159,6 @@ fn attachments_where(condition: sea_orm::sea_query::Expr) -> SelectStatement {
         .and_where(condition)
         .order_by((attachment::Entity, attachment::Column::Id), Order::Asc);
     q
-}
-
-/// [`load_message`] on PostgreSQL in one round trip and one prepared statement (see
-/// [`super::one_trip`]): the message and the attachments of the message with that id, in
-/// one snapshot.
-#[cfg(feature = "postgres")]
-async fn load_message_one_trip(
-    db: &DatabaseConnection,
-    message_id: &str,
-) -> Result<Option<MailMessage>> {
-    use super::one_trip::Part;
-    use sea_orm::Iterable as _;
-    let is_it = || {
-        Expr::col((message::Entity, message::Column::MessageId))
-            .eq(crate::mail::without_nul(message_id).as_ref())
-    };
-    let mut its_id = Query::select();
-    its_id
-        .column((message::Entity, message::Column::Id))
-        .from(message::Entity)
-        .and_where(is_it())
-        .limit(1);
-    let attachments = attachments_where(
-        Expr::col((attachment::Entity, attachment::Column::MessageId)).in_subquery(its_id),
-    );
-    let by_message_id = message_where(is_it());
-    let parts = [
-        Part::new(&by_message_id, message::Column::iter()),
-        Part::new(&attachments, attachment::Column::iter()),
-    ];
-    let mut found: Option<MailMessage> = None;
-    super::one_trip::read(db, &parts, |part, row| {
-        match (part, found.as_mut()) {
-            (0, _) => found = Some(rows::message(row)?),
-            (_, Some(message)) => message.attachments.push(rows::attachment(row, true)?.1),
-            (_, None) => {}
-        }
-        Ok(())
-    })
-    .await?;
-    Ok(found)
 }
 
 /// The messages of the thread `thread_id` ([`MailMessage::thread_id`]), oldest first

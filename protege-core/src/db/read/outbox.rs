@@ -7,6 +7,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, IdenStatic};
 
 use super::rows::{self, columns};
 use crate::db::entities::{message, message_address, outbox};
+use crate::db::session::Session;
 use crate::error::Result;
 
 /// The states of an outbox row.
@@ -97,7 +98,7 @@ pub async fn claimable_outbox(
     if let Some(persona) = persona {
         select.and_where(Expr::col((outbox::Entity, O::Persona)).eq(persona));
     }
-    Ok(all!(db, &select, outbox_id))
+    Session::rows(db, &select, |row| outbox_id(row)).await
 }
 
 /// The id of an outbox row from a select of that column alone.
@@ -113,7 +114,10 @@ pub async fn load_outbox(db: &DatabaseConnection, id: i64) -> Result<Option<outb
         .from(outbox::Entity)
         .and_where(Expr::col((outbox::Entity, outbox::Column::Id)).eq(id))
         .limit(1);
-    Ok(all!(db, &select, rows::outbox).into_iter().next())
+    Ok(Session::rows(db, &select, |row| rows::outbox(row))
+        .await?
+        .into_iter()
+        .next())
 }
 
 /// The outbox row of run `run_id`'s reply, when it has one.
@@ -124,7 +128,10 @@ pub async fn outbox_of_run(db: &DatabaseConnection, run_id: &str) -> Result<Opti
         .from(outbox::Entity)
         .and_where(Expr::col((outbox::Entity, outbox::Column::RunId)).eq(run_id))
         .limit(1);
-    Ok(all!(db, &select, rows::outbox).into_iter().next())
+    Ok(Session::rows(db, &select, |row| rows::outbox(row))
+        .await?
+        .into_iter()
+        .next())
 }
 
 /// The outbox row of `persona` whose delivery was attempted last (it holds the server's
@@ -142,7 +149,10 @@ pub async fn last_delivery(
         .order_by((outbox::Entity, outbox::Column::UpdatedAt), Order::Desc)
         .order_by((outbox::Entity, outbox::Column::Id), Order::Desc)
         .limit(1);
-    Ok(all!(db, &select, rows::outbox).into_iter().next())
+    Ok(Session::rows(db, &select, |row| rows::outbox(row))
+        .await?
+        .into_iter()
+        .next())
 }
 
 /// Which outbox rows [`list_outbox`] lists.
@@ -173,7 +183,7 @@ pub async fn list_outbox(
     select
         .order_by((outbox::Entity, O::Id), Order::Desc)
         .limit(filter.limit);
-    Ok(all!(db, &select, rows::outbox))
+    Session::rows(db, &select, |row| rows::outbox(row)).await
 }
 
 /// Of `recipients` (bare, lowercased), those that never received mail from one of

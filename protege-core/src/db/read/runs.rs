@@ -3,11 +3,12 @@
 //!
 //! [`Engine::record_round`]: https://docs.rs/protege/latest/protege/struct.Engine.html#method.record_round
 
+use sea_orm::DatabaseConnection;
 use sea_orm::sea_query::{Expr, ExprTrait, Order, Query, SubQueryStatement};
-use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 use super::rows::{self, columns};
 use crate::db::entities::{run, run_round};
+use crate::db::session::Session;
 use crate::error::Result;
 
 /// The run `id`, when there is one. One query.
@@ -18,7 +19,10 @@ pub async fn load_run(db: &DatabaseConnection, id: &str) -> Result<Option<run::M
         .from(run::Entity)
         .and_where(Expr::col((run::Entity, run::Column::Id)).eq(id))
         .limit(1);
-    Ok(all!(db, &by_id, rows::run).into_iter().next())
+    Ok(Session::rows(db, &by_id, |row| rows::run(row))
+        .await?
+        .into_iter()
+        .next())
 }
 
 /// The recorded rounds of run `id`, in order. One query.
@@ -29,7 +33,7 @@ pub async fn load_rounds(db: &DatabaseConnection, id: &str) -> Result<Vec<run_ro
         .from(run_round::Entity)
         .and_where(Expr::col((run_round::Entity, run_round::Column::RunId)).eq(id))
         .order_by((run_round::Entity, run_round::Column::Round), Order::Asc);
-    Ok(all!(db, &of_run, rows::run_round))
+    Session::rows(db, &of_run, |row| rows::run_round(row)).await
 }
 
 /// The runs of the message whose Message-ID is `message_id`, oldest first (by start, ties
@@ -52,13 +56,13 @@ pub async fn runs_of_message(
         .and_where(Expr::col((run::Entity, run::Column::MessageId)).in_subquery(row.clone()))
         .order_by((run::Entity, run::Column::StartedAt), Order::Asc)
         .order_by((run::Entity, run::Column::Id), Order::Asc);
-    let runs = all!(db, &of_message, rows::run);
+    let runs = Session::rows(db, &of_message, |row| rows::run(row)).await?;
     if !runs.is_empty() {
         return Ok(Some(runs));
     }
     let mut row = row;
     row.limit(1);
-    let stored = all!(db, &row, message_row);
+    let stored = Session::rows(db, &row, |row| message_row(row)).await?;
     Ok((!stored.is_empty()).then(Vec::new))
 }
 
@@ -107,7 +111,10 @@ pub async fn call_id_taken_in_thread(
         .order_by(t::Column::Id, Order::Asc)
         .limit(1)
         .to_owned();
-    Ok(all!(db, &select, call_and_run).into_iter().next())
+    Ok(Session::rows(db, &select, |row| call_and_run(row))
+        .await?
+        .into_iter()
+        .next())
 }
 
 /// The call id and the run of a `tool_uses` row selected with every column.
@@ -145,7 +152,9 @@ pub async fn persona_addressed(
         )
         .limit(1)
         .to_owned();
-    Ok(!all!(db, &select, address_row).is_empty())
+    Ok(!Session::rows(db, &select, |row| address_row(row))
+        .await?
+        .is_empty())
 }
 
 /// The id of a `message_addresses` row selected alone.

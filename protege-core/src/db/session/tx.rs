@@ -11,7 +11,7 @@ use sea_orm::sea_query::{Alias, InsertStatement, SelectStatement};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult};
 
 use super::dates;
-use super::read::Writes;
+use super::embedded::Writes;
 
 /// The columns of one row a [`Tx::select`] reads, by their place in the select list.
 pub trait Cells {

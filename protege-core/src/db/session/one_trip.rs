@@ -24,31 +24,23 @@ use sea_orm::sea_query::{
 };
 use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, QueryResult};
 
-use super::rows::{Decode, Row, TableColumn};
+use super::Part;
+use super::decode::{Decode, Row};
+use crate::db::read::rows::TableColumn;
 use crate::error::Result;
 
-/// One statement of a read, with the name and SQL type of each column it selects.
-pub(crate) struct Part<'a> {
-    statement: &'a SelectStatement,
-    columns: Vec<(&'static str, String)>,
-}
-
-impl<'a> Part<'a> {
-    /// `statement`, which selects `columns` (under their own names) in that order.
-    pub(crate) fn new<C: ColumnTrait>(
-        statement: &'a SelectStatement,
-        columns: impl IntoIterator<Item = C>,
-    ) -> Self {
-        let columns = columns
-            .into_iter()
-            .map(|c| {
-                let mut sql = String::new();
-                PostgresQueryBuilder.prepare_column_type(c.def().get_column_type(), &mut sql);
-                (c.as_str(), sql)
-            })
-            .collect();
-        Self { statement, columns }
-    }
+/// The name and SQL type of each of `columns`, in that order.
+pub(super) fn typed<C: ColumnTrait>(
+    columns: impl IntoIterator<Item = C>,
+) -> Vec<(&'static str, String)> {
+    columns
+        .into_iter()
+        .map(|c| {
+            let mut sql = String::new();
+            PostgresQueryBuilder.prepare_column_type(c.def().get_column_type(), &mut sql);
+            (c.as_str(), sql)
+        })
+        .collect()
 }
 
 /// A row of one part, its columns read by their own names.
@@ -97,7 +89,7 @@ fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
 
 /// Runs `parts` as one statement, handing each row to `on` with the index of its part, the
 /// parts in the order given and each in its own order.
-pub(crate) async fn read(
+pub(super) async fn read(
     db: &DatabaseConnection,
     parts: &[Part<'_>],
     mut on: impl FnMut(usize, &PartRow<'_>) -> Result<()>,
@@ -136,8 +128,9 @@ pub(crate) async fn read(
 mod tests {
     use sea_orm::sea_query::{Expr, ExprTrait, PostgresQueryBuilder, Query};
 
-    use super::{Part, union};
+    use super::{typed, union};
     use crate::db::entities::{attachment, message};
+    use crate::db::session::Part;
 
     #[test]
     fn the_parts_become_one_statement_with_typed_nulls_and_bound_values() {
@@ -150,8 +143,16 @@ mod tests {
         let mut b = Query::select();
         b.columns([A::Id, A::Data]).from(attachment::Entity);
         let parts = [
-            Part::new(&a, [M::Id, M::SentAt]),
-            Part::new(&b, [A::Id, A::Data]),
+            Part {
+                statement: &a,
+                when_rows_in: None,
+                columns: typed([M::Id, M::SentAt]),
+            },
+            Part {
+                statement: &b,
+                when_rows_in: None,
+                columns: typed([A::Id, A::Data]),
+            },
         ];
         let (sql, values) = union(&parts).unwrap().build(PostgresQueryBuilder);
         assert_eq!(

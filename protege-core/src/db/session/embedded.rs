@@ -146,12 +146,6 @@ struct WriterSlot {
     conn: Option<Connection>,
 }
 
-/// A connection of the pool, lent to one read.
-pub(crate) struct Session<'a> {
-    conn: &'a Connection,
-    statements: &'a AtomicU64,
-}
-
 #[derive(Debug, Default)]
 struct Pool {
     identity: Option<(u64, u64)>,
@@ -195,41 +189,48 @@ pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
 }
 
 impl Reader {
-    /// Runs `read` on one of the pool's connections, on the calling task.
+    /// A connection of the pool, lent to one read on the calling task, in a read
+    /// transaction when `snapshot` (every statement then sees the same snapshot of the
+    /// file: in WAL mode a writer's commit in between is not seen).
     ///
     /// Not on a blocking thread: the hand-off to another thread and back costs more than
     /// the read itself, and under load it waits for a free core twice. A read waits for a
     /// writer's commit (at most [`SQLITE_BUSY_TIMEOUT`]) as any SQLite reader does; in WAL
-    /// mode it never waits.
-    pub(crate) fn run<T>(&self, read: impl FnOnce(&Session<'_>) -> Result<T>) -> Result<T> {
+    /// mode it never waits. A connection not given back (the read failed) is closed, its
+    /// transaction with it.
+    pub(super) fn lend(&self, snapshot: bool) -> Result<Connection> {
         let conn = self.take()?;
-        let out = read(&Session {
-            conn: &conn,
-            statements: &self.statements,
-        });
-        if out.is_ok() {
-            self.give_back(conn);
+        if snapshot {
+            conn.execute_batch("BEGIN")?;
         }
-        out
+        Ok(conn)
     }
 
-    /// [`run`](Self::run) inside one read transaction, so every statement of `read` sees
-    /// the same snapshot of the file (in WAL mode a writer's commit in between is not
-    /// seen): a reply's history never mixes a thread before and after an erasure.
-    pub(crate) fn run_snapshot<T>(
+    /// `conn` back to the pool once its read is done, its transaction ended.
+    pub(super) fn give_back_read(&self, conn: Connection, snapshot: bool) -> Result<()> {
+        if snapshot {
+            conn.execute_batch("COMMIT")?;
+        }
+        self.give_back(conn);
+        Ok(())
+    }
+
+    /// Runs `statement` on `conn`, a connection of this pool, calling `each` for every row
+    /// in order.
+    pub(super) fn query(
         &self,
-        read: impl FnOnce(&Session<'_>) -> Result<T>,
-    ) -> Result<T> {
-        self.run(|session| {
-            session.conn.execute_batch("BEGIN")?;
-            let out = read(session);
-            let end = session
-                .conn
-                .execute_batch(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
-            let out = out?;
-            end?;
-            Ok(out)
-        })
+        conn: &Connection,
+        statement: &SelectStatement,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (sql, params) = built(statement)?;
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        let mut prepared = conn.prepare_cached(&sql)?;
+        let mut rows = prepared.query(rusqlite::params_from_iter(params))?;
+        while let Some(row) = rows.next()? {
+            each(row)?;
+        }
+        Ok(())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
@@ -343,9 +344,9 @@ impl Writes<'_> {
     pub(crate) fn select_rows(
         &self,
         statement: &SelectStatement,
-        mut each: impl FnMut(&dyn crate::db::tx::Cells) -> std::result::Result<(), sea_orm::DbErr>,
+        mut each: impl FnMut(&dyn super::tx::Cells) -> std::result::Result<(), sea_orm::DbErr>,
     ) -> std::result::Result<(), sea_orm::DbErr> {
-        use crate::db::tx::sqlite_error;
+        use super::tx::sqlite_error;
         let (sql, params) = built(statement).map_err(sqlite_error)?;
         let mut prepared = self.tx.prepare_cached(&sql).map_err(sqlite_error)?;
         let mut rows = prepared
@@ -369,24 +370,6 @@ pub fn embedded_write<T>(
     write: impl FnOnce(&Writes<'_>) -> Result<T>,
 ) -> Option<Result<T>> {
     Some(reader(db)?.write(write))
-}
-
-impl Session<'_> {
-    /// Runs `statement`, calling `each` for every row in order.
-    pub(crate) fn query(
-        &self,
-        statement: &SelectStatement,
-        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
-    ) -> Result<()> {
-        let (sql, params) = built(statement)?;
-        self.statements.fetch_add(1, Ordering::Relaxed);
-        let mut prepared = self.conn.prepare_cached(&sql)?;
-        let mut rows = prepared.query(rusqlite::params_from_iter(params))?;
-        while let Some(row) = rows.next()? {
-            each(row)?;
-        }
-        Ok(())
-    }
 }
 
 /// The number of statements run so far in this process on the SQLite file behind `db`
@@ -482,16 +465,15 @@ mod tests {
             .limit(2)
             .to_owned();
         for _ in 0..3 {
-            let ids = reader
-                .run(|session| {
-                    let mut ids = Vec::new();
-                    session.query(&query, |row| {
-                        ids.push(row.get::<_, i64>(0)?);
-                        Ok(())
-                    })?;
-                    Ok(ids)
+            let conn = reader.lend(false).unwrap();
+            let mut ids = Vec::new();
+            reader
+                .query(&conn, &query, |row| {
+                    ids.push(row.get::<_, i64>(0)?);
+                    Ok(())
                 })
                 .unwrap();
+            reader.give_back_read(conn, false).unwrap();
             assert_eq!(ids, [3, 10]);
         }
         let conn = reader.take().unwrap();
