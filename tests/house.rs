@@ -129,3 +129,59 @@ fn no_production_function_is_over_a_hundred_lines() {
         found.join("\n")
     );
 }
+
+/// What names a database driver in code: the SQLite C library's crate, sqlx (the drivers
+/// under SeaORM), the session's own paths, and SeaORM's calls that reach past it to a
+/// driver's pool or row.
+const DRIVER_WORDS: [&str; 8] = [
+    "rusqlite",
+    "sqlx",
+    "embedded_write",
+    "embedded_tx",
+    "one_trip",
+    "try_as_",
+    "_connection_pool",
+    "DatabaseConnectionType",
+];
+
+/// The only places that may name a driver: the session, which chooses the one that runs a
+/// statement; connecting, which opens the connection of the URL's driver; and the reason of
+/// a database error, which reads the driver's error.
+const DRIVER_ROOMS: [&str; 3] = [
+    "protege-core/src/db/session/",
+    "protege-core/src/db/connect.rs",
+    "protege-core/src/db/reason.rs",
+];
+
+/// No module outside the session chooses a database driver: every read and write is
+/// written once, over the session's calls, whatever database runs it.
+#[test]
+fn no_module_outside_the_session_chooses_a_driver() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for folder in source_folders() {
+        rust_files(&folder, &mut files);
+    }
+    let mut found = Vec::new();
+    for path in &files {
+        let shown = path.strip_prefix(root).unwrap().display().to_string();
+        if DRIVER_ROOMS.iter().any(|room| shown.starts_with(room)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for (at, line) in text.lines().enumerate() {
+            // Code only: what follows `//` is a comment (or a URL, which names no driver).
+            let code = line.split("//").next().unwrap_or_default();
+            for word in DRIVER_WORDS {
+                if code.contains(word) {
+                    found.push(format!("{shown}:{} {word}", at + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "driver chosen outside the session:\n{}",
+        found.join("\n")
+    );
+}

@@ -67,10 +67,10 @@ pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.
 #[doc(hidden)]
-pub use reason::db_reason;
+pub use reason::{db_reason, server_message, transaction_lost};
 #[doc(hidden)]
 pub use session::begin_snapshot as read_snapshot;
-pub use session::{Writes, direct_round_trips, embedded_statements, embedded_write};
+pub use session::{Writes, direct_round_trips, embedded_statements};
 
 /// SeaORM, the database layer protege is built on, re-exported so an application queries
 /// protege's tables ([`entities`]) and its own with the same version and features, without

@@ -41,3 +41,39 @@ fn lowercase_first(text: &str) -> String {
         None => String::new(),
     }
 }
+
+/// The server's own message in `err`, without the driver's wrapping; `None` when the
+/// error did not come from the server.
+pub fn server_message(err: &sea_orm::DbErr) -> Option<String> {
+    use sea_orm::{DbErr, RuntimeErr};
+    match err {
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
+            match &**e {
+                sea_orm::sqlx::Error::Database(db) => Some(db.message().to_owned()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether `err` ended the whole transaction it happened in, not only a savepoint: a
+/// deadlock or serialization failure (SQLSTATE class 40), or a lost connection (class 08,
+/// or no answer from the server).
+pub fn transaction_lost(err: &sea_orm::DbErr) -> bool {
+    use sea_orm::{DbErr, RuntimeErr};
+    match err {
+        DbErr::Exec(RuntimeErr::SqlxError(e))
+        | DbErr::Query(RuntimeErr::SqlxError(e))
+        | DbErr::Conn(RuntimeErr::SqlxError(e)) => match &**e {
+            // Class 40: transaction rollback; class 08: connection exception (MySQL's
+            // "packet too large" closes the connection).
+            sea_orm::sqlx::Error::Database(db) => db
+                .code()
+                .is_some_and(|code| code.starts_with("40") || code.starts_with("08")),
+            _ => true,
+        },
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        _ => false,
+    }
+}

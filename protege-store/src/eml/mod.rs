@@ -36,7 +36,7 @@ use protege_mail::eml::direction::Directions;
 use protege_mail::eml::parse::{DateSource, ParsedEml, date_parser, header_date, parse_eml};
 use protege_mail::eml::{MessageParser, mbox};
 use protege_mail::{Direction, rfc3339_z};
-use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, RuntimeErr};
+use sea_orm::{DatabaseConnection, DatabaseTransaction};
 
 use threading::{Stored, Threader};
 
@@ -473,17 +473,12 @@ impl Notes {
 /// The reason a database gave, without the driver's wrapping: the server's own message
 /// when there is one.
 fn database_reason(err: &Error) -> String {
-    let text =
-        match err.db_err() {
-            Some(
-                DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)),
-            ) if matches!(**e, sea_orm::sqlx::Error::Database(_)) => match &**e {
-                sea_orm::sqlx::Error::Database(db) => db.message().to_owned(),
-                other => other.to_string(),
-            },
-            Some(other) => protege_core::db::db_reason(other),
-            None => err.detail().to_owned(),
-        };
+    let text = match err.db_err() {
+        Some(e) => {
+            protege_core::db::server_message(e).unwrap_or_else(|| protege_core::db::db_reason(e))
+        }
+        None => err.detail().to_owned(),
+    };
     let text = text.trim().trim_end_matches('.');
     let mut chars = text.chars();
     match chars.next() {
@@ -981,22 +976,7 @@ fn fallbacks(eml: &ParsedEml, limits: &Limits) -> Vec<String> {
 /// deadlock or serialization failure (SQLSTATE class 40), or a lost connection (class 08,
 /// or no answer from the server).
 fn transaction_lost(err: &Error) -> bool {
-    match err.db_err() {
-        Some(
-            DbErr::Exec(RuntimeErr::SqlxError(e))
-            | DbErr::Query(RuntimeErr::SqlxError(e))
-            | DbErr::Conn(RuntimeErr::SqlxError(e)),
-        ) => match &**e {
-            // Class 40: transaction rollback; class 08: connection exception (MySQL's
-            // "packet too large" closes the connection).
-            sea_orm::sqlx::Error::Database(db) => db
-                .code()
-                .is_some_and(|code| code.starts_with("40") || code.starts_with("08")),
-            _ => true,
-        },
-        Some(DbErr::ConnectionAcquire(_) | DbErr::Conn(_)) => true,
-        _ => false,
-    }
+    err.db_err().is_some_and(protege_core::db::transaction_lost)
 }
 
 /// What [`ingest_eml`] did with one message.
