@@ -470,8 +470,9 @@ fn erasure_answer(counts: &crate::db::Removed, dry_run: bool) -> Result<Response
     json_text(StatusCode::OK, &serde_json::Value::Object(body))
 }
 
-/// Runs `work` to its end on a thread of the blocking pool, its I/O still driven by the
-/// runtime, once one of `slots` is free. The CPU it spends (parsing and converting a huge
+/// Runs `work` to its end on a thread of the blocking pool, once one of `slots` is free:
+/// its I/O driven by the runtime, but its PostgreSQL reads by that thread itself
+/// ([`crate::db::session::drive_reads_here`]: no thread hand-off per statement). The CPU it spends (parsing and converting a huge
 /// mail, rendering a thread, counting tokens, encoding the answer) never holds a worker of
 /// the runtime, so `/healthz` answers meanwhile and the deadline answers 504 on time; when
 /// the deadline answers first, the work goes on to its end (keeping its slot) and its
@@ -489,7 +490,7 @@ pub(super) async fn off_the_workers<T: Send + 'static>(
     // The work stays in the request's span.
     let work = tracing::Instrument::in_current_span(work);
     tokio::task::spawn_blocking(move || {
-        let answer = runtime.block_on(work);
+        let answer = crate::db::session::drive_reads_here(&runtime, work);
         drop(slot);
         answer
     })

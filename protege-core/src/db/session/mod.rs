@@ -31,6 +31,8 @@ pub(crate) mod decode;
 mod embedded;
 pub(crate) mod json;
 #[cfg(feature = "postgres")]
+mod local;
+#[cfg(feature = "postgres")]
 mod one_trip;
 pub mod tx;
 
@@ -47,7 +49,20 @@ pub(crate) use decode::{AnyRow, Row};
 pub use embedded::embedded_write;
 pub use embedded::{Writes, embedded_statements};
 pub(crate) use json::float;
+#[cfg(feature = "postgres")]
+pub use local::drive_reads_here;
 pub use tx::{embedded_tx, now};
+
+/// Runs `work` to its end on the calling thread, blocking it, with `runtime`'s context
+/// entered: a build without PostgreSQL has no reads of its own to drive.
+#[cfg(not(feature = "postgres"))]
+pub fn drive_reads_here<T>(
+    runtime: &tokio::runtime::Handle,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let _context = runtime.enter();
+    futures::executor::block_on(work)
+}
 
 use crate::db::dates;
 use crate::error::Result;
@@ -172,7 +187,12 @@ impl<'a> Session<'a> {
                 let statement = dates::statement(self.db, statement);
                 let rows = match txn {
                     Some(txn) => txn.query_all_raw(statement).await?,
-                    None => self.db.query_all_raw(statement).await?,
+                    None => match own_thread(self.db, |runtime, db| {
+                        runtime.block_on(db.query_all_raw(statement.clone()))
+                    }) {
+                        Some(rows) => rows?,
+                        None => self.db.query_all_raw(statement).await?,
+                    },
                 };
                 for row in &rows {
                     each(&AnyRow::Orm(row))?;
@@ -224,7 +244,13 @@ impl<'a> Session<'a> {
     ) -> Result<()> {
         #[cfg(feature = "postgres")]
         if one_trip_reads(db) {
-            return one_trip::read(db, parts, |part, row| each(part, &AnyRow::Part(row))).await;
+            let mut each = |part, row: &one_trip::PartRow<'_>| each(part, &AnyRow::Part(row));
+            if let Some(done) = local::read(db, |runtime, db| {
+                runtime.block_on(one_trip::read(db, parts, &mut each))
+            }) {
+                return done;
+            }
+            return one_trip::read(db, parts, each).await;
         }
         let mut session = Self::open(db, parts.len() > 1).await?;
         let mut found = vec![false; parts.len()];
@@ -241,6 +267,24 @@ impl<'a> Session<'a> {
         }
         session.finish().await
     }
+}
+
+/// `read` run on this thread's own connection to `db` ([`local`]), when it has one.
+#[cfg(feature = "postgres")]
+fn own_thread<T>(
+    db: &DatabaseConnection,
+    read: impl FnOnce(&tokio::runtime::Runtime, &DatabaseConnection) -> T,
+) -> Option<T> {
+    local::read(db, read)
+}
+
+/// No thread has connections of its own without PostgreSQL.
+#[cfg(not(feature = "postgres"))]
+fn own_thread<T>(
+    _db: &DatabaseConnection,
+    _read: impl FnOnce(&tokio::runtime::Runtime, &DatabaseConnection) -> T,
+) -> Option<T> {
+    None
 }
 
 /// A read-only transaction whose statements all see one snapshot of the database
