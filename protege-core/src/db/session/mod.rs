@@ -88,7 +88,7 @@ impl<'a> Part<'a> {
         columns: impl FnOnce() -> I,
     ) -> Self
     where
-        C: sea_orm::ColumnTrait,
+        C: crate::db::read::rows::TableColumn,
         I: IntoIterator<Item = C>,
     {
         #[cfg(feature = "postgres")]

@@ -22,20 +22,27 @@ use sea_orm::sea_query::backend::TableBuilder as _;
 use sea_orm::sea_query::{
     Alias, Expr, Func, PostgresQueryBuilder, Query, SelectStatement, UnionType, WindowStatement,
 };
-use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, QueryResult};
+use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
 
 use super::Part;
 use super::decode::{Decode, Row};
 use crate::db::read::rows::TableColumn;
 use crate::error::Result;
 
-/// The name and SQL type of each of `columns`, in that order.
-pub(super) fn typed<C: ColumnTrait>(
+/// The name and SQL type of each of `columns`, in that order: its entity's columns in
+/// declaration order, from the first (a row of the part reads them by index).
+pub(super) fn typed<C: TableColumn>(
     columns: impl IntoIterator<Item = C>,
 ) -> Vec<(&'static str, String)> {
     columns
         .into_iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(at, c)| {
+            debug_assert_eq!(
+                c.position(),
+                at,
+                "a part selects its entity's columns in order"
+            );
             let mut sql = String::new();
             PostgresQueryBuilder.prepare_column_type(c.def().get_column_type(), &mut sql);
             (c.as_str(), sql)
@@ -43,15 +50,17 @@ pub(super) fn typed<C: ColumnTrait>(
         .collect()
 }
 
-/// A row of one part, its columns read by their own names.
+/// A row of one part. A part's columns are its entity's in declaration order (all of them,
+/// or the first ones), so a column sits at the part's first index plus its
+/// [`TableColumn::position`]: read by index, no name is built or compared per row.
 pub(crate) struct PartRow<'a> {
     row: &'a QueryResult,
-    prefix: &'a str,
+    first: usize,
 }
 
 impl Row for PartRow<'_> {
     fn get<T: Decode>(&self, column: impl TableColumn) -> Result<T> {
-        Ok(self.row.try_get(self.prefix, column.as_str())?)
+        Ok(self.row.try_get_by_index(self.first + column.position())?)
     }
 }
 
@@ -102,22 +111,30 @@ pub(super) async fn read(
     // included) for what is almost always the order they come in.
     let mut order = Vec::with_capacity(rows.len());
     for (at, row) in rows.iter().enumerate() {
-        let part: i32 = row.try_get("", "k")?;
-        let place: i64 = row.try_get("", "o")?;
+        let part: i32 = row.try_get_by_index(0)?;
+        let place: i64 = row.try_get_by_index(1)?;
         order.push((part, place, at));
     }
     order.sort_unstable();
-    let prefixes: Vec<String> = (0..parts.len()).map(prefix).collect();
+    // After `k` and `o`, each part's columns in the order of the parts.
+    let firsts: Vec<usize> = parts
+        .iter()
+        .scan(2, |first, part| {
+            let this = *first;
+            *first += part.columns.len();
+            Some(this)
+        })
+        .collect();
     for (part, _, at) in order {
         let part = usize::try_from(part).unwrap_or(usize::MAX);
-        let Some(prefix) = prefixes.get(part) else {
+        let Some(&first) = firsts.get(part) else {
             continue;
         };
         on(
             part,
             &PartRow {
                 row: &rows[at],
-                prefix,
+                first,
             },
         )?;
     }
