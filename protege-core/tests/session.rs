@@ -50,3 +50,104 @@ async fn a_thread_that_drives_its_reads_reads_postgresql_on_its_own_connection()
         backend.drop_database(name).await;
     }
 }
+
+/// A thread's own PostgreSQL connection lost while idle (the server ended its backend) is
+/// seen at its next read, which answers through the shared pool; the read after that
+/// reconnects the thread's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_whose_own_connection_was_lost_reads_through_the_shared_pool() {
+    use sea_orm::ConnectionTrait as _;
+    let Some(backend) = common::backends()
+        .into_iter()
+        .find(|b| b.name == "postgres")
+    else {
+        return;
+    };
+    let (mut conn, name) = backend.create("own_lost").await;
+    import(&conn, "support.json").await;
+    let statements = Arc::new(AtomicUsize::new(0));
+    let seen = statements.clone();
+    conn.set_metric_callback(move |_| {
+        seen.fetch_add(1, Ordering::SeqCst);
+    });
+    let id = "<t1-m5@example.com>";
+    let expected = db::load_message(&conn, id).await.unwrap().unwrap();
+    // The backends are ended from a connection of its own, which is left alone.
+    let server = std::env::var("PROTEGE_TEST_POSTGRES_URL").unwrap();
+    let mut options =
+        sea_orm::ConnectOptions::new(common::with_database(&server, name.as_deref().unwrap()));
+    options.max_connections(1).min_connections(1);
+    let admin = sea_orm::Database::connect(options).await.unwrap();
+    // One thread for the three reads, so they share its own connection.
+    let runtime = tokio::runtime::Handle::current();
+    let reader = conn.clone();
+    let (to_reader, requests) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<_>>();
+    let thread = std::thread::spawn(move || {
+        for answer in requests {
+            let found = db::session::drive_reads_here(&runtime, db::load_message(&reader, id));
+            answer.send(found.unwrap().unwrap()).unwrap();
+        }
+    });
+    let mut shared_statements = Vec::new();
+    for step in 0..3 {
+        if step == 1 {
+            // Every other backend of the database ended, the thread's own among them, and
+            // waited for (ending a backend is only asked for).
+            let others = "FROM pg_stat_activity \
+                          WHERE datname = current_database() AND pid <> pg_backend_pid()";
+            let pids = |sql: String| {
+                let admin = &admin;
+                async move {
+                    let rows = admin
+                        .query_all_raw(sea_orm::Statement::from_string(
+                            sea_orm::DbBackend::Postgres,
+                            sql,
+                        ))
+                        .await
+                        .unwrap();
+                    rows.iter()
+                        .map(|r| r.try_get_by_index::<i32>(0).unwrap())
+                        .collect::<Vec<i32>>()
+                }
+            };
+            let ended = pids(format!("SELECT pid {others}")).await;
+            // By their pids: a condition beside `pg_terminate_backend` in one `WHERE` is no
+            // guard, the server may call it first.
+            let list = ended
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            pids(format!(
+                "SELECT pid FROM unnest(ARRAY[{list}]::int[]) AS pid WHERE pg_terminate_backend(pid)"
+            ))
+            .await;
+            let watchdog = std::time::Instant::now();
+            while pids(format!("SELECT pid {others}"))
+                .await
+                .iter()
+                .any(|pid| ended.contains(pid))
+            {
+                assert!(
+                    watchdog.elapsed().as_secs() < 30,
+                    "the backends never ended"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        let before = statements.load(Ordering::SeqCst);
+        let (answer, found) = tokio::sync::oneshot::channel();
+        to_reader.send(answer).unwrap();
+        let found = found.await.unwrap();
+        assert_eq!(found, expected, "read {step}");
+        shared_statements.push(statements.load(Ordering::SeqCst) - before);
+    }
+    drop(to_reader);
+    thread.join().unwrap();
+    admin.close().await.ok();
+    // Its own connection, then the shared pool (the lost connection's read again), then
+    // its own connection made again.
+    assert_eq!(shared_statements, [0, 1, 0]);
+    conn.close().await.ok();
+    backend.drop_database(name).await;
+}

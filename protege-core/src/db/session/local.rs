@@ -2,26 +2,31 @@
 //!
 //! A resolve in `protege serve` runs on a thread of the blocking pool, off the runtime's
 //! workers (its CPU, a huge mail's parsing or a long thread's rendering, must never hold a
-//! worker). Its reads through the shared SeaORM pool then cost two thread hand-offs per
-//! statement: the answer's readiness is seen by a worker's I/O driver, which wakes the
-//! resolving thread, and giving the connection back to the pool spawns a task that wakes a
-//! worker again. On PostgreSQL that switching was about half of a resolve's CPU.
+//! worker). Its reads through the shared SeaORM pool then cost thread hand-offs and a round
+//! trip more per statement: the answer's readiness is seen by a worker's I/O driver, which
+//! wakes the resolving thread; giving the connection back to the pool spawns a task that
+//! wakes a worker again, and that task pings the server before the connection is idle.
 //!
 //! Inside [`drive_reads_here`], a thread keeps a current-thread runtime and one connection
-//! of its own to each PostgreSQL database it reads (the same connect options as the shared
-//! pool: host or socket, user, password, TLS; and its timeout to acquire a connection), and
-//! runs the session's reads on them: the
-//! thread waits for the server's answer itself, and nothing else wakes. Outside it (an
-//! application's task on a worker, a transaction, a write) the shared pool serves, as
-//! before. The connections are closed when the thread ends; a thread keeps at most
-//! [`MOST_DATABASES`] of them.
+//! of its own to each PostgreSQL database it reads (opened with the shared pool's connect
+//! options: host or socket, user, password, TLS; within its timeout to acquire a
+//! connection), and runs the session's reads on it with the statements SeaORM would run
+//! (prepared once per connection): the thread waits for the server's answer itself, and
+//! nothing else wakes or pings. A read that finds its connection lost (the server ended it,
+//! restarted, or the network dropped it while idle) is read again through the shared pool,
+//! which tests its connection first ([`lost`]), and the next read connects again. Outside
+//! [`drive_reads_here`] (an application's task on a worker, a transaction, a write) the
+//! shared pool serves, as before. The connections are closed when the thread ends; a thread
+//! keeps at most [`MOST_DATABASES`].
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::sync::Arc;
 
-use sea_orm::sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sea_orm::{DatabaseConnection, DbBackend, SqlxPostgresConnector};
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
+use sea_orm::sqlx::{ConnectOptions as _, Connection as _};
+use sea_orm::{DatabaseConnection, DbBackend, DbErr, QueryResult, RuntimeErr, Statement};
+use sea_query_sqlx::SqlxValues;
 
 /// The most databases a thread keeps a connection to (a primary and a read replica, with
 /// room for a reconnected engine); the oldest is closed beyond.
@@ -51,74 +56,37 @@ pub fn drive_reads_here<T>(runtime: &tokio::runtime::Handle, work: impl Future<O
     futures::executor::block_on(work)
 }
 
-/// A thread's own runtime and connections.
+/// A thread's own runtime and connections, by the connect options of the shared pool they
+/// stand in for.
 struct Local {
     runtime: tokio::runtime::Runtime,
-    databases: Vec<(Arc<PgConnectOptions>, DatabaseConnection)>,
+    connections: Vec<(Arc<PgConnectOptions>, PgConnection)>,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
-        let databases = std::mem::take(&mut self.databases);
+        let connections = std::mem::take(&mut self.connections);
         self.runtime.block_on(async {
-            for (_, db) in databases {
-                let _ = db.close().await;
+            for (_, conn) in connections {
+                let _ = conn.close().await;
             }
         });
     }
 }
 
-impl Local {
-    /// The connection of this thread to the database of `shared` (the shared pool), made
-    /// when missing with the pool's connect options and its timeout and test to acquire a
-    /// connection: a server gone away fails a read here as it fails one there.
-    fn database(&mut self, shared: &PgPool) -> &DatabaseConnection {
-        let options = shared.connect_options();
-        let at = match self
-            .databases
-            .iter()
-            .position(|(known, _)| Arc::ptr_eq(known, &options))
-        {
-            Some(at) => at,
-            None => {
-                if self.databases.len() == MOST_DATABASES {
-                    let (_, oldest) = self.databases.remove(0);
-                    let _ = self.runtime.block_on(oldest.close());
-                }
-                let _context = self.runtime.enter();
-                // One connection, opened at the first read, never closed for being idle
-                // (which would need a maintenance task) while the thread lives.
-                let pool = PgPoolOptions::new()
-                    .acquire_timeout(shared.options().get_acquire_timeout())
-                    .test_before_acquire(shared.options().get_test_before_acquire())
-                    .max_connections(1)
-                    .min_connections(0)
-                    .idle_timeout(None)
-                    .max_lifetime(None)
-                    .connect_lazy_with((*options).clone());
-                self.databases.push((
-                    options,
-                    SqlxPostgresConnector::from_sqlx_postgres_pool(pool),
-                ));
-                self.databases.len() - 1
-            }
-        };
-        &self.databases[at].1
-    }
-}
-
-/// Runs `read` on this thread's own connection to the PostgreSQL database behind `db`, to
-/// its end (it is handed this thread's runtime to block on and the connection); `None`,
-/// with nothing run, outside [`drive_reads_here`], on another backend, or when a read of
-/// this thread is already under way.
-pub(super) fn read<T>(
+/// Runs `statement` on this thread's own connection to the PostgreSQL database behind `db`,
+/// to its end; `None`, with nothing run, outside [`drive_reads_here`], on another backend,
+/// or when a read of this thread is already under way.
+pub(super) fn query(
     db: &DatabaseConnection,
-    read: impl FnOnce(&tokio::runtime::Runtime, &DatabaseConnection) -> T,
-) -> Option<T> {
+    statement: &Statement,
+) -> Option<Result<Vec<QueryResult>, DbErr>> {
     if !HERE.get() || db.get_database_backend() != DbBackend::Postgres {
         return None;
     }
     let shared = db.get_postgres_connection_pool();
+    let options = shared.connect_options();
+    let connect_within = shared.options().get_acquire_timeout();
     LOCAL.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.is_none() {
@@ -128,11 +96,84 @@ pub(super) fn read<T>(
                 .ok()?;
             *slot = Some(Local {
                 runtime,
-                databases: Vec::new(),
+                connections: Vec::new(),
             });
         }
-        let local = slot.as_mut()?;
-        let database = local.database(shared).clone();
-        Some(read(&local.runtime, &database))
+        let Local {
+            runtime,
+            connections,
+        } = slot.as_mut()?;
+        Some(runtime.block_on(async {
+            let at = match connections
+                .iter()
+                .position(|(known, _)| Arc::ptr_eq(known, &options))
+            {
+                Some(at) => at,
+                None => {
+                    let conn = tokio::time::timeout(connect_within, options.connect())
+                        .await
+                        .map_err(|_| DbErr::Custom("the connection timed out".to_owned()))?
+                        .map_err(query_error)?;
+                    if connections.len() == MOST_DATABASES {
+                        let (_, oldest) = connections.remove(0);
+                        let _ = oldest.close().await;
+                    }
+                    connections.push((options, conn));
+                    connections.len() - 1
+                }
+            };
+            let values = SqlxValues(
+                statement
+                    .values
+                    .clone()
+                    .unwrap_or(sea_orm::Values(Vec::new())),
+            );
+            let sql = sea_orm::sqlx::AssertSqlSafe(statement.sql.as_str());
+            match sea_orm::sqlx::query_with(sql, values)
+                .fetch_all(&mut connections[at].1)
+                .await
+            {
+                Ok(rows) => Ok(rows.into_iter().map(QueryResult::from).collect()),
+                Err(e) => {
+                    let e = query_error(e);
+                    if lost(&e) {
+                        // Connected again at the next read.
+                        connections.remove(at);
+                    }
+                    Err(e)
+                }
+            }
+        }))
     })
+}
+
+/// A driver error as SeaORM reports the same error of a query.
+fn query_error(e: sea_orm::sqlx::Error) -> DbErr {
+    DbErr::Query(RuntimeErr::SqlxError(Arc::new(e)))
+}
+
+/// Whether `err`, the error of a read on a thread's own connection, says the connection is
+/// gone (or could not be made) rather than that the statement failed: the read, which
+/// changed nothing, is then made again through the shared pool, which reports the server's
+/// state as it always has.
+pub(super) fn lost(err: &DbErr) -> bool {
+    use sea_orm::sqlx::Error as Sqlx;
+    match err {
+        DbErr::Query(RuntimeErr::SqlxError(e)) => match &**e {
+            Sqlx::Database(db) => db
+                .code()
+                // A connection exception, or the server ending the backend (an
+                // administrator's command, a crash, a shutdown): its last words.
+                .is_some_and(|code| code.starts_with("08") || code.starts_with("57P0")),
+            Sqlx::Io(_)
+            | Sqlx::Protocol(_)
+            | Sqlx::Tls(_)
+            | Sqlx::WorkerCrashed
+            | Sqlx::Configuration(_) => true,
+            _ => false,
+        },
+        // The connection not made in time.
+        DbErr::Custom(_) => true,
+        _ => false,
+    }
 }

@@ -187,12 +187,7 @@ impl<'a> Session<'a> {
                 let statement = dates::statement(self.db, statement);
                 let rows = match txn {
                     Some(txn) => txn.query_all_raw(statement).await?,
-                    None => match own_thread(self.db, |runtime, db| {
-                        runtime.block_on(db.query_all_raw(statement.clone()))
-                    }) {
-                        Some(rows) => rows?,
-                        None => self.db.query_all_raw(statement).await?,
-                    },
+                    None => Self::one_statement(self.db, statement).await?,
                 };
                 for row in &rows {
                     each(&AnyRow::Orm(row))?;
@@ -213,6 +208,22 @@ impl<'a> Session<'a> {
             Via::Orm(Some(txn)) => Ok(txn.commit().await?),
             Via::Orm(None) => Ok(()),
         }
+    }
+
+    /// The rows of `statement`, outside a transaction: on PostgreSQL, inside
+    /// [`drive_reads_here`], on this thread's own connection ([`local`]); otherwise, or when
+    /// that connection was lost, through the shared pool.
+    async fn one_statement(
+        db: &DatabaseConnection,
+        statement: sea_orm::Statement,
+    ) -> Result<Vec<sea_orm::QueryResult>> {
+        #[cfg(feature = "postgres")]
+        match local::query(db, &statement) {
+            Some(Ok(rows)) => return Ok(rows),
+            Some(Err(e)) if !local::lost(&e) => return Err(e.into()),
+            _ => {}
+        }
+        Ok(db.query_all_raw(statement).await?)
     }
 
     /// The rows of `statement`, each decoded by `decode`.
@@ -244,13 +255,11 @@ impl<'a> Session<'a> {
     ) -> Result<()> {
         #[cfg(feature = "postgres")]
         if one_trip_reads(db) {
-            let mut each = |part, row: &one_trip::PartRow<'_>| each(part, &AnyRow::Part(row));
-            if let Some(done) = local::read(db, |runtime, db| {
-                runtime.block_on(one_trip::read(db, parts, &mut each))
-            }) {
-                return done;
-            }
-            return one_trip::read(db, parts, each).await;
+            let Some(statement) = one_trip::statement(parts) else {
+                return Ok(());
+            };
+            let rows = Self::one_statement(db, statement).await?;
+            return one_trip::visit(parts, &rows, |part, row| each(part, &AnyRow::Part(row)));
         }
         let mut session = Self::open(db, parts.len() > 1).await?;
         let mut found = vec![false; parts.len()];
@@ -267,24 +276,6 @@ impl<'a> Session<'a> {
         }
         session.finish().await
     }
-}
-
-/// `read` run on this thread's own connection to `db` ([`local`]), when it has one.
-#[cfg(feature = "postgres")]
-fn own_thread<T>(
-    db: &DatabaseConnection,
-    read: impl FnOnce(&tokio::runtime::Runtime, &DatabaseConnection) -> T,
-) -> Option<T> {
-    local::read(db, read)
-}
-
-/// No thread has connections of its own without PostgreSQL.
-#[cfg(not(feature = "postgres"))]
-fn own_thread<T>(
-    _db: &DatabaseConnection,
-    _read: impl FnOnce(&tokio::runtime::Runtime, &DatabaseConnection) -> T,
-) -> Option<T> {
-    None
 }
 
 /// A read-only transaction whose statements all see one snapshot of the database

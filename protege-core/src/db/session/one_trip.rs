@@ -18,11 +18,11 @@
 //! on ordered by `k, o`: each part complete and in its own order, the parts in the order
 //! given.
 
+use sea_orm::QueryResult;
 use sea_orm::sea_query::backend::TableBuilder as _;
 use sea_orm::sea_query::{
     Alias, Expr, Func, PostgresQueryBuilder, Query, SelectStatement, UnionType, WindowStatement,
 };
-use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
 
 use super::Part;
 use super::decode::{Decode, Row};
@@ -96,17 +96,22 @@ fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
     Some(all)
 }
 
-/// Runs `parts` as one statement, handing each row to `on` with the index of its part, the
-/// parts in the order given and each in its own order.
-pub(super) async fn read(
-    db: &DatabaseConnection,
+/// `parts` as one statement for PostgreSQL (see the module's documentation); `None` for no
+/// parts.
+pub(super) fn statement(parts: &[Part<'_>]) -> Option<sea_orm::Statement> {
+    Some(sea_orm::StatementBuilder::build(
+        &union(parts)?,
+        &sea_orm::DbBackend::Postgres,
+    ))
+}
+
+/// Hands each of `rows` (the answer to [`statement`]) to `on` with the index of its part,
+/// the parts in the order given and each in its own order.
+pub(super) fn visit(
     parts: &[Part<'_>],
+    rows: &[QueryResult],
     mut on: impl FnMut(usize, &PartRow<'_>) -> Result<()>,
 ) -> Result<()> {
-    let Some(statement) = union(parts) else {
-        return Ok(());
-    };
-    let rows = db.query_all(&statement).await?;
     // Put in order here rather than by the server, which would sort whole rows (bodies
     // included) for what is almost always the order they come in.
     let mut order = Vec::with_capacity(rows.len());
