@@ -10,19 +10,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::import;
 use protege::db;
 
+/// A fresh database of `backend` with the support fixture, and the count of the statements
+/// its shared pool runs from now on.
+async fn counted(
+    backend: &common::Backend,
+    test: &str,
+) -> (
+    sea_orm::DatabaseConnection,
+    Option<String>,
+    Arc<AtomicUsize>,
+) {
+    let (mut conn, name) = backend.create(test).await;
+    import(&conn, "support.json").await;
+    let statements = Arc::new(AtomicUsize::new(0));
+    let seen = statements.clone();
+    conn.set_metric_callback(move |_| {
+        seen.fetch_add(1, Ordering::SeqCst);
+    });
+    (conn, name, statements)
+}
+
 /// On PostgreSQL the shared pool sees none of the statements of a thread inside
 /// `drive_reads_here`; elsewhere (SQLite in memory, MySQL/MariaDB) the same statements run
 /// on the shared pool as outside it. The message read is the same either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_that_drives_its_reads_reads_postgresql_on_its_own_connection() {
     for backend in common::backends() {
-        let (mut conn, name) = backend.create("own_reads").await;
-        import(&conn, "support.json").await;
-        let statements = Arc::new(AtomicUsize::new(0));
-        let seen = statements.clone();
-        conn.set_metric_callback(move |_| {
-            seen.fetch_add(1, Ordering::SeqCst);
-        });
+        let (conn, name, statements) = counted(&backend, "own_reads").await;
         let id = "<t1-m5@example.com>";
         let shared = db::load_message(&conn, id).await.unwrap().unwrap();
         let on_shared = statements.swap(0, Ordering::SeqCst);
@@ -63,13 +77,7 @@ async fn a_thread_whose_own_connection_was_lost_reads_through_the_shared_pool() 
     else {
         return;
     };
-    let (mut conn, name) = backend.create("own_lost").await;
-    import(&conn, "support.json").await;
-    let statements = Arc::new(AtomicUsize::new(0));
-    let seen = statements.clone();
-    conn.set_metric_callback(move |_| {
-        seen.fetch_add(1, Ordering::SeqCst);
-    });
+    let (conn, name, statements) = counted(&backend, "own_lost").await;
     let id = "<t1-m5@example.com>";
     let expected = db::load_message(&conn, id).await.unwrap().unwrap();
     // The backends are ended from a connection of its own, which is left alone.
