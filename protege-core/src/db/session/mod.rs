@@ -2,30 +2,33 @@
 //!
 //! Three drivers run protege's sea-query statements:
 //!
-//! - on a SQLite **file**, the SQLite C library through rusqlite ([`embedded`]): a small
+//! - on a SQLite **file**, the SQLite C library through rusqlite (`embedded`): a small
 //!   pool of read-only connections and one read-write connection per file, used on the
 //!   calling task (SeaORM's SQLite driver hands every row across a thread, which costs more
 //!   than SQLite's own work on the hot reads);
 //! - on **PostgreSQL**, SeaORM, with the parts of a read joined into one statement, one
-//!   round trip and one prepared statement ([`one_trip`]);
+//!   round trip and one prepared statement (`one_trip`);
 //! - everywhere else (MySQL/MariaDB, in-memory SQLite), SeaORM statement by statement.
+//!
+//! And inside `drive_reads_here` (a resolve in `protege serve`), PostgreSQL's reads outside a
+//! transaction run on the resolving thread's own connection (`local`).
 //!
 //! A read or a write outside this module is written once, over the calls here, and never
 //! asks which driver runs it:
 //!
-//! - [`Session::parts`]: a read of a fixed shape (a message and its attachments; a
+//! - `Session::parts`: a read of a fixed shape (a message and its attachments; a
 //!   history's messages, attachments, tool uses and stripped bodies), in one snapshot;
-//! - [`Session::snapshot`] then [`Session::query`] step by step, for a read whose next
+//! - `Session::snapshot` then `Session::query` step by step, for a read whose next
 //!   statement depends on what the last one found (and that may stop early), ended by
-//!   [`Session::finish`];
-//! - [`Session::rows`]: the rows of one statement;
+//!   `Session::finish`;
+//! - `Session::rows`: the rows of one statement;
 //! - [`execute`]: one `INSERT`, `UPDATE` or `DELETE`;
 //! - [`write_transaction!`](crate::write_transaction): a write of several statements in
 //!   one transaction, written once over [`Tx`](tx::Tx).
 //!
-//! Rows reach the caller as an [`AnyRow`], which the decoders of each table
-//! (`read::rows`) ask for columns by name ([`decode`]); `LoadRecord` renders any row as
-//! JSON ([`json`]).
+//! Rows reach the caller as an `AnyRow`, which the decoders of each table
+//! (`read::rows`) ask for columns by name (`decode`); `LoadRecord` renders any row as
+//! JSON (`json`).
 
 pub(crate) mod decode;
 mod embedded;
