@@ -159,21 +159,21 @@ mod tests {
         use attachment::Column as A;
         use message::Column as M;
         let mut a = Query::select();
-        a.columns([M::Id, M::SentAt])
+        a.columns([M::Id, M::EmailThreadId, M::MessageId])
             .from(message::Entity)
             .and_where(Expr::col(M::MessageId).eq("<m@x>"));
         let mut b = Query::select();
-        b.columns([A::Id, A::Data]).from(attachment::Entity);
+        b.columns([A::Id, A::MessageId]).from(attachment::Entity);
         let parts = [
             Part {
                 statement: &a,
                 when_rows_in: None,
-                columns: typed([M::Id, M::SentAt]),
+                columns: typed([M::Id, M::EmailThreadId, M::MessageId]),
             },
             Part {
                 statement: &b,
                 when_rows_in: None,
-                columns: typed([A::Id, A::Data]),
+                columns: typed([A::Id, A::MessageId]),
             },
         ];
         let (sql, values) = union(&parts).unwrap().build(PostgresQueryBuilder);
@@ -181,15 +181,26 @@ mod tests {
             sql,
             concat!(
                 r#"SELECT 0 AS "k", ROW_NUMBER() OVER (  ) AS "o", "part"."id" AS "p0_id", "#,
-                r#""part"."sent_at" AS "p0_sent_at", CAST(NULL AS bigint) AS "p1_id", "#,
-                r#"CAST(NULL AS bytea) AS "p1_data" FROM (SELECT "id", "sent_at" FROM "messages" "#,
-                r#"WHERE "message_id" = $1) AS "part" UNION ALL (SELECT 1 AS "k", "#,
-                r#"ROW_NUMBER() OVER (  ) AS "o", CAST(NULL AS bigint) AS "p0_id", "#,
-                r#"CAST(NULL AS timestamp with time zone) AS "p0_sent_at", "part"."id" AS "p1_id", "#,
-                r#""part"."data" AS "p1_data" FROM (SELECT "id", "data" FROM "attachments") "#,
-                r#"AS "part")"#
+                r#""part"."email_thread_id" AS "p0_email_thread_id", "#,
+                r#""part"."message_id" AS "p0_message_id", CAST(NULL AS bigint) AS "p1_id", "#,
+                r#"CAST(NULL AS bigint) AS "p1_message_id" FROM (SELECT "id", "email_thread_id", "#,
+                r#""message_id" FROM "messages" WHERE "message_id" = $1) AS "part" UNION ALL "#,
+                r#"(SELECT 1 AS "k", ROW_NUMBER() OVER (  ) AS "o", CAST(NULL AS bigint) AS "p0_id", "#,
+                r#"CAST(NULL AS bigint) AS "p0_email_thread_id", "#,
+                r#"CAST(NULL AS varchar) AS "p0_message_id", "part"."id" AS "p1_id", "#,
+                r#""part"."message_id" AS "p1_message_id" FROM (SELECT "id", "message_id" "#,
+                r#"FROM "attachments") AS "part")"#
             )
         );
         assert_eq!(values.0.len(), 1);
+    }
+
+    /// A part's columns are read by their place: a list that is not its entity's columns
+    /// from the first, in order, is refused (in a debug build).
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "a part selects its entity's columns in order")]
+    fn a_part_with_columns_out_of_place_is_refused() {
+        typed([message::Column::Id, message::Column::SentAt]);
     }
 }
