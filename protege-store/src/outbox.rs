@@ -244,11 +244,7 @@ impl Change {
     /// Makes the change in `db` (a connection or a transaction); whether the row was as
     /// required (and so changed).
     pub async fn apply<C: ConnectionTrait>(self, db: &C) -> Result<bool> {
-        let done = db
-            .execute_raw(dates::statement(db, &self.update))
-            .await?
-            .rows_affected();
-        Ok(done == 1)
+        Ok(Tx::execute(db, &self.update).await? == 1)
     }
 }
 

@@ -308,10 +308,7 @@ where
     if let Some(done) = embedded_write(db, |tx| tx.execute(statement)) {
         return Ok(done? as u64);
     }
-    Ok(db
-        .execute_raw(dates::statement(db, statement))
-        .await?
-        .rows_affected())
+    Ok(tx::Tx::execute(db, statement).await?)
 }
 
 /// The server's `max_allowed_packet` (the largest statement it takes), in bytes, on
