@@ -5,20 +5,19 @@
 //!
 //! Which keys an entry may have, which are required and how each value is read come from
 //! the shared table of `protege-schema` (the same one the `resolvers!` macro checks
-//! against): [`Options::read_entry`] reads every given option by its kind, and each
-//! factory below only builds the resolver from the values read.
+//! against): [`Options::read_entry`] reads every given option by its kind, and the
+//! built-in's own reader in `protege-core` (`BuiltinResolver::from_given`) builds the
+//! resolver from the values read. Nothing here names a built-in.
 
 use std::ops::Range;
 
 use protege_core::{
-    BoxResolver, CorrespondentHistory, LoadFile, LoadRecord, LoadText, OpenThreads, OrderBy, Role,
-    Template, ThreadHistory, ThreadSummary, WhereValue, Window,
+    BoxResolver, BuiltinReader, Given, GivenOptions, LoadFile, OrderBy, Role, Template, WhereValue,
+    Window,
 };
 use protege_schema::names::{Scope, Trigger};
 use protege_schema::{
-    Builtin, CORRESPONDENT_HISTORY, Kind, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OPEN_THREADS,
-    OptionSpec, Provided, QUOTED, ROLES, THREAD_HISTORY, THREAD_SUMMARY, WINDOWS, is_identifier,
-    suggestion,
+    Builtin, Kind, OptionSpec, Provided, QUOTED, ROLES, WINDOWS, is_identifier, suggestion,
 };
 use toml::de::{DeTable, DeValue};
 
@@ -45,86 +44,10 @@ pub(crate) struct Options<'a, 'i, 's> {
     pub(crate) templates: &'a mut Templates,
 }
 
-/// A value read from an entry, by the kind of its option.
-enum Read {
-    /// A compiled template whose names were checked.
-    Template(Template),
-    /// A `LoadFile` for the path, its names checked.
-    Path(LoadFile),
-    /// A role.
-    Role(Role),
-    /// A table name.
-    Table(String),
-    /// `where` conditions.
-    Where(Vec<(String, WhereValue)>),
-    /// `order_by` entries.
-    OrderBy(Vec<OrderBy>),
-    /// A non-negative integer.
-    Count(u64),
-    /// A non-negative integer, or `None` for "all".
-    CountOrAll(Option<u64>),
-    /// A positive integer.
-    Step(u64),
-    /// A window.
-    Window(Window),
-    /// A `quoted` mode.
-    Quoted(protege_core::Quoted),
-    /// A boolean.
-    Flag(bool),
-    /// A duration.
-    Duration(std::time::Duration),
-}
-
-/// The options of one entry, read: each given option with its value, `None` where the value
-/// was wrong (and reported).
-struct Entry {
-    values: Vec<(&'static str, Option<Read>)>,
-    /// No problem was reported for the entry.
-    ok: bool,
-}
-
-impl Entry {
-    /// The value of option `name`, when given and valid.
-    fn get(&self, name: &str) -> Option<&Read> {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, r)| r.as_ref())
-    }
-
-    /// Takes the value of option `name`, when given and valid.
-    fn take(&mut self, name: &str) -> Option<Read> {
-        self.values
-            .iter_mut()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, r)| r.take())
-    }
-
-    /// Whether option `name` was given with a wrong value.
-    fn failed(&self, name: &str) -> bool {
-        self.values.iter().any(|(n, r)| *n == name && r.is_none())
-    }
-
-    fn role(&self) -> Option<Role> {
-        match self.get("role") {
-            Some(Read::Role(role)) => Some(*role),
-            _ => None,
-        }
-    }
-
-    fn template(&self) -> Option<Template> {
-        match self.get("template") {
-            Some(Read::Template(t)) => Some(t.clone()),
-            _ => None,
-        }
-    }
-}
-
 impl<'a, 'i> Options<'a, 'i, '_> {
     /// Reads the entry against the shared table: unknown keys (with a suggestion), missing
     /// required options, then every given option by its kind, in the table's order.
-    fn read_entry(&mut self, spec: &'static Builtin) -> Entry {
-        let errors_before = self.sink.diagnostics.len();
+    fn read_entry(&mut self, spec: &'static Builtin) -> GivenOptions {
         let name = self.name;
         for (key, _) in self.table.iter() {
             let key_name: &str = key.get_ref();
@@ -136,12 +59,12 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 );
             }
         }
-        let mut values = Vec::with_capacity(spec.options.len());
+        let mut given = GivenOptions::new();
         for option in spec.options.iter().filter(|o| o.toml.is_some()) {
             match get(self.table, option.name) {
                 Some(value) => {
                     let read = self.read(spec, option, value);
-                    values.push((option.name, read));
+                    given.push(option.name, read);
                 }
                 // A near miss of the name was reported as unknown with a suggestion;
                 // "missing" would repeat it.
@@ -156,10 +79,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 None => {}
             }
         }
-        Entry {
-            values,
-            ok: self.sink.diagnostics.len() == errors_before,
-        }
+        given
     }
 
     /// Reads one given option of `spec` by its kind; `None` after reporting a wrong value.
@@ -168,7 +88,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
         spec: &'static Builtin,
         option: &OptionSpec,
         value: &'a Value<'i>,
-    ) -> Option<Read> {
+    ) -> Option<Given> {
         let key = option.name;
         let what = Quoted(key);
         match option.kind {
@@ -176,7 +96,7 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                 let text = reader::text(self.sink, value, what)?;
                 // The template sees the built-in's own variable (`record`, `summary`...).
                 self.checked_template(key, text, value, spec.provides)
-                    .map(Read::Template)
+                    .map(Given::Template)
             }
             Kind::Path => {
                 let text = reader::text(self.sink, value, what)?;
@@ -185,21 +105,21 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     return None;
                 }
                 if !is_template(text) {
-                    return Some(Read::Path(LoadFile::new(text)));
+                    return Some(Given::Path(LoadFile::new(text)));
                 }
                 self.checked_template(key, text, value, None)
-                    .map(|template| Read::Path(LoadFile::from_template(template)))
+                    .map(|template| Given::Path(LoadFile::from_template(template)))
             }
             Kind::Role => {
                 let text = reader::text(self.sink, value, what)?;
-                parse_role(self.sink, text, value).map(Read::Role)
+                parse_role(self.sink, text, value).map(Given::Role)
             }
             Kind::Table => {
                 let name = reader::string(self.sink, value, what)?;
                 check_identifier(self.sink, value.span(), "table name", &name)
-                    .then_some(Read::Table(name))
+                    .then_some(Given::Table(name))
             }
-            Kind::Where => self.conditions(value).map(Read::Where),
+            Kind::Where => self.conditions(value).map(Given::Where),
             Kind::OrderBy => {
                 let items: Vec<&Value<'_>> = match value.get_ref() {
                     DeValue::String(_) => vec![value],
@@ -223,10 +143,10 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                         None => ok = false,
                     }
                 }
-                ok.then_some(Read::OrderBy(entries))
+                ok.then_some(Given::OrderBy(entries))
             }
-            Kind::Count => reader::unsigned(self.sink, value, what).map(Read::Count),
-            Kind::CountOrAll => self.count_or_all(value, key).map(Read::CountOrAll),
+            Kind::Count => reader::unsigned(self.sink, value, what).map(Given::Count),
+            Kind::CountOrAll => self.count_or_all(value, key).map(Given::CountOrAll),
             Kind::Step => match reader::unsigned(self.sink, value, what)? {
                 0 => {
                     self.sink.error(
@@ -235,12 +155,12 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     );
                     None
                 }
-                n => Some(Read::Step(n)),
+                n => Some(Given::Step(n)),
             },
             Kind::Window => {
                 let text = reader::string(self.sink, value, what)?;
                 match Window::parse(&text) {
-                    Some(w) => Some(Read::Window(w)),
+                    Some(w) => Some(Given::Window(w)),
                     None => {
                         let message =
                             unknown_choice("window", &text, &WINDOWS, "`sliding` or `stable`");
@@ -249,9 +169,9 @@ impl<'a, 'i> Options<'a, 'i, '_> {
                     }
                 }
             }
-            Kind::Quoted => parse_quoted(self.sink, value).map(Read::Quoted),
-            Kind::Flag => reader::boolean(self.sink, value, what).map(Read::Flag),
-            Kind::Duration => crate::agent::duration(self.sink, value, key).map(Read::Duration),
+            Kind::Quoted => parse_quoted(self.sink, value).map(Given::Quoted),
+            Kind::Flag => reader::boolean(self.sink, value, what).map(Given::Flag),
+            Kind::Duration => crate::agent::duration(self.sink, value, key).map(Given::Duration),
             // A closure has no TOML form; `read_entry` reads TOML options only.
             Kind::Closure => None,
         }
@@ -441,143 +361,20 @@ fn order_by(sink: &mut Sink<'_>, item: &Value<'_>) -> Option<OrderBy> {
     })
 }
 
-/// `LoadText`: `template`, `role`.
-pub(crate) fn load_text(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let entry = o.read_entry(&LOAD_TEXT);
-    let mut r = LoadText::new(entry.template()?);
-    if let Some(role) = entry.role() {
-        r = r.role(role);
-    }
-    Some(BoxResolver::new(r))
-}
-
-/// `LoadFile`: `path`, `role`.
-pub(crate) fn load_file(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let mut entry = o.read_entry(&LOAD_FILE);
-    let Some(Read::Path(file)) = entry.take("path") else {
-        return None;
-    };
-    Some(BoxResolver::new(match entry.role() {
-        Some(role) => file.role(role),
-        None => file,
-    }))
-}
-
-/// `LoadRecord`: `table`, `where`, `order_by`, `limit`, `template`, `role`.
-pub(crate) fn load_record(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let entry = o.read_entry(&LOAD_RECORD);
-    let Some(Read::Table(table)) = entry.get("table") else {
-        return None;
-    };
-    let mut record = LoadRecord::table(table.clone());
-    for (name, read) in &entry.values {
-        let Some(read) = read else {
-            continue;
-        };
-        record = match (*name, read) {
-            ("where", Read::Where(conditions)) => conditions
-                .iter()
-                .fold(record, |r, (column, value)| r.filter(column, value.clone())),
-            ("order_by", Read::OrderBy(entries)) => entries
-                .iter()
-                .fold(record, |r, entry| r.order_by(entry.clone())),
-            ("limit", Read::Count(n)) => record.limit(*n),
-            ("template", Read::Template(t)) => record.template(t.clone()),
-            ("role", Read::Role(role)) => record.role(*role),
-            _ => record,
-        };
-    }
-    entry.ok.then(|| BoxResolver::new(record))
-}
-
-/// `ThreadSummary`: `template` (variable `summary`), `role`.
-pub(crate) fn thread_summary(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let entry = o.read_entry(&THREAD_SUMMARY);
-    let mut r = ThreadSummary::new();
-    if let Some(t) = entry.template() {
-        r = r.template(t);
-    }
-    if let Some(role) = entry.role() {
-        r = r.role(role);
-    }
-    entry.ok.then(|| BoxResolver::new(r))
-}
-
-/// `CorrespondentHistory`: `threads`, `messages`, `template` (variable `thread`), `role`,
-/// `quoted`.
-pub(crate) fn correspondent_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let entry = o.read_entry(&CORRESPONDENT_HISTORY);
-    let mut r = CorrespondentHistory::new();
-    for (name, read) in &entry.values {
-        r = match (*name, read) {
-            ("threads", Some(Read::Count(n))) => r.threads(*n),
-            ("messages", Some(Read::Count(n))) => r.messages(*n),
-            ("template", Some(Read::Template(t))) => r.template(t.clone()),
-            ("role", Some(Read::Role(role))) => r.role(*role),
-            ("quoted", Some(Read::Quoted(q))) => r.quoted(*q),
-            _ => r,
-        };
-    }
-    entry.ok.then(|| BoxResolver::new(r))
-}
-
-/// `OpenThreads`: `within`, `limit`, `template` (variable `thread`), `role`.
-pub(crate) fn open_threads(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let entry = o.read_entry(&OPEN_THREADS);
-    let mut r = OpenThreads::new();
-    for (name, read) in &entry.values {
-        r = match (*name, read) {
-            ("within", Some(Read::Duration(d))) => r.within(*d),
-            ("limit", Some(Read::Count(n))) => r.limit(*n),
-            ("template", Some(Read::Template(t))) => r.template(t.clone()),
-            ("role", Some(Read::Role(role))) => r.role(*role),
-            _ => r,
-        };
-    }
-    entry.ok.then(|| BoxResolver::new(r))
-}
-
-/// `ThreadHistory`: `limit`, `window`, `step`, `after_summary`, `include_tool_calls`,
-/// `result_limit`, `max_tokens`, `quoted`.
-pub(crate) fn thread_history(o: &mut Options<'_, '_, '_>) -> Option<BoxResolver> {
-    let mut entry = o.read_entry(&THREAD_HISTORY);
-    let mut r = ThreadHistory::new();
-    let mut window = Window::Sliding;
-    for (name, read) in &entry.values {
-        r = match (*name, read) {
-            ("limit", Some(Read::CountOrAll(n))) => r.limit(*n),
-            ("window", Some(Read::Window(w))) => {
-                window = *w;
-                r.window(*w)
-            }
-            ("after_summary", Some(Read::Flag(b))) => r.after_summary(*b),
-            ("include_tool_calls", Some(Read::Flag(b))) => r.include_tool_calls(*b),
-            ("result_limit", Some(Read::Count(n))) => {
-                r.result_limit(usize::try_from(*n).unwrap_or(usize::MAX))
-            }
-            ("max_tokens", Some(Read::Count(n))) => {
-                r.max_tokens(usize::try_from(*n).unwrap_or(usize::MAX))
-            }
-            ("quoted", Some(Read::Quoted(q))) => r.quoted(*q),
-            _ => r,
-        };
-    }
-    // A step needs a stable window; said only when `limit` and `window` themselves are
-    // fine, so a misspelt window is not reported twice.
-    if let Some(Read::Step(n)) = entry.get("step") {
-        if window == Window::Stable {
-            r = r.step(*n);
-        } else if !entry.failed("limit") && !entry.failed("window") {
-            if let Some(value) = get(o.table, "step") {
-                o.sink.error(
-                    value.span(),
-                    "`step` applies to a stable window: add `window = \"stable\"`",
-                );
-            }
-            entry.ok = false;
+/// A built-in from its entry: the options read by its declaration, then built by its own
+/// reader; `None` when a problem was reported.
+pub(crate) fn read(o: &mut Options<'_, '_, '_>, reader: &BuiltinReader) -> Option<BoxResolver> {
+    let errors_before = o.sink.diagnostics.len();
+    let given = o.read_entry(reader.spec);
+    let built = match (reader.read)(given) {
+        Ok(built) => built,
+        Err(refused) => {
+            let span = get(o.table, refused.option).map_or_else(|| o.span.clone(), |v| v.span());
+            o.sink.error(span, refused.message);
+            None
         }
-    }
-    entry.ok.then(|| BoxResolver::new(r))
+    };
+    built.filter(|_| o.sink.diagnostics.len() == errors_before)
 }
 
 /// Whether `text` is a template (contains `{{` or `{%`) rather than a literal path.

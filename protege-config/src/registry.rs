@@ -5,31 +5,11 @@ use std::sync::Arc;
 use protege_core::{BoxResolver, Resolver};
 use serde::de::DeserializeOwned;
 
-use protege_schema::{
-    Builtin, CORRESPONDENT_HISTORY, LOAD_FILE, LOAD_RECORD, LOAD_TEXT, OPEN_THREADS,
-    THREAD_HISTORY, THREAD_SUMMARY,
-};
-
 use crate::builtins::{self, Options};
 use crate::custom;
 
 pub(crate) type Factory =
     dyn for<'a, 'i, 's> Fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver> + Send + Sync;
-
-type BuiltinFactory = for<'a, 'i, 's> fn(&mut Options<'a, 'i, 's>) -> Option<BoxResolver>;
-
-/// The reader of each built-in, by its declaration in `protege-schema` (which gives its
-/// name, aliases and options); a built-in of the shared table without one here fails the
-/// test below.
-const BUILTIN_FACTORIES: [(&Builtin, BuiltinFactory); 7] = [
-    (&LOAD_TEXT, builtins::load_text),
-    (&LOAD_FILE, builtins::load_file),
-    (&LOAD_RECORD, builtins::load_record),
-    (&THREAD_HISTORY, builtins::thread_history),
-    (&THREAD_SUMMARY, builtins::thread_summary),
-    (&CORRESPONDENT_HISTORY, builtins::correspondent_history),
-    (&OPEN_THREADS, builtins::open_threads),
-];
 
 struct Entry {
     name: String,
@@ -82,13 +62,16 @@ impl Registry {
             entries: Vec::new(),
         };
         for builtin in protege_schema::BUILTINS {
-            let Some((_, factory)) = BUILTIN_FACTORIES.iter().find(|(b, _)| *b == builtin) else {
+            let Some(reader) = protege_core::BUILTIN_READERS
+                .iter()
+                .find(|r| std::ptr::eq(r.spec, *builtin) || r.spec.name == builtin.name)
+            else {
                 continue;
             };
             registry.entries.push(Arc::new(Entry {
                 name: builtin.name.to_owned(),
                 aliases: builtin.aliases.iter().map(|a| (*a).to_owned()).collect(),
-                factory: Arc::new(*factory),
+                factory: Arc::new(move |o: &mut Options<'_, '_, '_>| builtins::read(o, reader)),
             }));
         }
         registry
@@ -171,11 +154,12 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
-    /// Every built-in of the shared table is read from TOML.
+    /// Every built-in of the shared table is read from TOML, and every reader reads one.
     #[test]
     fn every_builtin_has_a_reader() {
         let registry = super::Registry::new();
         let names: Vec<&str> = protege_schema::BUILTINS.iter().map(|b| b.name).collect();
         assert_eq!(registry.names(), names);
+        assert_eq!(protege_core::BUILTIN_READERS.len(), names.len());
     }
 }

@@ -115,11 +115,8 @@ pub use chain::{Chain, DynChain, ResolverTuple, StaticChain, assemble};
 pub use resolver::{BoxFuture, BoxResolver, Resolved, Resolver};
 pub use source::{Source, describe as describe_sources};
 
-// The built-in resolvers and their option types.
-pub use resolvers::{
-    CorrespondentHistory, LoadFile, LoadRecord, LoadRecordFn, LoadText, OpenThreads, OrderBy,
-    ThreadHistory, ThreadSummary, WhereValue, Window,
-};
+// The built-in resolvers, their option types and how a persona file's options build them.
+pub use resolvers::*;
 
 // Options of a resolver, set by name from TOML and from `resolvers!`.
 pub use options::{OptionValue, Options};

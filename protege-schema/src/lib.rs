@@ -32,19 +32,9 @@ mod suggest;
 // The template variables and the check of the names a template uses.
 pub mod names;
 
-// The table: each built-in, its options and how each is read.
-pub use builtins::{
-    Applies, BUILTINS, Builtin, CORRESPONDENT_HISTORY, Default, Form, Kind, LOAD_FILE, LOAD_RECORD,
-    LOAD_TEXT, OPEN_THREADS, OptionSpec, Positional, Provided, THREAD_HISTORY, THREAD_SUMMARY,
-    builtin, providers,
-};
-
-// The values the table refers to: defaults, the valid roles and windows, identifiers.
-pub use builtins::{
-    CORRESPONDENT_MESSAGES, CORRESPONDENT_TEMPLATE, CORRESPONDENT_THREADS, HISTORY_LIMIT,
-    HISTORY_RESULT_LIMIT, OPEN_THREADS_LIMIT, OPEN_THREADS_TEMPLATE, OPEN_THREADS_WITHIN, QUOTED,
-    ROLES, SUMMARY_TEMPLATE, WINDOWS, is_identifier,
-};
+// The table: each built-in, its options and how each is read; the values it refers to
+// (defaults, the valid roles and windows, identifiers).
+pub use builtins::*;
 
 // The keys of a persona file outside its chains.
 pub use persona::{

@@ -12,6 +12,7 @@ use crate::render::{MailRender, Strip};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::template::Template;
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 /// The template of a `CorrespondentHistory` that sets none.
 pub(crate) const DEFAULT_CORRESPONDENT_TEMPLATE: &str = protege_schema::CORRESPONDENT_TEMPLATE;
@@ -247,5 +248,24 @@ impl CorrespondentHistory {
             summary_ids: shown.1,
         };
         Ok(Some((message(self.role, parts.join("\n\n")), source)))
+    }
+}
+
+impl BuiltinResolver for CorrespondentHistory {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::CORRESPONDENT_HISTORY;
+
+    fn from_given(given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let mut history = CorrespondentHistory::new();
+        for (name, value) in given {
+            history = match (name, value) {
+                ("threads", Given::Count(n)) => history.threads(n),
+                ("messages", Given::Count(n)) => history.messages(n),
+                ("template", Given::Template(t)) => history.template(t),
+                ("role", Given::Role(role)) => history.role(role),
+                ("quoted", Given::Quoted(q)) => history.quoted(q),
+                _ => history,
+            };
+        }
+        Ok(Some(history))
     }
 }

@@ -9,6 +9,7 @@ use crate::message::{Message, Role, message};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::template::{Template, is_template};
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 enum PathSource {
     Literal(String),
@@ -215,5 +216,25 @@ impl Resolver for LoadFile {
 
     fn name(&self) -> &str {
         "LoadFile"
+    }
+}
+
+impl BuiltinResolver for LoadFile {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::LOAD_FILE;
+
+    fn from_given(given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let mut file = None;
+        let mut role = None;
+        for (name, value) in given {
+            match (name, value) {
+                ("path", Given::Path(f)) => file = Some(f),
+                ("role", Given::Role(r)) => role = Some(r),
+                _ => {}
+            }
+        }
+        Ok(file.map(|file| match role {
+            Some(role) => file.role(role),
+            None => file,
+        }))
     }
 }

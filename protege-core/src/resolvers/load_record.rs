@@ -14,6 +14,7 @@ use crate::message::{Message, Role, message};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::template::Template;
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 /// One `where` condition value: a template rendered to text, or a typed JSON scalar.
 #[derive(Debug, Clone)]
@@ -470,5 +471,29 @@ where
 
     fn name(&self) -> &str {
         "LoadRecord"
+    }
+}
+
+impl BuiltinResolver for LoadRecord {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::LOAD_RECORD;
+
+    fn from_given(mut given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let Some(Given::Table(table)) = given.take("table") else {
+            return Ok(None);
+        };
+        let mut record = LoadRecord::table(table);
+        for (name, value) in given {
+            record = match (name, value) {
+                ("where", Given::Where(conditions)) => conditions
+                    .into_iter()
+                    .fold(record, |r, (column, value)| r.filter(column, value)),
+                ("order_by", Given::OrderBy(entries)) => entries.into_iter().fold(record, LoadRecord::order_by),
+                ("limit", Given::Count(n)) => record.limit(n),
+                ("template", Given::Template(t)) => record.template(t),
+                ("role", Given::Role(role)) => record.role(role),
+                _ => record,
+            };
+        }
+        Ok(Some(record))
     }
 }

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::message::{Message, Role, message};
 use crate::resolver::Resolver;
 use crate::template::Template;
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 type TextFn = dyn Fn(&Context) -> Result<String> + Send + Sync;
 
@@ -109,5 +110,29 @@ impl Resolver for LoadText {
 
     fn name(&self) -> &str {
         "LoadText"
+    }
+}
+
+impl BuiltinResolver for LoadText {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::LOAD_TEXT;
+
+    fn from_given(given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let mut template = None;
+        let mut role = None;
+        for (name, value) in given {
+            match (name, value) {
+                ("template", Given::Template(t)) => template = Some(t),
+                ("role", Given::Role(r)) => role = Some(r),
+                _ => {}
+            }
+        }
+        let Some(template) = template else {
+            return Ok(None);
+        };
+        let text = LoadText::new(template);
+        Ok(Some(match role {
+            Some(role) => text.role(role),
+            None => text,
+        }))
     }
 }

@@ -10,6 +10,7 @@ use crate::message::{Message, Role, message};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::template::Template;
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 /// The template of an `OpenThreads` that sets none.
 pub(crate) const DEFAULT_OPEN_THREADS_TEMPLATE: &str = protege_schema::OPEN_THREADS_TEMPLATE;
@@ -183,5 +184,23 @@ impl Resolver for OpenThreads {
 
     fn name(&self) -> &str {
         "OpenThreads"
+    }
+}
+
+impl BuiltinResolver for OpenThreads {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::OPEN_THREADS;
+
+    fn from_given(given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let mut open = OpenThreads::new();
+        for (name, value) in given {
+            open = match (name, value) {
+                ("within", Given::Duration(d)) => open.within(d),
+                ("limit", Given::Count(n)) => open.limit(n),
+                ("template", Given::Template(t)) => open.template(t),
+                ("role", Given::Role(role)) => open.role(role),
+                _ => open,
+            };
+        }
+        Ok(Some(open))
     }
 }

@@ -12,6 +12,7 @@ use crate::render::{MailRender, Strip};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::tokens::Tokenizer;
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 /// Contributes the prior messages of the thread, oldest first, each followed by its tool
 /// rounds.
@@ -455,4 +456,45 @@ async fn fill_strips(
         read.current_strip = Some(strip);
     }
     Ok(())
+}
+
+impl BuiltinResolver for ThreadHistory {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::THREAD_HISTORY;
+
+    /// A `step` needs a stable window; said only when `limit` and `window` themselves are
+    /// fine, so a misspelt window is not reported twice.
+    fn from_given(given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let limit_and_window_ok = !given.failed("limit") && !given.failed("window");
+        let mut history = ThreadHistory::new();
+        let mut step = None;
+        for (name, value) in given {
+            history = match (name, value) {
+                ("limit", Given::CountOrAll(n)) => history.limit(n),
+                ("window", Given::Window(w)) => history.window(w),
+                ("step", Given::Step(n)) => {
+                    step = Some(n);
+                    history
+                }
+                ("after_summary", Given::Flag(b)) => history.after_summary(b),
+                ("include_tool_calls", Given::Flag(b)) => history.include_tool_calls(b),
+                ("result_limit", Given::Count(n)) => {
+                    history.result_limit(usize::try_from(n).unwrap_or(usize::MAX))
+                }
+                ("max_tokens", Given::Count(n)) => {
+                    history.max_tokens(usize::try_from(n).unwrap_or(usize::MAX))
+                }
+                ("quoted", Given::Quoted(q)) => history.quoted(q),
+                _ => history,
+            };
+        }
+        match step {
+            Some(n) if history.window == Window::Stable => Ok(Some(history.step(n))),
+            Some(_) if limit_and_window_ok => Err(Refused {
+                option: "step",
+                message: "`step` applies to a stable window: add `window = \"stable\"`".to_owned(),
+            }),
+            Some(_) => Ok(None),
+            None => Ok(Some(history)),
+        }
+    }
 }

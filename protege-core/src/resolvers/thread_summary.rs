@@ -7,6 +7,7 @@ use crate::message::{Message, Role, message};
 use crate::resolver::{Resolved, Resolver};
 use crate::source::Source;
 use crate::template::Template;
+use super::{BuiltinResolver, Given, GivenOptions, Refused};
 
 /// The template of a `ThreadSummary` that sets none.
 pub(crate) const DEFAULT_SUMMARY_TEMPLATE: &str = protege_schema::SUMMARY_TEMPLATE;
@@ -104,5 +105,21 @@ impl ThreadSummary {
         let text = template.render_in(ctx, &vars)?;
         let text = text.trim();
         Ok((!text.is_empty()).then(|| (message(self.role, text), id)))
+    }
+}
+
+impl BuiltinResolver for ThreadSummary {
+    const SPEC: &'static protege_schema::Builtin = &protege_schema::THREAD_SUMMARY;
+
+    fn from_given(given: GivenOptions) -> std::result::Result<Option<Self>, Refused> {
+        let mut summary = ThreadSummary::new();
+        for (name, value) in given {
+            summary = match (name, value) {
+                ("template", Given::Template(t)) => summary.template(t),
+                ("role", Given::Role(role)) => summary.role(role),
+                _ => summary,
+            };
+        }
+        Ok(Some(summary))
     }
 }

@@ -2,30 +2,34 @@
 //! default, the form it applies to, and an example in TOML and in `resolvers!`.
 //!
 //! Each built-in is declared once, in its own file below (its [`Builtin`] and the defaults
-//! it names), and registered by one line of [`BUILTINS`]. The TOML reader, the JSON
+//! it names), and registered by one line of the `builtins!` list below. The TOML reader, the JSON
 //! Schema, the `resolvers!` macro, the guide's options table and the check of the names a
 //! template uses all read that declaration.
 
-mod correspondent_history;
-mod load_file;
-mod load_record;
-mod load_text;
-mod open_threads;
-mod thread_history;
-mod thread_summary;
+/// Declares each built-in's module (`module::DECLARATION`, one line each), re-exports what
+/// the module declares and lists the declaration in [`BUILTINS`], in the order given.
+macro_rules! builtins {
+    ($($module:ident::$builtin:ident),* $(,)?) => {
+        $(
+            mod $module;
+            pub use $module::*;
+        )*
 
-pub use correspondent_history::{
-    CORRESPONDENT_HISTORY, CORRESPONDENT_MESSAGES, CORRESPONDENT_TEMPLATE, CORRESPONDENT_THREADS,
-    THREAD,
-};
-pub use load_file::LOAD_FILE;
-pub use load_record::LOAD_RECORD;
-pub use load_text::LOAD_TEXT;
-pub use open_threads::{
-    OPEN_THREAD, OPEN_THREADS, OPEN_THREADS_LIMIT, OPEN_THREADS_TEMPLATE, OPEN_THREADS_WITHIN,
-};
-pub use thread_history::{HISTORY_LIMIT, HISTORY_RESULT_LIMIT, THREAD_HISTORY};
-pub use thread_summary::{SUMMARY_TEMPLATE, THREAD_SUMMARY};
+        /// Every built-in resolver, in the order the docs and the registry list them.
+        pub const BUILTINS: &[&Builtin] = &[$(&$module::$builtin),*];
+    };
+}
+
+// Each built-in's file: its declaration and the defaults it names.
+builtins! {
+    load_text::LOAD_TEXT,
+    load_file::LOAD_FILE,
+    load_record::LOAD_RECORD,
+    thread_history::THREAD_HISTORY,
+    thread_summary::THREAD_SUMMARY,
+    correspondent_history::CORRESPONDENT_HISTORY,
+    open_threads::OPEN_THREADS,
+}
 
 /// The roles a `role` option takes, as written.
 pub const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
@@ -302,27 +306,17 @@ const fn quoted() -> OptionSpec {
     )
 }
 
-/// Every built-in resolver, in the order the docs and the registry list them.
-pub const BUILTINS: [&Builtin; 7] = [
-    &LOAD_TEXT,
-    &LOAD_FILE,
-    &LOAD_RECORD,
-    &THREAD_HISTORY,
-    &THREAD_SUMMARY,
-    &CORRESPONDENT_HISTORY,
-    &OPEN_THREADS,
-];
-
 /// The built-ins whose `template` sees `variable`, in the order of [`BUILTINS`].
 pub fn providers(variable: &str) -> impl Iterator<Item = &'static Builtin> + '_ {
     BUILTINS
-        .into_iter()
+        .iter()
+        .copied()
         .filter(move |b| b.provides.is_some_and(|p| p.variable == variable))
 }
 
 /// The built-in called `name` (or one of its aliases).
 pub fn builtin(name: &str) -> Option<&'static Builtin> {
-    BUILTINS.into_iter().find(|b| b.is_named(name))
+    BUILTINS.iter().copied().find(|b| b.is_named(name))
 }
 
 /// Whether `name` is a plain SQL identifier, as `table`, `where` columns and `order_by`
