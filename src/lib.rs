@@ -221,7 +221,7 @@ pub mod runs {
         Pending, PendingCall, PendingRound, RoundInput, RoundRecord, Run, RunInfo, RunRecord, Step,
         ToolResult,
     };
-    pub use protege_core::db::RunStatus;
+    pub use protege_core::db::{RunFormat, RunStatus};
     pub use protege_core::wire::{ModelResponse, Outcome, Usage};
 }
 

@@ -97,7 +97,7 @@ async fn runs_and_summaries(db: &DatabaseConnection, n: usize) {
                 persona: "support".into(),
                 message_id: Some(first.id),
                 responsibility: None,
-                format: "openai".into(),
+                format: protege_core::db::RunFormat::Openai,
                 model: "m".into(),
                 request_sha256: "0".repeat(64),
                 request: "{}".into(),

@@ -47,8 +47,8 @@ pub struct NewRun {
     pub message_id: Option<i64>,
     /// The responsibility fired; `None` for a reply run.
     pub responsibility: Option<String>,
-    /// `openai` or `anthropic`.
-    pub format: String,
+    /// The wire format of its bodies.
+    pub format: run::RunFormat,
     /// The model.
     pub model: String,
     /// The SHA-256 of round 0's body (hex).
@@ -105,7 +105,7 @@ async fn insert_run_row<C: ConnectionTrait>(db: &C, new: &NewRun) -> Result<()> 
         persona: Set(new.persona.clone()),
         message_id: Set(new.message_id),
         responsibility: Set(new.responsibility.clone()),
-        format: Set(new.format.clone()),
+        format: Set(new.format),
         model: Set(without_nul(&new.model).into_owned()),
         status: Set(run::RunStatus::Started),
         rounds: Set(0),

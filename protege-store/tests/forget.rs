@@ -205,7 +205,7 @@ async fn agent_rows(db: &DatabaseConnection, now: chrono::DateTime<chrono::Utc>)
                 persona: "support".into(),
                 message_id: None,
                 responsibility: Some("digest".into()),
-                format: "openai".into(),
+                format: protege_core::db::RunFormat::Openai,
                 model: "m".into(),
                 request_sha256: "0".repeat(64),
                 request: "{}".into(),

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 #[cfg(doc)]
 use super::EngineErrorKind;
 
+/// What a run asked for in canonical messages is told.
+pub(crate) const RUN_NEEDS_A_WIRE_FORMAT: &str = "a run needs a provider's wire format: ask for `openai`, `openai-responses`, `anthropic` or `provider`";
+
 /// The output of a resolve: protege's canonical JSON or a provider's request body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -36,6 +39,21 @@ impl Format {
             }
             protege_core::Provider::Openai => Some(Format::Openai),
             protege_core::Provider::Anthropic => Some(Format::Anthropic),
+        }
+    }
+
+    /// The wire format a run of this format stores; an error for `messages` and an
+    /// unresolved `provider`, which a run cannot have.
+    pub(crate) fn run_format(self) -> Result<protege_core::db::RunFormat, super::EngineError> {
+        use protege_core::db::RunFormat;
+        match self {
+            Format::Openai => Ok(RunFormat::Openai),
+            Format::OpenaiResponses => Ok(RunFormat::OpenaiResponses),
+            Format::Anthropic => Ok(RunFormat::Anthropic),
+            Format::Messages | Format::Provider => Err(super::EngineError::new(
+                super::EngineErrorKind::BadRequest,
+                RUN_NEEDS_A_WIRE_FORMAT,
+            )),
         }
     }
 
@@ -165,5 +183,16 @@ impl ResolveInput {
     pub fn explain(mut self, explain: bool) -> Self {
         self.explain = explain;
         self
+    }
+}
+
+impl From<protege_core::db::RunFormat> for Format {
+    fn from(format: protege_core::db::RunFormat) -> Self {
+        use protege_core::db::RunFormat;
+        match format {
+            RunFormat::Openai => Format::Openai,
+            RunFormat::OpenaiResponses => Format::OpenaiResponses,
+            RunFormat::Anthropic => Format::Anthropic,
+        }
     }
 }

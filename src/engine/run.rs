@@ -16,8 +16,8 @@ use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use protege_core::db::RunStatus;
 use protege_core::db::entities::{run as run_row, run_round};
+use protege_core::db::{RunFormat, RunStatus};
 use protege_core::wire::{
     ModelResponse, ModelSpec, Outcome, Usage, from_anthropic_response, from_openai_response,
     from_openai_responses_response, function_call_output,
@@ -213,8 +213,9 @@ pub struct RunInfo {
     pub message_id: Option<String>,
     /// The responsibility fired; `None` for a reply run.
     pub responsibility: Option<String>,
-    /// `openai`, `openai-responses` or `anthropic`.
-    pub format: String,
+    /// The wire format of its bodies and responses: `openai`, `openai-responses` or
+    /// `anthropic` in JSON.
+    pub format: RunFormat,
     /// The model.
     pub model: String,
     /// `started`, `waiting`, `done`, `stopped` or `abandoned`.
@@ -366,7 +367,7 @@ impl Engine {
         if input.format == Format::Messages {
             return Err(EngineError::new(
                 EngineErrorKind::BadRequest,
-                "a run needs a provider's wire format: ask for `openai`, `openai-responses`, `anthropic` or `provider`",
+                super::input::RUN_NEEDS_A_WIRE_FORMAT,
             ));
         }
         let (out, parts) = self.resolve_with_parts(input, offer).await?;
@@ -419,7 +420,7 @@ impl Engine {
             persona: input.persona.clone(),
             message_id: parts.message_row,
             responsibility: input.responsibility.clone(),
-            format: parts.format.as_str().to_owned(),
+            format: parts.format.run_format()?,
             model: spec.name,
             request_sha256: protege_mail::sha256_hex(&body_bytes),
             request: serde_json::to_string(&stored).unwrap_or_default(),
@@ -536,7 +537,13 @@ impl Engine {
             None => self.load_run_row(run_id).await?,
         };
         let response = parse_response(&run, &input.response)?;
-        trace::record_usage(span, &run.persona, &run.format, &run.model, &response.usage);
+        trace::record_usage(
+            span,
+            &run.persona,
+            run.format.as_str(),
+            &run.model,
+            &response.usage,
+        );
         let results = &input.results;
         // A writer that loses the race for the round reads what the winner wrote and
         // answers from it: a retry, a run that ended, or the round now pending.
@@ -715,7 +722,13 @@ impl Engine {
         let conn = self.db().await?;
         let mut run = self.load_run_row(run_id).await?;
         let response = parse_response(&run, raw)?;
-        trace::record_usage(span, &run.persona, &run.format, &run.model, &response.usage);
+        trace::record_usage(
+            span,
+            &run.persona,
+            run.format.as_str(),
+            &run.model,
+            &response.usage,
+        );
         let round = i32::try_from(number).unwrap_or(i32::MAX);
         let pending = Pending {
             round: number,
@@ -1454,11 +1467,7 @@ fn parse_in(run: &run_row::Model, bytes: &[u8]) -> Result<ModelResponse, EngineE
 
 /// The wire format of `run` (its `format` column).
 fn run_format(run: &run_row::Model) -> Format {
-    match run.format.as_str() {
-        "openai" => Format::Openai,
-        "openai-responses" => Format::OpenaiResponses,
-        _ => Format::Anthropic,
-    }
+    Format::from(run.format)
 }
 
 /// Refuses a Responses answer of `run` (round `round`, `raw` as given) whose reasoning
@@ -1841,7 +1850,7 @@ fn run_info(r: &run_row::Model) -> RunInfo {
         persona: r.persona.clone(),
         message_id: None,
         responsibility: r.responsibility.clone(),
-        format: r.format.clone(),
+        format: r.format,
         model: r.model.clone(),
         status: r.status,
         rounds: u32::try_from(r.rounds).unwrap_or_default(),
@@ -1932,7 +1941,7 @@ mod tests {
             persona: "support".to_owned(),
             message_id: None,
             responsibility: None,
-            format: "anthropic".to_owned(),
+            format: RunFormat::Anthropic,
             model: "claude-sonnet-4-5".to_owned(),
             status: RunStatus::Started,
             rounds: 1,

@@ -223,7 +223,7 @@ impl std::fmt::Display for RunCacheReport {
 }
 
 /// A conversation whose bodies share a provider's cache: cache key, format and model.
-type Conversation = (String, String, String);
+type Conversation = (String, protege_core::db::RunFormat, String);
 
 /// The previous run of a conversation: its row until its bodies are needed, then their
 /// units.
@@ -335,11 +335,7 @@ fn cache_row(
 /// The provider whose cache serves the bodies of `run`: Anthropic's for its format, else
 /// OpenAI's.
 fn provider_of(run: &run_row::Model) -> Provider {
-    if run.format == "anthropic" {
-        Provider::Anthropic
-    } else {
-        Provider::Openai
-    }
+    run.format.provider()
 }
 
 impl Engine {
@@ -370,8 +366,8 @@ impl Engine {
         let mut previous: HashMap<Conversation, Previous> = HashMap::new();
         let mut rows = Vec::new();
         for run in runs {
-            let conversation = stored_cache_key(&run.request)
-                .map(|key| (key, run.format.clone(), run.model.clone()));
+            let conversation =
+                stored_cache_key(&run.request).map(|key| (key, run.format, run.model.clone()));
             if since.is_some_and(|since| run.started_at < since) {
                 if let Some(c) = conversation.filter(|_| run.rounds > 0) {
                     previous.insert(c, Previous::Row(Box::new(run)));

@@ -62,7 +62,7 @@ pub use read::{
     thread_message_ids_of,
 };
 pub use read::{first_seen, newest_slot};
-pub use schema::entities::run::RunStatus;
+pub use schema::entities::run::{RunFormat, RunStatus};
 pub use schema::{Migrator, entities, migrate};
 
 // Used by `protege-store`, the write side; not a public API.

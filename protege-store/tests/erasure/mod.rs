@@ -93,7 +93,7 @@ pub(crate) async fn setup(db: &DatabaseConnection) {
                 persona: "support".into(),
                 message_id: message.and_then(row_of),
                 responsibility: message.is_none().then(|| "digest".into()),
-                format: "openai".into(),
+                format: protege_core::db::RunFormat::Openai,
                 model: "m".into(),
                 request_sha256: "0".repeat(64),
                 request: "{}".into(),

@@ -81,20 +81,31 @@ decode_as_rusqlite_does!(
     Option<Vec<u8>>
 );
 
-impl Decode for crate::db::entities::run::RunStatus {
-    /// Read from its stored name; another text is a database error naming it.
-    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self> {
-        let text: String = row.get(index)?;
-        Self::parse(&text).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Database,
-                format!(
-                    "database error: column `{name}` holds `{text}`, which is not a run status"
-                ),
-            )
-        })
-    }
+/// A column stored as a name (a run's status or format): read from the name; another
+/// text is a database error naming the column.
+macro_rules! decode_named {
+    ($($ty:ty => $what:literal),* $(,)?) => {$(
+        impl Decode for $ty {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize, name: &str) -> Result<Self> {
+                let text: String = row.get(index)?;
+                Self::parse(&text).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Database,
+                        format!(
+                            concat!("database error: column `{}` holds `{}`, which is not ", $what),
+                            name, text
+                        ),
+                    )
+                })
+            }
+        }
+    )*};
 }
+
+decode_named!(
+    crate::db::entities::run::RunStatus => "a run status",
+    crate::db::entities::run::RunFormat => "a wire format",
+);
 
 impl Decode for DateTime<Utc> {
     /// Read as SeaORM's SQLite driver reads it, from whichever storage class holds it.

@@ -17,8 +17,9 @@ pub struct Model {
     pub message_id: Option<i64>,
     /// The responsibility fired; `None` for a reply run.
     pub responsibility: Option<String>,
-    /// The wire format of its bodies and responses: `openai` or `anthropic`.
-    pub format: String,
+    /// The wire format of its bodies and responses, stored as its name (`openai`,
+    /// `openai-responses` or `anthropic`).
+    pub format: RunFormat,
     /// The model of its bodies.
     pub model: String,
     /// Where the run stands, stored as its name (`started`, `waiting`, `done`, `stopped` or
@@ -46,6 +47,73 @@ pub struct Model {
     pub started_at: DateTimeUtc,
     /// When it ended (`done`, `stopped` or `abandoned`).
     pub finished_at: Option<DateTimeUtc>,
+}
+
+/// The wire format of a run's bodies and responses, stored as its name: the text of
+/// [`RunFormat::as_str`], the same in JSON.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    EnumIter,
+    DeriveActiveEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "Text")]
+pub enum RunFormat {
+    /// OpenAI Chat Completions.
+    #[sea_orm(string_value = "openai")]
+    #[serde(rename = "openai")]
+    Openai,
+    /// OpenAI Responses.
+    #[sea_orm(string_value = "openai-responses")]
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
+    /// Anthropic Messages.
+    #[sea_orm(string_value = "anthropic")]
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl RunFormat {
+    /// Every format.
+    pub const ALL: [RunFormat; 3] = [
+        RunFormat::Openai,
+        RunFormat::OpenaiResponses,
+        RunFormat::Anthropic,
+    ];
+
+    /// Its name, as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunFormat::Openai => "openai",
+            RunFormat::OpenaiResponses => "openai-responses",
+            RunFormat::Anthropic => "anthropic",
+        }
+    }
+
+    /// The format named `name`, as stored.
+    pub fn parse(name: &str) -> Option<RunFormat> {
+        RunFormat::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+
+    /// The provider whose API speaks it.
+    pub const fn provider(self) -> crate::Provider {
+        match self {
+            RunFormat::Anthropic => crate::Provider::Anthropic,
+            RunFormat::Openai | RunFormat::OpenaiResponses => crate::Provider::Openai,
+        }
+    }
+}
+
+impl std::fmt::Display for RunFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Where a run stands, stored as its name: the text of [`RunStatus::as_str`], the same
