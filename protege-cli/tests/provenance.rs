@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 mod common;
 use common::server::every_backend;
+use common::sha256_hex;
 
 /// The persona: one resolver of each source kind.
 const PERSONA: &str = r#"addresses = ["support@acme.test"]
@@ -221,15 +222,6 @@ async fn every_message_of_the_request_names_its_source() {
         engine.db().await.unwrap().clone().close().await.unwrap();
     }
     drop_server_dbs(&urls, "provenance_sources").await;
-}
-
-/// SHA-256 in hex, written out here so the test does not use the code it checks.
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Rows of protege's tables, by table.

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 mod common;
 use common::server::{Server, TOKEN, every_backend, execute};
+use common::sha256_hex;
 use common::{AGENT, protege_command};
 
 const NOW: &str = "2026-03-10T10:00:00Z";
@@ -493,14 +494,6 @@ async fn the_loop(server: &Server, _root: &Path) -> (String, String, String) {
     assert!((cost - 11_868.0 / 1e6).abs() < 1e-12, "{cost}");
     let [messages, anthropic] = <[String; 2]>::try_from(printed).unwrap();
     (run_id, messages, anthropic)
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// An engine over a fresh SQLite database of `root` holding the first mail.

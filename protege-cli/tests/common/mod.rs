@@ -83,3 +83,12 @@ instructions = "Summarise yesterday's orders."
 use = "LoadText"
 template = "Summarise yesterday's orders."
 "#;
+
+/// SHA-256 in hex, written out here so the tests do not use the code they check.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
