@@ -31,22 +31,67 @@ pub(crate) fn is_invisible(c: char) -> bool {
     )
 }
 
-/// `text` without its invisible characters, and how many there were; borrowed when there
-/// are none. ASCII text is passed over without decoding a character.
-pub fn drop_invisible(text: &str) -> (Cow<'_, str>, usize) {
-    // Every invisible character is at least two bytes long, the first from 0xC2 up.
-    if text.is_ascii() || !text.chars().any(is_invisible) {
-        return (Cow::Borrowed(text), 0);
+/// Whether `byte` can start the UTF-8 encoding of a character [`is_invisible`] is true of:
+/// every other byte, ASCII and the lead bytes of most scripts, is passed over without
+/// decoding a character.
+const fn may_start_invisible(byte: u8) -> bool {
+    matches!(byte, 0xC2 | 0xCD | 0xE1 | 0xE2 | 0xE3 | 0xEF | 0xF0 | 0xF3)
+}
+
+/// Where the first invisible character at or after byte `from` of `text` starts, and its
+/// length in bytes.
+fn next_invisible(text: &str, mut from: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    while let Some(at) = next_candidate(bytes, from) {
+        // A lead byte starts a character: `at` is a character boundary.
+        let c = text[at..].chars().next()?;
+        if is_invisible(c) {
+            return Some((at, c.len_utf8()));
+        }
+        from = at + c.len_utf8();
     }
+    None
+}
+
+/// The first byte at or after `from` that [`may_start_invisible`]: chunks of 32 bytes whose
+/// largest byte is below every such byte are passed over (a maximum without an early exit,
+/// which the compiler vectorises), then the rest is searched from the first other chunk.
+fn next_candidate(bytes: &[u8], from: usize) -> Option<usize> {
+    const CHUNK: usize = 32;
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + CHUNK) {
+        // The lowest lead byte of an invisible character is 0xC2.
+        if chunk.iter().fold(0, |max, &b| max.max(b)) >= 0xC2 {
+            break;
+        }
+        at += CHUNK;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| may_start_invisible(b))
+        .map(|offset| at + offset)
+}
+
+/// `text` without its invisible characters, and how many there were; borrowed when there
+/// are none. Only the characters whose first byte can start an invisible one are decoded.
+pub fn drop_invisible(text: &str) -> (Cow<'_, str>, usize) {
+    let Some(mut found) = next_invisible(text, 0) else {
+        return (Cow::Borrowed(text), 0);
+    };
+    let mut out = String::with_capacity(text.len());
     let mut dropped = 0;
-    let out = text
-        .chars()
-        .filter(|&c| {
-            let invisible = is_invisible(c);
-            dropped += usize::from(invisible);
-            !invisible
-        })
-        .collect();
+    let mut from = 0;
+    loop {
+        let (at, len) = found;
+        out.push_str(&text[from..at]);
+        dropped += 1;
+        from = at + len;
+        match next_invisible(text, from) {
+            Some(next) => found = next,
+            None => break,
+        }
+    }
+    out.push_str(&text[from..]);
     (Cow::Owned(out), dropped)
 }
 
@@ -76,5 +121,26 @@ mod tests {
         let kept = "👩\u{200D}💻 ☺\u{FE0F} \u{200F}שלום";
         assert_eq!(drop_invisible(kept), (Cow::Borrowed(kept), 0));
         assert!(matches!(drop_invisible("plain"), (Cow::Borrowed(_), 0)));
+        assert_eq!(
+            drop_invisible("\u{200B}é—\u{E0041}€\u{00AD}"),
+            (Cow::Owned("é—€".to_owned()), 3)
+        );
+    }
+
+    /// The scan decodes only characters whose first byte may start an invisible one: every
+    /// invisible character's does.
+    #[test]
+    fn every_invisible_character_starts_with_a_byte_the_scan_decodes() {
+        let mut buf = [0u8; 4];
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            let first = c.encode_utf8(&mut buf).as_bytes()[0];
+            if is_invisible(c) {
+                assert!(may_start_invisible(first), "U+{:04X}", c as u32);
+            }
+            // The same answer as decoding every character.
+            let text = format!("a{c}b");
+            let dropped = drop_invisible(&text).1;
+            assert_eq!(dropped, usize::from(is_invisible(c)), "U+{:04X}", c as u32);
+        }
     }
 }
