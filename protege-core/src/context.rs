@@ -32,6 +32,14 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The value as written in a persona file and in JSON: `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
     /// The environment variable holding the API key when `[model] api_key_env` is unset.
     pub fn default_api_key_env(self) -> &'static str {
         match self {

@@ -264,10 +264,7 @@ impl CacheReport {
 
 impl std::fmt::Display for CacheReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let provider = match self.provider {
-            Provider::Anthropic => "anthropic",
-            Provider::Openai => "openai",
-        };
+        let provider = self.provider.as_str();
         writeln!(
             f,
             "cache report: persona `{}`, thread {}, {provider} bodies, {} reply {}",

@@ -537,13 +537,7 @@ impl Engine {
             None => self.load_run_row(run_id).await?,
         };
         let response = parse_response(&run, &input.response)?;
-        trace::record_usage(
-            span,
-            &run.persona,
-            run.format.as_str(),
-            &run.model,
-            &response.usage,
-        );
+        trace::record_usage(span, &run, &response.usage);
         let results = &input.results;
         // A writer that loses the race for the round reads what the winner wrote and
         // answers from it: a retry, a run that ended, or the round now pending.
@@ -722,13 +716,7 @@ impl Engine {
         let conn = self.db().await?;
         let mut run = self.load_run_row(run_id).await?;
         let response = parse_response(&run, raw)?;
-        trace::record_usage(
-            span,
-            &run.persona,
-            run.format.as_str(),
-            &run.model,
-            &response.usage,
-        );
+        trace::record_usage(span, &run, &response.usage);
         let round = i32::try_from(number).unwrap_or(i32::MAX);
         let pending = Pending {
             round: number,

@@ -13,6 +13,7 @@
 use tracing::Span;
 use tracing::field::Empty;
 
+use protege_core::db::entities::run as run_row;
 use protege_core::wire::Usage;
 
 use super::{EngineError, Resolution, ResolveInput};
@@ -92,7 +93,7 @@ pub(super) fn round_span(run_id: &str, round: u32) -> Span {
 /// the conventions name it) and model and the provider's `usage` for the round.
 /// `gen_ai.usage.input_tokens` counts every input token, those read from and written to the
 /// cache included, as the conventions ask.
-pub(super) fn record_usage(span: &Span, persona: &str, format: &str, model: &str, usage: &Usage) {
+pub(super) fn record_usage(span: &Span, run: &run_row::Model, usage: &Usage) {
     if span.is_disabled() {
         return;
     }
@@ -100,14 +101,9 @@ pub(super) fn record_usage(span: &Span, persona: &str, format: &str, model: &str
         .input
         .saturating_add(usage.cache_read)
         .saturating_add(usage.cache_write);
-    span.record("protege.persona", persona);
-    let provider = if format == "openai-responses" {
-        "openai"
-    } else {
-        format
-    };
-    span.record("gen_ai.provider.name", provider);
-    span.record("gen_ai.request.model", model);
+    span.record("protege.persona", run.persona.as_str());
+    span.record("gen_ai.provider.name", run.format.provider().as_str());
+    span.record("gen_ai.request.model", run.model.as_str());
     span.record("gen_ai.usage.input_tokens", int64(input));
     span.record("gen_ai.usage.output_tokens", int64(usage.output));
     span.record(
