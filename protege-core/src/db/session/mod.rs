@@ -79,7 +79,7 @@ pub(crate) struct Part<'a> {
     /// saves it; one joined statement has nothing to save).
     when_rows_in: Option<usize>,
     #[cfg(feature = "postgres")]
-    columns: Vec<(&'static str, String)>,
+    columns: one_trip::Columns,
 }
 
 impl<'a> Part<'a> {
@@ -91,14 +91,14 @@ impl<'a> Part<'a> {
         columns: impl FnOnce() -> I,
     ) -> Self
     where
-        C: crate::db::read::rows::TableColumn,
+        C: crate::db::read::rows::TableColumn + 'static,
         I: IntoIterator<Item = C>,
     {
         #[cfg(feature = "postgres")]
         let columns = if one_trip_reads(db) {
             one_trip::typed(columns())
         } else {
-            Vec::new()
+            one_trip::Columns::default()
         };
         #[cfg(not(feature = "postgres"))]
         let _ = (db, columns);

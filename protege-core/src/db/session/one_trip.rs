@@ -18,36 +18,76 @@
 //! on ordered by `k, o`: each part complete and in its own order, the parts in the order
 //! given.
 
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
 use sea_orm::QueryResult;
 use sea_orm::sea_query::backend::TableBuilder as _;
-use sea_orm::sea_query::{
-    Alias, Expr, Func, PostgresQueryBuilder, Query, SelectStatement, UnionType, WindowStatement,
-};
+use sea_orm::sea_query::{Alias, Expr, PostgresQueryBuilder, Query, SelectStatement, UnionType};
 
 use super::Part;
 use super::decode::{Decode, Row};
 use crate::db::read::rows::TableColumn;
 use crate::error::Result;
 
+/// The columns of a part: its shape (its entity's column type and how many of its columns,
+/// from the first) and the name and SQL type of each, in that order.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Columns {
+    shape: Option<(TypeId, usize)>,
+    list: Arc<[(&'static str, String)]>,
+}
+
+impl Columns {
+    /// How many columns.
+    pub(super) fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+thread_local! {
+    /// The columns of each shape met on this thread: a read's parts have a handful of
+    /// shapes, and their SQL types need not be rendered at every read.
+    static COLUMNS: RefCell<HashMap<(TypeId, usize), Columns>> = RefCell::default();
+    /// The select list of each part of each sequence of shapes met on this thread (see
+    /// [`union`]).
+    static SELECTS: RefCell<HashMap<Vec<Option<(TypeId, usize)>>, Arc<[String]>>> =
+        RefCell::default();
+}
+
 /// The name and SQL type of each of `columns`, in that order: its entity's columns in
-/// declaration order, from the first (a row of the part reads them by index).
-pub(super) fn typed<C: TableColumn>(
-    columns: impl IntoIterator<Item = C>,
-) -> Vec<(&'static str, String)> {
-    columns
-        .into_iter()
-        .enumerate()
-        .map(|(at, c)| {
-            debug_assert_eq!(
-                c.position(),
-                at,
-                "a part selects its entity's columns in order"
-            );
-            let mut sql = String::new();
-            PostgresQueryBuilder.prepare_column_type(c.def().get_column_type(), &mut sql);
-            (c.as_str(), sql)
-        })
-        .collect()
+/// declaration order, from the first (a row of the part reads them by index). Rendered once
+/// per shape and thread.
+pub(super) fn typed<C: TableColumn + 'static>(columns: impl IntoIterator<Item = C>) -> Columns {
+    let columns: Vec<C> = columns.into_iter().collect();
+    for (at, c) in columns.iter().enumerate() {
+        debug_assert_eq!(
+            c.position(),
+            at,
+            "a part selects its entity's columns in order"
+        );
+    }
+    let shape = (TypeId::of::<C>(), columns.len());
+    COLUMNS.with_borrow_mut(|known| {
+        known
+            .entry(shape)
+            .or_insert_with(|| Columns {
+                shape: Some(shape),
+                list: columns
+                    .iter()
+                    .map(|c| {
+                        let mut sql = String::new();
+                        PostgresQueryBuilder
+                            .prepare_column_type(c.def().get_column_type(), &mut sql);
+                        (c.as_str(), sql)
+                    })
+                    .collect(),
+            })
+            .clone()
+    })
 }
 
 /// A row of one part. A part's columns are its entity's in declaration order (all of them,
@@ -64,36 +104,46 @@ impl Row for PartRow<'_> {
     }
 }
 
-fn prefix(part: usize) -> String {
-    format!("p{part}_")
-}
-
-/// The parts as one statement (see the module's documentation).
-fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
-    let (k, o, sub) = (Alias::new("k"), Alias::new("o"), Alias::new("part"));
-    let mut selects = parts.iter().enumerate().map(|(i, part)| {
-        let mut q = Query::select();
-        q.expr_as(Expr::cust(i.to_string()), k.clone())
-            // Numbers the rows in the order the sub-select gives them.
-            .expr_window_as(Func::cust("ROW_NUMBER"), WindowStatement::new(), o.clone());
-        for (j, other) in parts.iter().enumerate() {
-            for (name, sql_type) in &other.columns {
-                let alias = Alias::new(format!("{}{name}", prefix(j)));
-                if i == j {
-                    q.expr_as(Expr::col((sub.clone(), Alias::new(*name))), alias);
-                } else {
-                    q.expr_as(Expr::cust(format!("CAST(NULL AS {sql_type})")), alias);
-                }
+/// Part `i`'s select list: `i AS "k"`, its row number as `"o"`, then every part's columns
+/// under the prefix `p{j}_`, its own from the sub-select and a typed `NULL` for the others'.
+fn select_list(i: usize, parts: &[Part<'_>]) -> String {
+    let mut list = format!(r#"{i} AS "k", ROW_NUMBER() OVER () AS "o""#);
+    for (j, other) in parts.iter().enumerate() {
+        for (name, sql_type) in other.columns.list.iter() {
+            if i == j {
+                let _ = write!(list, r#", "part"."{name}" AS "p{j}_{name}""#);
+            } else {
+                let _ = write!(list, r#", CAST(NULL AS {sql_type}) AS "p{j}_{name}""#);
             }
         }
-        q.from_subquery(part.statement.clone(), sub.clone());
-        q
-    });
-    let mut all = selects.next()?;
-    for q in selects {
-        all.union(UnionType::All, q);
     }
-    Some(all)
+    list
+}
+
+/// The parts as one statement (see the module's documentation). The select lists depend
+/// only on the parts' shapes: built once per sequence of shapes and thread.
+fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
+    let shapes: Vec<_> = parts.iter().map(|p| p.columns.shape).collect();
+    let lists = SELECTS.with_borrow_mut(|known| {
+        Arc::clone(
+            known
+                .entry(shapes)
+                .or_insert_with(|| (0..parts.len()).map(|i| select_list(i, parts)).collect()),
+        )
+    });
+    let mut all: Option<SelectStatement> = None;
+    for (part, list) in parts.iter().zip(lists.iter()) {
+        let mut q = Query::select();
+        q.expr(Expr::cust(list.clone()))
+            .from_subquery(part.statement.clone(), Alias::new("part"));
+        match &mut all {
+            None => all = Some(q),
+            Some(all) => {
+                all.union(UnionType::All, q);
+            }
+        }
+    }
+    all
 }
 
 /// `parts` as one statement for PostgreSQL (see the module's documentation); `None` for no
@@ -180,12 +230,12 @@ mod tests {
         assert_eq!(
             sql,
             concat!(
-                r#"SELECT 0 AS "k", ROW_NUMBER() OVER (  ) AS "o", "part"."id" AS "p0_id", "#,
+                r#"SELECT 0 AS "k", ROW_NUMBER() OVER () AS "o", "part"."id" AS "p0_id", "#,
                 r#""part"."email_thread_id" AS "p0_email_thread_id", "#,
                 r#""part"."message_id" AS "p0_message_id", CAST(NULL AS bigint) AS "p1_id", "#,
                 r#"CAST(NULL AS bigint) AS "p1_message_id" FROM (SELECT "id", "email_thread_id", "#,
                 r#""message_id" FROM "messages" WHERE "message_id" = $1) AS "part" UNION ALL "#,
-                r#"(SELECT 1 AS "k", ROW_NUMBER() OVER (  ) AS "o", CAST(NULL AS bigint) AS "p0_id", "#,
+                r#"(SELECT 1 AS "k", ROW_NUMBER() OVER () AS "o", CAST(NULL AS bigint) AS "p0_id", "#,
                 r#"CAST(NULL AS bigint) AS "p0_email_thread_id", "#,
                 r#"CAST(NULL AS varchar) AS "p0_message_id", "part"."id" AS "p1_id", "#,
                 r#""part"."message_id" AS "p1_message_id" FROM (SELECT "id", "message_id" "#,
