@@ -33,11 +33,14 @@ use super::decode::{Decode, Row};
 use crate::db::read::rows::TableColumn;
 use crate::error::Result;
 
+/// A part's shape: its entity's column type and how many of its columns, from the first.
+type Shape = (TypeId, usize);
+
 /// The columns of a part: its shape (its entity's column type and how many of its columns,
 /// from the first) and the name and SQL type of each, in that order.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Columns {
-    shape: Option<(TypeId, usize)>,
+    shape: Option<Shape>,
     list: Arc<[(&'static str, String)]>,
 }
 
@@ -51,11 +54,10 @@ impl Columns {
 thread_local! {
     /// The columns of each shape met on this thread: a read's parts have a handful of
     /// shapes, and their SQL types need not be rendered at every read.
-    static COLUMNS: RefCell<HashMap<(TypeId, usize), Columns>> = RefCell::default();
+    static COLUMNS: RefCell<HashMap<Shape, Columns>> = RefCell::default();
     /// The select list of each part of each sequence of shapes met on this thread (see
     /// [`union`]).
-    static SELECTS: RefCell<HashMap<Vec<Option<(TypeId, usize)>>, Arc<[String]>>> =
-        RefCell::default();
+    static SELECTS: RefCell<HashMap<Vec<Option<Shape>>, Arc<[String]>>> = RefCell::default();
 }
 
 /// The name and SQL type of each of `columns`, in that order: its entity's columns in
