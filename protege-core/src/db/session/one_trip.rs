@@ -36,6 +36,9 @@ use crate::error::Result;
 /// A part's shape: its entity's column type and how many of its columns, from the first.
 type Shape = (TypeId, usize);
 
+/// The select lists of the parts of a read, by the sequence of its parts' shapes.
+type SelectLists = HashMap<Vec<Option<Shape>>, Arc<[String]>>;
+
 /// The columns of a part: its shape (its entity's column type and how many of its columns,
 /// from the first) and the name and SQL type of each, in that order.
 #[derive(Clone, Debug, Default)]
@@ -57,7 +60,7 @@ thread_local! {
     static COLUMNS: RefCell<HashMap<Shape, Columns>> = RefCell::default();
     /// The select list of each part of each sequence of shapes met on this thread (see
     /// [`union`]).
-    static SELECTS: RefCell<HashMap<Vec<Option<Shape>>, Arc<[String]>>> = RefCell::default();
+    static SELECTS: RefCell<SelectLists> = RefCell::default();
 }
 
 /// The name and SQL type of each of `columns`, in that order: its entity's columns in
