@@ -64,7 +64,7 @@ impl Registry {
         for builtin in protege_schema::BUILTINS {
             let Some(reader) = protege_core::BUILTIN_READERS
                 .iter()
-                .find(|r| std::ptr::eq(r.spec, *builtin) || r.spec.name == builtin.name)
+                .find(|r| r.spec.name == builtin.name)
             else {
                 continue;
             };

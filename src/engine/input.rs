@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(doc)]
 use super::EngineErrorKind;
 
-/// What a run asked for in canonical messages is told.
+/// The error of a run asked for in a format that is not a provider's (`messages`).
 pub(crate) const RUN_NEEDS_A_WIRE_FORMAT: &str = "a run needs a provider's wire format: ask for `openai`, `openai-responses`, `anthropic` or `provider`";
 
 /// The output of a resolve: protege's canonical JSON or a provider's request body.
