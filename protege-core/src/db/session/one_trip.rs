@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use sea_orm::QueryResult;
 use sea_orm::sea_query::backend::TableBuilder as _;
-use sea_orm::sea_query::{Alias, Expr, PostgresQueryBuilder, Query, SelectStatement, UnionType};
+use sea_orm::sea_query::{PostgresQueryBuilder, QueryBuilder as _, SqlWriterValues};
 
 use super::Part;
 use super::decode::{Decode, Row};
@@ -59,7 +59,7 @@ thread_local! {
     /// shapes, and their SQL types need not be rendered at every read.
     static COLUMNS: RefCell<HashMap<Shape, Columns>> = RefCell::default();
     /// The select list of each part of each sequence of shapes met on this thread (see
-    /// [`union`]).
+    /// [`statement`]).
     static SELECTS: RefCell<SelectLists> = RefCell::default();
 }
 
@@ -125,9 +125,17 @@ fn select_list(i: usize, parts: &[Part<'_>]) -> String {
     list
 }
 
-/// The parts as one statement (see the module's documentation). The select lists depend
-/// only on the parts' shapes: built once per sequence of shapes and thread.
-fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
+/// `parts` as one statement for PostgreSQL (see the module's documentation); `None` for no
+/// parts.
+///
+/// The select lists depend only on the parts' shapes: built once per sequence of shapes and
+/// thread. Around them, each part's own statement is rendered in place, its values numbered
+/// on from the last part's, as sea-query renders a union of sub-selects; nothing is cloned
+/// into a statement of its own to be rendered and dropped again.
+pub(super) fn statement(parts: &[Part<'_>]) -> Option<sea_orm::Statement> {
+    if parts.is_empty() {
+        return None;
+    }
     let shapes: Vec<_> = parts.iter().map(|p| p.columns.shape).collect();
     let lists = SELECTS.with_borrow_mut(|known| {
         Arc::clone(
@@ -136,27 +144,24 @@ fn union(parts: &[Part<'_>]) -> Option<SelectStatement> {
                 .or_insert_with(|| (0..parts.len()).map(|i| select_list(i, parts)).collect()),
         )
     });
-    let mut all: Option<SelectStatement> = None;
-    for (part, list) in parts.iter().zip(lists.iter()) {
-        let mut q = Query::select();
-        q.expr(Expr::cust(list.clone()))
-            .from_subquery(part.statement.clone(), Alias::new("part"));
-        match &mut all {
-            None => all = Some(q),
-            Some(all) => {
-                all.union(UnionType::All, q);
-            }
-        }
+    let (placeholder, numbered) = PostgresQueryBuilder.placeholder();
+    let mut sql = SqlWriterValues::new(placeholder, numbered);
+    for (i, (part, list)) in parts.iter().zip(lists.iter()).enumerate() {
+        let (open, close) = if i == 0 {
+            ("", "")
+        } else {
+            (" UNION ALL (", ")")
+        };
+        // Writing to a `String` cannot fail.
+        let _ = write!(sql, "{open}SELECT {list} FROM (");
+        PostgresQueryBuilder.prepare_select_statement(part.statement, &mut sql);
+        let _ = write!(sql, r#") AS "part"{close}"#);
     }
-    all
-}
-
-/// `parts` as one statement for PostgreSQL (see the module's documentation); `None` for no
-/// parts.
-pub(super) fn statement(parts: &[Part<'_>]) -> Option<sea_orm::Statement> {
-    Some(sea_orm::StatementBuilder::build(
-        &union(parts)?,
-        &sea_orm::DbBackend::Postgres,
+    let (sql, values) = sql.into_parts();
+    Some(sea_orm::Statement::from_sql_and_values(
+        sea_orm::DbBackend::Postgres,
+        sql,
+        values,
     ))
 }
 
@@ -203,9 +208,9 @@ pub(super) fn visit(
 
 #[cfg(test)]
 mod tests {
-    use sea_orm::sea_query::{Expr, ExprTrait, PostgresQueryBuilder, Query};
+    use sea_orm::sea_query::{Expr, ExprTrait, Query};
 
-    use super::{typed, union};
+    use super::{statement, typed};
     use crate::db::entities::{attachment, message};
     use crate::db::session::Part;
 
@@ -218,7 +223,9 @@ mod tests {
             .from(message::Entity)
             .and_where(Expr::col(M::MessageId).eq("<m@x>"));
         let mut b = Query::select();
-        b.columns([A::Id, A::MessageId]).from(attachment::Entity);
+        b.columns([A::Id, A::MessageId])
+            .from(attachment::Entity)
+            .and_where(Expr::col(A::MessageId).eq(7));
         let parts = [
             Part {
                 statement: &a,
@@ -231,9 +238,9 @@ mod tests {
                 columns: typed([A::Id, A::MessageId]),
             },
         ];
-        let (sql, values) = union(&parts).unwrap().build(PostgresQueryBuilder);
+        let statement = statement(&parts).unwrap();
         assert_eq!(
-            sql,
+            statement.sql,
             concat!(
                 r#"SELECT 0 AS "k", ROW_NUMBER() OVER () AS "o", "part"."id" AS "p0_id", "#,
                 r#""part"."email_thread_id" AS "p0_email_thread_id", "#,
@@ -244,10 +251,14 @@ mod tests {
                 r#"CAST(NULL AS bigint) AS "p0_email_thread_id", "#,
                 r#"CAST(NULL AS varchar) AS "p0_message_id", "part"."id" AS "p1_id", "#,
                 r#""part"."message_id" AS "p1_message_id" FROM (SELECT "id", "message_id" "#,
-                r#"FROM "attachments") AS "part")"#
+                r#"FROM "attachments" WHERE "message_id" = $2) AS "part")"#
             )
         );
-        assert_eq!(values.0.len(), 1);
+        assert_eq!(
+            statement.values.unwrap().0,
+            ["<m@x>".into(), 7.into()],
+            "the values in the order of their numbers"
+        );
     }
 
     /// A part's columns are read by their place: a list that is not its entity's columns
