@@ -9,22 +9,25 @@
 //! both paths decode rows with the same decoders, by column name ([`super::rows`]), so they
 //! build the same values.
 //!
-//! The pool belongs to the database file (one per path per process) and is dropped and
-//! reopened when the path starts naming another file (the database was deleted and
-//! created again), so a reader never serves rows of a file that is gone.
+//! The pool belongs to SeaORM's pool of the same file (one per `DatabaseConnection` and its
+//! clones, dropped after it) and is emptied and reopened when the path starts naming
+//! another file (the database was deleted and created again), so a reader never serves
+//! rows of a file that is gone.
 
 // Without the `sqlite` feature no connection is SQLite's, and the reader is never made.
 #![cfg_attr(not(feature = "sqlite"), allow(dead_code, unused_imports))]
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use chrono::SecondsFormat;
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
 use sea_orm::sea_query::{QueryStatementWriter, SelectStatement, SqliteQueryBuilder, Value};
+#[cfg(feature = "sqlite")]
+use sea_orm::sqlx::sqlite::SqliteConnectOptions;
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
 use crate::db::SQLITE_BUSY_TIMEOUT;
@@ -159,23 +162,36 @@ pub(crate) fn reader(_db: &DatabaseConnection) -> Option<Arc<Reader>> {
     None
 }
 
+/// The readers of the SQLite files in use, each by the connect options of the SeaORM pool it
+/// stands beside (see [`reader`]).
+#[cfg(feature = "sqlite")]
+type Readers = HashMap<usize, (Weak<SqliteConnectOptions>, Arc<Reader>)>;
+
 /// The reader for `db` when it is a SQLite database file; `None` for an in-memory
 /// database, another backend, or a file that does not exist.
+///
+/// A reader belongs to `db`'s pool (every clone of a `DatabaseConnection` shares it): it is
+/// found by the address of the pool's connect options, which it holds weakly, so that the
+/// address cannot name another pool while it is known. Made at the pool's first read; once
+/// the pool is gone (its last clone dropped), its reader and connections are dropped at
+/// the next read of a pool not known yet.
 #[cfg(feature = "sqlite")]
 pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
     let DatabaseConnectionType::SqlxSqlitePoolConnection(_) = &db.inner else {
         return None;
     };
     let options = db.get_sqlite_connection_pool().connect_options();
-    let path = options.get_filename();
-    static READERS: OnceLock<Mutex<HashMap<PathBuf, Arc<Reader>>>> = OnceLock::new();
+    let key = Arc::as_ptr(&options) as usize;
+    static READERS: OnceLock<Mutex<Readers>> = OnceLock::new();
     let mut readers = READERS
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(reader) = readers.get(path) {
+    if let Some((_, reader)) = readers.get(&key) {
         return Some(Arc::clone(reader));
     }
+    readers.retain(|_, (pool, _)| pool.strong_count() > 0);
+    let path = options.get_filename();
     // An in-memory database (`file:sqlx-in-memory-N`) names no file.
     file_identity(path)?;
     let reader = Arc::new(Reader {
@@ -184,7 +200,7 @@ pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
         statements: AtomicU64::new(0),
         writer: Mutex::default(),
     });
-    readers.insert(path.to_owned(), Arc::clone(&reader));
+    readers.insert(key, (Arc::downgrade(&options), Arc::clone(&reader)));
     Some(reader)
 }
 
@@ -487,5 +503,48 @@ mod tests {
         assert_eq!(prepared.get_status(StatementStatus::RePrepare), 0);
         drop(prepared);
         assert_eq!(reader.statements.load(Ordering::Relaxed), 3);
+    }
+
+    /// A reader belongs to its SeaORM pool: every clone of the connection finds the same
+    /// one, another connection to the same file its own, and once the pool is gone its
+    /// reader (and the reader's connections) is dropped at the next new pool's first read.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_reader_lives_as_long_as_its_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = |name: &str| {
+            let path = dir.path().join(name);
+            Connection::open(&path).unwrap();
+            format!("sqlite://{}", path.display())
+        };
+        let first = sea_orm::Database::connect(url("a.db")).await.unwrap();
+        let mine = reader(&first).unwrap();
+        assert!(Arc::ptr_eq(&mine, &reader(&first.clone()).unwrap()));
+        let again = sea_orm::Database::connect(url("a.db")).await.unwrap();
+        assert!(!Arc::ptr_eq(&mine, &reader(&again).unwrap()));
+        let mine = {
+            let only = Arc::downgrade(&mine);
+            drop(mine);
+            only
+        };
+        let pool = Arc::downgrade(&first.get_sqlite_connection_pool().connect_options());
+        drop(first);
+        // The driver's tasks that still hold the pool (a connection going back to it) end.
+        let watchdog = std::time::Instant::now();
+        while pool.strong_count() > 0 {
+            assert!(
+                watchdog.elapsed().as_secs() < 30,
+                "the pool is never dropped"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        assert!(
+            mine.upgrade().is_some(),
+            "kept until a new pool's first read"
+        );
+        let other = sea_orm::Database::connect(url("b.db")).await.unwrap();
+        reader(&other).unwrap();
+        assert!(mine.upgrade().is_none());
+        assert!(reader(&again).is_some());
     }
 }

@@ -16,12 +16,13 @@
 //! restarted, or the network dropped it while idle) is read again through the shared pool,
 //! which tests its connection first ([`lost`]), and the next read connects again. Outside
 //! [`drive_reads_here`] (an application's task on a worker, a transaction, a write) the
-//! shared pool serves, as before. The connections are closed when the thread ends; a thread
-//! keeps at most [`MOST_DATABASES`].
+//! shared pool serves, as before. The connections are closed when the thread ends, or at the
+//! thread's next new connection once their shared pool is gone; a thread keeps at most
+//! [`MOST_DATABASES`].
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use sea_orm::sqlx::{ConnectOptions as _, Connection as _};
@@ -57,10 +58,11 @@ pub fn drive_reads_here<T>(runtime: &tokio::runtime::Handle, work: impl Future<O
 }
 
 /// A thread's own runtime and connections, by the connect options of the shared pool they
-/// stand in for.
+/// stand in for, held weakly: a connection whose pool is gone is closed at the next
+/// connection made.
 struct Local {
     runtime: tokio::runtime::Runtime,
-    connections: Vec<(Arc<PgConnectOptions>, PgConnection)>,
+    connections: Vec<(Weak<PgConnectOptions>, PgConnection)>,
 }
 
 impl Drop for Local {
@@ -106,7 +108,7 @@ pub(super) fn query(
         Some(runtime.block_on(async {
             let at = match connections
                 .iter()
-                .position(|(known, _)| Arc::ptr_eq(known, &options))
+                .position(|(known, _)| std::ptr::eq(known.as_ptr(), Arc::as_ptr(&options)))
             {
                 Some(at) => at,
                 None => {
@@ -114,11 +116,16 @@ pub(super) fn query(
                         .await
                         .map_err(|_| DbErr::Custom("the connection timed out".to_owned()))?
                         .map_err(query_error)?;
+                    for (_, gone) in
+                        connections.extract_if(.., |(pool, _)| pool.strong_count() == 0)
+                    {
+                        let _ = gone.close().await;
+                    }
                     if connections.len() == MOST_DATABASES {
                         let (_, oldest) = connections.remove(0);
                         let _ = oldest.close().await;
                     }
-                    connections.push((options, conn));
+                    connections.push((Arc::downgrade(&options), conn));
                     connections.len() - 1
                 }
             };

@@ -313,8 +313,8 @@ where
 
 /// The server's `max_allowed_packet` (the largest statement it takes), in bytes, on
 /// MySQL/MariaDB; `None` on PostgreSQL and SQLite, which take rows far larger than an
-/// import's caps. Read with `SELECT @@max_allowed_packet` the first time for each server,
-/// user and database, then kept for the life of the process.
+/// import's caps. Read with `SELECT @@max_allowed_packet` the first time for each pool of
+/// connections (a `DatabaseConnection` and its clones), then kept as long as the pool.
 pub async fn max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>> {
     if db.get_database_backend() != DbBackend::MySql {
         return Ok(None);
@@ -325,30 +325,27 @@ pub async fn max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>> 
     mysql_max_allowed_packet(db).await
 }
 
-/// [`max_allowed_packet`] on a MySQL/MariaDB connection.
+/// [`max_allowed_packet`] on a MySQL/MariaDB connection, kept by the address of its pool's
+/// connect options, held weakly (so that the address names no other pool while it is
+/// kept); the limits of pools gone are dropped at the next pool's first read.
 #[cfg(feature = "mysql")]
 async fn mysql_max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>> {
     use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::{Mutex, OnceLock, Weak};
 
     use sea_orm::Statement;
+    use sea_orm::sqlx::mysql::MySqlConnectOptions;
 
-    static LIMITS: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
+    type Limits = HashMap<usize, (Weak<MySqlConnectOptions>, u64)>;
+    static LIMITS: OnceLock<Mutex<Limits>> = OnceLock::new();
     let options = db.get_mysql_connection_pool().connect_options();
-    let key = format!(
-        "{}@{}:{}/{:?}/{}",
-        options.get_username(),
-        options.get_host(),
-        options.get_port(),
-        options.get_socket(),
-        options.get_database().unwrap_or_default()
-    );
+    let key = Arc::as_ptr(&options) as usize;
     let limits = LIMITS.get_or_init(Default::default);
     let cached = limits
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .get(&key)
-        .copied();
+        .map(|(_, limit)| *limit);
     if let Some(limit) = cached {
         return Ok(Some(limit));
     }
@@ -361,10 +358,11 @@ async fn mysql_max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>
     let Some(limit) = row.map(|r| r.try_get::<u64>("", "packet")).transpose()? else {
         return Ok(None);
     };
-    limits
+    let mut limits = limits
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(key, limit);
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    limits.retain(|_, (pool, _)| pool.strong_count() > 0);
+    limits.insert(key, (Arc::downgrade(&options), limit));
     Ok(Some(limit))
 }
 
