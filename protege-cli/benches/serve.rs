@@ -8,6 +8,7 @@
 //! cargo bench --bench serve -- --postgres postgres://postgres@127.0.0.1:5432/postgres
 //! PROTEGE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo bench --bench serve
 //! cargo bench --bench serve -- --pin               # then once more, pinned to CPUs
+//! cargo bench --bench serve -- --rounds 5          # every table five times over, medians
 //! cargo bench --bench serve -- --database postgres://postgres@127.0.0.1:5432/bench
 //! cargo bench --bench serve -- --url http://host:8080/v1/resolve --body body.json
 //! ```
@@ -33,6 +34,12 @@
 //! the database server and `serve` no longer share a core; the `postgres` processes get
 //! their former CPUs back at the end. Without `taskset` the pinned run is skipped.
 //!
+//! `--rounds N` loads the databases in turn N times over (each with its own `serve`, all
+//! started first), prints each round's rows, then the median of each column; each ratio of
+//! the summary is then the median of the rounds' own ratios, each round having measured the
+//! two sides a few seconds apart: on a machine whose speed drifts (a busy neighbour), the
+//! ratio of one round to another moves less than either side does.
+//!
 //! `--database URL` measures that one database alone; `--url URL` measures a running
 //! server (no CPU columns, no baseline), sending `--body FILE` instead of the support
 //! persona's request. `--seconds N` sets the time per connection count (default 5).
@@ -57,6 +64,7 @@ struct Options {
     socket: PathBuf,
     pin: bool,
     seconds: f64,
+    rounds: usize,
 }
 
 fn options() -> Options {
@@ -70,6 +78,7 @@ fn options() -> Options {
         socket: PathBuf::from("/var/run/postgresql"),
         pin: false,
         seconds: 5.0,
+        rounds: 1,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -81,6 +90,13 @@ fn options() -> Options {
             "--socket" => out.socket = args.next().map(PathBuf::from).unwrap_or(out.socket),
             "--pin" => out.pin = true,
             "--seconds" => out.seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(5.0),
+            "--rounds" => {
+                out.rounds = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|&n| n > 0)
+                    .unwrap_or(1);
+            }
             _ => {} // cargo bench passes `--bench`
         }
     }
@@ -491,6 +507,7 @@ async fn baseline(database: &str, seconds: f64) -> f64 {
 }
 
 /// One line of a table: the load at one connection count and the CPU time per resolve.
+#[derive(Clone)]
 struct Row {
     connections: usize,
     per_second: f64,
@@ -563,28 +580,70 @@ fn print_row(label: &str, row: &Row) {
     );
 }
 
+/// The middle value of `values` (the mean of the two middle ones for an even count); `None`
+/// when there is none.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// The row of each column's median over `rounds` (the rows of one target at one connection
+/// count), the errors added up.
+fn median_row(rounds: &[Row]) -> Row {
+    let of =
+        |field: &dyn Fn(&Row) -> Option<f64>| median(rounds.iter().filter_map(field).collect());
+    Row {
+        connections: rounds[0].connections,
+        per_second: of(&|r| Some(r.per_second)).unwrap_or(0.0),
+        p50: of(&|r| Some(r.p50)).unwrap_or(0.0),
+        p99: of(&|r| Some(r.p99)).unwrap_or(0.0),
+        errors: rounds.iter().map(|r| r.errors).sum(),
+        serve_cpu: of(&|r| r.serve_cpu),
+        postgres_cpu: of(&|r| r.postgres_cpu),
+    }
+}
+
 /// For each PostgreSQL target, the ratios of its CPU per resolve to SQLite's at each
-/// connection count: `serve`'s alone, then with the PostgreSQL server's.
-fn summary(targets: &[Target], results: &[Vec<Row>]) {
+/// connection count: `serve`'s alone, then with the PostgreSQL server's. `results` holds,
+/// per target, per connection count, the row of each round; a ratio is the median of the
+/// rounds' own ratios (each round measured the two side by side, so a slower moment of the
+/// machine weighs on both sides of it).
+fn summary(targets: &[Target], results: &[Vec<Vec<Row>>]) {
     let Some(sqlite) = targets.iter().position(|t| t.label == "SQLite") else {
         return;
     };
-    let ratios = |rows: &[Row], cpu: &dyn Fn(&Row) -> Option<f64>| {
-        rows.iter()
+    let ratios = |counts: &[Vec<Row>], cpu: &dyn Fn(&Row) -> Option<f64>| {
+        counts
+            .iter()
             .zip(&results[sqlite])
-            .map(|(row, base)| match (cpu(row), base.serve_cpu) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{} conn {:.2}×", row.connections, a / b),
-                _ => format!("{} conn -", row.connections),
+            .map(|(rounds, bases)| {
+                let each = rounds
+                    .iter()
+                    .zip(bases)
+                    .filter_map(|(row, base)| match (cpu(row), base.serve_cpu) {
+                        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+                        _ => None,
+                    })
+                    .collect();
+                match median(each) {
+                    Some(ratio) => format!("{} conn {ratio:.2}×", rounds[0].connections),
+                    None => format!("{} conn -", rounds[0].connections),
+                }
             })
             .collect::<Vec<_>>()
             .join(", ")
     };
-    for (target, rows) in targets.iter().zip(results).filter(|(t, _)| t.postgres) {
-        let serve = ratios(rows, &|row| row.serve_cpu);
+    for (target, counts) in targets.iter().zip(results).filter(|(t, _)| t.postgres) {
+        let serve = ratios(counts, &|row| row.serve_cpu);
         println!("CPU per resolve, {}/SQLite: {serve}", target.label);
     }
-    for (target, rows) in targets.iter().zip(results).filter(|(t, _)| t.postgres) {
-        let both = ratios(rows, &|row| Some(row.serve_cpu? + row.postgres_cpu?));
+    for (target, counts) in targets.iter().zip(results).filter(|(t, _)| t.postgres) {
+        let both = ratios(counts, &|row| Some(row.serve_cpu? + row.postgres_cpu?));
         println!(
             "CPU per resolve with the PostgreSQL server's, {}/SQLite: {both}",
             target.label
@@ -656,12 +715,15 @@ impl Drop for Pinning {
 }
 
 /// One table: each target served by its own `protege serve` and loaded at every
-/// connection count, then (unpinned) the in-process baselines, then the ratios.
+/// connection count, `rounds` times over (the targets in turn in each round, so that the
+/// machine's slower moments fall on all of them), then (unpinned) the in-process baselines,
+/// then the ratios. With several rounds, each round's rows, then their medians.
 fn pass(
     runtime: &tokio::runtime::Runtime,
     targets: &[Target],
     body: &str,
     seconds: f64,
+    rounds: usize,
     pinned: bool,
 ) {
     let _pinning = pinned.then(Pinning::apply);
@@ -671,37 +733,48 @@ fn pass(
     } else {
         println!("unpinned: every process on every CPU");
     }
-    header();
-    let mut results = Vec::new();
-    let mut baselines = Vec::new();
-    for target in targets {
-        let serve = start(&target.url, pinned);
-        let pid = serve.child.id();
-        let rows: Vec<Row> = CONNECTIONS
-            .iter()
-            .map(|&connections| {
+    let servers: Vec<Serve> = targets.iter().map(|t| start(&t.url, pinned)).collect();
+    // Per target, per connection count, the row of each round.
+    let mut results = vec![vec![Vec::with_capacity(rounds); CONNECTIONS.len()]; targets.len()];
+    for round in 1..=rounds {
+        if rounds > 1 {
+            println!("round {round} of {rounds}");
+        }
+        header();
+        for ((target, serve), counts) in targets.iter().zip(&servers).zip(&mut results) {
+            for (&connections, rows) in CONNECTIONS.iter().zip(counts.iter_mut()) {
                 let row = measure(
                     runtime,
                     &serve.url,
                     body,
                     connections,
                     seconds,
-                    Some(pid),
+                    Some(serve.child.id()),
                     target.postgres,
                 );
                 print_row(target.label, &row);
-                row
-            })
-            .collect();
-        drop(serve);
-        if !pinned {
-            let rate = runtime.block_on(baseline(&target.url, seconds.min(3.0)));
-            baselines.push((target.label, rate));
+                rows.push(row);
+            }
         }
-        results.push(rows);
     }
-    for (label, rate) in baselines {
-        println!("baseline, {label}: {rate:.0} resolves/s in process on one task (no HTTP)");
+    drop(servers);
+    if rounds > 1 {
+        println!("median of {rounds} rounds");
+        header();
+        for (target, counts) in targets.iter().zip(&results) {
+            for rows in counts {
+                print_row(target.label, &median_row(rows));
+            }
+        }
+    }
+    if !pinned {
+        for target in targets {
+            let rate = runtime.block_on(baseline(&target.url, seconds.min(3.0)));
+            println!(
+                "baseline, {}: {rate:.0} resolves/s in process on one task (no HTTP)",
+                target.label
+            );
+        }
     }
     summary(targets, &results);
 }
@@ -740,10 +813,24 @@ fn main() {
             protege::db::redact_url(&target.url)
         );
     }
-    pass(&runtime, &targets, &body, options.seconds, false);
+    pass(
+        &runtime,
+        &targets,
+        &body,
+        options.seconds,
+        options.rounds,
+        false,
+    );
     if options.pin {
         if taskset_available() {
-            pass(&runtime, &targets, &body, options.seconds, true);
+            pass(
+                &runtime,
+                &targets,
+                &body,
+                options.seconds,
+                options.rounds,
+                true,
+            );
         } else {
             println!("taskset not found: no pinned run");
         }
