@@ -715,17 +715,20 @@ impl Drop for Pinning {
 }
 
 /// One table: each target served by its own `protege serve` and loaded at every
-/// connection count, `rounds` times over (the targets in turn in each round, so that the
-/// machine's slower moments fall on all of them), then (unpinned) the in-process baselines,
-/// then the ratios. With several rounds, each round's rows, then their medians.
+/// connection count for `--seconds`, `--rounds` times over (the targets in turn in each
+/// round, so that the machine's slower moments fall on all of them), then (unpinned) the
+/// in-process baselines, then the ratios. With several rounds, each round's rows, then their
+/// medians.
 fn pass(
     runtime: &tokio::runtime::Runtime,
     targets: &[Target],
     body: &str,
-    seconds: f64,
-    rounds: usize,
+    options: &Options,
     pinned: bool,
 ) {
+    let Options {
+        seconds, rounds, ..
+    } = *options;
     let _pinning = pinned.then(Pinning::apply);
     println!();
     if pinned {
@@ -813,24 +816,10 @@ fn main() {
             protege::db::redact_url(&target.url)
         );
     }
-    pass(
-        &runtime,
-        &targets,
-        &body,
-        options.seconds,
-        options.rounds,
-        false,
-    );
+    pass(&runtime, &targets, &body, &options, false);
     if options.pin {
         if taskset_available() {
-            pass(
-                &runtime,
-                &targets,
-                &body,
-                options.seconds,
-                options.rounds,
-                true,
-            );
+            pass(&runtime, &targets, &body, &options, true);
         } else {
             println!("taskset not found: no pinned run");
         }
