@@ -16,10 +16,9 @@
 
 // Without the `sqlite` feature no connection is SQLite's, and the reader is never made.
 #![cfg_attr(not(feature = "sqlite"), allow(dead_code, unused_imports))]
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::SecondsFormat;
 use rusqlite::config::DbConfig;
@@ -30,6 +29,7 @@ use sea_orm::sea_query::{QueryStatementWriter, SelectStatement, SqliteQueryBuild
 use sea_orm::sqlx::sqlite::SqliteConnectOptions;
 use sea_orm::{DatabaseConnection, DatabaseConnectionType};
 
+use super::per_pool::PerPool;
 use crate::db::SQLITE_BUSY_TIMEOUT;
 use crate::error::{Error, Result};
 
@@ -162,46 +162,31 @@ pub(crate) fn reader(_db: &DatabaseConnection) -> Option<Arc<Reader>> {
     None
 }
 
-/// The readers of the SQLite files in use, each by the connect options of the SeaORM pool it
-/// stands beside (see [`reader`]).
-#[cfg(feature = "sqlite")]
-type Readers = HashMap<usize, (Weak<SqliteConnectOptions>, Arc<Reader>)>;
-
 /// The reader for `db` when it is a SQLite database file; `None` for an in-memory
 /// database, another backend, or a file that does not exist.
 ///
-/// A reader belongs to `db`'s pool (every clone of a `DatabaseConnection` shares it): it is
-/// found by the address of the pool's connect options, which it holds weakly, so that the
-/// address cannot name another pool while it is known. Made at the pool's first read; once
-/// the pool is gone (its last clone dropped), its reader and connections are dropped at
-/// the next read of a pool not known yet.
+/// A reader belongs to `db`'s pool (every clone of a `DatabaseConnection` shares it; see
+/// [`PerPool`]): made at the pool's first read; once the pool is gone (its last clone
+/// dropped), its reader and connections are dropped at the next read of a pool not known
+/// yet.
 #[cfg(feature = "sqlite")]
 pub(crate) fn reader(db: &DatabaseConnection) -> Option<Arc<Reader>> {
     let DatabaseConnectionType::SqlxSqlitePoolConnection(_) = &db.inner else {
         return None;
     };
+    static READERS: OnceLock<PerPool<SqliteConnectOptions, Arc<Reader>>> = OnceLock::new();
     let options = db.get_sqlite_connection_pool().connect_options();
-    let key = Arc::as_ptr(&options) as usize;
-    static READERS: OnceLock<Mutex<Readers>> = OnceLock::new();
-    let mut readers = READERS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, reader)) = readers.get(&key) {
-        return Some(Arc::clone(reader));
-    }
-    readers.retain(|_, (pool, _)| pool.strong_count() > 0);
-    let path = options.get_filename();
-    // An in-memory database (`file:sqlx-in-memory-N`) names no file.
-    file_identity(path)?;
-    let reader = Arc::new(Reader {
-        path: path.to_owned(),
-        state: Mutex::new(Pool::default()),
-        statements: AtomicU64::new(0),
-        writer: Mutex::default(),
-    });
-    readers.insert(key, (Arc::downgrade(&options), Arc::clone(&reader)));
-    Some(reader)
+    READERS.get_or_init(PerPool::new).get_or_make(&options, || {
+        let path = options.get_filename();
+        // An in-memory database (`file:sqlx-in-memory-N`) names no file.
+        file_identity(path)?;
+        Some(Arc::new(Reader {
+            path: path.to_owned(),
+            state: Mutex::new(Pool::default()),
+            statements: AtomicU64::new(0),
+            writer: Mutex::default(),
+        }))
+    })
 }
 
 impl Reader {

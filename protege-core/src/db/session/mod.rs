@@ -37,6 +37,7 @@ pub(crate) mod json;
 mod local;
 #[cfg(feature = "postgres")]
 mod one_trip;
+mod per_pool;
 pub mod tx;
 
 use std::sync::Arc;
@@ -325,28 +326,21 @@ pub async fn max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>> 
     mysql_max_allowed_packet(db).await
 }
 
-/// [`max_allowed_packet`] on a MySQL/MariaDB connection, kept by the address of its pool's
-/// connect options, held weakly (so that the address names no other pool while it is
-/// kept); the limits of pools gone are dropped at the next pool's first read.
+/// [`max_allowed_packet`] on a MySQL/MariaDB connection, kept for its pool
+/// ([`PerPool`](per_pool::PerPool)).
 #[cfg(feature = "mysql")]
 async fn mysql_max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock, Weak};
+    use std::sync::OnceLock;
 
     use sea_orm::Statement;
     use sea_orm::sqlx::mysql::MySqlConnectOptions;
 
-    type Limits = HashMap<usize, (Weak<MySqlConnectOptions>, u64)>;
-    static LIMITS: OnceLock<Mutex<Limits>> = OnceLock::new();
+    use per_pool::PerPool;
+
+    static LIMITS: OnceLock<PerPool<MySqlConnectOptions, u64>> = OnceLock::new();
+    let limits = LIMITS.get_or_init(PerPool::new);
     let options = db.get_mysql_connection_pool().connect_options();
-    let key = Arc::as_ptr(&options) as usize;
-    let limits = LIMITS.get_or_init(Default::default);
-    let cached = limits
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(&key)
-        .map(|(_, limit)| *limit);
-    if let Some(limit) = cached {
+    if let Some(limit) = limits.get(&options) {
         return Ok(Some(limit));
     }
     let row = db
@@ -358,12 +352,8 @@ async fn mysql_max_allowed_packet(db: &DatabaseConnection) -> Result<Option<u64>
     let Some(limit) = row.map(|r| r.try_get::<u64>("", "packet")).transpose()? else {
         return Ok(None);
     };
-    let mut limits = limits
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    limits.retain(|_, (pool, _)| pool.strong_count() > 0);
-    limits.insert(key, (Arc::downgrade(&options), limit));
-    Ok(Some(limit))
+    // Two first reads at once both ask the server; the first answer kept is as good.
+    Ok(limits.get_or_make(&options, || Some(limit)))
 }
 
 /// The round trips made so far in this process on the database behind `db` outside SeaORM,
